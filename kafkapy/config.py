@@ -1,0 +1,461 @@
+"""Kafka configuration: names, types, defaults, synonyms and `server.properties` parsing.
+
+Broker and topic settings keep Apache Kafka's names and defaults so a `server.properties` written for
+Kafka starts kafkapy unchanged. A topic setting resolves like Kafka's: the topic's own dynamic value,
+else the broker's value of its synonym (e.g. `log.segment.bytes` for `segment.bytes`), else the
+default. Unknown broker keys are logged and ignored, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+LONG_MAX = 9223372036854775807
+INT_MAX = 2147483647
+
+
+class ConfigType(IntEnum):
+    """DescribeConfigs' config_type values."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(IntEnum):
+    """DescribeConfigs' config_source values."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+Validator = Callable[[object], str | None]
+
+
+def at_least(minimum: int | float) -> Validator:
+    def check(value: object) -> str | None:
+        assert isinstance(value, (int, float))
+        return None if value >= minimum else f"Value must be at least {minimum}"
+
+    return check
+
+
+def one_of(*choices: str) -> Validator:
+    def check(value: object) -> str | None:
+        items = value if isinstance(value, list) else [value]
+        bad = [v for v in items if v not in choices]
+        return None if not bad else f"String must be one of: {', '.join(choices)}"
+
+    return check
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    """One configuration key: its type, default (as Kafka prints it), and validation."""
+
+    name: str
+    type: ConfigType
+    default: str | None
+    doc: str = ""
+    validator: Validator | None = None
+    read_only: bool = False
+    sensitive: bool = False
+
+    def parse(self, raw: str) -> object:
+        """Typed value of ``raw``; raises KafkaError(INVALID_CONFIG) with Kafka's wording."""
+        text = raw.strip()
+        try:
+            if self.type == ConfigType.BOOLEAN:
+                if text.lower() not in ("true", "false"):
+                    raise ValueError
+                value: object = text.lower() == "true"
+            elif self.type in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG):
+                value = int(text)
+                bound = {ConfigType.INT: 1 << 31, ConfigType.SHORT: 1 << 15, ConfigType.LONG: 1 << 63}[self.type]
+                if not -bound <= value < bound:
+                    raise ValueError
+            elif self.type == ConfigType.DOUBLE:
+                value = float(text)
+            elif self.type == ConfigType.LIST:
+                value = [item.strip() for item in text.split(",") if item.strip()]
+            else:
+                value = raw
+        except ValueError:
+            kind = self.type.name.lower()
+            raise KafkaError(
+                ErrorCode.INVALID_CONFIG,
+                f"Invalid value {raw} for configuration {self.name}: Not a number of type {kind}"
+                if self.type not in (ConfigType.BOOLEAN,)
+                else f"Invalid value {raw} for configuration {self.name}: Expected value to be either true or false",
+            ) from None
+        if self.validator is not None:
+            problem = self.validator(value)
+            if problem:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw} for configuration {self.name}: {problem}")
+        return value
+
+    @property
+    def default_value(self) -> object:
+        return None if self.default is None else self.parse(self.default)
+
+
+def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
+    return {d.name: d for d in defs}
+
+
+T = ConfigType
+_CLEANUP = one_of("delete", "compact")
+_COMPRESSION = one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+_TS_TYPE = one_of("CreateTime", "LogAppendTime")
+
+TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
+    ConfigDef("cleanup.policy", T.LIST, "delete", "Retention policy for old log segments.", _CLEANUP),
+    ConfigDef("compression.type", T.STRING, "producer", "Final compression type for the topic.", _COMPRESSION),
+    ConfigDef("delete.retention.ms", T.LONG, "86400000", "How long tombstones are kept for compacted topics.", at_least(0)),
+    ConfigDef("file.delete.delay.ms", T.LONG, "60000", "Wait before deleting a file from the filesystem.", at_least(0)),
+    ConfigDef("flush.messages", T.LONG, str(LONG_MAX), "Messages between forced fsyncs.", at_least(1)),
+    ConfigDef("flush.ms", T.LONG, str(LONG_MAX), "Milliseconds between forced fsyncs.", at_least(0)),
+    ConfigDef("follower.replication.throttled.replicas", T.LIST, "", "Replicas throttled on the follower side."),
+    ConfigDef("index.interval.bytes", T.INT, "4096", "Bytes between offset index entries.", at_least(0)),
+    ConfigDef("leader.replication.throttled.replicas", T.LIST, "", "Replicas throttled on the leader side."),
+    ConfigDef("local.retention.bytes", T.LONG, "-2", "Local bytes kept before tiering deletes segments.", at_least(-2)),
+    ConfigDef("local.retention.ms", T.LONG, "-2", "Local time kept before tiering deletes segments.", at_least(-2)),
+    ConfigDef("max.compaction.lag.ms", T.LONG, str(LONG_MAX), "Longest a message stays uncompacted.", at_least(1)),
+    ConfigDef("max.message.bytes", T.INT, "1048588", "Largest record batch size allowed.", at_least(0)),
+    ConfigDef("message.timestamp.after.max.ms", T.LONG, str(LONG_MAX), "Allowed future skew of timestamps.", at_least(0)),
+    ConfigDef("message.timestamp.before.max.ms", T.LONG, str(LONG_MAX), "Allowed past skew of timestamps.", at_least(0)),
+    ConfigDef("message.timestamp.type", T.STRING, "CreateTime", "Which timestamp records carry.", _TS_TYPE),
+    ConfigDef("min.cleanable.dirty.ratio", T.DOUBLE, "0.5", "Dirty ratio that triggers compaction."),
+    ConfigDef("min.compaction.lag.ms", T.LONG, "0", "Shortest a message stays uncompacted.", at_least(0)),
+    ConfigDef("min.insync.replicas", T.INT, "1", "Replicas that must acknowledge acks=all writes.", at_least(1)),
+    ConfigDef("preallocate", T.BOOLEAN, "false", "Preallocate segment files."),
+    ConfigDef("remote.storage.enable", T.BOOLEAN, "false", "Tier this topic's segments to remote storage."),
+    ConfigDef("retention.bytes", T.LONG, "-1", "Largest size a partition may grow to.", at_least(-1)),
+    ConfigDef("retention.ms", T.LONG, "604800000", "Longest a segment is kept.", at_least(-1)),
+    ConfigDef("segment.bytes", T.INT, "1073741824", "Segment file size.", at_least(14)),
+    ConfigDef("segment.index.bytes", T.INT, "10485760", "Offset index file size.", at_least(4)),
+    ConfigDef("segment.jitter.ms", T.LONG, "0", "Random jitter subtracted from segment.ms.", at_least(0)),
+    ConfigDef("segment.ms", T.LONG, "604800000", "Time after which a segment is rolled.", at_least(1)),
+    ConfigDef("unclean.leader.election.enable", T.BOOLEAN, "false", "Allow out-of-sync replicas to lead."),
+)
+
+# Broker keys whose values a topic inherits, most specific first (Kafka's synonym order).
+TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "cleanup.policy": ("log.cleanup.policy",),
+    "compression.type": ("compression.type",),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
+    "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "flush.messages": ("log.flush.interval.messages",),
+    "flush.ms": ("log.flush.interval.ms",),
+    "index.interval.bytes": ("log.index.interval.bytes",),
+    "local.retention.bytes": ("log.local.retention.bytes",),
+    "local.retention.ms": ("log.local.retention.ms",),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+    "max.message.bytes": ("message.max.bytes",),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
+    "message.timestamp.type": ("log.message.timestamp.type",),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
+    "min.insync.replicas": ("min.insync.replicas",),
+    "preallocate": ("log.preallocate",),
+    "retention.bytes": ("log.retention.bytes",),
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "segment.bytes": ("log.segment.bytes",),
+    "segment.index.bytes": ("log.index.size.max.bytes",),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "unclean.leader.election.enable": ("unclean.leader.election.enable",),
+}
+
+# Broker keys measured in coarser units than their topic counterparts.
+_UNIT_SCALE = {
+    "log.retention.minutes": 60_000,
+    "log.retention.hours": 3_600_000,
+    "log.roll.hours": 3_600_000,
+    "log.roll.jitter.hours": 3_600_000,
+}
+
+BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
+    ConfigDef("node.id", T.INT, "-1", "This node's id in the cluster.", read_only=True),
+    ConfigDef("broker.id", T.INT, "-1", "Alias of node.id.", read_only=True),
+    ConfigDef("process.roles", T.LIST, "", "broker, controller, or both.", one_of("broker", "controller"), read_only=True),
+    ConfigDef("listeners", T.STRING, "PLAINTEXT://:9092", "Listener URIs.", read_only=True),
+    ConfigDef("advertised.listeners", T.STRING, None, "Listener URIs given to clients.", read_only=True),
+    ConfigDef("listener.security.protocol.map", T.STRING,
+              "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+              "Listener name to security protocol.", read_only=True),
+    ConfigDef("inter.broker.listener.name", T.STRING, None, "Listener brokers use among themselves.", read_only=True),
+    ConfigDef("controller.listener.names", T.LIST, "", "Listeners used by the controller.", read_only=True),
+    ConfigDef("controller.quorum.voters", T.LIST, "", "id@host:port of each voter.", read_only=True),
+    ConfigDef("controller.quorum.bootstrap.servers", T.LIST, "", "host:port of controllers to bootstrap from.", read_only=True),
+    ConfigDef("controller.quorum.election.timeout.ms", T.INT, "1000", "Raft election timeout."),
+    ConfigDef("controller.quorum.fetch.timeout.ms", T.INT, "2000", "Raft fetch timeout."),
+    ConfigDef("log.dirs", T.LIST, None, "Directories holding partition logs.", read_only=True),
+    ConfigDef("log.dir", T.STRING, "/tmp/kafka-logs", "Log directory when log.dirs is unset.", read_only=True),
+    ConfigDef("metadata.log.dir", T.STRING, None, "Directory of the __cluster_metadata log.", read_only=True),
+    ConfigDef("broker.rack", T.STRING, None, "Rack of this broker.", read_only=True),
+    ConfigDef("num.partitions", T.INT, "1", "Default partition count of new topics.", at_least(1)),
+    ConfigDef("default.replication.factor", T.INT, "1", "Default replication factor of new topics."),
+    ConfigDef("auto.create.topics.enable", T.BOOLEAN, "true", "Create topics on first metadata request.", read_only=True),
+    ConfigDef("delete.topic.enable", T.BOOLEAN, "true", "Allow topic deletion.", read_only=True),
+    ConfigDef("message.max.bytes", T.INT, "1048588", "Largest record batch size allowed.", at_least(0)),
+    ConfigDef("socket.request.max.bytes", T.INT, "104857600", "Largest request frame accepted.", at_least(1), read_only=True),
+    ConfigDef("socket.send.buffer.bytes", T.INT, "102400", "SO_SNDBUF of sockets.", read_only=True),
+    ConfigDef("socket.receive.buffer.bytes", T.INT, "102400", "SO_RCVBUF of sockets.", read_only=True),
+    ConfigDef("num.network.threads", T.INT, "3", "Kept for compatibility; kafkapy serves the network from one event loop.", read_only=True),
+    ConfigDef("num.io.threads", T.INT, "8", "Kept for compatibility.", read_only=True),
+    ConfigDef("num.recovery.threads.per.data.dir", T.INT, "2", "Kept for compatibility.", read_only=True),
+    ConfigDef("log.cleanup.policy", T.LIST, "delete", "Default cleanup policy.", _CLEANUP),
+    ConfigDef("compression.type", T.STRING, "producer", "Default compression of topics.", _COMPRESSION),
+    ConfigDef("log.cleaner.delete.retention.ms", T.LONG, "86400000", "Default delete.retention.ms."),
+    ConfigDef("log.segment.delete.delay.ms", T.LONG, "60000", "Default file.delete.delay.ms."),
+    ConfigDef("log.flush.interval.messages", T.LONG, str(LONG_MAX), "Default flush.messages."),
+    ConfigDef("log.flush.interval.ms", T.LONG, None, "Default flush.ms."),
+    ConfigDef("log.index.interval.bytes", T.INT, "4096", "Default index.interval.bytes."),
+    ConfigDef("log.local.retention.bytes", T.LONG, "-2", "Default local.retention.bytes."),
+    ConfigDef("log.local.retention.ms", T.LONG, "-2", "Default local.retention.ms."),
+    ConfigDef("log.cleaner.max.compaction.lag.ms", T.LONG, str(LONG_MAX), "Default max.compaction.lag.ms."),
+    ConfigDef("log.message.timestamp.after.max.ms", T.LONG, str(LONG_MAX), "Default message.timestamp.after.max.ms."),
+    ConfigDef("log.message.timestamp.before.max.ms", T.LONG, str(LONG_MAX), "Default message.timestamp.before.max.ms."),
+    ConfigDef("log.message.timestamp.type", T.STRING, "CreateTime", "Default message.timestamp.type.", _TS_TYPE),
+    ConfigDef("log.cleaner.min.cleanable.ratio", T.DOUBLE, "0.5", "Default min.cleanable.dirty.ratio."),
+    ConfigDef("log.cleaner.min.compaction.lag.ms", T.LONG, "0", "Default min.compaction.lag.ms."),
+    ConfigDef("min.insync.replicas", T.INT, "1", "Default min.insync.replicas.", at_least(1)),
+    ConfigDef("log.preallocate", T.BOOLEAN, "false", "Default preallocate."),
+    ConfigDef("log.retention.bytes", T.LONG, "-1", "Default retention.bytes."),
+    ConfigDef("log.retention.ms", T.LONG, None, "Default retention.ms."),
+    ConfigDef("log.retention.minutes", T.INT, None, "Default retention in minutes."),
+    ConfigDef("log.retention.hours", T.INT, "168", "Default retention in hours."),
+    ConfigDef("log.retention.check.interval.ms", T.LONG, "300000", "How often retention is checked.", at_least(1)),
+    ConfigDef("log.segment.bytes", T.INT, "1073741824", "Default segment.bytes.", at_least(14)),
+    ConfigDef("log.index.size.max.bytes", T.INT, "10485760", "Default segment.index.bytes.", at_least(4)),
+    ConfigDef("log.roll.jitter.ms", T.LONG, None, "Default segment.jitter.ms."),
+    ConfigDef("log.roll.jitter.hours", T.INT, "0", "Default segment jitter in hours."),
+    ConfigDef("log.roll.ms", T.LONG, None, "Default segment.ms."),
+    ConfigDef("log.roll.hours", T.INT, "168", "Default segment roll time in hours.", at_least(1)),
+    ConfigDef("unclean.leader.election.enable", T.BOOLEAN, "false", "Default unclean.leader.election.enable."),
+    ConfigDef("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets.", at_least(1), read_only=True),
+    ConfigDef("offsets.topic.replication.factor", T.SHORT, "3", "Replication factor of __consumer_offsets.", read_only=True),
+    ConfigDef("offsets.retention.minutes", T.INT, "10080", "How long committed offsets are kept."),
+    ConfigDef("transaction.state.log.replication.factor", T.SHORT, "3", "Replication factor of __transaction_state.", read_only=True),
+    ConfigDef("transaction.state.log.min.isr", T.INT, "2", "min.insync.replicas of __transaction_state.", read_only=True),
+    ConfigDef("group.initial.rebalance.delay.ms", T.INT, "3000", "Delay before the first rebalance of a new group."),
+    ConfigDef("replica.lag.time.max.ms", T.LONG, "30000", "Lag after which a follower leaves the ISR."),
+    ConfigDef("broker.session.timeout.ms", T.INT, "9000", "Heartbeat silence after which a broker is fenced."),
+    ConfigDef("broker.heartbeat.interval.ms", T.INT, "2000", "Broker heartbeat interval."),
+    ConfigDef("metadata.log.max.record.bytes.between.snapshots", T.LONG, "20971520", "Metadata bytes between snapshots."),
+    ConfigDef("request.timeout.ms", T.INT, "30000", "Inter-node request timeout."),
+)
+
+
+def known_topic_config(name: str) -> bool:
+    return name in TOPIC_CONFIGS
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
+    """Raise KafkaError(INVALID_CONFIG) for an unknown name or a bad value, as Kafka does."""
+    for name, value in configs.items():
+        cdef = TOPIC_CONFIGS.get(name)
+        if cdef is None:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+        if value is None:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {name}")
+        cdef.parse(value)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java `.properties` text: `key=value` or `key: value`, `#`/`!` comments, `\\` continuations."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        # An odd number of trailing backslashes continues the line.
+        stripped = line.rstrip("\n")
+        trailing = len(stripped) - len(stripped.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical.append(stripped[:-1])
+            continue
+        logical.append(stripped)
+        entry = "".join(logical)
+        logical = []
+        key, value = _split_property(entry)
+        props[key] = value
+    if logical:
+        key, value = _split_property("".join(logical))
+        props[key] = value
+    return props
+
+
+def _split_property(entry: str) -> tuple[str, str]:
+    i, n = 0, len(entry)
+    key_chars: list[str] = []
+    while i < n:
+        ch = entry[i]
+        if ch == "\\" and i + 1 < n:
+            key_chars.append(_unescape(entry[i + 1]))
+            i += 2
+            continue
+        if ch in "=: \t":
+            break
+        key_chars.append(ch)
+        i += 1
+    while i < n and entry[i] in " \t":
+        i += 1
+    if i < n and entry[i] in "=:":
+        i += 1
+    while i < n and entry[i] in " \t":
+        i += 1
+    value = entry[i:]
+    out: list[str] = []
+    j = 0
+    while j < len(value):
+        if value[j] == "\\" and j + 1 < len(value):
+            out.append(_unescape(value[j + 1]))
+            j += 2
+        else:
+            out.append(value[j])
+            j += 1
+    return "".join(key_chars), "".join(out)
+
+
+def _unescape(ch: str) -> str:
+    return {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(ch, ch)
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One `NAME://host:port` entry of `listeners`."""
+
+    name: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse_list(cls, text: str | None) -> list["Listener"]:
+        out = []
+        for item in (text or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, sep, rest = item.partition("://")
+            if not sep:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Listener {item!r} is not of the form NAME://host:port")
+            host, _, port = rest.rpartition(":")
+            host = host.strip("[]")
+            out.append(cls(name.upper(), host, int(port)))
+        return out
+
+
+@dataclass
+class BrokerConfig:
+    """A node's static configuration: the properties file plus `--override`s, typed on access."""
+
+    props: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_sources(cls, file_props: Mapping[str, str], overrides: Iterable[tuple[str, str]] = ()) -> "BrokerConfig":
+        props = dict(file_props)
+        props.update(overrides)
+        config = cls(props)
+        config._check()
+        return config
+
+    def _check(self) -> None:
+        for key, value in self.props.items():
+            cdef = BROKER_CONFIGS.get(key)
+            if cdef is None:
+                # Kafka logs unknown keys and carries on; a config for Kafka must start us unchanged.
+                log.info("Ignoring unknown configuration %s=%s", key, value)
+                continue
+            try:
+                cdef.parse(value)
+            except KafkaError as exc:
+                raise ValueError(exc.message) from None
+
+    def get(self, name: str) -> object:
+        """Typed value: the configured one, else the default (None when there is none)."""
+        cdef = BROKER_CONFIGS[name]
+        raw = self.props.get(name)
+        if raw is None:
+            return cdef.default_value
+        return cdef.parse(raw)
+
+    def is_set(self, name: str) -> bool:
+        return name in self.props
+
+    @property
+    def node_id(self) -> int:
+        node_id = self.get("node.id")
+        assert isinstance(node_id, int)
+        if node_id < 0:
+            broker_id = self.get("broker.id")
+            assert isinstance(broker_id, int)
+            node_id = broker_id
+        return node_id
+
+    @property
+    def log_dirs(self) -> list[str]:
+        dirs = self.get("log.dirs")
+        if dirs:
+            assert isinstance(dirs, list)
+            return dirs
+        return [str(self.get("log.dir"))]
+
+    @property
+    def metadata_log_dir(self) -> str:
+        explicit = self.get("metadata.log.dir")
+        return str(explicit) if explicit else self.log_dirs[0]
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return Listener.parse_list(str(self.get("listeners")))
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        advertised = self.get("advertised.listeners")
+        if advertised:
+            return Listener.parse_list(str(advertised))
+        controller_names = set(self.get("controller.listener.names") or [])  # type: ignore[arg-type]
+        return [lst for lst in self.listeners if lst.name not in controller_names]
+
+    def broker_synonym_value(self, topic_key: str) -> tuple[str, str] | None:
+        """The broker key and its value (in the topic key's unit) that a topic inherits, if set."""
+        for key in TOPIC_SYNONYMS.get(topic_key, ()):
+            raw = self.props.get(key)
+            if raw is not None:
+                scale = _UNIT_SCALE.get(key)
+                return key, str(int(raw) * scale) if scale else raw
+        return None
+
+    def topic_default(self, topic_key: str) -> str:
+        """The value a topic without its own setting gets for ``topic_key``, as Kafka resolves it."""
+        inherited = self.broker_synonym_value(topic_key)
+        if inherited is not None:
+            return inherited[1]
+        default = TOPIC_CONFIGS[topic_key].default
+        return "" if default is None else default
+
+    def topic_defaults(self) -> dict[str, str]:
+        return {key: self.topic_default(key) for key in TOPIC_CONFIGS}
