@@ -70,6 +70,8 @@ NO_TIMESTAMP = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == HEADER_SIZE
+# Public name for code that packs whole headers (the builder); same object as _HEADER.
+HEADER_STRUCT = _HEADER
 
 
 class BatchHeader(NamedTuple):
