@@ -1,0 +1,410 @@
+"""KRaft metadata records: typed classes and Kafka's frame format.
+
+Each record type is a frozen dataclass whose fields carry the snake_case names kafka-python gives
+the JSON schema fields in ``kafkapy/metadata/schemas/``. The body codec is kafka-python's
+``StructField`` over our schema files (every metadata record is flexible from version 0: compact
+strings and arrays, tagged fields). The frame around a body is Kafka's
+``AbstractApiMessageSerde`` layout::
+
+    frame version  unsigned varint  (always 1)
+    api key        unsigned varint
+    version        unsigned varint
+    body           the record, flexible encoding
+
+Lists are stored as tuples so records stay hashable and cannot be mutated after replay.
+Unknown tagged fields are dropped on decode (we never write them ourselves).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable, TypeVar
+
+from kafka.protocol.schemas import StructField, load_json
+
+from kafkapy.metadata import schemas as _schemas_pkg
+
+FRAME_VERSION = 1
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Unsigned varints of the frame header (the body's varints are kafka-python's business).
+
+def _write_uvarint(out: bytearray, value: int) -> None:
+    if value < 0:
+        raise ValueError(f"unsigned varint cannot hold {value}")
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf):
+            raise ValueError("truncated unsigned varint in metadata record frame")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("unsigned varint in metadata record frame is longer than 5 bytes")
+
+
+# --------------------------------------------------------------------------------------------
+# Record classes
+
+class MetadataRecord:
+    """Base of every metadata record type.
+
+    Class attributes: ``API_KEY`` (Kafka's metadata record type id), ``SCHEMA`` (JSON schema
+    name), ``MAX_VERSION``. Instances carry their own ``version`` (the version they are written
+    with), defaulting to the version a Kafka 3.9 controller writes at our metadata.version.
+    """
+
+    API_KEY: ClassVar[int]
+    SCHEMA: ClassVar[str]
+    MAX_VERSION: ClassVar[int]
+    # Attribute name -> dataclass type for struct-array fields, so decode can rebuild them.
+    _NESTED: ClassVar[dict[str, type]] = {}
+    version: int
+
+
+R = TypeVar("R", bound=type)
+
+_BY_KEY: dict[int, type[MetadataRecord]] = {}
+_STRUCTS: dict[int, StructField | None] = {}
+
+
+def _register(api_key: int, max_version: int) -> Any:
+    def wrap(cls: R) -> R:
+        cls.API_KEY = api_key
+        cls.SCHEMA = cls.__name__
+        cls.MAX_VERSION = max_version
+        _BY_KEY[api_key] = cls
+        return cls
+    return wrap
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    """One listener of a registered broker (RegisterBrokerRecord.EndPoints)."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerFeature:
+    """A feature range a broker supports (RegisterBrokerRecord.Features)."""
+
+    name: str
+    min_supported_version: int
+    max_supported_version: int
+
+
+@_register(0, 3)
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord(MetadataRecord):
+    """A broker registered (or re-registered) with the controller."""
+
+    broker_id: int
+    incarnation_id: uuid.UUID
+    broker_epoch: int
+    end_points: tuple[BrokerEndpoint, ...] = ()
+    features: tuple[BrokerFeature, ...] = ()
+    rack: str | None = None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+    is_migrating_zk_broker: bool = False
+    log_dirs: tuple[uuid.UUID, ...] = ()
+    version: int = 3
+    _NESTED: ClassVar[dict[str, type]] = {"end_points": BrokerEndpoint, "features": BrokerFeature}
+
+
+@_register(1, 0)
+@dataclass(frozen=True, slots=True)
+class UnregisterBrokerRecord(MetadataRecord):
+    """A broker's registration was removed."""
+
+    broker_id: int
+    broker_epoch: int
+    version: int = 0
+
+
+@_register(2, 0)
+@dataclass(frozen=True, slots=True)
+class TopicRecord(MetadataRecord):
+    """A topic was created."""
+
+    name: str
+    topic_id: uuid.UUID
+    version: int = 0
+
+
+@_register(3, 2)
+@dataclass(frozen=True, slots=True)
+class PartitionRecord(MetadataRecord):
+    """The complete state of one partition."""
+
+    partition_id: int
+    topic_id: uuid.UUID
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = 0
+    directories: tuple[uuid.UUID, ...] = ()
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+    version: int = 1
+
+
+@_register(4, 0)
+@dataclass(frozen=True, slots=True)
+class ConfigRecord(MetadataRecord):
+    """One config key of one resource was set, or deleted when ``value`` is None."""
+
+    resource_type: int
+    resource_name: str
+    name: str
+    value: str | None
+    version: int = 0
+
+
+@_register(5, 2)
+@dataclass(frozen=True, slots=True)
+class PartitionChangeRecord(MetadataRecord):
+    """A change to one partition. None / ``LEADER_UNCHANGED`` / -1 mean "no change"."""
+
+    LEADER_UNCHANGED: ClassVar[int] = -2
+
+    partition_id: int
+    topic_id: uuid.UUID
+    isr: tuple[int, ...] | None = None
+    leader: int = -2
+    replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
+    adding_replicas: tuple[int, ...] | None = None
+    leader_recovery_state: int = -1
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+    directories: tuple[uuid.UUID, ...] | None = None
+    version: int = 1
+
+
+@_register(7, 0)
+@dataclass(frozen=True, slots=True)
+class FenceBrokerRecord(MetadataRecord):
+    """Legacy fencing of a broker epoch (newer metadata versions use
+    BrokerRegistrationChangeRecord; we still replay it)."""
+
+    id: int
+    epoch: int
+    version: int = 0
+
+
+@_register(8, 0)
+@dataclass(frozen=True, slots=True)
+class UnfenceBrokerRecord(MetadataRecord):
+    """Legacy unfencing of a broker epoch."""
+
+    id: int
+    epoch: int
+    version: int = 0
+
+
+@_register(9, 0)
+@dataclass(frozen=True, slots=True)
+class RemoveTopicRecord(MetadataRecord):
+    """A topic (and all its partitions) was deleted."""
+
+    topic_id: uuid.UUID
+    version: int = 0
+
+
+@_register(12, 0)
+@dataclass(frozen=True, slots=True)
+class FeatureLevelRecord(MetadataRecord):
+    """The finalized level of one feature; level 0 removes the feature."""
+
+    name: str
+    feature_level: int
+    version: int = 0
+
+
+@_register(15, 0)
+@dataclass(frozen=True, slots=True)
+class ProducerIdsRecord(MetadataRecord):
+    """A producer id block went to a broker; ``next_producer_id`` starts the next block."""
+
+    broker_id: int
+    broker_epoch: int
+    next_producer_id: int
+    version: int = 0
+
+
+@_register(17, 2)
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationChangeRecord(MetadataRecord):
+    """A change to a broker registration. ``fenced``: 1 fence, -1 unfence, 0 unchanged;
+    ``in_controlled_shutdown``: 1 entered, 0 unchanged."""
+
+    FENCE: ClassVar[int] = 1
+    UNFENCE: ClassVar[int] = -1
+
+    broker_id: int
+    broker_epoch: int
+    fenced: int = 0
+    in_controlled_shutdown: int = 0
+    log_dirs: tuple[uuid.UUID, ...] = ()
+    version: int = 1
+
+
+@_register(20, 0)
+@dataclass(frozen=True, slots=True)
+class NoOpRecord(MetadataRecord):
+    """Carries nothing; lets the log (and brokers' offsets) advance while idle."""
+
+    version: int = 0
+
+
+ALL_RECORD_TYPES: tuple[type[MetadataRecord], ...] = tuple(_BY_KEY[k] for k in sorted(_BY_KEY))
+
+
+def _struct_for(cls: type[MetadataRecord]) -> StructField | None:
+    """The kafka-python codec of a record type's body (None for bodies with no fields)."""
+    key = cls.API_KEY
+    if key not in _STRUCTS:
+        schema = load_json(cls.SCHEMA, package=_schemas_pkg.__name__)
+        # kafka-python cannot build a struct with no fields; NoOpRecord's body is only the
+        # (empty) tagged-field section.
+        _STRUCTS[key] = StructField(schema) if schema.get("fields") else None
+    return _STRUCTS[key]
+
+
+# --------------------------------------------------------------------------------------------
+# Encode / decode
+
+def encode_record(rec: MetadataRecord) -> bytes:
+    """Encode ``rec`` in Kafka's metadata record frame (what ``MetadataRecordSerde`` writes)."""
+    cls = type(rec)
+    version = rec.version
+    if not 0 <= version <= cls.MAX_VERSION:
+        raise ValueError(f"{cls.__name__} has no version {version}")
+    out = bytearray()
+    _write_uvarint(out, FRAME_VERSION)
+    _write_uvarint(out, cls.API_KEY)
+    _write_uvarint(out, version)
+    struct = _struct_for(cls)
+    if struct is None:
+        out.append(0)  # no tagged fields
+        return bytes(out)
+    # Build the value dict in schema order: kafka-python writes tagged fields in the order it
+    # meets them, and Kafka expects them in ascending tag order (our schemas list them so).
+    values = {f.name: getattr(rec, f.name) for f in struct._fields}
+    out += struct.encode(values, version=version, compact=True, tagged=True)
+    return bytes(out)
+
+
+def _to_tuple(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+def decode_record(data: bytes | bytearray | memoryview) -> MetadataRecord:
+    """Decode one framed metadata record. Raises ValueError on a malformed frame."""
+    buf = bytes(data)
+    frame_version, pos = _read_uvarint(buf, 0)
+    if frame_version != FRAME_VERSION:
+        raise ValueError(f"unsupported metadata record frame version {frame_version}")
+    api_key, pos = _read_uvarint(buf, pos)
+    version, pos = _read_uvarint(buf, pos)
+    cls = _BY_KEY.get(api_key)
+    if cls is None:
+        raise ValueError(f"unknown metadata record type {api_key}")
+    if version > cls.MAX_VERSION:
+        raise ValueError(f"{cls.__name__} version {version} is newer than we know ({cls.MAX_VERSION})")
+    struct = _struct_for(cls)
+    stream = io.BytesIO(buf)
+    stream.seek(pos)
+    kwargs: dict[str, Any] = {"version": version}
+    try:
+        if struct is None:
+            _skip_tagged_fields(stream)
+        else:
+            decoded = struct.decode(stream, version=version, compact=True, tagged=True)
+            names = {f.name for f in dataclasses.fields(cls)}
+            uuid_fields = {f.name for f in struct._fields if f.type_str in ("uuid", "[]uuid")}
+            for name, value in decoded.items():
+                if name not in names:
+                    continue  # unknown tagged field ("_<tag>")
+                if name in uuid_fields:
+                    # kafka-python reads the all-zero UUID as None; Kafka calls it ZERO_UUID.
+                    if isinstance(value, list):
+                        value = [ZERO_UUID if v is None else v for v in value]
+                    elif value is None:
+                        value = ZERO_UUID
+                nested = cls._NESTED.get(name)
+                if nested is not None and value is not None:
+                    value = tuple(nested(**_plain(v)) for v in value)
+                kwargs[name] = _to_tuple(value)
+    except (IndexError, AssertionError, EOFError, UnicodeDecodeError) as e:
+        raise ValueError(f"malformed {cls.__name__} v{version}: {e!r}") from e
+    if stream.tell() != len(buf):
+        raise ValueError(
+            f"{len(buf) - stream.tell()} trailing byte(s) after {cls.__name__} v{version}")
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise ValueError(f"malformed {cls.__name__} v{version}: {e}") from e
+
+
+def _plain(v: Any) -> dict[str, Any]:
+    """A nested struct as decoded by kafka-python (a dict, maybe with unknown tags) as kwargs."""
+    d = v if isinstance(v, dict) else v.to_dict(json=False)
+    return {k: val for k, val in d.items() if not k.startswith("_")}
+
+
+def _skip_tagged_fields(stream: io.BytesIO) -> None:
+    raw = stream.getvalue()
+    count, pos = _read_uvarint(raw, stream.tell())
+    for _ in range(count):
+        _tag, pos = _read_uvarint(raw, pos)
+        size, pos = _read_uvarint(raw, pos)
+        pos += size
+    if pos > len(raw):
+        raise ValueError("truncated tagged fields")
+    stream.seek(pos)
+
+
+def record_type(api_key: int) -> type[MetadataRecord]:
+    """The record class for a metadata record type id (KeyError if unknown)."""
+    return _BY_KEY[api_key]
+
+
+def encode_records(records: Iterable[MetadataRecord]) -> list[bytes]:
+    """Encode many records (convenience for batch building)."""
+    return [encode_record(r) for r in records]
+
+
+__all__ = [
+    "ALL_RECORD_TYPES", "BrokerEndpoint", "BrokerFeature", "BrokerRegistrationChangeRecord",
+    "ConfigRecord", "FeatureLevelRecord", "FenceBrokerRecord", "MetadataRecord", "NoOpRecord",
+    "PartitionChangeRecord", "PartitionRecord", "ProducerIdsRecord", "RegisterBrokerRecord",
+    "RemoveTopicRecord", "TopicRecord", "UnfenceBrokerRecord", "UnregisterBrokerRecord",
+    "ZERO_UUID", "decode_record", "encode_record", "encode_records", "record_type",
+]
