@@ -1,0 +1,341 @@
+"""MetadataDelta: records replayed on top of an image, folded into the next image by ``apply()``.
+
+The delta keeps only what changed (per broker, per topic, per partition, per config resource);
+``apply()`` builds new sub-images for the changed areas and hands back the base image's objects
+for everything else, so consecutive images share most of their memory and identity checks
+(``new.topics is old.topics``) tell a listener whether an area changed at all.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from kafkapy.metadata.image import (
+    METADATA_VERSION_FEATURE,
+    RESOURCE_TOPIC,
+    BrokerRegistration,
+    ClusterImage,
+    ConfigurationsImage,
+    FeaturesImage,
+    MetadataImage,
+    MetadataReplayError,
+    PartitionRegistration,
+    ProducerIdsImage,
+    TopicImage,
+    TopicsImage,
+    frozen_map,
+)
+from kafkapy.metadata.records import (
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
+    MetadataRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+
+_REMOVED = None  # marks a broker removed in ``MetadataDelta._brokers``
+
+
+@dataclass
+class _TopicChange:
+    """A topic created in this delta (``created``) or an existing one with partition changes."""
+
+    name: str
+    id: uuid.UUID
+    created: bool
+    partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
+
+
+@dataclass
+class _ConfigChange:
+    """Changes to one config resource. ``cleared``: start from nothing instead of the base
+    (its topic was deleted in this delta)."""
+
+    cleared: bool = False
+    changes: dict[str, str | None] = field(default_factory=dict)
+
+
+class MetadataDelta:
+    """Accumulates records on top of ``image``; ``apply()`` returns the resulting image.
+
+    ``replay`` raises ``MetadataReplayError`` for a record that contradicts the state (a topic
+    created twice, a partition of an unknown topic, ...): a consistent log never does that.
+    """
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self._offset = image.offset
+        self._features: dict[str, int | None] = {}
+        self._brokers: dict[int, BrokerRegistration | None] = {}
+        self._topics: dict[uuid.UUID, _TopicChange] = {}
+        self._deleted_topics: dict[uuid.UUID, str] = {}  # ids of base-image topics removed
+        self._configs: dict[tuple[int, str], _ConfigChange] = {}
+        self._producer_ids: ProducerIdsImage | None = None
+        self._handlers: dict[type, Callable[[MetadataRecord], None]] = {
+            TopicRecord: self._replay_topic,
+            PartitionRecord: self._replay_partition,
+            PartitionChangeRecord: self._replay_partition_change,
+            RemoveTopicRecord: self._replay_remove_topic,
+            ConfigRecord: self._replay_config,
+            FeatureLevelRecord: self._replay_feature,
+            RegisterBrokerRecord: self._replay_register_broker,
+            UnregisterBrokerRecord: self._replay_unregister_broker,
+            FenceBrokerRecord: self._replay_fence,
+            UnfenceBrokerRecord: self._replay_unfence,
+            BrokerRegistrationChangeRecord: self._replay_broker_change,
+            ProducerIdsRecord: self._replay_producer_ids,
+            NoOpRecord: lambda rec: None,
+        }
+
+    # -- public ------------------------------------------------------------------------------
+
+    @property
+    def offset(self) -> int:
+        """Offset of the last record replayed (the base image's offset when none yet)."""
+        return self._offset
+
+    def replay(self, record: MetadataRecord, offset: int) -> None:
+        """Apply one committed ``record`` found at log ``offset``."""
+        if offset <= self._offset:
+            raise MetadataReplayError(
+                f"record at offset {offset} is not after the last applied offset {self._offset}")
+        handler = self._handlers.get(type(record))
+        if handler is None:
+            raise MetadataReplayError(f"cannot replay {type(record).__name__}")
+        handler(record)
+        self._offset = offset
+
+    def apply(self) -> MetadataImage:
+        """The image after everything replayed so far."""
+        base = self.image
+        return MetadataImage(
+            cluster_id=base.cluster_id,
+            offset=self._offset,
+            features=self._apply_features(),
+            cluster=self._apply_cluster(),
+            topics=self._apply_topics(),
+            configs=self._apply_configs(),
+            producer_ids=self._producer_ids if self._producer_ids is not None else base.producer_ids,
+        )
+
+    # -- lookups through the delta ---------------------------------------------------------
+
+    def broker(self, broker_id: int) -> BrokerRegistration | None:
+        if broker_id in self._brokers:
+            return self._brokers[broker_id]
+        return self.image.cluster.brokers.get(broker_id)
+
+    def _topic_change(self, topic_id: uuid.UUID) -> _TopicChange | None:
+        """The live topic with this id, as a change entry (created on first touch)."""
+        change = self._topics.get(topic_id)
+        if change is not None:
+            return change
+        if topic_id in self._deleted_topics:
+            return None
+        base = self.image.topics.by_id.get(topic_id)
+        if base is None:
+            return None
+        change = _TopicChange(base.name, base.id, created=False)
+        self._topics[topic_id] = change
+        return change
+
+    def _current_partition(self, change: _TopicChange, index: int) -> PartitionRegistration | None:
+        if index in change.partitions:
+            return change.partitions[index]
+        if change.created:
+            return None
+        return self.image.topics.by_id[change.id].partitions.get(index)
+
+    def _topic_name_live(self, name: str) -> bool:
+        for change in self._topics.values():
+            if change.name == name:
+                return True
+        base = self.image.topics.by_name.get(name)
+        return base is not None and base.id not in self._deleted_topics
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def _replay_topic(self, rec: TopicRecord) -> None:
+        if self._topic_name_live(rec.name):
+            raise MetadataReplayError(f"topic {rec.name!r} already exists")
+        if rec.topic_id in self._topics or (
+                rec.topic_id in self.image.topics.by_id and rec.topic_id not in self._deleted_topics):
+            raise MetadataReplayError(f"topic id {rec.topic_id} already exists")
+        self._topics[rec.topic_id] = _TopicChange(rec.name, rec.topic_id, created=True)
+
+    def _replay_partition(self, rec: PartitionRecord) -> None:
+        change = self._topic_change(rec.topic_id)
+        if change is None:
+            raise MetadataReplayError(f"PartitionRecord for unknown topic id {rec.topic_id}")
+        change.partitions[rec.partition_id] = PartitionRegistration.from_record(rec)
+
+    def _replay_partition_change(self, rec: PartitionChangeRecord) -> None:
+        change = self._topic_change(rec.topic_id)
+        if change is None:
+            raise MetadataReplayError(f"PartitionChangeRecord for unknown topic id {rec.topic_id}")
+        current = self._current_partition(change, rec.partition_id)
+        if current is None:
+            raise MetadataReplayError(
+                f"PartitionChangeRecord for unknown partition {rec.partition_id} of {change.name}")
+        change.partitions[rec.partition_id] = current.merge(rec)
+
+    def _replay_remove_topic(self, rec: RemoveTopicRecord) -> None:
+        change = self._topic_change(rec.topic_id)
+        if change is None:
+            raise MetadataReplayError(f"RemoveTopicRecord for unknown topic id {rec.topic_id}")
+        del self._topics[rec.topic_id]
+        if not change.created:
+            self._deleted_topics[rec.topic_id] = change.name
+        # A topic's configs die with it (Kafka drops them when it replays the removal).
+        self._configs[(RESOURCE_TOPIC, change.name)] = _ConfigChange(cleared=True)
+
+    # -- configs and features ---------------------------------------------------------------
+
+    def _replay_config(self, rec: ConfigRecord) -> None:
+        key = (rec.resource_type, rec.resource_name)
+        self._configs.setdefault(key, _ConfigChange()).changes[rec.name] = rec.value
+
+    def _replay_feature(self, rec: FeatureLevelRecord) -> None:
+        if rec.name == METADATA_VERSION_FEATURE and rec.feature_level == 0:
+            raise MetadataReplayError("metadata.version cannot be removed")
+        # Level 0 means the feature is no longer finalized.
+        self._features[rec.name] = rec.feature_level if rec.feature_level != 0 else None
+
+    # -- brokers -----------------------------------------------------------------------------
+
+    def _replay_register_broker(self, rec: RegisterBrokerRecord) -> None:
+        self._brokers[rec.broker_id] = BrokerRegistration.from_record(rec)
+
+    def _existing_broker(self, broker_id: int, epoch: int, what: str) -> BrokerRegistration:
+        current = self.broker(broker_id)
+        if current is None:
+            raise MetadataReplayError(f"{what} for unregistered broker {broker_id}")
+        if current.epoch != epoch:
+            raise MetadataReplayError(
+                f"{what} for broker {broker_id} epoch {epoch}, but its epoch is {current.epoch}")
+        return current
+
+    def _replay_unregister_broker(self, rec: UnregisterBrokerRecord) -> None:
+        self._existing_broker(rec.broker_id, rec.broker_epoch, "UnregisterBrokerRecord")
+        self._brokers[rec.broker_id] = _REMOVED
+
+    def _replay_fence(self, rec: FenceBrokerRecord) -> None:
+        cur = self._existing_broker(rec.id, rec.epoch, "FenceBrokerRecord")
+        self._brokers[rec.id] = replace(cur, fenced=True)
+
+    def _replay_unfence(self, rec: UnfenceBrokerRecord) -> None:
+        cur = self._existing_broker(rec.id, rec.epoch, "UnfenceBrokerRecord")
+        self._brokers[rec.id] = replace(cur, fenced=False)
+
+    def _replay_broker_change(self, rec: BrokerRegistrationChangeRecord) -> None:
+        cur = self._existing_broker(rec.broker_id, rec.broker_epoch, "BrokerRegistrationChangeRecord")
+        changes: dict[str, object] = {}
+        if rec.fenced == BrokerRegistrationChangeRecord.FENCE:
+            changes["fenced"] = True
+        elif rec.fenced == BrokerRegistrationChangeRecord.UNFENCE:
+            changes["fenced"] = False
+        elif rec.fenced != 0:
+            raise MetadataReplayError(f"bad fencing change {rec.fenced}")
+        if rec.in_controlled_shutdown == 1:
+            changes["in_controlled_shutdown"] = True
+        if rec.log_dirs:
+            changes["log_dirs"] = tuple(rec.log_dirs)
+        self._brokers[rec.broker_id] = replace(cur, **changes)
+
+    # -- producer ids --------------------------------------------------------------------------
+
+    def _replay_producer_ids(self, rec: ProducerIdsRecord) -> None:
+        current = self._producer_ids or self.image.producer_ids
+        if rec.next_producer_id <= current.next_producer_id:
+            raise MetadataReplayError(
+                f"next producer id {rec.next_producer_id} does not advance past "
+                f"{current.next_producer_id}")
+        self._producer_ids = ProducerIdsImage(rec.next_producer_id, rec.broker_id, rec.broker_epoch)
+
+    # -- apply ---------------------------------------------------------------------------------
+
+    def _apply_features(self) -> FeaturesImage:
+        base = self.image.features
+        if not self._features:
+            return base
+        levels = dict(base.levels)
+        for name, level in self._features.items():
+            if level is None:
+                levels.pop(name, None)
+            else:
+                levels[name] = level
+        return FeaturesImage(frozen_map(levels))
+
+    def _apply_cluster(self) -> ClusterImage:
+        base = self.image.cluster
+        if not self._brokers:
+            return base
+        brokers = dict(base.brokers)
+        for broker_id, reg in self._brokers.items():
+            if reg is None:
+                brokers.pop(broker_id, None)
+            else:
+                brokers[broker_id] = reg
+        return ClusterImage(frozen_map(dict(sorted(brokers.items()))))
+
+    def _apply_topics(self) -> TopicsImage:
+        base = self.image.topics
+        if not self._topics and not self._deleted_topics:
+            return base
+        by_id = dict(base.by_id)
+        by_name = dict(base.by_name)
+        for topic_id, name in self._deleted_topics.items():
+            del by_id[topic_id]
+            del by_name[name]
+        for topic_id, change in self._topics.items():
+            if change.created:
+                parts = change.partitions
+            else:
+                old = base.by_id[topic_id]
+                if not change.partitions:
+                    continue  # touched but unchanged: keep the old object
+                parts = {**old.partitions, **change.partitions}
+            topic = TopicImage(change.name, topic_id, frozen_map(dict(sorted(parts.items()))))
+            by_id[topic_id] = topic
+            by_name[change.name] = topic
+        return TopicsImage(frozen_map(by_id), frozen_map(by_name))
+
+    def _apply_configs(self) -> ConfigurationsImage:
+        base = self.image.configs
+        if not self._configs:
+            return base
+        resources = dict(base.resources)
+        for key, change in self._configs.items():
+            current = {} if change.cleared else dict(base.resources.get(key, {}))
+            for name, value in change.changes.items():
+                if value is None:
+                    current.pop(name, None)
+                else:
+                    current[name] = value
+            if current:
+                resources[key] = frozen_map(dict(sorted(current.items())))
+            else:
+                resources.pop(key, None)
+        return ConfigurationsImage(frozen_map(resources))
+
+
+def replay_all(image: MetadataImage, records_with_offsets) -> MetadataImage:
+    """Convenience: replay ``(record, offset)`` pairs on ``image`` and apply."""
+    delta = MetadataDelta(image)
+    for rec, offset in records_with_offsets:
+        delta.replay(rec, offset)
+    return delta.apply()
+
+
+__all__ = ["MetadataDelta", "replay_all"]

@@ -1,0 +1,288 @@
+"""The immutable metadata image: the cluster state after replaying the metadata log to an offset.
+
+A ``MetadataImage`` is built from the previous image plus a ``MetadataDelta`` (see
+``kafkapy.metadata.delta``). Every part is immutable (frozen dataclasses, tuples and read-only
+mappings), so readers on other tasks can hold an image while the next one is being built, and
+an ``apply()`` can share every sub-image it did not touch with the image before it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from kafkapy.metadata.records import (
+    BrokerEndpoint,
+    BrokerFeature,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+)
+
+# ConfigResource.Type ids as Kafka numbers them (DescribeConfigs, ConfigRecord.ResourceType).
+RESOURCE_UNKNOWN = 0
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
+RESOURCE_CLIENT_METRICS = 16
+
+METADATA_VERSION_FEATURE = "metadata.version"
+
+NO_LEADER = -1
+
+EMPTY_MAP: Mapping[Any, Any] = MappingProxyType({})
+
+
+def frozen_map(d: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    """A read-only view of a private copy of ``d`` (shared empty map when ``d`` is empty)."""
+    return MappingProxyType(dict(d)) if d else EMPTY_MAP
+
+
+class MetadataReplayError(ValueError):
+    """A record cannot be applied to the image (an inconsistent log; fatal for the replayer)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Brokers
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    """A registered broker as the cluster sees it."""
+
+    id: int
+    incarnation_id: uuid.UUID
+    epoch: int
+    listeners: tuple[BrokerEndpoint, ...] = ()
+    features: tuple[BrokerFeature, ...] = ()
+    rack: str | None = None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+    log_dirs: tuple[uuid.UUID, ...] = ()
+
+    @classmethod
+    def from_record(cls, rec: RegisterBrokerRecord) -> "BrokerRegistration":
+        return cls(
+            id=rec.broker_id, incarnation_id=rec.incarnation_id, epoch=rec.broker_epoch,
+            listeners=tuple(rec.end_points), features=tuple(rec.features), rack=rec.rack,
+            fenced=rec.fenced, in_controlled_shutdown=rec.in_controlled_shutdown,
+            log_dirs=tuple(rec.log_dirs),
+        )
+
+    def to_record(self, version: int = 3) -> RegisterBrokerRecord:
+        return RegisterBrokerRecord(
+            broker_id=self.id, incarnation_id=self.incarnation_id, broker_epoch=self.epoch,
+            end_points=self.listeners, features=self.features, rack=self.rack,
+            fenced=self.fenced, in_controlled_shutdown=self.in_controlled_shutdown,
+            log_dirs=self.log_dirs if version >= 3 else (), version=version,
+        )
+
+    def listener(self, name: str) -> BrokerEndpoint | None:
+        for ep in self.listeners:
+            if ep.name == name:
+                return ep
+        return None
+
+
+@dataclass(frozen=True)
+class ClusterImage:
+    """Registered brokers by id."""
+
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=lambda: EMPTY_MAP)
+
+    def unfenced(self) -> list[BrokerRegistration]:
+        return [b for b in self.brokers.values() if not b.fenced]
+
+    def is_active(self, broker_id: int) -> bool:
+        """Registered, unfenced and not shutting down: may join an ISR or lead."""
+        b = self.brokers.get(broker_id)
+        return b is not None and not b.fenced and not b.in_controlled_shutdown
+
+
+# --------------------------------------------------------------------------------------------
+# Topics and partitions
+
+@dataclass(frozen=True)
+class PartitionRegistration:
+    """One partition's replica set, ISR, leader and epochs."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = 0
+    directories: tuple[uuid.UUID, ...] = ()
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+    @classmethod
+    def from_record(cls, rec: PartitionRecord) -> "PartitionRegistration":
+        return cls(
+            replicas=tuple(rec.replicas), isr=tuple(rec.isr), leader=rec.leader,
+            leader_epoch=rec.leader_epoch, partition_epoch=rec.partition_epoch,
+            removing_replicas=tuple(rec.removing_replicas),
+            adding_replicas=tuple(rec.adding_replicas),
+            leader_recovery_state=rec.leader_recovery_state,
+            directories=tuple(rec.directories),
+            elr=tuple(rec.eligible_leader_replicas or ()),
+            last_known_elr=tuple(rec.last_known_elr or ()),
+        )
+
+    def to_record(self, topic_id: uuid.UUID, partition_id: int, version: int = 1) -> PartitionRecord:
+        return PartitionRecord(
+            partition_id=partition_id, topic_id=topic_id, replicas=self.replicas, isr=self.isr,
+            leader=self.leader, leader_epoch=self.leader_epoch,
+            partition_epoch=self.partition_epoch, removing_replicas=self.removing_replicas,
+            adding_replicas=self.adding_replicas, leader_recovery_state=self.leader_recovery_state,
+            directories=self.directories if version >= 1 else (),
+            eligible_leader_replicas=self.elr if version >= 2 else None,
+            last_known_elr=self.last_known_elr if version >= 2 else None,
+            version=version,
+        )
+
+    def merge(self, rec: PartitionChangeRecord) -> "PartitionRegistration":
+        """This partition after ``rec``. As in Kafka, any leader field bumps the leader epoch and
+        every change bumps the partition epoch."""
+        changes: dict[str, Any] = {"partition_epoch": self.partition_epoch + 1}
+        if rec.replicas is not None:
+            changes["replicas"] = tuple(rec.replicas)
+        if rec.isr is not None:
+            changes["isr"] = tuple(rec.isr)
+        if rec.leader != PartitionChangeRecord.LEADER_UNCHANGED:
+            changes["leader"] = rec.leader
+            changes["leader_epoch"] = self.leader_epoch + 1
+        if rec.removing_replicas is not None:
+            changes["removing_replicas"] = tuple(rec.removing_replicas)
+        if rec.adding_replicas is not None:
+            changes["adding_replicas"] = tuple(rec.adding_replicas)
+        if rec.leader_recovery_state != -1:
+            changes["leader_recovery_state"] = rec.leader_recovery_state
+        if rec.directories is not None:
+            changes["directories"] = tuple(rec.directories)
+        if rec.eligible_leader_replicas is not None:
+            changes["elr"] = tuple(rec.eligible_leader_replicas)
+        if rec.last_known_elr is not None:
+            changes["last_known_elr"] = tuple(rec.last_known_elr)
+        return replace(self, **changes)
+
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+
+@dataclass(frozen=True)
+class TopicImage:
+    """A topic: name, id and partitions by index."""
+
+    name: str
+    id: uuid.UUID
+    partitions: Mapping[int, PartitionRegistration] = field(default_factory=lambda: EMPTY_MAP)
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.partitions)
+
+    @property
+    def replication_factor(self) -> int:
+        first = self.partitions.get(0)
+        return len(first.replicas) if first is not None else 0
+
+
+@dataclass(frozen=True)
+class TopicsImage:
+    """Topics by id and by name (both views over the same TopicImage objects)."""
+
+    by_id: Mapping[uuid.UUID, TopicImage] = field(default_factory=lambda: EMPTY_MAP)
+    by_name: Mapping[str, TopicImage] = field(default_factory=lambda: EMPTY_MAP)
+
+    def get(self, name: str) -> TopicImage | None:
+        return self.by_name.get(name)
+
+    def partition(self, name: str, index: int) -> PartitionRegistration | None:
+        t = self.by_name.get(name)
+        return None if t is None else t.partitions.get(index)
+
+
+# --------------------------------------------------------------------------------------------
+# Features, configs, producer ids
+
+@dataclass(frozen=True)
+class FeaturesImage:
+    """Finalized feature levels (metadata.version among them)."""
+
+    levels: Mapping[str, int] = field(default_factory=lambda: EMPTY_MAP)
+
+    @property
+    def metadata_version(self) -> int:
+        """The metadata.version feature level, 0 when not set yet."""
+        return self.levels.get(METADATA_VERSION_FEATURE, 0)
+
+
+@dataclass(frozen=True)
+class ConfigurationsImage:
+    """Dynamic configs: (resource_type, resource_name) -> {key: value}."""
+
+    resources: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=lambda: EMPTY_MAP)
+
+    def get(self, resource_type: int, name: str) -> Mapping[str, str]:
+        return self.resources.get((resource_type, name), EMPTY_MAP)
+
+    def topic(self, name: str) -> Mapping[str, str]:
+        return self.get(RESOURCE_TOPIC, name)
+
+
+@dataclass(frozen=True)
+class ProducerIdsImage:
+    """The next producer id block start; -1 until the first block is handed out."""
+
+    next_producer_id: int = -1
+    broker_id: int = -1
+    broker_epoch: int = -1
+
+
+# --------------------------------------------------------------------------------------------
+# The whole image
+
+@dataclass(frozen=True)
+class MetadataImage:
+    """The cluster metadata after applying every record up to and including ``offset``.
+
+    ``offset`` is -1 for the empty image. ``cluster_id`` comes from meta.properties (it is not a
+    metadata record), so it is carried over from image to image unchanged.
+    """
+
+    cluster_id: str = ""
+    offset: int = -1
+    features: FeaturesImage = field(default_factory=FeaturesImage)
+    cluster: ClusterImage = field(default_factory=ClusterImage)
+    topics: TopicsImage = field(default_factory=TopicsImage)
+    configs: ConfigurationsImage = field(default_factory=ConfigurationsImage)
+    producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
+
+    @classmethod
+    def empty(cls, cluster_id: str = "") -> "MetadataImage":
+        return cls(cluster_id=cluster_id)
+
+    @property
+    def brokers(self) -> Mapping[int, BrokerRegistration]:
+        return self.cluster.brokers
+
+    @property
+    def metadata_version(self) -> int:
+        return self.features.metadata_version
+
+    def is_empty(self) -> bool:
+        return self.offset < 0
+
+
+__all__ = [
+    "BrokerRegistration", "ClusterImage", "ConfigurationsImage", "FeaturesImage",
+    "METADATA_VERSION_FEATURE", "MetadataImage", "MetadataReplayError", "NO_LEADER",
+    "PartitionRegistration", "ProducerIdsImage", "RESOURCE_BROKER", "RESOURCE_BROKER_LOGGER",
+    "RESOURCE_CLIENT_METRICS", "RESOURCE_TOPIC", "RESOURCE_UNKNOWN", "TopicImage", "TopicsImage",
+    "frozen_map",
+]
