@@ -1,17 +1,104 @@
-"""The `kafkapy` command line."""
+"""The `kafkapy` command line.
+
+`kafkapy server` with no arguments runs a single combined-mode node on 127.0.0.1:9092 with its data
+in ./data. `--config server.properties` takes a Kafka configuration file instead (written for
+Apache Kafka or for us), and `--override key=value` changes single settings either way.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+from pathlib import Path
+
+from kafkapy.config import BrokerConfig, parse_properties
+
+# The single-node development defaults: what Kafka's config/kraft/server.properties sample sets,
+# plus an instant first rebalance for local work (as Kafka's sample config does).
+DEVELOPMENT_DEFAULTS: dict[str, str] = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+    "advertised.listeners": "PLAINTEXT://127.0.0.1:9092",
+    "controller.listener.names": "CONTROLLER",
+    "controller.quorum.voters": "1@127.0.0.1:9093",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "log.dirs": "./data",
+    "num.partitions": "1",
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+def _override(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"--override takes key=value, not {text!r}")
+    return key.strip(), value.strip()
+
+
+def load_config(config_file: str | None, overrides: list[tuple[str, str]]) -> BrokerConfig:
+    if config_file:
+        props = parse_properties(Path(config_file).read_text())
+    else:
+        props = dict(DEVELOPMENT_DEFAULTS)
+    return BrokerConfig.from_sources(props, overrides)
+
+
+def setup_logging(level: str) -> None:
+    # Kafka's log4j layout, so operators' greps and eyes work the same.
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
+        stream=sys.stderr,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kafkapy", description=__doc__)
+    parser = argparse.ArgumentParser(prog="kafkapy", description="An Apache Kafka-compatible broker in Python.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("server", help="run a broker/controller node")
+
+    server = sub.add_parser("server", help="run a broker and/or controller node")
+    server.add_argument("--config", "-c", help="server.properties file (Kafka's format and names)")
+    server.add_argument("--override", "-o", action="append", type=_override, default=[], metavar="KEY=VALUE")
+    server.add_argument("--log-level", default="INFO")
+
+    storage = sub.add_parser("storage", help="format log directories, make cluster ids")
+    storage_sub = storage.add_subparsers(dest="storage_command", required=True)
+    fmt = storage_sub.add_parser("format", help="write meta.properties into the log directories")
+    fmt.add_argument("--config", "-c")
+    fmt.add_argument("--override", "-o", action="append", type=_override, default=[], metavar="KEY=VALUE")
+    fmt.add_argument("--cluster-id", "-t")
+    fmt.add_argument("--ignore-formatted", "-g", action="store_true")
+    storage_sub.add_parser("random-uuid", help="print a new cluster id")
+
     args = parser.parse_args(argv)
     if args.command == "server":
-        print("kafkapy server: not wired yet", file=sys.stderr)
-        return 1
-    return 0
+        setup_logging(args.log_level)
+        from kafkapy.server import run_server
+
+        try:
+            config = load_config(args.config, args.override)
+        except (OSError, ValueError) as exc:
+            print(f"kafkapy: invalid configuration: {exc}", file=sys.stderr)
+            return 2
+        return run_server(config)
+    if args.command == "storage":
+        from kafkapy.storage import StorageError, format_storage, random_kafka_uuid
+
+        if args.storage_command == "random-uuid":
+            print(random_kafka_uuid())
+            return 0
+        setup_logging("INFO")
+        config = load_config(args.config, args.override)
+        try:
+            cluster_id = format_storage(config, args.cluster_id, ignore_formatted=args.ignore_formatted)
+        except StorageError as exc:
+            print(f"kafkapy: {exc}", file=sys.stderr)
+            return 1
+        print(f"Formatted {', '.join(config.log_dirs)} with cluster id {cluster_id}")
+        return 0
+    return 2

@@ -1,0 +1,184 @@
+"""Incremental fetch sessions (KIP-227).
+
+A consumer that fetches many partitions sends the full list once; the broker remembers it under a
+session id, and later requests carry only what changed. The broker then answers with only the
+partitions that have something new (records, a moved high watermark or log start offset, or an
+error), which keeps fetch requests and responses small when most partitions are idle.
+
+Epoch rules (FetchMetadata in Kafka): session_id 0 / epoch -1 is a sessionless full fetch;
+epoch 0 asks for a new session (full fetch); epoch > 0 continues session_id incrementally; epoch -1
+with a session id closes that session. Time is an argument; nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+INVALID_SESSION_ID = 0
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class PartitionState:
+    """What the session last told the client about one partition, to detect changes."""
+
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    sent_log_start_offset: int = -1
+
+
+@dataclass
+class FetchPartitionRequest:
+    """One partition of a fetch request, after topic ids are resolved to names."""
+
+    topic: str
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass
+class FetchSession:
+    """A cached session: the partitions the client fetches, in the client's order."""
+
+    session_id: int
+    epoch: int
+    partitions: "OrderedDict[TopicPartition, PartitionState]" = field(default_factory=OrderedDict)
+    last_used_ms: int = 0
+
+
+@dataclass
+class SessionContext:
+    """How to answer one fetch request: which partitions to read and which session id to report."""
+
+    session_id: int
+    partitions: list[FetchPartitionRequest]
+    incremental: bool
+    session: FetchSession | None = None
+    error: ErrorCode = ErrorCode.NONE
+
+    def should_include(self, tp: TopicPartition, *, has_records: bool, error: ErrorCode,
+                       high_watermark: int, log_start_offset: int, last_stable_offset: int) -> bool:
+        """Record what the client will learn and say whether the partition belongs in the response."""
+        if self.session is None:
+            return True
+        state = self.session.partitions.get(tp)
+        if state is None:
+            return True
+        changed = (
+            has_records
+            or error != ErrorCode.NONE
+            or state.high_watermark != high_watermark
+            or state.last_stable_offset != last_stable_offset
+            or state.sent_log_start_offset != log_start_offset
+        )
+        state.high_watermark = high_watermark
+        state.last_stable_offset = last_stable_offset
+        state.sent_log_start_offset = log_start_offset
+        return changed or not self.incremental
+
+
+class FetchSessionCache:
+    """Sessions by id, evicting the least recently used beyond ``max_sessions`` (Kafka's default 1000)."""
+
+    def __init__(self, *, max_sessions: int = 1000, new_id: Callable[[], int]) -> None:
+        self._sessions: "OrderedDict[int, FetchSession]" = OrderedDict()
+        self._max_sessions = max_sessions
+        self._new_id = new_id
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def new_context(
+        self,
+        *,
+        session_id: int,
+        epoch: int,
+        partitions: Iterable[FetchPartitionRequest],
+        forgotten: Iterable[TopicPartition],
+        now_ms: int,
+        is_follower: bool = False,
+    ) -> SessionContext:
+        parts = list(partitions)
+        if epoch == FINAL_EPOCH:
+            # Closing a session (or never having one) means a full, sessionless fetch.
+            if session_id != INVALID_SESSION_ID:
+                self._sessions.pop(session_id, None)
+            return SessionContext(INVALID_SESSION_ID, parts, incremental=False)
+        if epoch == INITIAL_EPOCH:
+            if session_id != INVALID_SESSION_ID:
+                self._sessions.pop(session_id, None)
+            session = self._create(parts, now_ms)
+            if session is None:
+                return SessionContext(INVALID_SESSION_ID, parts, incremental=False)
+            return SessionContext(session.session_id, parts, incremental=False, session=session)
+        session = self._sessions.get(session_id)
+        if session is None:
+            return SessionContext(session_id, [], incremental=True, error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+        if session.epoch != epoch:
+            return SessionContext(session_id, [], incremental=True, error=ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+        for tp in forgotten:
+            session.partitions.pop(tp, None)
+        for p in parts:
+            tp = (p.topic, p.partition)
+            state = session.partitions.get(tp)
+            if state is None:
+                session.partitions[tp] = PartitionState(p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset)
+            else:
+                state.fetch_offset = p.fetch_offset
+                state.max_bytes = p.max_bytes
+                state.current_leader_epoch = p.current_leader_epoch
+                state.log_start_offset = p.log_start_offset
+        session.epoch = _next_epoch(epoch)
+        session.last_used_ms = now_ms
+        self._sessions.move_to_end(session_id)
+        full = [
+            FetchPartitionRequest(t, i, s.fetch_offset, s.max_bytes, s.current_leader_epoch, s.log_start_offset)
+            for (t, i), s in session.partitions.items()
+        ]
+        return SessionContext(session_id, full, incremental=True, session=session)
+
+    def _create(self, parts: list[FetchPartitionRequest], now_ms: int) -> FetchSession | None:
+        if self._max_sessions <= 0:
+            return None
+        while len(self._sessions) >= self._max_sessions:
+            self._sessions.popitem(last=False)
+        session_id = self._new_id()
+        while session_id == INVALID_SESSION_ID or session_id in self._sessions:
+            session_id = self._new_id()
+        session = FetchSession(session_id, _next_epoch(INITIAL_EPOCH), last_used_ms=now_ms)
+        for p in parts:
+            session.partitions[(p.topic, p.partition)] = PartitionState(
+                p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset
+            )
+        self._sessions[session_id] = session
+        return session
+
+    def remove_partitions(self, topic: str) -> None:
+        """Drop a deleted topic from every session so incremental fetches stop naming it."""
+        for session in self._sessions.values():
+            for tp in [tp for tp in session.partitions if tp[0] == topic]:
+                del session.partitions[tp]
+
+
+def _next_epoch(epoch: int) -> int:
+    # Epochs wrap to 1, never back to the reserved 0 (initial) or -1 (final).
+    return 1 if epoch >= 2**31 - 1 else epoch + 1
+
+
+def require_no_error(context: SessionContext) -> None:
+    if context.error != ErrorCode.NONE:
+        raise KafkaError(context.error)

@@ -1,0 +1,61 @@
+"""KIP-227 fetch sessions: full fetches create sessions, incremental ones send only changes."""
+
+import itertools
+
+from kafkapy.broker.fetch_session import FetchPartitionRequest, FetchSessionCache
+from kafkapy.protocol.errors import ErrorCode
+
+
+def _cache(max_sessions=1000):
+    ids = itertools.count(100)
+    return FetchSessionCache(max_sessions=max_sessions, new_id=lambda: next(ids))
+
+
+def _p(topic, idx, offset=0):
+    return FetchPartitionRequest(topic, idx, offset, 1 << 20)
+
+
+def _include(ctx, tp, **kw):
+    base = dict(has_records=False, error=ErrorCode.NONE, high_watermark=10, log_start_offset=0, last_stable_offset=10)
+    base.update(kw)
+    return ctx.should_include(tp, **base)
+
+
+def test_sessionless_full_fetch():
+    ctx = _cache().new_context(session_id=0, epoch=-1, partitions=[_p("a", 0)], forgotten=[], now_ms=0)
+    assert ctx.session_id == 0 and not ctx.incremental
+    assert _include(ctx, ("a", 0))
+
+
+def test_incremental_session_sends_only_changed_partitions():
+    cache = _cache()
+    full = cache.new_context(session_id=0, epoch=0, partitions=[_p("a", 0), _p("a", 1)], forgotten=[], now_ms=0)
+    sid = full.session_id
+    assert sid == 100 and not full.incremental
+    assert _include(full, ("a", 0)) and _include(full, ("a", 1))
+
+    inc = cache.new_context(session_id=sid, epoch=1, partitions=[], forgotten=[], now_ms=1)
+    assert inc.incremental and [p.partition for p in inc.partitions] == [0, 1]
+    assert not _include(inc, ("a", 0))                      # nothing changed
+    assert _include(inc, ("a", 1), high_watermark=11)       # HW moved
+
+    inc2 = cache.new_context(session_id=sid, epoch=2, partitions=[_p("a", 0, 5)], forgotten=[("a", 1)], now_ms=2)
+    assert [(p.partition, p.fetch_offset) for p in inc2.partitions] == [(0, 5)]
+    assert _include(inc2, ("a", 0), has_records=True)
+
+
+def test_session_errors():
+    cache = _cache()
+    sid = cache.new_context(session_id=0, epoch=0, partitions=[_p("a", 0)], forgotten=[], now_ms=0).session_id
+    assert cache.new_context(session_id=sid, epoch=5, partitions=[], forgotten=[], now_ms=0).error == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    assert cache.new_context(session_id=999, epoch=1, partitions=[], forgotten=[], now_ms=0).error == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    closed = cache.new_context(session_id=sid, epoch=-1, partitions=[_p("a", 0)], forgotten=[], now_ms=0)
+    assert closed.session_id == 0 and len(cache) == 0
+
+
+def test_cache_evicts_least_recently_used():
+    cache = _cache(max_sessions=2)
+    for _ in range(3):
+        cache.new_context(session_id=0, epoch=0, partitions=[_p("a", 0)], forgotten=[], now_ms=0)
+    assert len(cache) == 2
+    assert cache.new_context(session_id=100, epoch=1, partitions=[], forgotten=[], now_ms=0).error == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
