@@ -1,0 +1,203 @@
+"""Run stock Kafka clients as separate processes, each bounded by a deadline.
+
+`run_driver(client, job)` feeds one JSON job to a driver in `compat-tests/drivers/` (Python clients)
+or `compat-tests/java/Compat.java` (the Java client, compiled once per source/jar hash under
+`.tools/java-build/`) and returns the parsed `{"ok": ..., "result"|"error": ...}` line.
+`run_kcat(args)` runs the kcat CLI. A process that overruns its deadline is SIGKILLed with its
+whole process group and the call raises `ClientTimeout` carrying its stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from kafkapy.testing.node import REPO_ROOT, _venv_python
+
+COMPAT_DIR = REPO_ROOT / "compat-tests"
+DRIVERS_DIR = COMPAT_DIR / "drivers"
+JAVA_SOURCE = COMPAT_DIR / "java" / "Compat.java"
+JAVA_JARS_DIR = REPO_ROOT / ".tools" / "java"
+JAVA_BUILD_DIR = REPO_ROOT / ".tools" / "java-build"
+PYTHON_CLIENTS = {
+    "confluent": "confluent_driver.py",
+    "kafka_python": "kafka_python_driver.py",
+    "aiokafka": "aiokafka_driver.py",
+}
+CLIENTS = (*PYTHON_CLIENTS, "java")
+# Quick JVM start for short-lived client processes.
+JAVA_OPTS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx512m"]
+
+
+class ClientError(AssertionError):
+    """A client process failed in a way the test did not ask for (crash, bad output, timeout)."""
+
+
+class ClientTimeout(ClientError):
+    pass
+
+
+@dataclass
+class Completed:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+    def describe(self) -> str:
+        return (f"exit code {self.returncode}\n--- stdout ---\n{self.text[-4000:]}\n"
+                f"--- stderr ---\n{self.stderr.decode('utf-8', 'replace')[-6000:]}")
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    input: bytes | None = None,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> Completed:
+    """Run argv in its own process group; on timeout kill the group and raise ClientTimeout."""
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate(timeout=10)
+        raise ClientTimeout(
+            f"{' '.join(argv[:4])}... did not finish within {timeout:.0f}s\n"
+            + Completed(-9, out, err).describe()
+        ) from None
+    finally:
+        kill_group(proc)
+    return Completed(proc.returncode, out, err)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+# -- the JSON drivers ----------------------------------------------------------------------------------
+
+def driver_argv(client: str) -> list[str]:
+    if client in PYTHON_CLIENTS:
+        return [_venv_python(), str(DRIVERS_DIR / PYTHON_CLIENTS[client])]
+    if client == "java":
+        return ["java", *JAVA_OPTS, "-cp", java_classpath(), "Compat"]
+    raise ValueError(f"unknown client {client!r}; expected one of {CLIENTS}")
+
+
+def run_driver(client: str, job: Mapping, *, timeout: float = 60.0) -> dict:
+    """Run one job; return the driver's JSON answer ({"ok": bool, "result" | "error"})."""
+    done = run_process(driver_argv(client), input=json.dumps(job).encode(), timeout=timeout,
+                       cwd=DRIVERS_DIR)
+    lines = [ln for ln in done.text.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise ClientError(f"{client} driver printed no JSON result for op {job.get('op')!r}\n"
+                          + done.describe())
+    answer = json.loads(lines[-1])
+    answer["_stderr"] = done.stderr.decode("utf-8", "replace")[-6000:]
+    return answer
+
+
+def ok(answer: dict) -> dict:
+    """The result of a driver answer that must have succeeded."""
+    if not answer.get("ok"):
+        raise ClientError(f"client operation failed: {answer.get('error')}\n"
+                          f"--- client stderr ---\n{answer.get('_stderr', '')}")
+    return answer["result"]
+
+
+# -- Java --------------------------------------------------------------------------------------------
+
+def java_jars() -> list[Path]:
+    jars = sorted(JAVA_JARS_DIR.glob("*.jar"))
+    if not any(j.name.startswith("kafka-clients") for j in jars):
+        raise ClientError(f"no kafka-clients jar in {JAVA_JARS_DIR}: run `make tools`")
+    return jars
+
+
+def java_classes_dir() -> Path:
+    """Compile Compat.java once per (source, jars) content hash; later calls reuse the classes."""
+    h = hashlib.sha256(JAVA_SOURCE.read_bytes())
+    for jar in java_jars():
+        st = jar.stat()
+        h.update(f"{jar.name}:{st.st_size}:{int(st.st_mtime)}".encode())
+    target = JAVA_BUILD_DIR / h.hexdigest()[:16]
+    if (target / "Compat.class").exists():
+        return target
+    JAVA_BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="compile-", dir=JAVA_BUILD_DIR))
+    try:
+        done = run_process(
+            ["javac", "-nowarn", "-encoding", "UTF-8", "-cp", os.pathsep.join(map(str, java_jars())),
+             "-d", str(tmp), str(JAVA_SOURCE)],
+            timeout=120,
+        )
+        if done.returncode != 0:
+            raise ClientError("javac failed\n" + done.describe())
+        try:
+            tmp.rename(target)  # atomic; a concurrent compile may have won, which is fine
+        except OSError:
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def java_classpath() -> str:
+    return os.pathsep.join([str(java_classes_dir()), *map(str, java_jars())])
+
+
+# -- kcat --------------------------------------------------------------------------------------------
+
+def kcat_env() -> dict[str, str]:
+    """kcat links the system librdkafka. KAFKAPY_KCAT_LIBRDKAFKA=bundled swaps in the librdkafka
+    that confluent-kafka's wheel bundles (the Tansu target needs it: Debian's librdkafka 2.0.2 cannot
+    parse Tansu 0.6's ApiVersions v3 response)."""
+    if os.environ.get("KAFKAPY_KCAT_LIBRDKAFKA", "system") != "bundled":
+        return {}
+    libs = list((Path(_venv_python()).parents[1] / "lib").glob(
+        "python3*/site-packages/confluent_kafka.libs/librdkafka-*.so.1"))
+    if not libs:
+        raise ClientError("KAFKAPY_KCAT_LIBRDKAFKA=bundled but confluent-kafka bundles no librdkafka")
+    shim = REPO_ROOT / ".tools" / "kcat-librdkafka"
+    shim.mkdir(parents=True, exist_ok=True)
+    link = shim / "librdkafka.so.1"
+    if not link.exists():
+        link.symlink_to(libs[0])
+    return {"LD_LIBRARY_PATH": str(shim)}
+
+
+def run_kcat(args: Sequence[str], *, input: bytes | None = None, timeout: float = 30.0) -> Completed:
+    exe = shutil.which("kcat") or shutil.which("kafkacat")
+    if not exe:
+        raise ClientError("kcat is not installed: run `make tools`")
+    return run_process([exe, *args], input=input, timeout=timeout, env=kcat_env())

@@ -1,0 +1,339 @@
+"""Start a broker as a separate process for tests: a kafkapy node or, to check the tests themselves,
+a Tansu broker. Both expose the same small interface.
+
+    with KafkaNode() as node:          # or TansuNode(), or node_class_for_target()()
+        run_client(node.bootstrap)
+        node.kill9(); node.restart()   # same data dir, same ports
+
+Every wait has a deadline. The node runs in its own process group; `stop()` sends SIGTERM to the
+group, waits (bounded) and then SIGKILLs it, so nothing is left behind even when a test fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable, Mapping
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_STARTUP_TIMEOUT = 30.0
+DEFAULT_STOP_TIMEOUT = 10.0
+
+# What Kafka's own single-node quickstart (config/kraft/server.properties) sets, so internal topics
+# can be created on one node.
+SINGLE_NODE_DEFAULTS: dict[str, str] = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+}
+
+
+class NodeError(RuntimeError):
+    """The node did not start or stop as asked; the message carries the tail of its log."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def api_versions_round_trip(host: str, port: int, timeout: float = 2.0) -> bool:
+    """Send ApiVersions v0 and read a well-formed answer with our correlation id.
+
+    An error code of 0, or 35 (UNSUPPORTED_VERSION, which a broker answers in v0 format when it does
+    not serve v0), both prove the broker is up and speaking Kafka.
+    """
+    correlation_id = 0x6B61_6670
+    client_id = b"kafkapy-testing"
+    body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(struct.pack(">i", len(body)) + body)
+            size = struct.unpack(">i", _recv_exactly(s, 4))[0]
+            if not 6 <= size <= 1 << 20:
+                return False
+            payload = _recv_exactly(s, size)
+    except (OSError, ConnectionError, struct.error):
+        return False
+    got_id, error_code = struct.unpack(">ih", payload[:6])
+    return got_id == correlation_id and error_code in (0, 35)
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = s.recv(n)
+        if not chunk:
+            raise ConnectionError("connection closed")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+class _ProcessNode:
+    """A broker in a child process with its own process group, data dir and log file."""
+
+    name = "node"
+    #: whether data survives kill9() + restart() (Tansu's memory storage does not)
+    durable = True
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike | None = None,
+        *,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{self.name}-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.workdir / f"{self.name}.log"
+        self.startup_timeout = startup_timeout
+        self.env = dict(env or {})
+        self.port = free_port()
+        self.host = "127.0.0.1"
+        self._proc: subprocess.Popen | None = None
+        self._log_file = None
+        self.starts = 0
+
+    # -- what subclasses provide -------------------------------------------------------------------
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    # -- public interface --------------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> "_ProcessNode":
+        if self.running():
+            raise NodeError(f"{self.name} already running (pid {self._proc.pid})")
+        self._log_file = open(self.log_path, "ab", buffering=0)
+        self._log_file.write(
+            f"\n===== start #{self.starts + 1}: {' '.join(self.command())}\n".encode()
+        )
+        env = {**os.environ, **self.env}
+        self._proc = subprocess.Popen(
+            self.command(),
+            cwd=self.workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # own process group: killpg reaches every child too
+        )
+        self.starts += 1
+        try:
+            self._wait_ready()
+        except BaseException:
+            self._terminate(kill=True)
+            raise
+        return self
+
+    def stop(self, timeout: float = DEFAULT_STOP_TIMEOUT) -> int | None:
+        """SIGTERM, wait up to `timeout`, then SIGKILL. Returns the exit code (None if never ran)."""
+        return self._terminate(kill=False, timeout=timeout)
+
+    def kill9(self) -> int | None:
+        return self._terminate(kill=True)
+
+    def restart(self, *, kill: bool = False) -> "_ProcessNode":
+        """Stop (or kill -9) and start again on the same data dir and the same ports."""
+        self._terminate(kill=kill)
+        return self.start()
+
+    def cleanup(self) -> None:
+        self._terminate(kill=True)
+        if self._own_workdir and not os.environ.get("KAFKAPY_KEEP_NODE_DIRS"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def log_tail(self, max_bytes: int = 20_000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - max_bytes))
+                return f.read().decode("utf-8", "replace")
+        except OSError as e:
+            return f"<no log: {e}>"
+
+    def __enter__(self) -> "_ProcessNode":
+        try:
+            return self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.bootstrap} pid={self.pid} dir={self.workdir}>"
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            code = self._proc.poll()
+            if code is not None:
+                raise NodeError(
+                    f"{self.name} exited with code {code} during startup\n"
+                    f"command: {' '.join(self.command())}\n--- log tail ---\n{self.log_tail()}"
+                )
+            if api_versions_round_trip(self.host, self.port, timeout=1.0):
+                return
+            time.sleep(0.1)
+        raise NodeError(
+            f"{self.name} did not answer ApiVersions on {self.bootstrap} within "
+            f"{self.startup_timeout:.0f}s\ncommand: {' '.join(self.command())}\n"
+            f"--- log tail ---\n{self.log_tail()}"
+        )
+
+    def _terminate(self, *, kill: bool, timeout: float = DEFAULT_STOP_TIMEOUT) -> int | None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return None
+        try:
+            if proc.poll() is None:
+                _signal_group(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
+            # Children that outlived the leader (same group) go too.
+            _signal_group(proc.pid, signal.SIGKILL)
+            return proc.returncode
+        finally:
+            if self._log_file is not None:
+                self._log_file.close()
+                self._log_file = None
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class KafkaNode(_ProcessNode):
+    """One kafkapy node with process.roles=broker,controller (KRaft combined mode)."""
+
+    name = "kafkapy"
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike | None = None,
+        *,
+        overrides: Mapping[str, object] | Iterable[tuple[str, object]] = (),
+        python: str | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(workdir, **kwargs)
+        self.controller_port = free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
+        self.python = python or _venv_python()
+        self.overrides = dict(SINGLE_NODE_DEFAULTS)
+        self.overrides.update(dict(overrides))
+        self.data_dir = self.workdir / "data"
+        self.data_dir.mkdir(exist_ok=True)
+
+    def command(self) -> list[str]:
+        base = {
+            "node.id": "1",
+            "process.roles": "broker,controller",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "log.dirs": str(self.data_dir),
+        }
+        base.update({k: str(v) for k, v in self.overrides.items()})
+        cmd = [self.python, "-m", "kafkapy", "server"]
+        for key, value in base.items():
+            cmd += ["--override", f"{key}={value}"]
+        return cmd
+
+
+class TansuNode(_ProcessNode):
+    """A Tansu broker (Rust, memory storage) used to validate the compat tests themselves.
+
+    Its memory storage does not survive a restart, so `durable` is False. Broker-level overrides are
+    not supported (Tansu has no such flags); pass topic-level configs through the admin API instead.
+    """
+
+    name = "tansu"
+    durable = False
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike | None = None,
+        *,
+        overrides: Mapping[str, object] | Iterable[tuple[str, object]] = (),
+        binary: str | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(workdir, **kwargs)
+        self.overrides = dict(overrides)
+        self.binary = binary or os.environ.get("TANSU") or _find_tansu()
+
+    def command(self) -> list[str]:
+        url = f"tcp://127.0.0.1:{self.port}"
+        return [
+            self.binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+
+
+def _venv_python() -> str:
+    candidate = REPO_ROOT / ".venv" / "bin" / "python"
+    return str(candidate) if candidate.exists() else sys.executable
+
+
+def _find_tansu() -> str:
+    candidate = REPO_ROOT / ".tools" / "bin" / "tansu"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("tansu")
+    if not found:
+        raise NodeError("tansu not found: run `make tools` (scripts/install-test-tools.sh)")
+    return found
+
+
+TARGETS = {"kafkapy": KafkaNode, "tansu": TansuNode}
+
+
+def compat_target() -> str:
+    target = os.environ.get("KAFKAPY_COMPAT_TARGET", "kafkapy").strip().lower() or "kafkapy"
+    if target not in TARGETS:
+        raise NodeError(f"KAFKAPY_COMPAT_TARGET={target!r}: expected one of {sorted(TARGETS)}")
+    return target
+
+
+def node_class_for_target(target: str | None = None) -> type[_ProcessNode]:
+    return TARGETS[target or compat_target()]
