@@ -1,0 +1,196 @@
+"""Shared machinery of Kafka's sparse, memory-mapped segment indexes.
+
+An index file is a flat array of fixed-size big-endian entries, sorted by offset. While a segment
+is active its index file is preallocated to ``segment.index.bytes`` (rounded down to a whole number
+of entries) and mapped; when the segment stops being active (roll, close) the file is trimmed to
+its entries, which is what makes a cleanly closed index's length equal entries × entry size.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+
+
+class CorruptIndexError(Exception):
+    """An index file fails its sanity check; the segment must rebuild it from the log."""
+
+
+class IndexOffsetError(Exception):
+    """An append would break the index's ordering (a bug in the caller)."""
+
+
+class MmapIndex:
+    """Base class: file handling, mapping, resize/trim, entry count. Subclasses define entries."""
+
+    ENTRY = struct.Struct(">")  # overridden
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._entry_size = self.ENTRY.size
+        exists = os.path.exists(path)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        length = os.fstat(self._fd).st_size
+        if not exists:
+            length = self._round(max_index_size)
+            os.ftruncate(self._fd, length)
+            self._entries = 0
+        else:
+            # An existing file holds floor(length / entry) entries; a file left preallocated by a
+            # crash ends in zero entries, which _count_valid() discards.
+            self._entries = length // self._entry_size
+        self._length = length
+        self._mm: mmap.mmap | None = None
+        self._map()
+        if exists:
+            self._entries = self._count_valid(self._entries)
+        self._max_entries = self._length // self._entry_size
+
+    # ----------------------------------------------------------------- file and mapping
+    def _round(self, size: int) -> int:
+        return (size // self._entry_size) * self._entry_size
+
+    def _map(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        if self._length > 0:
+            self._mm = mmap.mmap(self._fd, self._length)
+
+    def resize(self, new_size: int) -> bool:
+        """Set the file length to ``new_size`` rounded to whole entries (≥ the entries held)."""
+        rounded = max(self._round(new_size), self._entries * self._entry_size)
+        if rounded == self._length:
+            return False
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        os.ftruncate(self._fd, rounded)
+        self._length = rounded
+        self._max_entries = rounded // self._entry_size
+        self._map()
+        return True
+
+    def trim_to_valid_size(self) -> None:
+        """Shrink the file to exactly its entries (segment becoming inactive / closing)."""
+        self.resize(self._entries * self._entry_size)
+
+    def flush(self) -> None:
+        if self._mm is not None:
+            self._mm.flush()
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        self.trim_to_valid_size()
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        os.close(self._fd)
+        self._fd = -1
+
+    def close_no_trim(self) -> None:
+        if self._fd < 0:
+            return
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        os.close(self._fd)
+        self._fd = -1
+
+    def delete(self) -> None:
+        self.close_no_trim()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+
+    def rename_to(self, path: str) -> None:
+        os.rename(self.path, path)
+        self.path = path
+
+    # ----------------------------------------------------------------- entries
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._max_entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._entries * self._entry_size
+
+    @property
+    def file_length(self) -> int:
+        return self._length
+
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries
+
+    def _entry(self, n: int) -> tuple:
+        assert self._mm is not None
+        return self.ENTRY.unpack_from(self._mm, n * self._entry_size)
+
+    def _write(self, *values: int) -> None:
+        if self._entries >= self._max_entries:
+            # Only reachable through skip_full_check (time index at roll): grow by one entry.
+            self.resize(self._length + self._entry_size)
+        assert self._mm is not None
+        self.ENTRY.pack_into(self._mm, self._entries * self._entry_size, *values)
+        self._entries += 1
+
+    def _is_empty_slot(self, n: int) -> bool:
+        return all(v == 0 for v in self._entry(n))
+
+    def _count_valid(self, n: int) -> int:
+        """Entries before the trailing run of all-zero slots a preallocated file ends with."""
+        if n == 0 or not self._is_empty_slot(n - 1):
+            return n
+        lo, hi = 0, n - 1  # first empty slot is in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._is_empty_slot(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _bsearch(self, key_index: int, target: int) -> int:
+        """Index of the last entry whose field ``key_index`` is ≤ target, or -1."""
+        lo, hi = 0, self._entries - 1
+        found = -1
+        mm, size, unpack = self._mm, self._entry_size, self.ENTRY.unpack_from
+        while lo <= hi:
+            mid = (lo + hi) >> 1
+            if unpack(mm, mid * size)[key_index] <= target:
+                found = mid
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    def _truncate_entries(self, n: int) -> None:
+        if n < self._entries:
+            assert self._mm is not None
+            start = n * self._entry_size
+            end = self._entries * self._entry_size
+            # Zero the dropped slots so a later crash cannot resurrect them.
+            self._mm[start:end] = bytes(end - start)
+            self._entries = n
+
+    def truncate(self) -> None:
+        """Remove every entry."""
+        self._truncate_entries(0)
+
+    def relative(self, offset: int) -> int:
+        rel = offset - self.base_offset
+        if not 0 <= rel <= 0x7FFFFFFF:
+            raise IndexOffsetError(f"offset {offset} is not relative to {self.base_offset}")
+        return rel
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= 0x7FFFFFFF

@@ -1,0 +1,622 @@
+"""One partition's log: an ordered set of segments plus the state that lives beside them.
+
+``PartitionLog`` is what Kafka splits into UnifiedLog, LocalLog and LogLoader: appends (as leader,
+with offset assignment and idempotent-producer checks, or as follower with offsets as given),
+reads for Fetch, lookups for ListOffsets, truncation, flushing, and loading/recovery from disk.
+
+Directory contents (all in Kafka's formats, see ``files``): ``<base>.log/.index/.timeindex``
+segments, ``<offset>.snapshot`` producer snapshots, ``leader-epoch-checkpoint`` and
+``partition.metadata``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import struct
+import uuid
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from kafkapy.log import files
+from kafkapy.log.config import LogConfig
+from kafkapy.log.index import CorruptIndexError
+from kafkapy.log.leader_epoch import LeaderEpochCache
+from kafkapy.log.partition_metadata import read_partition_metadata, write_partition_metadata
+from kafkapy.log.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ProducerBatch,
+    ProducerStateManager,
+)
+from kafkapy.log.segment import AppendBatch, BatchRef, CorruptSegmentError, FetchSlice, LogSegment
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records import format as fmt
+from kafkapy.records import reader
+
+__all__ = ["FetchSlice", "LogAppendResult", "PartitionLog"]
+
+_CONTROL_VALUE = struct.Struct(">hi")  # end-transaction marker value: version, coordinator epoch
+
+
+class LogAppendResult(NamedTuple):
+    """What a Produce response needs from an append."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    record_count: int
+    duplicate: bool = False
+
+
+class PartitionLog:
+    """A partition's log directory, opened with :meth:`open`."""
+
+    def __init__(self, dir: str, config: LogConfig, *, topic: str, partition: int,
+                 producer_id_expiration_ms: int) -> None:
+        # Use PartitionLog.open(); the constructor only sets fields.
+        self.dir = dir
+        self.config = config
+        self.topic = topic
+        self.partition = partition
+        self.topic_id: uuid.UUID | None = None
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self.high_watermark = 0
+        # Until replication tracks followers, the high watermark follows the log end offset.
+        self.hw_follows_leo = True
+        self.leader_epoch_cache = LeaderEpochCache(dir)
+        self.producer_state = ProducerStateManager(
+            dir, producer_id_expiration_ms=producer_id_expiration_ms)
+        self.last_flush_ms = 0
+        self.closed = False
+
+    # ================================================================== loading
+    @classmethod
+    def open(cls, dir: str, config: LogConfig, *, now_ms: int, recover: bool,
+             topic_id: uuid.UUID | None = None, recovery_point: int = 0,
+             log_start_offset: int | None = None,
+             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> PartitionLog:
+        """Open (creating if needed) the log in ``dir``.
+
+        ``recover=True`` means the previous shutdown was not clean: every segment from the one
+        holding ``recovery_point`` on is scanned, CRC-checked, its indexes rebuilt and a torn or
+        corrupt tail cut off. With ``recover=False`` the indexes are trusted after a sanity check
+        (a failing or missing index is rebuilt anyway).
+        """
+        parsed = files.parse_dir_name(dir)
+        topic, partition = parsed if parsed else (os.path.basename(dir), 0)
+        os.makedirs(dir, exist_ok=True)
+        log = cls(dir, config, topic=topic, partition=partition,
+                  producer_id_expiration_ms=producer_id_expiration_ms)
+        log._check_topic_id(topic_id)
+        log._load(now_ms=now_ms, recover=recover, recovery_point=recovery_point,
+                  log_start_offset=log_start_offset)
+        return log
+
+    def _check_topic_id(self, topic_id: uuid.UUID | None) -> None:
+        stored = read_partition_metadata(self.dir)
+        if topic_id is not None and stored is not None and stored != topic_id:
+            raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
+                             f"{self.dir} belongs to topic id {stored}, not {topic_id}")
+        if topic_id is not None and stored is None:
+            write_partition_metadata(self.dir, topic_id)
+        self.topic_id = stored or topic_id
+
+    def _clean_temp_files(self) -> set[int]:
+        """Remove leftovers of interrupted operations; bases of segments that need recovery."""
+        needs_recovery: set[int] = set()
+        names = os.listdir(self.dir)
+        for name in names:
+            path = os.path.join(self.dir, name)
+            if name.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, ".tmp")):
+                os.remove(path)
+            elif name.endswith(files.SWAP_SUFFIX):
+                # A swap finished writing but was not renamed in: complete it for the log file;
+                # its indexes are rebuilt from the log.
+                target = path[: -len(files.SWAP_SUFFIX)]
+                if target.endswith(files.LOG_SUFFIX):
+                    os.replace(path, target)
+                    needs_recovery.add(files.offset_from_filename(target))
+                else:
+                    os.remove(path)
+        return needs_recovery
+
+    def _load(self, *, now_ms: int, recover: bool, recovery_point: int,
+              log_start_offset: int | None) -> None:
+        needs_recovery = self._clean_temp_files()
+        names = set(os.listdir(self.dir))
+        bases: list[int] = []
+        for name in names:
+            if name.endswith(files.LOG_SUFFIX):
+                try:
+                    bases.append(files.offset_from_filename(name))
+                except ValueError:
+                    continue
+        # Index files whose segment is gone would confuse a later segment at that offset.
+        for name in names:
+            if name.endswith((files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX, files.TXN_INDEX_SUFFIX)):
+                try:
+                    base = files.offset_from_filename(name)
+                except ValueError:
+                    continue
+                if base not in bases:
+                    os.remove(os.path.join(self.dir, name))
+                elif name.endswith((files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX)) and \
+                        os.path.getsize(os.path.join(self.dir, name)) == 0 and not recover:
+                    pass
+        bases.sort()
+        for base in bases:
+            missing_index = not (files.filename_prefix(base) + files.INDEX_SUFFIX in names
+                                 and files.filename_prefix(base) + files.TIME_INDEX_SUFFIX in names)
+            seg = self._new_segment(base, now_ms)
+            if missing_index:
+                needs_recovery.add(base)
+            self._segments.append(seg)
+        self._bases = [s.base_offset for s in self._segments]
+
+        # Which segments to scan: on an unclean shutdown every one that may hold unflushed
+        # data (from the segment containing the recovery point on); always those whose indexes
+        # fail the sanity check or were missing.
+        first_unflushed = 0
+        if recover and self._segments:
+            first_unflushed = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        i = 0
+        while i < len(self._segments):
+            seg = self._segments[i]
+            scan = (recover and i >= first_unflushed) or seg.base_offset in needs_recovery
+            if not scan:
+                try:
+                    seg.sanity_check()
+                except CorruptIndexError:
+                    scan = True
+            if scan:
+                truncated = seg.recover(self._on_recovered_batch)
+                if truncated > 0 or (recover and i >= first_unflushed):
+                    seg.flush()
+                if truncated > 0 and i + 1 < len(self._segments):
+                    # Data after a corrupt point is untrustworthy: drop the following segments.
+                    for later in self._segments[i + 1:]:
+                        later.delete()
+                    del self._segments[i + 1:]
+            i += 1
+        self._bases = [s.base_offset for s in self._segments]
+        # An empty trailing segment can be left by a crash during roll; keep it as active.
+
+        if not self._segments:
+            start = log_start_offset if log_start_offset is not None else 0
+            self._segments.append(self._new_segment(start, now_ms))
+            self._bases = [start]
+        self.active.resize_indexes(self.config.segment_index_bytes)
+
+        first_base = self._segments[0].base_offset
+        leo = self.log_end_offset
+        lso = first_base if log_start_offset is None else max(log_start_offset, first_base)
+        self.log_start_offset = min(lso, leo)
+        self.recovery_point = leo if recover or recovery_point > leo else max(recovery_point, 0)
+        if not recover:
+            # A clean shutdown flushed everything.
+            self.recovery_point = leo
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        self._rebuild_producer_state(leo, now_ms)
+        self.high_watermark = leo
+        self.last_flush_ms = now_ms
+
+    def _on_recovered_batch(self, h: fmt.BatchHeader, position: int) -> None:
+        if h.partition_leader_epoch >= 0:
+            self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
+
+    def _new_segment(self, base: int, now_ms: int) -> LogSegment:
+        return LogSegment(self.dir, base, index_interval_bytes=self.config.index_interval_bytes,
+                          max_index_size=self.config.segment_index_bytes, now_ms=now_ms)
+
+    def _rebuild_producer_state(self, upto: int, now_ms: int) -> None:
+        """Newest snapshot at or below ``upto`` (the recovered log end), then replay the log."""
+        psm = self.producer_state
+        psm.delete_snapshots_outside(self.log_start_offset, upto)
+        start = psm.load_latest_snapshot(upto, now_ms)
+        if start is None:
+            psm.producers.clear()
+            start = self.log_start_offset
+            psm.map_end_offset = start
+        for seg, ref in self._iter_batches_from(start):
+            h = ref.header
+            coord = -1
+            if h.is_control and h.producer_id != fmt.NO_PRODUCER_ID:
+                coord = self._control_coordinator_epoch(seg, ref)
+            psm.replay(ProducerBatch.from_header(h, coord))
+        psm.map_end_offset = upto
+
+    @staticmethod
+    def _control_coordinator_epoch(seg: LogSegment, ref: BatchRef) -> int:
+        try:
+            for rec in reader.iter_records(seg.read_batch(ref)):
+                if rec.value is not None and len(rec.value) >= _CONTROL_VALUE.size:
+                    return _CONTROL_VALUE.unpack_from(rec.value)[1]
+        except KafkaError:
+            pass
+        return -1
+
+    def _iter_batches_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchRef]]:
+        """Every batch whose last offset is ≥ ``offset``, in log order."""
+        i = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        for seg in self._segments[i:]:
+            ref = seg.translate_offset(offset)
+            if ref is None:
+                continue
+            for r in seg.iter_batches(ref.position):
+                yield seg, r
+
+    # ================================================================== properties
+    @property
+    def active(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def log_end_offset(self) -> int:
+        """Offset after the last record (last batch's base + lastOffsetDelta + 1)."""
+        return self.active.next_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def _segment_for(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    # ================================================================== append
+    def append_as_leader(self, buf: bytearray, *, now_ms: int, leader_epoch: int,
+                         from_client: bool = True) -> LogAppendResult:
+        """Validate ``buf`` (a Produce request's records), assign offsets and append it.
+
+        Producer-state checks happen before any byte is written; a duplicate of one of a
+        producer's last five batches returns that batch's original offsets with
+        ``duplicate=True`` and writes nothing. ``from_client=False`` is for the broker's own
+        writes (transaction markers, coordinator records): control batches allowed, no
+        sequence checks.
+        """
+        from kafkapy.records.validate import validate_and_assign  # lands beside this module
+
+        self._check_open()
+        info = validate_and_assign(
+            buf, next_offset=self.log_end_offset, now_ms=now_ms,
+            partition_leader_epoch=leader_epoch, max_batch_bytes=self.config.max_message_bytes,
+            log_append_time=self.config.log_append_time)
+        if len(buf) > self.config.segment_bytes:
+            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                             f"Message batch size is {len(buf)} bytes which exceeds the maximum "
+                             f"configured segment size of {self.config.segment_bytes}.")
+        pbatches = []
+        for b in info.batches:
+            if b.control and from_client:
+                raise KafkaError(ErrorCode.INVALID_RECORD,
+                                 "Clients are not allowed to write control records")
+            if b.producer_id != fmt.NO_PRODUCER_ID:
+                coord = -1
+                if b.control:
+                    coord = _coordinator_epoch_of(memoryview(buf)[b.position:b.position + b.size])
+                pbatches.append(ProducerBatch(
+                    b.producer_id, b.producer_epoch, b.base_sequence, b.base_offset,
+                    b.last_offset, b.max_timestamp, b.transactional, b.control, coord))
+        prepared = self.producer_state.prepare(pbatches, from_client=from_client)
+        if prepared.duplicate is not None:
+            d = prepared.duplicate
+            # As Kafka: the original batch's offsets, its timestamp as log append time.
+            return LogAppendResult(d.first_offset, d.last_offset, d.timestamp,
+                                   self.log_start_offset, d.offset_delta + 1, duplicate=True)
+        seg = self._maybe_roll(len(buf), info.max_timestamp, info.first_offset, info.last_offset,
+                               now_ms)
+        seg.append(buf, [AppendBatch(b.position, b.size, b.last_offset, b.max_timestamp)
+                         for b in info.batches])
+        self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        leo = info.last_offset + 1
+        self.producer_state.commit(prepared, leo)
+        self._after_append(leo, now_ms)
+        return LogAppendResult(info.first_offset, info.last_offset,
+                               now_ms if self.config.log_append_time else fmt.NO_TIMESTAMP,
+                               self.log_start_offset, info.record_count)
+
+    def append_as_follower(self, buf: bytes | bytearray | memoryview, *,
+                           now_ms: int = 0) -> LogAppendResult | None:
+        """Append batches replicated from the leader, offsets as given.
+
+        Every whole batch is CRC-checked; a trailing partial batch is ignored. Offsets must
+        start at or after the log end offset and increase. Returns None for an empty buffer.
+        """
+        self._check_open()
+        view = memoryview(buf).cast("B")
+        batches: list[AppendBatch] = []
+        pbatches: list[ProducerBatch] = []
+        headers: list[fmt.BatchHeader] = []
+        expected = self.log_end_offset
+        end = 0
+        max_ts = fmt.NO_TIMESTAMP
+        count = 0
+        for h, bview in reader.iter_batches(view):
+            pos = end
+            if fmt.compute_crc(view, pos, h.size) != h.crc:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                                 f"batch at offset {h.base_offset} fails its CRC check")
+            if h.base_offset < expected or h.last_offset_delta < 0:
+                raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                 f"unexpected append offset {h.base_offset}; log end offset "
+                                 f"is {expected}")
+            if h.size > max(self.config.max_message_bytes, 0) and False:
+                pass
+            batches.append(AppendBatch(pos, h.size, h.last_offset, h.max_timestamp))
+            headers.append(h)
+            coord = _coordinator_epoch_of(bview) if h.is_control else -1
+            if h.producer_id != fmt.NO_PRODUCER_ID:
+                pbatches.append(ProducerBatch.from_header(h, coord))
+            max_ts = max(max_ts, h.max_timestamp)
+            count += h.record_count
+            expected = h.next_offset
+            end = pos + h.size
+        if not batches:
+            return None
+        first, last = headers[0].base_offset, headers[-1].last_offset
+        prepared = self.producer_state.prepare(pbatches, from_client=False)
+        seg = self._maybe_roll(end, max_ts, first, last, now_ms)
+        seg.append(view[:end], batches)
+        for h in headers:
+            if h.partition_leader_epoch >= 0:
+                self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
+        self.producer_state.commit(prepared, last + 1)
+        self._after_append(last + 1, now_ms)
+        return LogAppendResult(first, last, fmt.NO_TIMESTAMP, self.log_start_offset, count)
+
+    def _after_append(self, leo: int, now_ms: int) -> None:
+        if self.hw_follows_leo:
+            self.high_watermark = leo
+        if leo - self.recovery_point >= self.config.flush_messages:
+            self.flush(now_ms=now_ms)
+
+    def _maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int,
+                    last_offset: int, now_ms: int) -> LogSegment:
+        seg = self.active
+        roll_ms = self.config.segment_ms - self.config.segment_jitter_ms
+        if seg.should_roll(messages_size=messages_size, max_timestamp_in_messages=max_timestamp,
+                           max_offset_in_messages=last_offset, now_ms=now_ms,
+                           segment_bytes=self.config.segment_bytes, roll_ms=roll_ms):
+            return self.roll(now_ms=now_ms, expected_next_offset=first_offset)
+        return seg
+
+    def roll(self, *, now_ms: int, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected_next_offset, log end offset).
+
+        The old segment gets its final time index entry and trimmed indexes, and a producer
+        snapshot is written at the new base offset, as Kafka does on roll.
+        """
+        leo = self.log_end_offset
+        new_base = leo if expected_next_offset is None else max(expected_next_offset, leo)
+        old = self.active
+        if old.base_offset == new_base and old.size == 0:
+            return old
+        if old.size == 0:
+            # An empty active segment at a lower base (follower jumped ahead): replace it.
+            old.delete()
+            self._segments.pop()
+        else:
+            old.on_become_inactive()
+        self.producer_state.map_end_offset = leo
+        self.producer_state.take_snapshot()
+        for path in (files.log_file(self.dir, new_base), files.index_file(self.dir, new_base),
+                     files.time_index_file(self.dir, new_base)):
+            if os.path.exists(path):
+                if path.endswith(files.LOG_SUFFIX) and os.path.getsize(path) > 0:
+                    raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                     f"trying to roll to {path} which already has data")
+                os.remove(path)
+        seg = self._new_segment(new_base, now_ms)
+        self._segments.append(seg)
+        self._bases = [s.base_offset for s in self._segments]
+        return seg
+
+    # ================================================================== read
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_message: bool = True) -> FetchSlice | None:
+        """Whole batches from the one holding ``offset``, bounded by max_bytes and max_offset.
+
+        Raises KafkaError(OFFSET_OUT_OF_RANGE) outside [log_start_offset, log_end_offset];
+        returns None at the log end or when nothing below ``max_offset`` (the high watermark
+        for consumers) is available. A batch is exposed only when its last offset is below
+        ``max_offset`` (Kafka cuts at the position of the batch holding max_offset). With
+        ``min_one_message`` the first batch is returned whole even if larger than max_bytes.
+        Reads stay within one segment.
+        """
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"Received request for offset {offset} for partition {self.topic}-"
+                f"{self.partition}, but we only have log segments in the range "
+                f"{self.log_start_offset} to {leo}.")
+        if max_offset is None or max_offset > leo:
+            max_offset = leo
+        if offset >= max_offset:
+            return None
+        i = self._segment_for(offset)
+        while i < len(self._segments):
+            seg = self._segments[i]
+            max_pos = None
+            if max_offset < seg.next_offset:
+                ref = seg.translate_offset(max_offset)
+                max_pos = ref.position if ref is not None else None
+            got = seg.read(offset, max_bytes, max_pos, min_one_message=min_one_message)
+            if got is None:
+                i += 1
+                continue
+            pos, size, _ = got
+            if size == 0:
+                return None
+            return seg.slice(pos, size)
+        return None
+
+    # ================================================================== timestamps
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp ≥ ``timestamp``, or None."""
+        for seg in self._segments:
+            if seg.largest_timestamp < timestamp:
+                continue
+            found = seg.find_offset_by_timestamp(
+                timestamp, self.log_start_offset,
+                lambda ref, seg=seg: self._record_timestamps(seg, ref))
+            if found is not None:
+                return found[1], found[0]
+        return None
+
+    def _record_timestamps(self, seg: LogSegment, ref: BatchRef) -> Iterator[tuple[int, int]]:
+        h = ref.header
+        if h.is_log_append_time:
+            # Every record of a LogAppendTime batch carries the batch's max timestamp.
+            yield h.base_offset, h.max_timestamp
+            return
+        for rec in reader.iter_records(seg.read_batch(ref)):
+            yield rec.offset, rec.timestamp
+
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record carrying the log's largest timestamp.
+
+        For ListOffsets MAX_TIMESTAMP (KIP-734). None when no record has a timestamp.
+        """
+        best: LogSegment | None = None
+        for seg in self._segments:
+            if best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = seg
+        if best is None or best.max_timestamp_so_far < 0:
+            return None
+        ts = best.max_timestamp_so_far
+        start = best.offset_index.lookup(best.offset_of_max_timestamp_so_far).position
+        for ref in best.iter_batches(0 if start > best.size else start):
+            if ref.header.max_timestamp == ts and ref.header.last_offset >= self.log_start_offset:
+                for off, rts in self._record_timestamps(best, ref):
+                    if rts == ts and off >= self.log_start_offset:
+                        return ts, off
+                return ts, ref.header.last_offset
+        return ts, best.offset_of_max_timestamp_so_far
+
+    max_timestamp_offset = max_timestamp_and_offset  # name used in docs/architecture.md
+
+    # ================================================================== truncation
+    def truncate_to(self, offset: int, *, now_ms: int = 0) -> bool:
+        """Remove everything at or after ``offset`` (whole batches); True if anything went."""
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return False
+        if offset <= self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset, now_ms=now_ms)
+            return True
+        i = self._segment_for(offset)
+        for seg in self._segments[i + 1:]:
+            seg.delete()
+        del self._segments[i + 1:]
+        self._bases = [s.base_offset for s in self._segments]
+        seg = self.active
+        seg.truncate_to(offset)
+        seg.resize_indexes(self.config.segment_index_bytes)
+        leo = self.log_end_offset
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.high_watermark = min(self.high_watermark, leo)
+        self.recovery_point = min(self.recovery_point, leo)
+        self._rebuild_producer_state(leo, now_ms)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int, *, now_ms: int = 0) -> None:
+        """Drop every segment and restart the log empty at ``offset``."""
+        self._check_open()
+        for seg in self._segments:
+            seg.delete()
+        self._segments = [self._new_segment(offset, now_ms)]
+        self._bases = [offset]
+        self.active.resize_indexes(self.config.segment_index_bytes)
+        self.log_start_offset = offset
+        self.recovery_point = offset
+        self.high_watermark = offset
+        self.leader_epoch_cache.clear()
+        self.producer_state.truncate_fully_and_start_at(offset)
+
+    # ================================================================== durability, lifecycle
+    def flush(self, *, now_ms: int | None = None) -> None:
+        """fsync every segment that may hold unflushed data; advance the recovery point."""
+        leo = self.log_end_offset
+        if leo > self.recovery_point or self.recovery_point == 0:
+            for seg in self._segments[self._segment_for(self.recovery_point):]:
+                seg.flush()
+            self.recovery_point = leo
+        if now_ms is not None:
+            self.last_flush_ms = now_ms
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """flush.ms: flush when the last flush is older than the topic allows."""
+        if now_ms - self.last_flush_ms >= self.config.flush_ms and \
+                self.log_end_offset > self.recovery_point:
+            self.flush(now_ms=now_ms)
+            return True
+        return False
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    def close(self) -> None:
+        """Trim the active indexes, write a producer snapshot at the log end, close files."""
+        if self.closed:
+            return
+        self.producer_state.map_end_offset = self.log_end_offset
+        self.producer_state.take_snapshot()
+        for seg in self._segments:
+            seg.close()
+        self.closed = True
+
+    def delete(self) -> None:
+        """Close without trimming and remove the whole directory."""
+        if not self.closed:
+            for seg in self._segments:
+                seg.close_handlers()
+            self.closed = True
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rename_dir(self, new_dir: str) -> None:
+        """Move the directory (topic deletion); open files stay valid across the rename."""
+        os.rename(self.dir, new_dir)
+        self.dir = new_dir
+        for seg in self._segments:
+            seg.dir = new_dir
+            seg.log_path = os.path.join(new_dir, os.path.basename(seg.log_path))
+            seg.offset_index.path = os.path.join(new_dir, os.path.basename(seg.offset_index.path))
+            seg.time_index.path = os.path.join(new_dir, os.path.basename(seg.time_index.path))
+        self.producer_state.dir = new_dir
+        if self.leader_epoch_cache.path:
+            self.leader_epoch_cache.path = os.path.join(new_dir, files.LEADER_EPOCH_CHECKPOINT)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"log {self.dir} is closed")
+
+    def __repr__(self) -> str:
+        return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, "
+                f"end={self.log_end_offset}, segments={len(self._segments)})")
+
+
+def _coordinator_epoch_of(batch: memoryview) -> int:
+    """Coordinator epoch of an end-transaction marker batch (-1 when unreadable)."""
+    try:
+        for rec in reader.iter_records(batch):
+            if rec.value is not None and len(rec.value) >= _CONTROL_VALUE.size:
+                return _CONTROL_VALUE.unpack_from(rec.value)[1]
+    except KafkaError:
+        pass
+    return -1
+
+
+# CorruptSegmentError is re-exported for callers that walk segments themselves.
+__all__ += ["CorruptSegmentError"]

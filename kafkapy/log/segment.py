@@ -1,0 +1,425 @@
+"""One log segment: a ``.log`` file of record batches plus its ``.index`` and ``.timeindex``.
+
+All three files are named by the segment's base offset (``files.filename_prefix``). The segment
+knows nothing about producers or leader epochs; ``recover`` reports each valid batch through a
+callback so the partition log can rebuild that state in the same scan.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from kafkapy.log import files
+from kafkapy.log.index import CorruptIndexError
+from kafkapy.log.offset_index import OffsetIndex
+from kafkapy.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from kafkapy.records import format as fmt
+
+# Bytes read per pread while walking batch headers; small batches share one read.
+_SCAN_CHUNK = 4096
+_INT32_MAX = 0x7FFFFFFF
+
+
+class CorruptSegmentError(Exception):
+    """A batch header in the middle of a segment does not parse (found outside recovery)."""
+
+
+class BatchRef(NamedTuple):
+    """Where one batch sits in a segment, with its header."""
+
+    position: int
+    header: fmt.BatchHeader
+
+
+class AppendBatch(NamedTuple):
+    """What ``LogSegment.append`` needs about each batch of the buffer it writes."""
+
+    position: int  # relative to the buffer
+    size: int
+    last_offset: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True)
+class FetchSlice:
+    """A byte range of a segment file, to be sent with ``os.sendfile`` or read into memory.
+
+    Holds a reference to the segment's file object, so the descriptor stays open (even after the
+    segment is deleted, since deletion only unlinks) until the slice is dropped.
+    """
+
+    file: object  # an io.FileIO; typed loosely so callers only rely on fileno()
+    position: int
+    size: int
+
+    def fileno(self) -> int:
+        return self.file.fileno()  # type: ignore[attr-defined]
+
+    def read_bytes(self) -> bytes:
+        out = bytearray()
+        pos, left = self.position, self.size
+        fd = self.fileno()
+        while left > 0:
+            chunk = os.pread(fd, left, pos)
+            if not chunk:
+                break  # the file shrank under us (truncation); return what exists
+            out += chunk
+            pos += len(chunk)
+            left -= len(chunk)
+        return bytes(out)
+
+
+class LogSegment:
+    """A segment of a partition log (Kafka's LogSegment)."""
+
+    def __init__(self, dir: str, base_offset: int, *, index_interval_bytes: int,
+                 max_index_size: int, now_ms: int) -> None:
+        self.dir = dir
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_size = max_index_size
+        self.log_path = files.log_file(dir, base_offset)
+        # Unbuffered FileIO (no O_APPEND: Linux pwrite ignores the position under it); writes
+        # go straight to the fd and FetchSlice shares the object.
+        self.file = io.FileIO(os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644), "r+")
+        self.fd = self.file.fileno()
+        self.size = os.fstat(self.fd).st_size
+        self.offset_index = OffsetIndex(files.index_file(dir, base_offset), base_offset,
+                                        max_index_size)
+        self.time_index = TimeIndex(files.time_index_file(dir, base_offset), base_offset,
+                                    max_index_size)
+        # Wall-clock creation time: the fallback for time-based rolling of a segment whose first
+        # batch has no timestamp. Like Kafka, it restarts when the broker does.
+        self.created_ms = now_ms
+        self._rolling_ts: int | None = None  # first batch's max timestamp, loaded lazily
+        self.bytes_since_last_index_entry = 0
+        last = self.time_index.last_entry()
+        self.max_timestamp_so_far = last.timestamp
+        self.offset_of_max_timestamp_so_far = last.offset
+        self._next_offset: int | None = None
+        self.deleted = False
+
+    # ------------------------------------------------------------------ basic properties
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path!r}, size={self.size})"
+
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError if either index is inconsistent (the caller rebuilds)."""
+        self.offset_index.sanity_check()
+        self.time_index.sanity_check()
+        if self.offset_index.entries:
+            last = self.offset_index.entry(self.offset_index.entries - 1)
+            if last.position >= self.size:
+                raise CorruptIndexError(f"{self.offset_index.path} points past the log end")
+
+    def resize_indexes(self, size: int) -> None:
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the last record in this segment (base offset when empty)."""
+        if self._next_offset is None:
+            nxt = self.base_offset
+            start = self.offset_index.lookup(_INT32_MAX + self.base_offset).position
+            for ref in self.iter_batches(start):
+                nxt = ref.header.next_offset
+            self._next_offset = nxt
+        return self._next_offset
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= _INT32_MAX
+
+    @property
+    def rolling_based_timestamp(self) -> int:
+        """Max timestamp of the first batch (what time-based rolling measures from), or -1."""
+        if self._rolling_ts is None:
+            if self.size >= fmt.HEADER_SIZE:
+                self._rolling_ts = fmt.parse_header(os.pread(self.fd, fmt.HEADER_SIZE, 0)).max_timestamp
+            else:
+                return NO_TIMESTAMP
+        return self._rolling_ts
+
+    @property
+    def largest_timestamp(self) -> int:
+        return self.max_timestamp_so_far
+
+    # ------------------------------------------------------------------ scanning
+    def iter_batches(self, start: int = 0, end: int | None = None) -> Iterator[BatchRef]:
+        """Headers of the whole batches in [start, end), read with a few large preads."""
+        end = self.size if end is None else end
+        pos = start
+        buf = b""
+        buf_start = start
+        fd = self.fd
+        while end - pos >= fmt.HEADER_SIZE:
+            rel = pos - buf_start
+            if rel < 0 or rel + fmt.HEADER_SIZE > len(buf):
+                buf = os.pread(fd, _SCAN_CHUNK, pos)
+                buf_start, rel = pos, 0
+                if len(buf) < fmt.HEADER_SIZE:
+                    return
+            h = fmt.parse_header(buf, rel)
+            size = h.batch_length + fmt.LOG_OVERHEAD
+            if size < fmt.HEADER_SIZE:
+                raise CorruptSegmentError(
+                    f"{self.log_path}: batch at position {pos} has size {size}")
+            if pos + size > end:
+                return
+            yield BatchRef(pos, h)
+            pos += size
+
+    def translate_offset(self, offset: int, starting_position: int = 0) -> BatchRef | None:
+        """The first batch whose last offset is ≥ ``offset`` (None if past this segment)."""
+        mapping = self.offset_index.lookup(offset)
+        for ref in self.iter_batches(max(mapping.position, starting_position)):
+            if ref.header.last_offset >= offset:
+                return ref
+        return None
+
+    # ------------------------------------------------------------------ append
+    def append(self, buf: bytes | bytearray | memoryview, batches: Sequence[AppendBatch]) -> None:
+        """Write ``buf`` (whole validated batches) at the end with one write, then index it.
+
+        Offset index entries go in for every batch that starts after ``index.interval.bytes``
+        have accumulated since the last entry; the time index gains an entry at the same time
+        when the segment's max timestamp has grown, as Kafka's LogSegment.append does.
+        """
+        if not batches:
+            return
+        last_offset = batches[-1].last_offset
+        if not self.can_convert_to_relative_offset(last_offset):
+            raise ValueError(f"offset {last_offset} does not fit segment {self.base_offset}")
+        physical = self.size
+        _write_all(self.fd, buf, physical)
+        interval = self.index_interval_bytes
+        for b in batches:
+            if b.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = b.max_timestamp
+                self.offset_of_max_timestamp_so_far = b.last_offset
+            if self.bytes_since_last_index_entry > interval:
+                self.offset_index.append(b.last_offset, physical + b.position)
+                self.time_index.maybe_append(self.max_timestamp_so_far,
+                                             self.offset_of_max_timestamp_so_far)
+                self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry += b.size
+        if physical == 0:
+            self._rolling_ts = batches[0].max_timestamp
+        self.size = physical + len(buf)
+        self._next_offset = last_offset + 1
+
+    # ------------------------------------------------------------------ read
+    def read(self, start_offset: int, max_size: int, max_position: int | None = None, *,
+             min_one_message: bool = True) -> tuple[int, int, int] | None:
+        """(position, size, first batch base offset) of whole batches from ``start_offset``.
+
+        Starts at the batch holding ``start_offset``; takes whole batches while they fit in
+        ``max_size`` (the first one regardless when ``min_one_message``) and end at or before
+        ``max_position``. None when the offset is beyond this segment.
+        """
+        ref = self.translate_offset(start_offset)
+        if ref is None:
+            return None
+        pos = ref.position
+        limit = self.size if max_position is None else min(max_position, self.size)
+        first = ref.header.batch_length + fmt.LOG_OVERHEAD
+        if pos >= limit or pos + first > limit:
+            return pos, 0, ref.header.base_offset
+        if first > max_size:
+            return (pos, first if min_one_message else 0, ref.header.base_offset)
+        if limit - pos <= max_size:
+            return pos, limit - pos, ref.header.base_offset
+        end_target = pos + max_size
+        # Jump close to the cut with the index (positions grow with offsets), then walk headers.
+        hint = self.offset_index.lookup_by_position(end_target).position
+        boundary = max(pos, hint) if hint <= end_target else pos
+        for b in self.iter_batches(boundary, limit):
+            nxt = b.position + b.header.batch_length + fmt.LOG_OVERHEAD
+            if nxt > end_target:
+                break
+            boundary = nxt
+        return pos, boundary - pos, ref.header.base_offset
+
+    def slice(self, position: int, size: int) -> FetchSlice:
+        return FetchSlice(self.file, position, size)
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int,
+                                 record_timestamps: Callable[[BatchRef], Iterator[tuple[int, int]]]
+                                 ) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record with timestamp ≥ target at ≥ starting_offset.
+
+        The time index narrows where to start; then batches are walked and the first whose max
+        timestamp reaches the target has its records examined (``record_timestamps`` yields
+        (offset, timestamp) of a batch's records).
+        """
+        ts_entry = self.time_index.lookup(timestamp)
+        start = self.offset_index.lookup(max(ts_entry.offset, starting_offset)).position
+        for ref in self.iter_batches(start):
+            h = ref.header
+            if h.max_timestamp >= timestamp and h.last_offset >= starting_offset:
+                for off, ts in record_timestamps(ref):
+                    if ts >= timestamp and off >= starting_offset:
+                        return ts, off
+        return None
+
+    def read_batch(self, ref: BatchRef) -> bytes:
+        return FetchSlice(self.file, ref.position, ref.header.size).read_bytes()
+
+    # ------------------------------------------------------------------ roll and recovery
+    def should_roll(self, *, messages_size: int, max_timestamp_in_messages: int,
+                    max_offset_in_messages: int, now_ms: int, segment_bytes: int,
+                    roll_ms: int) -> bool:
+        """Kafka's roll test: size, age, index capacity, or relative offset overflow."""
+        if not self.can_convert_to_relative_offset(max_offset_in_messages):
+            return True
+        if self.size == 0:
+            return False  # an empty segment takes any batch (one bigger than it included)
+        if self.size > segment_bytes - messages_size:
+            return True
+        if self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > roll_ms:
+            return True
+        return self.offset_index.is_full() or self.time_index.is_full()
+
+    def time_waited_for_roll(self, now_ms: int, max_timestamp_in_messages: int) -> int:
+        first = self.rolling_based_timestamp
+        if first >= 0:
+            return max_timestamp_in_messages - first
+        return now_ms - self.created_ms
+
+    def on_become_inactive(self) -> None:
+        """The segment stopped being active: record the final max timestamp, trim indexes."""
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(self.max_timestamp_so_far,
+                                         self.offset_of_max_timestamp_so_far,
+                                         skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    def recover(self, on_batch: Callable[[fmt.BatchHeader, int], None] | None = None) -> int:
+        """Rebuild both indexes from the log; cut the file at the first invalid batch.
+
+        A batch is valid when its header parses, its size fits the file, its magic is 2, its CRC
+        matches and its offsets are in range and follow the previous batch. Returns the number
+        of bytes truncated (0 when the file was fully valid).
+        """
+        file_size = os.fstat(self.fd).st_size
+        self.offset_index.truncate()
+        self.offset_index.resize(self.max_index_size)
+        self.time_index.truncate()
+        self.time_index.resize(self.max_index_size)
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp_so_far = self.base_offset
+        self.bytes_since_last_index_entry = 0
+        self._rolling_ts = None
+        valid = 0
+        next_offset = self.base_offset
+        if file_size > 0:
+            with mmap.mmap(self.fd, file_size, access=mmap.ACCESS_READ) as mm:
+                view = memoryview(mm)
+                try:
+                    while file_size - valid >= fmt.HEADER_SIZE:
+                        h = fmt.parse_header(view, valid)
+                        size = h.batch_length + fmt.LOG_OVERHEAD
+                        if (size < fmt.HEADER_SIZE or valid + size > file_size
+                                or h.magic != fmt.CURRENT_MAGIC
+                                or h.base_offset < next_offset
+                                or h.last_offset_delta < -1
+                                or not self.can_convert_to_relative_offset(h.last_offset)
+                                or fmt.compute_crc(view, valid, size) != h.crc):
+                            break
+                        if h.max_timestamp > self.max_timestamp_so_far:
+                            self.max_timestamp_so_far = h.max_timestamp
+                            self.offset_of_max_timestamp_so_far = h.last_offset
+                        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                            self.offset_index.append(h.last_offset, valid)
+                            self.time_index.maybe_append(self.max_timestamp_so_far,
+                                                         self.offset_of_max_timestamp_so_far)
+                            self.bytes_since_last_index_entry = 0
+                        self.bytes_since_last_index_entry += size
+                        if on_batch is not None:
+                            on_batch(h, valid)
+                        next_offset = h.next_offset
+                        valid += size
+                finally:
+                    view.release()
+        truncated = file_size - valid
+        if truncated:
+            os.ftruncate(self.fd, valid)
+        self.size = valid
+        self._next_offset = next_offset
+        return truncated
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch holding an offset ≥ ``offset`` (whole batches); bytes removed."""
+        ref = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.offset_index.resize(self.max_index_size)
+        self.time_index.resize(self.max_index_size)
+        if ref is None:
+            return 0
+        removed = self.size - ref.position
+        os.ftruncate(self.fd, ref.position)
+        self.size = ref.position
+        self._next_offset = None
+        last = self.time_index.last_entry()
+        self.max_timestamp_so_far = last.timestamp
+        self.offset_of_max_timestamp_so_far = last.offset
+        # Recompute the precise max from batches after the last time index entry.
+        start = self.offset_index.lookup(last.offset).position if self.time_index.entries else 0
+        for b in self.iter_batches(start):
+            if b.header.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = b.header.max_timestamp
+                self.offset_of_max_timestamp_so_far = b.header.last_offset
+        self.bytes_since_last_index_entry = 0
+        if self.size == 0:
+            self._rolling_ts = None
+        return removed
+
+    def max_timestamp_and_offset(self) -> TimestampOffset:
+        return TimestampOffset(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+
+    # ------------------------------------------------------------------ lifecycle
+    def flush(self) -> None:
+        os.fsync(self.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        """Final time index entry, trim indexes, close files."""
+        if self.deleted:
+            return
+        self.on_become_inactive()
+        self.offset_index.close()
+        self.time_index.close()
+        self.file.close()
+
+    def close_handlers(self) -> None:
+        self.offset_index.close_no_trim()
+        self.time_index.close_no_trim()
+        self.file.close()
+
+    def delete(self) -> None:
+        """Remove the segment's files. The log fd is left for the GC so in-flight FetchSlices
+        (which hold the file object) can finish their sendfile from the unlinked inode."""
+        self.deleted = True
+        self.offset_index.delete()
+        self.time_index.delete()
+        for path in (self.log_path, files.txn_index_file(self.dir, self.base_offset)):
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+
+
+def _write_all(fd: int, buf: bytes | bytearray | memoryview, position: int) -> None:
+    view = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
+    while view:
+        n = os.pwrite(fd, view, position)
+        position += n
+        view = view[n:]
