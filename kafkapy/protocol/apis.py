@@ -41,8 +41,108 @@ __all__ = [
 
 
 class ApiKey(IntEnum):
-    """Kafka API keys, as numbered in the protocol guide (names follow Kafka's message names)."""
+    """Kafka API keys, as numbered in the protocol guide.
 
+    Members are named as in Kafka's Java ``ApiKeys`` (``ApiKey.API_VERSIONS``); the protocol guide's
+    message names work too, as aliases (``ApiKey.ApiVersions is ApiKey.API_VERSIONS``), and
+    :attr:`message_name` gives that spelling for log lines.
+    """
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    CREATE_DELEGATION_TOKEN = 38
+    RENEW_DELEGATION_TOKEN = 39
+    EXPIRE_DELEGATION_TOKEN = 40
+    DESCRIBE_DELEGATION_TOKEN = 41
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
+    ALTER_PARTITION = 56
+    UPDATE_FEATURES = 57
+    ENVELOPE = 58
+    FETCH_SNAPSHOT = 59
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    UNREGISTER_BROKER = 64
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
+    ALLOCATE_PRODUCER_IDS = 67
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+    CONTROLLER_REGISTRATION = 70
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
+    ASSIGN_REPLICAS_TO_DIRS = 73
+    LIST_CONFIG_RESOURCES = 74
+    DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
+    UPDATE_RAFT_VOTER = 82
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
+
+    # The protocol guide's (and kafka-python's) names for the same keys.
     Produce = 0
     Fetch = 1
     ListOffsets = 2
@@ -137,13 +237,22 @@ class ApiKey(IntEnum):
     AlterShareGroupOffsets = 91
     DeleteShareGroupOffsets = 92
 
+    @property
+    def message_name(self) -> str:
+        """``Produce``, ``ApiVersions``: the name Kafka's message schemas and protocol guide use."""
+        return _MESSAGE_NAMES[self.value]
+
     @classmethod
     def name_of(cls, key: int) -> str:
         """``Produce`` for 0; ``ApiKey(123)`` for numbers Kafka never assigned (for log lines)."""
-        try:
-            return cls(key).name
-        except ValueError:
-            return f"ApiKey({key})"
+        name = _MESSAGE_NAMES.get(key)
+        return name if name is not None else f"ApiKey({key})"
+
+
+_MESSAGE_NAMES: dict[int, str] = {
+    value: name for name, value in ApiKey.__dict__.items()
+    if isinstance(value, ApiKey) and not name.isupper()
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,12 +435,17 @@ class ApiVersionsTable:
 
     def response(self, version: int, *, error_code: int = ErrorCode.NONE, throttle_time_ms: int = 0,
                  **extra: Any) -> ApiMessage:
-        """An ApiVersions response body (at ``version``) listing every API in the table.
+        """An ApiVersions response body listing every API in the table.
 
+        ``version`` is the version the client asked for (``request.api_version``). When we don't
+        serve it, the answer is Kafka's: a v0 response with UNSUPPORTED_VERSION (KIP-511), which
+        the connection encodes at v0 for a request flagged ``unsupported_version``.
         ``extra`` passes the v3+ tagged feature fields through (``supported_features``,
         ``finalized_features_epoch``, ``finalized_features``, ``zk_migration_ready``).
         """
         cls = _RESPONSES[ApiKey.ApiVersions]
+        if not self.supports(ApiKey.ApiVersions, version):
+            version, error_code = 0, ErrorCode.UNSUPPORTED_VERSION
         api_version_cls = cls.ApiVersion
         keys = [api_version_cls(api_key=r.api_key, min_version=r.min_version, max_version=r.max_version,
                                 version=version)

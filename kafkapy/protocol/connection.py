@@ -200,7 +200,7 @@ class Request:
 
     def describe(self) -> str:
         """``Produce v9 correlation_id=7 client_id='x'``, for log lines."""
-        return (f"{self.api_key.name} v{self.api_version} correlation_id={self.correlation_id} "
+        return (f"{self.api_key.message_name} v{self.api_version} correlation_id={self.correlation_id} "
                 f"client_id={self.client_id!r}")
 
 
@@ -460,7 +460,7 @@ def _parse_header_rest(frame: bytearray, api_key: ApiKey, api_version: int, corr
     ids = {"api_key": int(api_key), "api_version": api_version, "correlation_id": correlation_id}
     if n < 10:
         raise MalformedHeader(
-            f"Error parsing request header for {api_key.name} v{api_version}: no client id", **ids)
+            f"Error parsing request header for {api_key.message_name} v{api_version}: no client id", **ids)
     # The client id keeps the 2-byte length even in v2 headers, so that any broker can read the
     # header of an ApiVersions request newer than it knows.
     (length,) = struct.unpack_from(">h", frame, 8)
@@ -469,7 +469,7 @@ def _parse_header_rest(frame: bytearray, api_key: ApiKey, api_version: int, corr
     if length >= 0:
         if pos + length > n:
             raise MalformedHeader(
-                f"Error parsing request header for {api_key.name} v{api_version}: client id runs "
+                f"Error parsing request header for {api_key.message_name} v{api_version}: client id runs "
                 f"past the frame", **ids)
         # Java decodes invalid UTF-8 with replacement characters rather than failing; so do we.
         client_id = bytes(frame[pos:pos + length]).decode("utf-8", "replace")
@@ -489,7 +489,7 @@ def _parse_header_rest(frame: bytearray, api_key: ApiKey, api_version: int, corr
                 pos += size
         except ValueError as exc:
             raise MalformedHeader(
-                f"Error parsing request header for {api_key.name} v{api_version}, client_id "
+                f"Error parsing request header for {api_key.message_name} v{api_version}, client_id "
                 f"{client_id!r}: {exc}", client_id=client_id, **ids) from None
     header = RequestHeader(int(api_key), api_version, correlation_id, client_id,
                            2 if flexible else 1, tagged)
@@ -516,7 +516,7 @@ def _check_body(request: Request, body: Any) -> type[ApiMessage]:
     cls = response_class(request.api_key)
     if cls is None or not isinstance(body, cls):
         raise LocalProtocolError(
-            f"response to {request.api_key.name} must be a {cls.__name__ if cls else '?'}, "
+            f"response to {request.api_key.message_name} must be a {cls.__name__ if cls else '?'}, "
             f"not {type(body).__name__}")
     return cls
 

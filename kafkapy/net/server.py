@@ -1,0 +1,386 @@
+"""The Kafka listener: Trio sockets in, ``protocol.ServerConnection`` for framing, a dispatcher for work.
+
+One task serves each connection and handles its requests strictly one at a time, in arrival order,
+writing each response before reading the next request. That is Kafka's channel muting: a client's
+pipelined idempotent produce requests must be appended in the order sent, and responses must come
+back in request order.
+
+The dispatcher is anything with ``async def handle(request, conn) -> Reply | body | None``:
+
+* a :class:`Reply` (an encoded-on-the-way-out ``body``, or pre-encoded ``parts`` that may carry
+  :class:`~kafkapy.protocol.FileRegion` slices of log segments sent with ``os.sendfile``);
+* a bare response message object (shorthand for ``Reply(body=...)``);
+* None: nothing is sent (acks=0 produce).
+
+A handler that raises is logged with its traceback and answered with the request's
+UNKNOWN_SERVER_ERROR response where the schema can express one; otherwise that connection alone is
+closed. Protocol violations by the peer close the connection after one log line, as in Kafka.
+Shutdown is cancellation of :func:`serve`.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import logging
+import os
+import socket as _stdlib_socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Final, Protocol
+
+import trio
+
+from kafkapy.protocol import (
+    CLOSED,
+    DEFAULT_MAX_REQUEST_BYTES,
+    NEED_DATA,
+    ApiVersionsTable,
+    ErrorCode,
+    FileRegion,
+    LocalProtocolError,
+    RemoteProtocolError,
+    Request,
+    ServerConnection,
+    encode_response_parts,
+    error_response,
+    frame_parts,
+)
+from kafkapy.protocol.connection import Part
+
+__all__ = [
+    "ConnectionInfo",
+    "Dispatcher",
+    "FileRegion",
+    "Reply",
+    "frame_parts",
+    "serve",
+    "serve_stream",
+    "write_parts",
+]
+
+log = logging.getLogger("kafkapy.net.server")
+
+# Kafka's connections.max.idle.ms default.
+DEFAULT_IDLE_TIMEOUT: Final = 600.0
+DEFAULT_SEND_TIMEOUT: Final = 60.0
+# A safety net, not a policy: handlers bound their own waits (produce/fetch timeouts).
+DEFAULT_HANDLER_TIMEOUT: Final = 300.0
+RECEIVE_SIZE: Final = 256 * 1024
+# Linux caps writev at IOV_MAX (1024) buffers and a single sendfile at ~2 GiB.
+_IOV_MAX: Final = 1024
+_SENDFILE_CHUNK: Final = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionInfo:
+    """Who is on the other end of a connection; passed to every ``handle`` call.
+
+    ``state`` is per-connection scratch space for the dispatcher (SASL state, the client software
+    name from ApiVersions v3+); it lives as long as the connection.
+    """
+
+    connection_id: str
+    listener: str
+    peer: tuple[Any, ...] | None = None
+    local: tuple[Any, ...] | None = None
+    state: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What to send back for one request.
+
+    Exactly one of ``body`` (a response message object, encoded for the request's version) or
+    ``parts`` (a complete frame — size prefix and response header included — as bytes and
+    :class:`FileRegion` objects, e.g. from ``protocol.encode_response_parts`` or
+    ``protocol.frame_parts``) is set; neither means nothing is sent. ``close`` closes the
+    connection after sending (Kafka's answer to a failed acks=0 produce). ``on_done`` is called
+    once the reply has been written or abandoned, so file descriptors can be released.
+    """
+
+    body: Any = None
+    parts: Sequence[Part] | None = None
+    close: bool = False
+    on_done: Callable[[], None] | None = None
+
+
+class Dispatcher(Protocol):
+    """The broker or controller side of a listener."""
+
+    async def handle(self, request: Request, conn: ConnectionInfo) -> Reply | Any | None:
+        """Serve one request; see the module docstring for what may be returned."""
+        ...
+
+
+class _RegionTruncated(Exception):
+    """A file region ended early (the segment shrank); the frame can't be completed."""
+
+
+class _Close(Exception):
+    """Internal: stop serving this connection (already logged)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+
+
+async def write_parts(stream: trio.abc.SendStream, parts: Sequence[Part]) -> None:
+    """Write ``parts`` in order: bytes with scatter/gather sends, file regions with ``sendfile``.
+
+    On a plain :class:`trio.SocketStream` regions go out with ``os.sendfile`` straight from the page
+    cache; on any other stream (TLS, in-memory test streams) they are read and sent as bytes.
+    Raises ``trio.BrokenResourceError`` when the peer is gone.
+    """
+    sock = stream.socket if isinstance(stream, trio.SocketStream) else None
+    pending: list[bytes | bytearray | memoryview] = []
+    for part in parts:
+        if isinstance(part, FileRegion):
+            if pending:
+                await _send_buffers(stream, sock, pending)
+                pending = []
+            if part.count:
+                if sock is not None:
+                    await _sendfile(sock, part)
+                else:
+                    await _send_region_copy(stream, part)
+        elif len(part):
+            pending.append(part)
+    if pending:
+        await _send_buffers(stream, sock, pending)
+
+
+async def _send_buffers(stream: trio.abc.SendStream, sock: Any,
+                        buffers: list[bytes | bytearray | memoryview]) -> None:
+    if sock is None or len(buffers) == 1:
+        data = buffers[0] if len(buffers) == 1 else b"".join(buffers)
+        await stream.send_all(data)
+        return
+    # One sendmsg for the header and every small part: fewer syscalls and no join copy.
+    views = [memoryview(b).cast("B") for b in buffers]
+    first = 0
+    while first < len(views):
+        try:
+            sent = await sock.sendmsg(views[first:first + _IOV_MAX])
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"send failed: {exc}") from exc
+        while sent and first < len(views):
+            head = views[first]
+            if sent >= len(head):
+                sent -= len(head)
+                first += 1
+            else:
+                views[first] = head[sent:]
+                sent = 0
+
+
+async def _sendfile(sock: Any, region: FileRegion) -> None:
+    out_fd = sock.fileno()
+    offset, remaining = region.offset, region.count
+    while remaining:
+        try:
+            sent = os.sendfile(out_fd, region.fd, offset, min(remaining, _SENDFILE_CHUNK))
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(out_fd)
+            continue
+        except InterruptedError:
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
+                raise trio.BrokenResourceError(f"sendfile failed: {exc}") from exc
+            raise
+        if sent == 0:
+            raise _RegionTruncated(f"file region fd={region.fd} ended {remaining} bytes early")
+        offset += sent
+        remaining -= sent
+        # Let other connections run between chunks of a large region.
+        await trio.lowlevel.checkpoint()
+
+
+async def _send_region_copy(stream: trio.abc.SendStream, region: FileRegion) -> None:
+    offset, remaining = region.offset, region.count
+    while remaining:
+        chunk = os.pread(region.fd, min(remaining, 1 << 20), offset)
+        if not chunk:
+            raise _RegionTruncated(f"file region fd={region.fd} ended {remaining} bytes early")
+        await stream.send_all(chunk)
+        offset += len(chunk)
+        remaining -= len(chunk)
+
+
+# ---------------------------------------------------------------------------------------------
+# One connection
+# ---------------------------------------------------------------------------------------------
+
+
+def _as_reply(result: Any) -> Reply | None:
+    if result is None or isinstance(result, Reply):
+        return result
+    return Reply(body=result)
+
+
+async def _handle(dispatcher: Dispatcher, request: Request, info: ConnectionInfo,
+                  handler_timeout: float) -> Reply | None:
+    try:
+        with trio.fail_after(handler_timeout):
+            return _as_reply(await dispatcher.handle(request, info))
+    except trio.TooSlowError:
+        log.error("Closing connection %s: %s took longer than %.0f s", info.connection_id,
+                  request.describe(), handler_timeout)
+        raise _Close() from None
+    except Exception:
+        log.exception("Error handling %s on connection %s", request.describe(), info.connection_id)
+        return _failure_reply(request, info)
+
+
+def _failure_reply(request: Request, info: ConnectionInfo) -> Reply:
+    if not request.expects_response:
+        # Kafka closes the connection when an acks=0 produce fails: the only signal it can give.
+        raise _Close()
+    body = error_response(request, ErrorCode.UNKNOWN_SERVER_ERROR)
+    if body is None:
+        log.error("Closing connection %s: no error response expressible for %s",
+                  info.connection_id, request.describe())
+        raise _Close()
+    return Reply(body=body)
+
+
+def _reply_parts(request: Request, reply: Reply, info: ConnectionInfo) -> Sequence[Part] | None:
+    if reply.parts is not None:
+        return reply.parts
+    if reply.body is None:
+        return None
+    try:
+        return encode_response_parts(request, reply.body)
+    except LocalProtocolError:
+        log.exception("Cannot encode the response to %s on connection %s", request.describe(),
+                      info.connection_id)
+    fallback = error_response(request, ErrorCode.UNKNOWN_SERVER_ERROR)
+    if fallback is None:
+        raise _Close()
+    return encode_response_parts(request, fallback)
+
+
+async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supported: ApiVersionsTable,
+                       info: ConnectionInfo, *, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+                       idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+                       send_timeout: float = DEFAULT_SEND_TIMEOUT,
+                       handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
+                       receive_size: int = RECEIVE_SIZE) -> None:
+    """Serve one connection until the peer closes, breaks the protocol, idles out, or we're cancelled.
+
+    Never raises except for cancellation; always closes ``stream``.
+    """
+    conn = ServerConnection(supported, max_request_bytes)
+    try:
+        while True:
+            try:
+                event = conn.next_request()
+            except RemoteProtocolError as exc:
+                log.warning("Closing connection %s (%s): %s", info.connection_id, info.listener, exc)
+                return
+            if event is NEED_DATA:
+                data = None
+                with trio.move_on_after(idle_timeout):
+                    data = await stream.receive_some(receive_size)
+                if data is None:
+                    log.info("Closing connection %s: idle for %.0f s", info.connection_id, idle_timeout)
+                    return
+                conn.receive_data(data)
+                continue
+            if event is CLOSED:
+                return
+            assert isinstance(event, Request)
+            reply = await _handle(dispatcher, event, info, handler_timeout)
+            if reply is None:
+                continue
+            try:
+                # acks=0 produce: Kafka never answers, and the client would choke on an answer.
+                parts = _reply_parts(event, reply, info) if event.expects_response else None
+                if parts:
+                    with trio.move_on_after(send_timeout) as scope:
+                        await write_parts(stream, parts)
+                    if scope.cancelled_caught:
+                        log.warning("Closing connection %s: sending the response to %s took over "
+                                    "%.0f s", info.connection_id, event.describe(), send_timeout)
+                        return
+            finally:
+                if reply.on_done is not None:
+                    try:
+                        reply.on_done()
+                    except Exception:
+                        log.exception("Reply.on_done failed on connection %s", info.connection_id)
+            if reply.close:
+                return
+    except _Close:
+        return
+    except _RegionTruncated as exc:
+        log.error("Closing connection %s: %s", info.connection_id, exc)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
+        log.debug("Connection %s went away: %s", info.connection_id, exc)
+    except Exception:
+        # A bug of ours; it ends this connection only.
+        log.exception("Unexpected error on connection %s; closing it", info.connection_id)
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+# ---------------------------------------------------------------------------------------------
+# The listener
+# ---------------------------------------------------------------------------------------------
+
+
+def _addr(sock: Any, peer: bool) -> tuple[Any, ...] | None:
+    try:
+        return tuple(sock.getpeername() if peer else sock.getsockname())
+    except OSError:
+        return None
+
+
+def _fmt(addr: tuple[Any, ...] | None) -> str:
+    return "?" if not addr else f"{addr[0]}:{addr[1]}"
+
+
+async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
+                supported: ApiVersionsTable | None = None,
+                task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+                max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+                listener_name: str = "PLAINTEXT",
+                idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+                send_timeout: float = DEFAULT_SEND_TIMEOUT,
+                handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
+                backlog: int | None = None) -> None:
+    """Listen on ``host:port`` and serve Kafka connections until cancelled.
+
+    ``supported`` defaults to ``dispatcher.versions`` (or ``dispatcher.supported``). Reports the
+    bound port through ``task_status`` (``port = await nursery.start(serve, d, "127.0.0.1", 0)``).
+    """
+    if supported is None:
+        supported = getattr(dispatcher, "versions", None) or getattr(dispatcher, "supported", None)
+    if not isinstance(supported, ApiVersionsTable):
+        raise TypeError("serve() needs supported= (an ApiVersionsTable) or dispatcher.versions")
+    listeners = await trio.open_tcp_listeners(port, host=host, backlog=backlog)
+    counter = itertools.count()
+
+    async def handler(stream: trio.SocketStream) -> None:
+        sock = stream.socket
+        try:
+            # Trio sets it already; responses are written whole, so Nagle only adds latency.
+            sock.setsockopt(_stdlib_socket.IPPROTO_TCP, _stdlib_socket.TCP_NODELAY, True)
+        except OSError:
+            pass
+        local, peer = _addr(sock, False), _addr(sock, True)
+        info = ConnectionInfo(f"{_fmt(local)}-{_fmt(peer)}-{next(counter)}", listener_name, peer,
+                              local)
+        log.debug("Accepted connection %s", info.connection_id)
+        await serve_stream(stream, dispatcher, supported, info, max_request_bytes=max_request_bytes,
+                           idle_timeout=idle_timeout, send_timeout=send_timeout,
+                           handler_timeout=handler_timeout)
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(partial(trio.serve_listeners, handler, listeners, handler_nursery=nursery))
+        bound = listeners[0].socket.getsockname()[1]
+        log.info("Listening for %s on %s:%d", listener_name, host or "*", bound)
+        task_status.started(bound)
