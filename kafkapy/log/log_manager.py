@@ -1,0 +1,205 @@
+"""Every partition log of a broker, across its ``log.dirs`` (Kafka's LogManager).
+
+Per log dir it owns the ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``
+files (``topic partition offset`` lines) and the ``.kafka_cleanshutdown`` marker. At startup a
+present marker means the last shutdown flushed and closed everything, so indexes are trusted;
+without it every log is recovered from its checkpointed recovery point. The marker is removed
+once loading is done, so a crash afterwards is detected as unclean.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterable
+
+from kafkapy.log import files
+from kafkapy.log.checkpoint import (
+    CorruptCheckpointError,
+    atomic_write,
+    read_offsets_checkpoint,
+    write_offsets_checkpoint,
+)
+from kafkapy.log.config import LogConfig
+from kafkapy.log.partition_log import PartitionLog
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+METADATA_TOPIC = "__cluster_metadata"
+
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    """Loads, creates, flushes, checkpoints and deletes the partition logs of a broker."""
+
+    def __init__(self, log_dirs: list[str], default_config: LogConfig, *, now_ms: int,
+                 topic_configs: Callable[[str], LogConfig | None] | None = None,
+                 skip_topics: Iterable[str] = (METADATA_TOPIC,),
+                 broker_epoch: int = -1) -> None:
+        """Open every partition directory under ``log_dirs``.
+
+        ``topic_configs(topic)`` gives a topic's config when it overrides the default.
+        Directories of ``skip_topics`` are left alone: by default ``__cluster_metadata-0``,
+        which the raft layer opens itself (``PartitionLog.open`` works on it like on any log).
+        """
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.default_config = default_config
+        self._topic_configs = topic_configs
+        self.skip_topics = frozenset(skip_topics)
+        self.broker_epoch = broker_epoch
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self.had_clean_shutdown: dict[str, bool] = {}
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+            self._load_dir(d, now_ms)
+        self.checkpoint()
+
+    # ------------------------------------------------------------------ loading
+    def config_for(self, topic: str) -> LogConfig:
+        if self._topic_configs is not None:
+            cfg = self._topic_configs(topic)
+            if cfg is not None:
+                return cfg
+        return self.default_config
+
+    def _read_checkpoint(self, path: str) -> dict[TopicPartition, int]:
+        try:
+            return read_offsets_checkpoint(path)
+        except CorruptCheckpointError as e:
+            # Kafka treats an unreadable checkpoint as missing: recover everything.
+            log.warning("ignoring corrupt checkpoint %s: %s", path, e)
+            return {}
+
+    def _load_dir(self, d: str, now_ms: int) -> None:
+        marker = os.path.join(d, files.CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        self.had_clean_shutdown[d] = clean
+        recovery_points = self._read_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT))
+        start_offsets = self._read_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT))
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            if not os.path.isdir(path):
+                continue
+            special = files.parse_special_dir_name(name)
+            if special is not None:
+                if special[3] == files.DELETE_DIR_SUFFIX:
+                    # A deletion that was interrupted: finish it.
+                    shutil.rmtree(path, ignore_errors=True)
+                continue  # future/stray replicas are not ours to open
+            tp = files.parse_dir_name(name)
+            if tp is None or tp[0] in self.skip_topics:
+                continue
+            if tp in self._logs:
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                 f"duplicate log directories for {tp[0]}-{tp[1]}: "
+                                 f"{self._logs[tp].dir} and {path}")
+            plog = PartitionLog.open(
+                path, self.config_for(tp[0]), now_ms=now_ms, recover=not clean,
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp))
+            self._logs[tp] = plog
+            self._dir_of[tp] = d
+        if clean:
+            os.remove(marker)
+
+    # ------------------------------------------------------------------ access
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> dict[TopicPartition, PartitionLog]:
+        return dict(self._logs)
+
+    def _next_log_dir(self) -> str:
+        # As Kafka: the dir holding the fewest partitions.
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def get_or_create(self, topic: str, partition: int, topic_id: uuid.UUID | None = None,
+                      config: LogConfig | None = None, *, now_ms: int = 0) -> PartitionLog:
+        """The log of (topic, partition), created in the emptiest log dir when absent.
+
+        A topic id that differs from the one stored in ``partition.metadata`` raises
+        KafkaError(INCONSISTENT_TOPIC_ID).
+        """
+        tp = (topic, partition)
+        existing = self._logs.get(tp)
+        if existing is not None:
+            if topic_id is not None and existing.topic_id is not None \
+                    and existing.topic_id != topic_id:
+                raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
+                                 f"{topic}-{partition} has topic id {existing.topic_id}, "
+                                 f"not {topic_id}")
+            if topic_id is not None and existing.topic_id is None:
+                from kafkapy.log.partition_metadata import write_partition_metadata
+                write_partition_metadata(existing.dir, topic_id)
+                existing.topic_id = topic_id
+            if config is not None:
+                existing.update_config(config)
+            return existing
+        d = self._next_log_dir()
+        path = os.path.join(d, files.dir_name(topic, partition))
+        plog = PartitionLog.open(path, config or self.config_for(topic), now_ms=now_ms,
+                                 recover=False, topic_id=topic_id)
+        self._logs[tp] = plog
+        self._dir_of[tp] = d
+        return plog
+
+    def delete(self, topic: str, partition: int) -> bool:
+        """Rename the directory to ``<tp>.<uuid>-delete`` (as Kafka), then remove it."""
+        tp = (topic, partition)
+        plog = self._logs.pop(tp, None)
+        d = self._dir_of.pop(tp, None)
+        if plog is None or d is None:
+            return False
+        target = os.path.join(d, files.delete_dir_name(topic, partition, uuid.uuid4().hex))
+        plog.rename_dir(target)
+        plog.delete()
+        self.checkpoint()
+        return True
+
+    # ------------------------------------------------------------------ durability
+    def flush_all(self, *, now_ms: int | None = None) -> None:
+        for plog in self._logs.values():
+            plog.flush(now_ms=now_ms)
+        self.checkpoint()
+
+    def flush_due(self, now_ms: int) -> None:
+        """The periodic flush.ms check (Kafka's flush scheduler)."""
+        for plog in self._logs.values():
+            plog.maybe_flush(now_ms)
+
+    def checkpoint(self) -> None:
+        """Write both offset checkpoints of every log dir."""
+        for d in self.log_dirs:
+            rps: dict[TopicPartition, int] = {}
+            lsos: dict[TopicPartition, int] = {}
+            for tp, plog in self._logs.items():
+                if self._dir_of.get(tp) != d:
+                    continue
+                rps[tp] = plog.recovery_point
+                lsos[tp] = plog.log_start_offset
+            write_offsets_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT), rps)
+            # Kafka records log start offsets only where they moved past the first segment.
+            write_offsets_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT),
+                                     {tp: o for tp, o in lsos.items()
+                                      if o > self._logs[tp].segments[0].base_offset})
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write checkpoints, then the clean-shutdown marker."""
+        for plog in self._logs.values():
+            plog.flush()
+            plog.close()
+        self.checkpoint()
+        marker = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode()
+        for d in self.log_dirs:
+            atomic_write(os.path.join(d, files.CLEAN_SHUTDOWN_FILE), marker)
