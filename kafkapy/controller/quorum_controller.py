@@ -1,0 +1,906 @@
+"""The quorum controller: admin and broker-lifecycle requests in, metadata records out.
+
+Every operation reads the latest image and returns a ``ControllerResult(records, response)``;
+it never changes the controller's state itself. State changes only in ``replay``, which the node
+calls for each committed record, so the active controller and its followers run the same code
+and end up with the same image. (Kafka's controller also applies its own uncommitted writes
+to speculative state; we keep it simpler: a caller must let one operation's records commit and
+replay before it starts the next. With the single-voter ``LocalQuorum`` that is immediate.)
+
+Soft state that is not in the log — broker heartbeat sessions — lives here as plain fields and
+is driven by ``now_ms`` arguments; a newly active controller starts every session afresh.
+
+Validation follows Apache Kafka 3.9's ``ReplicationControlManager``, ``ControllerApis``,
+``ConfigurationControlManager``, ``ClusterControlManager`` and ``ProducerIdControlManager``:
+same error codes, messages worded as Kafka words them.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from kafkapy import config as kconfig
+from kafkapy.controller.placement import RandomSource, StripedReplicaPlacer, UsableBroker
+from kafkapy.controller.types import (
+    AlterConfigOp,
+    AlterConfigsResource,
+    AlterConfigsResult,
+    BrokerHeartbeatReply,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationReply,
+    BrokerRegistrationRequest,
+    ControllerResult,
+    CreatePartitionsResult,
+    CreatePartitionsTopic,
+    DeleteTopicResult,
+    NewTopic,
+    OpType,
+    ProducerIdsBlock,
+    TopicConfigEntry,
+    TopicDefaults,
+    TopicResult,
+)
+from kafkapy.metadata.delta import MetadataDelta
+from kafkapy.metadata.image import (
+    METADATA_VERSION_FEATURE,
+    NO_LEADER,
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    MetadataImage,
+    PartitionRegistration,
+    TopicImage,
+)
+from kafkapy.metadata.records import (
+    ZERO_UUID,
+    BrokerFeature,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    FeatureLevelRecord,
+    MetadataRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+# metadata.version 21 is IBP_3_9_IV0, Kafka 3.9's latest production level. At this level
+# Kafka writes RegisterBrokerRecord v3, PartitionRecord v1 and PartitionChangeRecord v1 (both
+# with directories, KIP-858), BrokerRegistrationChangeRecord v2.
+METADATA_VERSION_3_9_IV0 = 21
+LATEST_PRODUCTION_METADATA_VERSION = METADATA_VERSION_3_9_IV0
+# IBP_3_7_IV2: from here brokers register their log directories (KIP-858).
+METADATA_VERSION_3_7_IV2 = 17
+# The oldest KRaft metadata.version (IBP_3_0_IV1): assumed for brokers that send no range.
+MINIMUM_KRAFT_METADATA_VERSION = 1
+REGISTER_BROKER_RECORD_VERSION = 3
+PARTITION_RECORD_VERSION = 1
+PARTITION_CHANGE_RECORD_VERSION = 1
+BROKER_REGISTRATION_CHANGE_RECORD_VERSION = 2
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+MAX_TOPIC_NAME_LENGTH = 249
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+DEFAULT_BROKER_SESSION_TIMEOUT_MS = 9000
+LONG_MAX = (1 << 63) - 1
+
+# Kafka's DirectoryId constants (KIP-858): reserved ids with the high 64 bits zero.
+DIRECTORY_MIGRATING = uuid.UUID(int=0)
+DIRECTORY_UNASSIGNED = uuid.UUID(int=1)
+DIRECTORY_LOST = uuid.UUID(int=2)
+# Uuid.METADATA_TOPIC_ID (== Uuid.ONE_UUID): never handed out as a topic id.
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+
+_LEGAL_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers shared with the broker (topic names, Kafka's UUID text form)
+
+def topic_name_error(name: str) -> str | None:
+    """Why ``name`` is not a legal topic name (Kafka's ``Topic.validate`` wording), or None."""
+    if not name:
+        reason = "the empty string is not allowed"
+    elif name == ".":
+        reason = "'.' is not allowed"
+    elif name == "..":
+        reason = "'..' is not allowed"
+    elif len(name) > MAX_TOPIC_NAME_LENGTH:
+        reason = (f"the length of '{name}' is longer than the max allowed length "
+                  f"{MAX_TOPIC_NAME_LENGTH}")
+    elif not _LEGAL_TOPIC_CHARS.fullmatch(name):
+        reason = (f"'{name}' contains one or more characters other than ASCII alphanumerics, "
+                  "'.', '_' and '-'")
+    else:
+        return None
+    return "Topic name is invalid: " + reason
+
+
+def unify_collision_chars(name: str) -> str:
+    """'.' and '_' collide in metric names, so Kafka treats them as the same character."""
+    return name.replace(".", "_")
+
+
+def uuid_to_kafka_str(u: uuid.UUID) -> str:
+    """Kafka's text form of a Uuid: URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode("ascii").rstrip("=")
+
+
+def uuid_from_kafka_str(s: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
+
+
+def _is_reserved_directory(d: uuid.UUID) -> bool:
+    return d.int >> 64 == 0 and (d.int & ((1 << 64) - 1)) < 100
+
+
+def bootstrap_records(metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION
+                      ) -> list[MetadataRecord]:
+    """The first records of a fresh cluster's metadata log (what ``kafka-storage format``
+    bootstraps): the finalized metadata.version. Kafka 3.9 finalizes no other feature at a
+    non-zero level by default."""
+    return [FeatureLevelRecord(METADATA_VERSION_FEATURE, metadata_version)]
+
+
+def _error(code: ErrorCode, message: str | None = None) -> KafkaError:
+    return KafkaError(code, message)
+
+
+def _code_message(e: KafkaError) -> tuple[int, str | None]:
+    return int(e.code), e.message
+
+
+# --------------------------------------------------------------------------------------------
+
+class QuorumController:
+    """Turns requests into metadata records; learns the results only by replaying them.
+
+    Effects come in as arguments: ``uuid_source`` makes topic ids, ``rng`` drives replica
+    placement, ``now_ms`` arguments are the clock. Nothing here does I/O.
+    """
+
+    def __init__(
+        self,
+        *,
+        cluster_id: str,
+        uuid_source: Callable[[], uuid.UUID],
+        rng: RandomSource,
+        image: MetadataImage | None = None,
+        defaults: TopicDefaults = TopicDefaults(),
+        broker_topic_configs: Mapping[str, str] | None = None,
+        session_timeout_ms: int = DEFAULT_BROKER_SESSION_TIMEOUT_MS,
+        delete_topic_enable: bool = True,
+        place_on_fenced_brokers: bool = False,
+    ) -> None:
+        """``broker_topic_configs``: topic config keys the node's static config sets (by topic
+        name, e.g. ``retention.ms``), reported as STATIC_BROKER_CONFIG in CreateTopics results.
+        ``place_on_fenced_brokers``: Kafka's placer may put fenced brokers in follower slots and
+        counts them toward the replication factor; by default we place on unfenced brokers only,
+        so a factor above the unfenced broker count fails with INVALID_REPLICATION_FACTOR.
+        """
+        self.cluster_id = cluster_id
+        self._uuid_source = uuid_source
+        self._placer = StripedReplicaPlacer(rng)
+        self._image = image if image is not None else MetadataImage.empty(cluster_id)
+        self._delta: MetadataDelta | None = None
+        self.defaults = defaults
+        self._broker_topic_configs = dict(broker_topic_configs or {})
+        self.session_timeout_ms = session_timeout_ms
+        self.delete_topic_enable = delete_topic_enable
+        self.place_on_fenced_brokers = place_on_fenced_brokers
+        # Replay-derived: offset of each broker's latest RegisterBrokerRecord, used to decide
+        # when a broker has caught up (its metadata offset reached its own registration).
+        self._registration_offsets: dict[int, int] = {}
+        # Soft state: last heartbeat (or registration) time of each broker.
+        self._last_contact_ms: dict[int, int] = {}
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        """The image after every record replayed so far."""
+        if self._delta is not None:
+            self._image = self._delta.apply()
+            self._delta = None
+        return self._image
+
+    @property
+    def last_applied_offset(self) -> int:
+        return self._delta.offset if self._delta is not None else self._image.offset
+
+    def replay(self, record: MetadataRecord, offset: int) -> None:
+        """Apply one committed record. Images are rebuilt lazily, so replaying a long log
+        record by record costs one ``apply`` at the end, not one per record."""
+        if self._delta is None:
+            self._delta = MetadataDelta(self._image)
+        self._delta.replay(record, offset)
+        if isinstance(record, RegisterBrokerRecord):
+            self._registration_offsets[record.broker_id] = offset
+
+    def replay_batch(self, records_with_offsets: Iterable[tuple[MetadataRecord, int]]) -> None:
+        for record, offset in records_with_offsets:
+            self.replay(record, offset)
+
+    def bootstrap(self, metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION
+                  ) -> ControllerResult[None]:
+        """Records to write when the metadata log is empty (none otherwise)."""
+        if self.image.metadata_version != 0:
+            return ControllerResult((), None)
+        return ControllerResult(tuple(bootstrap_records(metadata_version)), None)
+
+    # -- topics ----------------------------------------------------------------------------------
+
+    def _new_topic_id(self, taken: set[uuid.UUID]) -> uuid.UUID:
+        while True:
+            u = self._uuid_source()
+            # As Kafka's Uuid.randomUuid: never a reserved id, never one whose text starts
+            # with '-' (it would read as a command-line flag).
+            if u in (ZERO_UUID, METADATA_TOPIC_ID) or uuid_to_kafka_str(u).startswith("-"):
+                continue
+            if u in taken or u in self.image.topics.by_id:
+                continue
+            return u
+
+    def _usable_brokers(self) -> list[UsableBroker]:
+        out = []
+        for b in self.image.brokers.values():
+            if b.in_controlled_shutdown:
+                continue
+            if b.fenced and not self.place_on_fenced_brokers:
+                continue
+            out.append(UsableBroker(b.id, b.rack, b.fenced))
+        return out
+
+    def _default_dir(self, broker_id: int) -> uuid.UUID:
+        """The log directory a new replica on ``broker_id`` goes to (Kafka's defaultDir)."""
+        reg = self.image.brokers.get(broker_id)
+        if reg is None:
+            return DIRECTORY_UNASSIGNED
+        if not reg.log_dirs:
+            return DIRECTORY_MIGRATING
+        if len(reg.log_dirs) == 1:
+            return reg.log_dirs[0]
+        return DIRECTORY_UNASSIGNED
+
+    def _new_partition(self, replicas: Sequence[int], isr: Sequence[int]) -> PartitionRegistration:
+        return PartitionRegistration(
+            replicas=tuple(replicas), isr=tuple(isr), leader=isr[0], leader_epoch=0,
+            partition_epoch=0, directories=tuple(self._default_dir(r) for r in replicas))
+
+    def _validate_manual_assignment(self, replicas: Sequence[int],
+                                    replication_factor: int | None) -> None:
+        if not replicas:
+            raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                         "The manual partition assignment includes an empty replica list.")
+        prev = None
+        for broker_id in sorted(replicas):
+            if broker_id not in self.image.brokers:
+                raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                             f"The manual partition assignment includes broker {broker_id}, "
+                             "but no such broker is registered.")
+            if broker_id == prev:
+                raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                             f"The manual partition assignment includes the broker {prev} "
+                             "more than once.")
+            prev = broker_id
+        if replication_factor is not None and len(replicas) != replication_factor:
+            raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                         f"The manual partition assignment includes a partition with "
+                         f"{len(replicas)} replica(s), but this is not consistent with previous "
+                         f"partitions, which have {replication_factor} replica(s).")
+
+    def _place(self, num_partitions: int, replication_factor: int) -> list[list[int]]:
+        try:
+            return self._placer.place(self._usable_brokers(), num_partitions, replication_factor)
+        except KafkaError as e:
+            _, msg = _code_message(e)
+            raise _error(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"Unable to replicate the partition {replication_factor} time(s): {msg}"
+                         ) from None
+
+    def _partitions_for_new_topic(self, topic: NewTopic, defaults: TopicDefaults
+                                  ) -> dict[int, PartitionRegistration]:
+        """Replica sets of a new topic, or KafkaError with Kafka's code and message."""
+        parts: dict[int, PartitionRegistration] = {}
+        if topic.assignments:
+            if topic.replication_factor != -1:
+                raise _error(ErrorCode.INVALID_REQUEST,
+                             "A manual partition assignment was specified, but replication "
+                             "factor was not set to -1.")
+            if topic.num_partitions != -1:
+                raise _error(ErrorCode.INVALID_REQUEST,
+                             "A manual partition assignment was specified, but numPartitions "
+                             "was not set to -1.")
+            rf: int | None = None
+            for index, replicas in topic.assignments.items():
+                self._validate_manual_assignment(replicas, rf)
+                rf = len(replicas)
+                isr = [r for r in replicas if self.image.cluster.is_active(r)]
+                if not isr:
+                    raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                                 "All brokers specified in the manual partition assignment for "
+                                 f"partition {index} are fenced or in controlled shutdown.")
+                parts[index] = self._new_partition(replicas, isr)
+            for i in range(len(parts)):
+                if i not in parts:
+                    raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                                 "partitions should be a consecutive 0-based integer sequence")
+            return parts
+        if topic.replication_factor < -1 or topic.replication_factor == 0:
+            raise _error(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         "Replication factor must be larger than 0, or -1 to use the default "
+                         "value.")
+        if topic.num_partitions < -1 or topic.num_partitions == 0:
+            raise _error(ErrorCode.INVALID_PARTITIONS,
+                         "Number of partitions was set to an invalid non-positive value.")
+        num_partitions = defaults.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+        rf = defaults.replication_factor if topic.replication_factor == -1 else topic.replication_factor
+        for index, replicas in enumerate(self._place(num_partitions, rf)):
+            isr = [r for r in replicas if self.image.cluster.is_active(r)]
+            if not isr:
+                raise _error(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Unable to replicate the partition {rf} time(s): All brokers "
+                             "are currently fenced or in controlled shutdown.")
+            parts[index] = self._new_partition(replicas, isr)
+        return parts
+
+    def effective_topic_configs(self, overrides: Mapping[str, str]) -> tuple[TopicConfigEntry, ...]:
+        """Every topic config with its value and source, sorted by name (CreateTopics v5+)."""
+        entries = []
+        for name in sorted(kconfig.TOPIC_CONFIGS):
+            cdef = kconfig.TOPIC_CONFIGS[name]
+            if name in overrides:
+                value, source = overrides[name], kconfig.ConfigSource.DYNAMIC_TOPIC_CONFIG
+            elif name in self._broker_topic_configs:
+                value, source = self._broker_topic_configs[name], kconfig.ConfigSource.STATIC_BROKER_CONFIG
+            else:
+                value, source = cdef.default, kconfig.ConfigSource.DEFAULT_CONFIG
+            entries.append(TopicConfigEntry(
+                name=name, value=None if cdef.sensitive else value, read_only=cdef.read_only,
+                source=int(source), is_sensitive=cdef.sensitive))
+        return tuple(entries)
+
+    def create_topics(
+        self,
+        topics: Sequence[NewTopic],
+        *,
+        validate_only: bool = False,
+        defaults: TopicDefaults | None = None,
+    ) -> ControllerResult[list[TopicResult]]:
+        """CreateTopics. One result per distinct name, in request order."""
+        defaults = defaults or self.defaults
+        image = self.image
+        errors: dict[str, tuple[int, str | None]] = {}
+        # ControllerApis: duplicates and the metadata topic are refused before anything else.
+        seen: dict[str, int] = {}
+        for t in topics:
+            seen[t.name] = seen.get(t.name, 0) + 1
+        for name, count in seen.items():
+            if count > 1:
+                errors[name] = (ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            elif name == CLUSTER_METADATA_TOPIC:
+                errors[name] = (ErrorCode.INVALID_REQUEST,
+                                f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
+        unique = []
+        done: set[str] = set()
+        for t in topics:
+            if t.name not in done:
+                done.add(t.name)
+                unique.append(t)
+        # Names: legal, and not colliding ('.' vs '_') with an existing topic.
+        colliding: dict[str, str] = {}
+        for name in image.topics.by_name:
+            colliding.setdefault(unify_collision_chars(name), name)
+        for t in unique:
+            if t.name in errors:
+                continue
+            problem = topic_name_error(t.name)
+            if problem is not None:
+                errors[t.name] = (ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+            other = colliding.get(unify_collision_chars(t.name))
+            if ("." in t.name or "_" in t.name) and other is not None:
+                errors[t.name] = (ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                  f"Topic '{t.name}' collides with existing topic: {other}")
+        for t in unique:
+            if t.name in image.topics.by_name and seen[t.name] == 1:
+                errors[t.name] = (ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+        for t in unique:
+            if t.name in errors:
+                continue
+            nulls = [k for k, v in t.configs.items() if v is None]
+            if nulls:
+                errors[t.name] = (ErrorCode.INVALID_CONFIG,
+                                  "Null value not supported for topic configs: " + ",".join(nulls))
+
+        records: list[MetadataRecord] = []
+        successes: dict[str, TopicResult] = {}
+        taken_ids: set[uuid.UUID] = set()
+        for t in unique:
+            if t.name in errors:
+                continue
+            try:
+                configs = {k: v for k, v in t.configs.items() if v is not None}
+                kconfig.validate_topic_configs(configs)
+                parts = self._partitions_for_new_topic(t, defaults)
+            except KafkaError as e:
+                errors[t.name] = _code_message(e)
+                continue
+            topic_id = self._new_topic_id(taken_ids)
+            taken_ids.add(topic_id)
+            successes[t.name] = TopicResult(
+                name=t.name, topic_id=topic_id, num_partitions=len(parts),
+                replication_factor=len(next(iter(parts.values())).replicas),
+                configs=self.effective_topic_configs(configs))
+            # Kafka's order: the topic, its configs, then its partitions.
+            records.append(TopicRecord(t.name, topic_id))
+            records.extend(ConfigRecord(RESOURCE_TOPIC, t.name, k, v) for k, v in configs.items())
+            records.extend(p.to_record(topic_id, i, PARTITION_RECORD_VERSION)
+                           for i, p in sorted(parts.items()))
+
+        results = []
+        for t in unique:
+            if t.name in errors:
+                code, msg = errors[t.name]
+                results.append(TopicResult(t.name, int(code), msg))
+            else:
+                results.append(successes[t.name])
+        return ControllerResult(() if validate_only else tuple(records), results)
+
+    def delete_topics(self, topics: Sequence[str | uuid.UUID]) -> ControllerResult[list[DeleteTopicResult]]:
+        """DeleteTopics by name (str) or by id (UUID); one result per distinct entry."""
+        image = self.image
+        results: list[DeleteTopicResult] = []
+        records: list[MetadataRecord] = []
+        counts: dict[str | uuid.UUID, int] = {}
+        for t in topics:
+            counts[t] = counts.get(t, 0) + 1
+        for t, count in counts.items():
+            by_name = isinstance(t, str)
+            name = t if by_name else None
+            tid = ZERO_UUID if by_name else t
+            if count > 1:
+                results.append(DeleteTopicResult(name, tid, ErrorCode.INVALID_REQUEST,
+                                                 "Duplicate topic name." if by_name else "Duplicate topic id."))
+                continue
+            if by_name:
+                topic = image.topics.by_name.get(t)
+                if topic is None:
+                    results.append(DeleteTopicResult(name, tid, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                     "This server does not host this topic-partition."))
+                    continue
+            else:
+                if t == ZERO_UUID:
+                    results.append(DeleteTopicResult(None, tid, ErrorCode.INVALID_REQUEST,
+                                                     "Neither topic name nor id were specified."))
+                    continue
+                topic = image.topics.by_id.get(t)
+                if topic is None:
+                    results.append(DeleteTopicResult(None, tid, ErrorCode.UNKNOWN_TOPIC_ID,
+                                                     "This server does not host this topic ID."))
+                    continue
+            if not self.delete_topic_enable:
+                results.append(DeleteTopicResult(topic.name, topic.id, ErrorCode.TOPIC_DELETION_DISABLED,
+                                                 "Topic deletion is disabled."))
+                continue
+            records.append(RemoveTopicRecord(topic.id))
+            results.append(DeleteTopicResult(topic.name, topic.id))
+        return ControllerResult(tuple(records), results)
+
+    def create_partitions(self, topics: Sequence[CreatePartitionsTopic], *,
+                          validate_only: bool = False) -> ControllerResult[list[CreatePartitionsResult]]:
+        """CreatePartitions: grow topics; one result per distinct name, in request order."""
+        counts: dict[str, int] = {}
+        for t in topics:
+            counts[t.name] = counts.get(t.name, 0) + 1
+        results: list[CreatePartitionsResult] = []
+        records: list[MetadataRecord] = []
+        done: set[str] = set()
+        for t in topics:
+            if t.name in done:
+                continue
+            done.add(t.name)
+            if counts[t.name] > 1:
+                results.append(CreatePartitionsResult(t.name, ErrorCode.INVALID_REQUEST,
+                                                      "Duplicate topic name."))
+                continue
+            try:
+                records.extend(self._create_partitions_for(t))
+            except KafkaError as e:
+                code, msg = _code_message(e)
+                results.append(CreatePartitionsResult(t.name, code, msg))
+                continue
+            results.append(CreatePartitionsResult(t.name))
+        return ControllerResult(() if validate_only else tuple(records), results)
+
+    def _create_partitions_for(self, t: CreatePartitionsTopic) -> list[MetadataRecord]:
+        topic = self.image.topics.by_name.get(t.name)
+        if topic is None:
+            raise _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         "This server does not host this topic-partition.")
+        current = topic.num_partitions
+        if t.count == current:
+            raise _error(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+        if t.count < current:
+            raise _error(ErrorCode.INVALID_PARTITIONS,
+                         f"The topic {t.name} currently has {current} partition(s); {t.count} "
+                         "would not be an increase.")
+        additional = t.count - current
+        if t.assignments is not None and len(t.assignments) != additional:
+            raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                         f"Attempted to add {additional} additional partition(s), but only "
+                         f"{len(t.assignments)} assignment(s) were specified.")
+        rf = topic.replication_factor
+        assignments: list[list[int]]
+        if t.assignments is not None:
+            assignments = []
+            for i, replicas in enumerate(t.assignments):
+                self._validate_manual_assignment(replicas, rf)
+                if not any(self.image.cluster.is_active(r) for r in replicas):
+                    raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                                 "All brokers specified in the manual partition assignment for "
+                                 f"partition {current + i} are fenced or in controlled shutdown.")
+                assignments.append(list(replicas))
+        else:
+            assignments = self._place(additional, rf)
+        records: list[MetadataRecord] = []
+        for i, replicas in enumerate(assignments):
+            isr = [r for r in replicas if self.image.cluster.is_active(r)]
+            if not isr:
+                raise _error(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Unable to replicate the partition {rf} time(s): All brokers are "
+                             "currently fenced or in controlled shutdown.")
+            records.append(self._new_partition(replicas, isr).to_record(
+                topic.id, current + i, PARTITION_RECORD_VERSION))
+        return records
+
+    # -- configs ---------------------------------------------------------------------------------
+
+    def incremental_alter_configs(self, resources: Sequence[AlterConfigsResource], *,
+                                  validate_only: bool = False
+                                  ) -> ControllerResult[list[AlterConfigsResult]]:
+        """IncrementalAlterConfigs for topic and broker resources."""
+        results: list[AlterConfigsResult] = []
+        records: list[MetadataRecord] = []
+        for res in resources:
+            try:
+                records.extend(self._alter_resource(res))
+            except KafkaError as e:
+                code, msg = _code_message(e)
+                results.append(AlterConfigsResult(res.resource_type, res.resource_name, code, msg))
+                continue
+            results.append(AlterConfigsResult(res.resource_type, res.resource_name))
+        return ControllerResult(() if validate_only else tuple(records), results)
+
+    def _alter_resource(self, res: AlterConfigsResource) -> list[ConfigRecord]:
+        rtype, rname = res.resource_type, res.resource_name
+        if rtype == RESOURCE_TOPIC:
+            problem = topic_name_error(rname)
+            if problem is not None:
+                raise _error(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+            if rname not in self.image.topics.by_name:
+                raise _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"The topic '{rname}' does not exist.")
+            defs: Mapping[str, kconfig.ConfigDef] = kconfig.TOPIC_CONFIGS
+        elif rtype == RESOURCE_BROKER:
+            if rname:
+                try:
+                    broker_id = int(rname)
+                except ValueError:
+                    raise _error(ErrorCode.INVALID_REQUEST,
+                                 f"Illegal non-integral BROKER resource type name {rname}") from None
+                if broker_id < 0:
+                    raise _error(ErrorCode.INVALID_REQUEST,
+                                 f"Illegal negative BROKER resource type name {rname}")
+            defs = kconfig.BROKER_CONFIGS
+        else:
+            raise _error(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}.")
+        names = [op.name for op in res.ops]
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            raise _error(ErrorCode.INVALID_REQUEST,
+                         "Error due to duplicate config keys : " + ", ".join(dups))
+        current = dict(self.image.configs.get(rtype, rname))
+        new = dict(current)
+        records = []
+        for op in res.ops:
+            cdef = defs.get(op.name)
+            old = current.get(op.name)
+            if op.op == OpType.SET:
+                value = op.value
+            elif op.op == OpType.DELETE:
+                value = None
+            elif op.op in (OpType.APPEND, OpType.SUBTRACT):
+                if cdef is None or cdef.type != kconfig.ConfigType.LIST:
+                    raise _error(ErrorCode.INVALID_CONFIG,
+                                 f"Can't {op.op.name} to key {op.name} because its type is not LIST.")
+                base = old if old is not None else (cdef.default or "")
+                parts = [p for p in base.split(",") if p] if base else []
+                for item in (op.value or "").split(","):
+                    if op.op == OpType.APPEND:
+                        if item not in parts:
+                            parts.append(item)
+                    elif item in parts:
+                        parts.remove(item)
+                value = ",".join(parts)
+            else:
+                raise _error(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op.op}.")
+            if value is None:
+                new.pop(op.name, None)
+            else:
+                new[op.name] = value
+            # Broker configs always get a record, so brokers reload even an unchanged value.
+            if value != old or rtype == RESOURCE_BROKER:
+                records.append(ConfigRecord(rtype, rname, op.name, value))
+        if rtype == RESOURCE_TOPIC:
+            kconfig.validate_topic_configs(new)
+        else:
+            for name, value in new.items():
+                cdef = defs.get(name)
+                if cdef is not None and name in {op.name for op in res.ops}:
+                    if cdef.read_only:
+                        raise _error(ErrorCode.INVALID_CONFIG,
+                                     f"Cannot update these configs dynamically: {{{name}}}")
+                    cdef.parse(value)
+        return records
+
+    # -- brokers ---------------------------------------------------------------------------------
+
+    def _has_valid_session(self, broker_id: int, now_ms: int) -> bool:
+        last = self._last_contact_ms.get(broker_id)
+        return last is not None and now_ms - last < self.session_timeout_ms
+
+    def register_broker(self, req: BrokerRegistrationRequest, *, now_ms: int,
+                        next_offset: int | None = None) -> ControllerResult[BrokerRegistrationReply]:
+        """BrokerRegistration. The new broker epoch is the log offset where this result's first
+        record will land (``next_offset``; by default the offset after the last applied one,
+        right for a quorum that writes nothing but these records)."""
+        try:
+            records, epoch = self._register(req, now_ms, next_offset)
+        except KafkaError as e:
+            code, msg = _code_message(e)
+            return ControllerResult((), BrokerRegistrationReply(code, msg))
+        return ControllerResult(tuple(records), BrokerRegistrationReply(broker_epoch=epoch))
+
+    def _register(self, req: BrokerRegistrationRequest, now_ms: int,
+                  next_offset: int | None) -> tuple[list[MetadataRecord], int]:
+        image = self.image
+        if req.cluster_id != self.cluster_id:
+            raise _error(ErrorCode.INCONSISTENT_CLUSTER_ID,
+                         f"Expected cluster ID {self.cluster_id}, but got cluster ID {req.cluster_id}")
+        existing = image.brokers.get(req.broker_id)
+        if existing is not None and self._has_valid_session(req.broker_id, now_ms) \
+                and existing.incarnation_id != req.incarnation_id:
+            raise _error(ErrorCode.DUPLICATE_BROKER_REGISTRATION,
+                         "Another broker is registered with that broker id.")
+        if req.is_migrating_zk_broker:
+            raise _error(ErrorCode.BROKER_ID_NOT_REGISTERED,
+                         "Controller does not support registering ZK brokers.")
+        mv = image.metadata_version
+        if mv >= METADATA_VERSION_3_7_IV2:  # directory assignment (KIP-858) is on
+            if not req.log_dirs:
+                raise _error(ErrorCode.INVALID_REGISTRATION, "No directories specified in request")
+            if any(_is_reserved_directory(d) for d in req.log_dirs):
+                raise _error(ErrorCode.INVALID_REGISTRATION, "Reserved directory ID in request")
+            if len(set(req.log_dirs)) != len(req.log_dirs):
+                raise _error(ErrorCode.INVALID_REGISTRATION, "Duplicate directory ID in request")
+            for other in image.brokers.values():
+                if other.id == req.broker_id:
+                    continue
+                for d in req.log_dirs:
+                    if d in other.log_dirs:
+                        raise _error(ErrorCode.INVALID_REGISTRATION,
+                                     f"Broker {other.id} is already registered with directory "
+                                     f"{uuid_to_kafka_str(d)}")
+        features = list(req.features)
+        if not any(f.name == METADATA_VERSION_FEATURE for f in features):
+            features.append(BrokerFeature(METADATA_VERSION_FEATURE, MINIMUM_KRAFT_METADATA_VERSION,
+                                          MINIMUM_KRAFT_METADATA_VERSION))
+        finalized = dict(image.features.levels)
+        for f in features:
+            level = finalized.get(f.name, 0)
+            if not f.min_supported_version <= level <= f.max_supported_version and level != 0:
+                raise _error(ErrorCode.UNSUPPORTED_VERSION,
+                             f"Unable to register because the broker does not support finalized "
+                             f"version {level} of {f.name}. The broker wants a version between "
+                             f"{f.min_supported_version} and {f.max_supported_version}, inclusive.")
+        named = {f.name for f in features}
+        for name, level in finalized.items():
+            if level != 0 and name not in named:
+                raise _error(ErrorCode.UNSUPPORTED_VERSION,
+                             f"Unable to register because the broker does not support finalized "
+                             f"version {level} of {name}. The broker wants a version between 0 "
+                             "and 0, inclusive.")
+        records: list[MetadataRecord] = []
+        first_offset = next_offset if next_offset is not None else self.last_applied_offset + 1
+        if existing is not None and existing.incarnation_id == req.incarnation_id:
+            # The same process registering again: keep its epoch and state.
+            epoch, fenced, ics = existing.epoch, existing.fenced, existing.in_controlled_shutdown
+        else:
+            epoch, fenced, ics = first_offset, True, False
+            if existing is not None:
+                # A new incarnation: the old one went away without a clean shutdown, so take
+                # its leaderships away first (Kafka's unclean-shutdown handling without ELR).
+                records.extend(self._leadership_removal(existing.id))
+        records.append(RegisterBrokerRecord(
+            broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=epoch,
+            end_points=tuple(req.listeners), features=tuple(features), rack=req.rack,
+            fenced=fenced, in_controlled_shutdown=ics, log_dirs=tuple(req.log_dirs),
+            version=REGISTER_BROKER_RECORD_VERSION))
+        self._last_contact_ms[req.broker_id] = now_ms
+        return records, epoch
+
+    def _leadership_removal(self, broker_id: int) -> list[PartitionChangeRecord]:
+        """Partition changes that take ``broker_id`` out of every ISR (never emptying one: the
+        last member stays, leaderless) and elect other leaders where it led."""
+        cluster = self.image.cluster
+
+        def acceptable(r: int) -> bool:
+            return r != broker_id and cluster.is_active(r)
+
+        out = []
+        for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
+            for index, p in topic.partitions.items():
+                if broker_id not in p.isr and p.leader != broker_id:
+                    continue
+                new_isr = tuple(r for r in p.isr if r != broker_id) or p.isr
+                leader = p.leader
+                if leader == broker_id or leader not in new_isr:
+                    leader = next((r for r in p.replicas if r in new_isr and acceptable(r)), NO_LEADER)
+                if new_isr == p.isr and leader == p.leader:
+                    continue
+                out.append(PartitionChangeRecord(
+                    partition_id=index, topic_id=topic.id,
+                    isr=new_isr if new_isr != p.isr else None,
+                    leader=leader if leader != p.leader else PartitionChangeRecord.LEADER_UNCHANGED,
+                    version=PARTITION_CHANGE_RECORD_VERSION))
+        return out
+
+    def _leadership_gain(self, broker_id: int) -> list[PartitionChangeRecord]:
+        """Leaderless partitions whose ISR holds ``broker_id`` get it (or a better-placed live
+        ISR member) as leader once it is unfenced."""
+        cluster = self.image.cluster
+
+        def acceptable(r: int) -> bool:
+            return r == broker_id or cluster.is_active(r)
+
+        out = []
+        for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
+            for index, p in topic.partitions.items():
+                if p.leader != NO_LEADER or broker_id not in p.isr:
+                    continue
+                leader = next((r for r in p.replicas if r in p.isr and acceptable(r)), NO_LEADER)
+                if leader == NO_LEADER:
+                    continue
+                out.append(PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=leader,
+                                                 version=PARTITION_CHANGE_RECORD_VERSION))
+        return out
+
+    def _fence_records(self, broker_id: int, epoch: int) -> list[MetadataRecord]:
+        records: list[MetadataRecord] = [BrokerRegistrationChangeRecord(
+            broker_id=broker_id, broker_epoch=epoch, fenced=BrokerRegistrationChangeRecord.FENCE,
+            version=BROKER_REGISTRATION_CHANGE_RECORD_VERSION)]
+        records.extend(self._leadership_removal(broker_id))
+        return records
+
+    def broker_heartbeat(self, req: BrokerHeartbeatRequest, *, now_ms: int
+                         ) -> ControllerResult[BrokerHeartbeatReply]:
+        """BrokerHeartbeat: keeps the session alive, unfences a caught-up broker, fences on
+        request, starts a controlled shutdown. The reply describes the state after the records."""
+        reg = self.image.brokers.get(req.broker_id)
+        if reg is None:
+            return ControllerResult((), BrokerHeartbeatReply(
+                ErrorCode.STALE_BROKER_EPOCH, f"No broker registration found for broker id {req.broker_id}"))
+        if reg.epoch != req.broker_epoch:
+            return ControllerResult((), BrokerHeartbeatReply(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"Expected broker epoch {reg.epoch}, but got broker epoch {req.broker_epoch}"))
+        self._last_contact_ms[req.broker_id] = now_ms
+        reg_offset = self._registration_offsets.get(req.broker_id, LONG_MAX)
+        caught_up = req.current_metadata_offset >= reg_offset
+        records: list[MetadataRecord] = []
+        fenced = reg.fenced
+        should_shut_down = False
+        if req.want_shut_down:
+            if reg.fenced:
+                should_shut_down = True
+            elif not reg.in_controlled_shutdown:
+                records.append(BrokerRegistrationChangeRecord(
+                    broker_id=reg.id, broker_epoch=reg.epoch, in_controlled_shutdown=1,
+                    version=BROKER_REGISTRATION_CHANGE_RECORD_VERSION))
+                records.extend(self._leadership_removal(reg.id))
+            else:
+                should_shut_down = not any(
+                    p.leader == reg.id for t in self.image.topics.by_id.values()
+                    for p in t.partitions.values())
+        elif reg.fenced:
+            if caught_up and not req.want_fence:
+                records.append(BrokerRegistrationChangeRecord(
+                    broker_id=reg.id, broker_epoch=reg.epoch,
+                    fenced=BrokerRegistrationChangeRecord.UNFENCE,
+                    version=BROKER_REGISTRATION_CHANGE_RECORD_VERSION))
+                records.extend(self._leadership_gain(reg.id))
+                fenced = False
+        elif req.want_fence:
+            records.extend(self._fence_records(reg.id, reg.epoch))
+            fenced = True
+        return ControllerResult(tuple(records), BrokerHeartbeatReply(
+            is_caught_up=caught_up, is_fenced=fenced, should_shut_down=should_shut_down))
+
+    def fence_stale_brokers(self, now_ms: int) -> ControllerResult[list[int]]:
+        """Fence unfenced brokers whose session expired (``broker.session.timeout.ms``). The
+        node calls this periodically on the active controller."""
+        records: list[MetadataRecord] = []
+        fenced = []
+        for reg in self.image.brokers.values():
+            if reg.fenced:
+                continue
+            # A broker we have not heard from since we became active gets a full session.
+            last = self._last_contact_ms.setdefault(reg.id, now_ms)
+            if now_ms - last >= self.session_timeout_ms:
+                records.extend(self._fence_records(reg.id, reg.epoch))
+                fenced.append(reg.id)
+        # Several brokers fenced at once: later leadership changes must not pick a broker fenced
+        # in the same batch; recompute with all of them excluded.
+        if len(fenced) > 1:
+            records = [r for r in records if not isinstance(r, PartitionChangeRecord)]
+            records.extend(self._multi_leadership_removal(set(fenced)))
+        return ControllerResult(tuple(records), fenced)
+
+    def _multi_leadership_removal(self, gone: set[int]) -> list[PartitionChangeRecord]:
+        cluster = self.image.cluster
+        out = []
+        for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
+            for index, p in topic.partitions.items():
+                if not (gone & set(p.isr)) and p.leader not in gone:
+                    continue
+                new_isr = tuple(r for r in p.isr if r not in gone) or p.isr
+                leader = p.leader
+                if leader in gone or leader not in new_isr:
+                    leader = next((r for r in p.replicas
+                                   if r in new_isr and r not in gone and cluster.is_active(r)), NO_LEADER)
+                if new_isr == p.isr and leader == p.leader:
+                    continue
+                out.append(PartitionChangeRecord(
+                    partition_id=index, topic_id=topic.id,
+                    isr=new_isr if new_isr != p.isr else None,
+                    leader=leader if leader != p.leader else PartitionChangeRecord.LEADER_UNCHANGED,
+                    version=PARTITION_CHANGE_RECORD_VERSION))
+        return out
+
+    # -- producer ids ------------------------------------------------------------------------------
+
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int
+                              ) -> ControllerResult[ProducerIdsBlock]:
+        """AllocateProducerIds: the next block of 1000 ids (Kafka's block size)."""
+        reg = self.image.brokers.get(broker_id)
+        if reg is None:
+            return ControllerResult((), ProducerIdsBlock(
+                ErrorCode.STALE_BROKER_EPOCH, f"No broker registration found for broker id {broker_id}"))
+        if reg.epoch != broker_epoch:
+            return ControllerResult((), ProducerIdsBlock(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"Expected broker epoch {reg.epoch}, but got broker epoch {broker_epoch}"))
+        current = self.image.producer_ids.next_producer_id
+        first = current if current >= 0 else 0
+        if first > LONG_MAX - PRODUCER_ID_BLOCK_SIZE:
+            return ControllerResult((), ProducerIdsBlock(
+                ErrorCode.UNKNOWN_SERVER_ERROR,
+                "Exhausted all producerIds as the next block's end producerId has exceeded the "
+                "int64 type limit"))
+        rec = ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch,
+                                next_producer_id=first + PRODUCER_ID_BLOCK_SIZE)
+        return ControllerResult((rec,), ProducerIdsBlock(first_producer_id=first,
+                                                         size=PRODUCER_ID_BLOCK_SIZE))
+
+
+__all__ = [
+    "CLUSTER_METADATA_TOPIC", "DEFAULT_BROKER_SESSION_TIMEOUT_MS",
+    "LATEST_PRODUCTION_METADATA_VERSION", "METADATA_VERSION_3_9_IV0", "PRODUCER_ID_BLOCK_SIZE",
+    "QuorumController", "bootstrap_records", "topic_name_error", "unify_collision_chars",
+    "uuid_from_kafka_str", "uuid_to_kafka_str",
+]

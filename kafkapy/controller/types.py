@@ -1,0 +1,211 @@
+"""Plain-Python inputs and outputs of the quorum controller's operations.
+
+The broker's API handlers map wire messages onto these and back; nothing here knows the wire
+format. Error codes are ``kafkapy.protocol.errors.ErrorCode`` values (ints on the wire).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Generic, TypeVar
+
+from kafkapy.metadata.records import BrokerEndpoint, BrokerFeature, MetadataRecord
+from kafkapy.protocol.errors import ErrorCode
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ControllerResult(Generic[T]):
+    """Records to commit and the response to send once they are committed.
+
+    The controller does not change its own state when it produces a result: the records take
+    effect when the quorum commits them and they are replayed (on every controller alike).
+    ``records`` is empty for a validate-only request or when nothing changes.
+    """
+
+    records: tuple[MetadataRecord, ...]
+    response: T
+
+
+# --------------------------------------------------------------------------------------------
+# CreateTopics
+
+@dataclass(frozen=True)
+class NewTopic:
+    """One topic of a CreateTopics request.
+
+    ``num_partitions``/``replication_factor`` of -1 take the defaults. ``assignments`` maps a
+    partition index to its replica broker ids (then both counts must be -1, as in Kafka).
+    ``configs`` values may be None only to be rejected (Kafka refuses null topic configs).
+    """
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: dict[int, list[int]] = field(default_factory=dict)
+    configs: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TopicDefaults:
+    """Broker defaults for CreateTopics: ``num.partitions`` and ``default.replication.factor``."""
+
+    num_partitions: int = 1
+    replication_factor: int = 1
+
+
+@dataclass(frozen=True)
+class TopicConfigEntry:
+    """One effective config of a created topic (CreateTopics response v5+ ``configs``).
+
+    ``source`` is a DescribeConfigs ConfigSource id (``kafkapy.config.ConfigSource``).
+    """
+
+    name: str
+    value: str | None
+    read_only: bool
+    source: int
+    is_sensitive: bool = False
+
+
+@dataclass(frozen=True)
+class TopicResult:
+    """The outcome for one topic of CreateTopics."""
+
+    name: str
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    topic_id: uuid.UUID = uuid.UUID(int=0)
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: tuple[TopicConfigEntry, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# DeleteTopics / CreatePartitions
+
+@dataclass(frozen=True)
+class DeleteTopicResult:
+    """The outcome for one topic of DeleteTopics (``name`` None when asked by id only)."""
+
+    name: str | None
+    topic_id: uuid.UUID
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+
+
+@dataclass(frozen=True)
+class CreatePartitionsTopic:
+    """Grow topic ``name`` to ``count`` partitions; ``assignments`` lists the replicas of each
+    new partition (None: let the placer choose)."""
+
+    name: str
+    count: int
+    assignments: list[list[int]] | None = None
+
+
+@dataclass(frozen=True)
+class CreatePartitionsResult:
+    name: str
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# IncrementalAlterConfigs
+
+class OpType(IntEnum):
+    """IncrementalAlterConfigs operation ids."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True)
+class AlterConfigOp:
+    name: str
+    op: OpType
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class AlterConfigsResource:
+    """One resource of IncrementalAlterConfigs (``resource_type``: 2 topic, 4 broker)."""
+
+    resource_type: int
+    resource_name: str
+    ops: tuple[AlterConfigOp, ...]
+
+
+@dataclass(frozen=True)
+class AlterConfigsResult:
+    resource_type: int
+    resource_name: str
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Broker lifecycle
+
+@dataclass(frozen=True)
+class BrokerRegistrationRequest:
+    """BrokerRegistration's fields as the controller needs them."""
+
+    broker_id: int
+    cluster_id: str
+    incarnation_id: uuid.UUID
+    listeners: tuple[BrokerEndpoint, ...] = ()
+    features: tuple[BrokerFeature, ...] = ()
+    rack: str | None = None
+    log_dirs: tuple[uuid.UUID, ...] = ()
+    is_migrating_zk_broker: bool = False
+    previous_broker_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class BrokerRegistrationReply:
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    broker_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class BrokerHeartbeatRequest:
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool = False
+    want_shut_down: bool = False
+
+
+@dataclass(frozen=True)
+class BrokerHeartbeatReply:
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+
+
+@dataclass(frozen=True)
+class ProducerIdsBlock:
+    """AllocateProducerIds' answer: ids [first_producer_id, first_producer_id + size)."""
+
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    first_producer_id: int = -1
+    size: int = 0
+
+
+__all__ = [
+    "AlterConfigOp", "AlterConfigsResource", "AlterConfigsResult", "BrokerHeartbeatReply",
+    "BrokerHeartbeatRequest", "BrokerRegistrationReply", "BrokerRegistrationRequest",
+    "ControllerResult", "CreatePartitionsResult", "CreatePartitionsTopic", "DeleteTopicResult",
+    "NewTopic", "OpType", "ProducerIdsBlock", "TopicConfigEntry", "TopicDefaults", "TopicResult",
+]

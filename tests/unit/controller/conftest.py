@@ -1,0 +1,79 @@
+"""A controller harness: results are "committed" by replaying them at the next offsets."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+
+from kafkapy.controller import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    QuorumController,
+    TopicDefaults,
+)
+from kafkapy.metadata.records import BrokerEndpoint, BrokerFeature, MetadataRecord
+
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"
+
+
+def counter_uuids(start: int = 1000):
+    """Deterministic, distinct UUIDs."""
+    n = start
+
+    def make() -> uuid.UUID:
+        nonlocal n
+        n += 1
+        return uuid.UUID(int=(n << 64) | n)
+
+    return make
+
+
+@dataclass
+class Harness:
+    controller: QuorumController
+    log: list[tuple[MetadataRecord, int]] = field(default_factory=list)
+    now_ms: int = 0
+
+    def commit(self, result):
+        """Replay ``result.records`` as committed at the next offsets; return the response."""
+        for rec in result.records:
+            offset = len(self.log)
+            self.log.append((rec, offset))
+            self.controller.replay(rec, offset)
+        return result.response
+
+    def add_broker(self, broker_id: int, rack: str | None = None, *, unfence: bool = True) -> int:
+        c = self.controller
+        reply = self.commit(c.register_broker(BrokerRegistrationRequest(
+            broker_id=broker_id, cluster_id=CLUSTER_ID,
+            incarnation_id=uuid.UUID(int=broker_id + 1),
+            listeners=(BrokerEndpoint("PLAINTEXT", f"b{broker_id}", 9092, 0),),
+            features=(BrokerFeature("metadata.version", 1, 21),),
+            rack=rack, log_dirs=(uuid.UUID(int=(broker_id + 7) << 64),),
+        ), now_ms=self.now_ms))
+        assert reply.error_code == 0, reply
+        if unfence:
+            hb = self.commit(c.broker_heartbeat(BrokerHeartbeatRequest(
+                broker_id, reply.broker_epoch, current_metadata_offset=len(self.log) - 1),
+                now_ms=self.now_ms))
+            assert hb.error_code == 0 and not hb.is_fenced, hb
+        return reply.broker_epoch
+
+
+def make_harness(seed: int = 42, **kwargs) -> Harness:
+    c = QuorumController(cluster_id=CLUSTER_ID, uuid_source=counter_uuids(),
+                         rng=random.Random(seed), **kwargs)
+    h = Harness(c)
+    h.commit(c.bootstrap())
+    return h
+
+
+@pytest.fixture
+def h() -> Harness:
+    harness = make_harness(defaults=TopicDefaults(num_partitions=3, replication_factor=1))
+    for b in (1, 2, 3):
+        harness.add_broker(b, rack=f"r{b}")
+    return harness
