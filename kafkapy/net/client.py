@@ -251,7 +251,9 @@ def _decode_response(api_key: int, version: int, frame: bytes) -> Any:
     if api_key != ApiKey.API_VERSIONS and cls.flexible_version_q(version):
         pos = _skip_tagged_fields(frame, pos)
     # ApiVersionsResponse.decode falls back to v0 itself when the error code is set (KIP-511).
-    return cls.decode(memoryview(frame)[pos:], version=version)
+    body = cls.decode(memoryview(frame)[pos:], version=version)
+    body._header = None  # kafka-python leaves it unset, which breaks re-encoding the object
+    return body
 
 
 def _skip_tagged_fields(frame: bytes, pos: int) -> int:
