@@ -352,6 +352,9 @@ class LogSegment:
             os.ftruncate(self.fd, valid)
         self.size = valid
         self._next_offset = next_offset
+        # As a normally closed segment: the largest timestamp gets a final time index entry and
+        # both indexes are trimmed (the partition log re-expands the active segment's).
+        self.on_become_inactive()
         return truncated
 
     def truncate_to(self, offset: int) -> int:

@@ -1,0 +1,125 @@
+"""LogManager: loading log dirs, checkpoints, clean shutdown marker, deletion."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import pytest
+
+from kafkapy.log import files
+from kafkapy.log.checkpoint import read_offsets_checkpoint
+from kafkapy.log.config import LogConfig
+from kafkapy.log.log_manager import LogManager
+from kafkapy.log.partition_log import PartitionLog
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+from .helpers import make_batch
+
+CFG = LogConfig()
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    return [str(tmp_path / "d1"), str(tmp_path / "d2")]
+
+
+def test_create_spread_and_reload_after_clean_shutdown(dirs):
+    lm = LogManager(dirs, CFG, now_ms=0)
+    tid = uuid.uuid4()
+    logs = [lm.get_or_create("orders", p, tid) for p in range(4)]
+    assert {os.path.dirname(log.dir) for log in logs} == set(dirs)  # spread over the dirs
+    for log in logs:
+        log.append_as_leader(make_batch(3), now_ms=0, leader_epoch=0)
+    assert lm.get_or_create("orders", 0, tid) is logs[0]
+    lm.shutdown()
+    for d in dirs:
+        marker = os.path.join(d, files.CLEAN_SHUTDOWN_FILE)
+        assert json.load(open(marker))["version"] == 0
+        rps = read_offsets_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT))
+        assert set(rps.values()) == {3} and len(rps) == 2
+        assert open(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT)).read().startswith("0\n2\n")
+    lm2 = LogManager(dirs, CFG, now_ms=0)
+    assert all(lm2.had_clean_shutdown.values())
+    assert not any(os.path.exists(os.path.join(d, files.CLEAN_SHUTDOWN_FILE)) for d in dirs)
+    for p in range(4):
+        log = lm2.get("orders", p)
+        assert log.log_end_offset == 3 and log.topic_id == tid
+    with pytest.raises(KafkaError) as e:
+        lm2.get_or_create("orders", 0, uuid.uuid4())
+    assert e.value.code == ErrorCode.INCONSISTENT_TOPIC_ID
+    lm2.shutdown()
+
+
+def test_unclean_start_recovers_from_checkpoint(dirs):
+    lm = LogManager(dirs[:1], CFG, now_ms=0)
+    log = lm.get_or_create("t", 0)
+    log.append_as_leader(make_batch(2), now_ms=0, leader_epoch=0)
+    lm.flush_all()
+    log.append_as_leader(make_batch(2), now_ms=0, leader_epoch=0)
+    rp = read_offsets_checkpoint(os.path.join(dirs[0], files.RECOVERY_POINT_CHECKPOINT))
+    assert rp == {("t", 0): 2}
+    for seg in log.segments:  # crash
+        seg.close_handlers()
+    path = files.log_file(log.dir, 0)
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 1)
+    lm2 = LogManager(dirs[:1], CFG, now_ms=0)
+    assert lm2.had_clean_shutdown == {os.path.abspath(dirs[0]): False}
+    assert lm2.get("t", 0).log_end_offset == 2
+    lm2.shutdown()
+
+
+def test_ignores_other_dirs_and_skips_metadata_log(dirs):
+    d = dirs[0]
+    os.makedirs(os.path.join(d, "lost+found"))
+    os.makedirs(os.path.join(d, "not_a_partition"))
+    open(os.path.join(d, "meta.properties"), "w").write("version=1\n")
+    meta = PartitionLog.open(os.path.join(d, "__cluster_metadata-0"), CFG, now_ms=0,
+                             recover=False)
+    meta.append_as_leader(make_batch(1), now_ms=0, leader_epoch=0)
+    meta.close()
+    lm = LogManager([d], CFG, now_ms=0)
+    assert lm.all_logs() == {}
+    lm.shutdown()
+    lm2 = LogManager([d], CFG, now_ms=0, skip_topics=())
+    assert lm2.get("__cluster_metadata", 0).log_end_offset == 1
+    lm2.shutdown()
+
+
+def test_delete_renames_then_removes(dirs, monkeypatch):
+    lm = LogManager(dirs[:1], CFG, now_ms=0)
+    log = lm.get_or_create("to-go", 1)
+    log.append_as_leader(make_batch(1), now_ms=0, leader_epoch=0)
+    renamed = []
+    orig = PartitionLog.rename_dir
+    monkeypatch.setattr(PartitionLog, "rename_dir",
+                        lambda self, new: renamed.append(new) or orig(self, new))
+    assert lm.delete("to-go", 1)
+    name = os.path.basename(renamed[0])
+    assert files.parse_special_dir_name(name)[:2] == ("to-go", 1)
+    assert name.endswith("-delete")
+    assert os.listdir(dirs[0]) and not any(n.startswith("to-go") for n in os.listdir(dirs[0]))
+    assert lm.get("to-go", 1) is None and not lm.delete("to-go", 1)
+    lm.shutdown()
+
+
+def test_leftover_delete_dir_is_removed_at_startup(dirs):
+    d = dirs[0]
+    left = os.path.join(d, files.delete_dir_name("x", 0, uuid.uuid4().hex))
+    os.makedirs(left)
+    lm = LogManager([d], CFG, now_ms=0)
+    assert not os.path.exists(left)
+    lm.shutdown()
+
+
+def test_topic_configs_apply_at_load(dirs):
+    lm = LogManager(dirs[:1], CFG, now_ms=0)
+    lm.get_or_create("small", 0)
+    lm.shutdown()
+    small = LogConfig.from_props({"segment.bytes": "1000"})
+    lm2 = LogManager(dirs[:1], CFG, now_ms=0,
+                     topic_configs=lambda t: small if t == "small" else None)
+    assert lm2.get("small", 0).config.segment_bytes == 1000
+    lm2.shutdown()
