@@ -1,0 +1,362 @@
+"""The Trio listener and client over real loopback sockets (port 0) and in-memory streams."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from kafkapy.net import ConnectionInfo, KafkaClient, KafkaClientError, Reply, serve, serve_stream
+from kafkapy.protocol import ApiKey, ApiVersionsTable, ErrorCode, FileRegion, encode_response_parts
+from kafkapy.protocol import messages as m
+
+TEST_DEADLINE = 10.0
+
+
+def trio_test(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+    """Run an async test under trio.run with a hard deadline (no pytest-trio needed)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        async def main() -> None:
+            with trio.fail_after(TEST_DEADLINE):
+                await fn(*args, **kwargs)
+
+        trio.run(main)
+
+    return wrapper
+
+
+class FakeDispatcher:
+    """Answers a few APIs in ways the tests can check; records what it saw."""
+
+    def __init__(self, region_file: Any = None) -> None:
+        self.versions = ApiVersionsTable([
+            (ApiKey.API_VERSIONS, 0, 4), (ApiKey.METADATA, 0, 12), (ApiKey.PRODUCE, 3, 11),
+            (ApiKey.FETCH, 4, 16), (ApiKey.OFFSET_COMMIT, 2, 9), (ApiKey.FIND_COORDINATOR, 0, 6),
+        ])
+        self.region_file = region_file
+        self.region: tuple[int, int] = (0, 0)
+        self.handled: list[tuple[str, int]] = []
+        self.active = 0
+        self.max_active = 0
+        self.done_calls = 0
+        self.acks0: list[str] = []
+
+    def _on_done(self) -> None:
+        self.done_calls += 1
+
+    async def handle(self, request: Any, conn: ConnectionInfo) -> Any:
+        assert isinstance(conn, ConnectionInfo) and conn.listener == "PLAINTEXT"
+        self.handled.append((conn.connection_id, request.correlation_id))
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            return await self._handle(request)
+        finally:
+            self.active -= 1
+
+    async def _handle(self, request: Any) -> Any:
+        body = request.body
+        if request.api_key == ApiKey.API_VERSIONS:
+            return self.versions.response(request.api_version)
+        if request.api_key == ApiKey.METADATA:
+            names = [t.name for t in body.topics or []]
+            # earlier requests sleep longer: out-of-order handling would show
+            await trio.sleep(0.001 * max(0, 20 - request.correlation_id % 20))
+            T = m.MetadataResponse.MetadataResponseTopic
+            return m.MetadataResponse(brokers=[], cluster_id="c", controller_id=request.correlation_id,
+                                      topics=[T(error_code=0, name=n, is_internal=False, partitions=[])
+                                              for n in names])
+        if request.api_key == ApiKey.PRODUCE:
+            names = [t.name for t in body.topic_data]
+            if "boom" in names:
+                raise RuntimeError("handler bug")
+            if body.acks == 0:
+                self.acks0.extend(names)
+                return None
+            T = m.ProduceResponse.TopicProduceResponse
+            return m.ProduceResponse(throttle_time_ms=0, responses=[
+                T(name=t.name, partition_responses=[T.PartitionProduceResponse(index=p.index, error_code=0, base_offset=5)
+                                                    for p in t.partition_data]) for t in body.topic_data])
+        if request.api_key == ApiKey.FETCH:
+            F = m.FetchResponse
+            T = F.FetchableTopicResponse
+            offset, count = self.region
+            resp = F(throttle_time_ms=0, error_code=0, session_id=0, responses=[T(topic="t", partitions=[
+                T.PartitionData(partition_index=0, error_code=0, high_watermark=9,
+                                records=FileRegion(self.region_file.fileno(), offset, count)),
+                T.PartitionData(partition_index=1, error_code=0, high_watermark=9, records=b"inline")])])
+            return Reply(parts=encode_response_parts(request, resp), on_done=self._on_done)
+        if request.api_key == ApiKey.OFFSET_COMMIT:
+            raise RuntimeError("no error expressible in an OffsetCommit response")
+        if request.api_key == ApiKey.FIND_COORDINATOR:
+            await trio.sleep_forever()
+        raise AssertionError(request)
+
+
+def metadata(*names: str) -> Any:
+    return m.MetadataRequest(topics=[m.MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                             allow_auto_topic_creation=False)
+
+
+def produce(topic: str, acks: int = 1) -> Any:
+    P = m.ProduceRequest
+    return P(acks=acks, timeout_ms=100, transactional_id=None, topic_data=[
+        P.TopicProduceData(name=topic, partition_data=[P.TopicProduceData.PartitionProduceData(index=0, records=b"")])])
+
+
+def raw_frame(body: Any, version: int, correlation_id: int) -> bytes:
+    body.with_header(correlation_id=correlation_id, client_id="raw")
+    return body.encode(version=version, header=True, framed=True)
+
+
+async def start(nursery: trio.Nursery, dispatcher: Any, **kwargs: Any) -> int:
+    return await nursery.start(functools.partial(serve, dispatcher, "127.0.0.1", 0, **kwargs))
+
+
+@trio_test
+async def test_client_negotiates_and_pipelines_concurrent_requests() -> None:
+    d = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d)
+        async with await KafkaClient.connect("127.0.0.1", port, client_id="c1") as client:
+            assert client.versions[ApiKey.METADATA] == 12 and client.versions[ApiKey.PRODUCE] == 11
+            results: dict[str, Any] = {}
+
+            async def ask(name: str) -> None:
+                resp = await client.send(metadata(name))
+                results[name] = resp
+
+            async with trio.open_nursery() as inner:
+                for i in range(25):
+                    inner.start_soon(ask, f"topic-{i}")
+            assert all(r.topics[0].name == n for n, r in results.items()) and len(results) == 25
+        nursery.cancel_scope.cancel()
+    assert d.max_active == 1  # one request at a time per connection
+
+
+@trio_test
+async def test_pipelined_raw_requests_are_handled_and_answered_in_order() -> None:
+    d = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d)
+        client = await KafkaClient.connect("127.0.0.1", port, api_versions=False)
+        await client.send_raw(b"".join(raw_frame(metadata(f"t{i}"), 9, i) for i in range(40)))
+        got = []
+        for _ in range(40):
+            frame = await client.receive_raw(timeout=5)
+            got.append(struct.unpack_from(">i", frame)[0])
+        assert got == list(range(40))
+        assert [c for _, c in d.handled] == list(range(40))
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+
+
+@trio_test
+async def test_sendfile_region_is_delivered_byte_exact(tmp_path: Any) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        d = FakeDispatcher(f)
+        d.region = (123, len(data) - 500)
+        async with trio.open_nursery() as nursery:
+            port = await start(nursery, d)
+            async with await KafkaClient.connect("127.0.0.1", port) as client:
+                for version in (4, 11, 12, 16):
+                    resp = await client.send(m.FetchRequest(max_wait_ms=0, min_bytes=1, topics=[]), version=version)
+                    parts = resp.responses[0].partitions
+                    assert parts[0].records == data[123:123 + len(data) - 500]
+                    assert parts[1].records == b"inline"
+                # the connection stays in sync after large zero-copy replies
+                assert (await client.send(metadata("after"))).topics[0].name == "after"
+            nursery.cancel_scope.cancel()
+    assert d.done_calls == 4
+
+
+@trio_test
+async def test_region_copy_fallback_over_memory_streams(tmp_path: Any) -> None:
+    data = os.urandom(200_000)
+    path = tmp_path / "seg"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        d = FakeDispatcher(f)
+        d.region = (1000, 150_000)
+        server_side, client_side = trio.testing.memory_stream_pair()
+        info = ConnectionInfo("mem-0", "PLAINTEXT")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_stream, server_side, d, d.versions, info)
+            client = KafkaClient(client_side)
+            await client.negotiate()
+            resp = await client.send(m.FetchRequest(max_wait_ms=0, min_bytes=1, topics=[]))
+            assert resp.responses[0].partitions[0].records == data[1000:151_000]
+            await client.aclose()
+
+
+@trio_test
+async def test_truncated_region_closes_only_that_connection(tmp_path: Any, caplog: Any) -> None:
+    path = tmp_path / "short"
+    path.write_bytes(b"x" * 100)
+    with open(path, "rb") as f:
+        d = FakeDispatcher(f)
+        d.region = (50, 1000)  # runs past the end of the file
+        async with trio.open_nursery() as nursery:
+            port = await start(nursery, d)
+            other = await KafkaClient.connect("127.0.0.1", port)
+            client = await KafkaClient.connect("127.0.0.1", port)
+            with pytest.raises(KafkaClientError):
+                await client.send(m.FetchRequest(max_wait_ms=0, min_bytes=1, topics=[]))
+            assert (await other.send(metadata("ok"))).topics[0].name == "ok"
+            await client.aclose()
+            await other.aclose()
+            nursery.cancel_scope.cancel()
+    assert "ended" in caplog.text
+
+
+@trio_test
+async def test_handler_exception_answers_unknown_server_error(caplog: Any) -> None:
+    caplog.set_level(logging.ERROR)
+    d = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d)
+        async with await KafkaClient.connect("127.0.0.1", port) as client:
+            resp = await client.send(produce("boom"))
+            part = resp.responses[0].partition_responses[0]
+            assert part.error_code == ErrorCode.UNKNOWN_SERVER_ERROR and part.base_offset == -1
+            # same connection keeps working
+            assert (await client.send(produce("fine"))).responses[0].partition_responses[0].base_offset == 5
+        nursery.cancel_scope.cancel()
+    assert "handler bug" in caplog.text and "Produce v11" in caplog.text
+
+
+@trio_test
+async def test_inexpressible_handler_failure_closes_only_that_connection() -> None:
+    d = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d)
+        bystander = await KafkaClient.connect("127.0.0.1", port)
+        victim = await KafkaClient.connect("127.0.0.1", port)
+        with pytest.raises(KafkaClientError):
+            await victim.send(m.OffsetCommitRequest(group_id="g", topics=[]))
+        assert (await bystander.send(metadata("alive"))).topics[0].name == "alive"
+        await victim.aclose()
+        await bystander.aclose()
+        nursery.cancel_scope.cancel()
+
+
+@trio_test
+async def test_acks_zero_produce_gets_no_response() -> None:
+    d = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d)
+        async with await KafkaClient.connect("127.0.0.1", port) as client:
+            assert await client.send(produce("quiet", acks=0)) is None
+            assert (await client.send(metadata("next"))).topics[0].name == "next"
+            assert d.acks0 == ["quiet"]
+            # a failing acks=0 produce closes the connection (Kafka's only way to tell the client)
+            assert await client.send(produce("boom", acks=0)) is None
+            with pytest.raises(KafkaClientError):
+                await client.send(metadata("gone"))
+        nursery.cancel_scope.cancel()
+
+
+@trio_test
+async def test_protocol_violations_disconnect_without_affecting_others(caplog: Any) -> None:
+    d = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d, max_request_bytes=4096)
+        bystander = await KafkaClient.connect("127.0.0.1", port)
+        for bad in (struct.pack(">i", 5000),                      # oversize
+                    struct.pack(">i", -7),                        # negative size
+                    struct.pack(">ihhih", 10, 999, 0, 1, 0),       # unknown api key
+                    raw_frame(produce("x"), 12, 1),                # unsupported produce version
+                    struct.pack(">i", 3) + b"abc"):                # unreadable header
+            victim = await KafkaClient.connect("127.0.0.1", port, api_versions=False)
+            await victim.send_raw(bad)
+            assert await victim.receive_raw(timeout=5) is None  # closed, nothing sent
+            await victim.aclose()
+        assert (await bystander.send(metadata("fine"))).topics[0].name == "fine"
+        await bystander.aclose()
+        nursery.cancel_scope.cancel()
+    assert "larger than 4096" in caplog.text and "Unknown API key 999" in caplog.text
+
+
+@trio_test
+async def test_api_versions_fallback_over_the_wire() -> None:
+    d = FakeDispatcher()
+    d.versions.register(ApiKey.API_VERSIONS, 0, 2)
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d)
+        raw = await KafkaClient.connect("127.0.0.1", port, api_versions=False)
+        body = m.ApiVersionsRequest(client_software_name="x", client_software_version="1")
+        await raw.send_raw(raw_frame(body, 4, 55))
+        frame = await raw.receive_raw(timeout=5)
+        corr, err, count = struct.unpack_from(">ihi", frame)
+        assert (corr, err, count) == (55, 35, len(d.versions))
+        await raw.aclose()
+        # the client retries at the version the broker named
+        async with await KafkaClient.connect("127.0.0.1", port) as client:
+            assert client.versions[ApiKey.API_VERSIONS] == 2
+        nursery.cancel_scope.cancel()
+
+
+@trio_test
+async def test_idle_and_handler_timeouts_close_the_connection() -> None:
+    d = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d, idle_timeout=0.2, handler_timeout=0.2)
+        idle = await KafkaClient.connect("127.0.0.1", port)
+        assert await idle.receive_raw(timeout=5) is None
+        slow = await KafkaClient.connect("127.0.0.1", port)
+        with pytest.raises(KafkaClientError):
+            await slow.send(m.FindCoordinatorRequest(key="g"))
+        await idle.aclose()
+        await slow.aclose()
+        nursery.cancel_scope.cancel()
+
+
+@trio_test
+async def test_cancelling_serve_closes_connections() -> None:
+    d = FakeDispatcher()
+    async with trio.open_nursery() as outer:
+        with trio.CancelScope() as server_scope:
+            async with trio.open_nursery() as nursery:
+                port = await start(nursery, d)
+                client = await KafkaClient.connect("127.0.0.1", port)
+                assert (await client.send(metadata("a"))).topics[0].name == "a"
+                server_scope.cancel()
+        assert await client.receive_raw(timeout=5) is None
+        await client.aclose()
+        outer.cancel_scope.cancel()
+
+
+def test_connection_info_ids_are_unique() -> None:
+    seen: list[str] = []
+
+    class Recorder(FakeDispatcher):
+        async def handle(self, request: Any, conn: ConnectionInfo) -> Any:
+            seen.append(conn.connection_id)
+            conn.state.setdefault("n", 0)
+            conn.state["n"] += 1
+            return await super().handle(request, conn)
+
+    @trio_test
+    async def run() -> None:
+        d = Recorder()
+        async with trio.open_nursery() as nursery:
+            port = await start(nursery, d)
+            for _ in range(3):
+                c = await KafkaClient.connect("127.0.0.1", port)
+                await c.aclose()
+            nursery.cancel_scope.cancel()
+
+    run()
+    assert len(set(seen)) == 3 and all(s.startswith("127.0.0.1:") for s in seen)
