@@ -245,9 +245,11 @@ class KafkaNode(_ProcessNode):
         *,
         overrides: Mapping[str, object] | Iterable[tuple[str, object]] = (),
         python: str | None = None,
+        format_storage: bool = True,
         **kwargs,
     ) -> None:
         super().__init__(workdir, **kwargs)
+        self.format_storage = format_storage
         self.controller_port = free_port()
         while self.controller_port == self.port:
             self.controller_port = free_port()
@@ -257,7 +259,27 @@ class KafkaNode(_ProcessNode):
         self.data_dir = self.workdir / "data"
         self.data_dir.mkdir(exist_ok=True)
 
-    def command(self) -> list[str]:
+    def start(self) -> "KafkaNode":
+        if self.format_storage and not (self.data_dir / "meta.properties").exists():
+            self._format()
+        return super().start()
+
+    def _format(self) -> None:
+        """`kafkapy storage format` first, as a Kafka operator runs `kafka-storage.sh format`."""
+        cmd = [self.python, "-m", "kafkapy", "storage", "format", "--ignore-formatted"]
+        for key, value in self._settings().items():
+            cmd += ["--override", f"{key}={value}"]
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== format: {' '.join(cmd)}\n".encode())
+            log.flush()
+            try:
+                subprocess.run(cmd, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=log,
+                               stderr=subprocess.STDOUT, timeout=60, env={**os.environ, **self.env})
+            except subprocess.TimeoutExpired:
+                raise NodeError(f"`kafkapy storage format` took over 60s\n{self.log_tail()}") from None
+        # A failure here shows up as a startup failure with this log.
+
+    def _settings(self) -> dict[str, str]:
         base = {
             "node.id": "1",
             "process.roles": "broker,controller",
@@ -268,8 +290,11 @@ class KafkaNode(_ProcessNode):
             "log.dirs": str(self.data_dir),
         }
         base.update({k: str(v) for k, v in self.overrides.items()})
+        return base
+
+    def command(self) -> list[str]:
         cmd = [self.python, "-m", "kafkapy", "server"]
-        for key, value in base.items():
+        for key, value in self._settings().items():
             cmd += ["--override", f"{key}={value}"]
         return cmd
 

@@ -1,0 +1,105 @@
+"""Admin operations as users run them: create topics with configs, describe them, and the errors a
+client surfaces for invalid requests."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkapy.testing.recordsets import unique_topic
+
+TOPIC_CONFIGS = {
+    "retention.ms": "123456789",
+    "cleanup.policy": "compact",
+    "max.message.bytes": "2097152",
+    "segment.bytes": "10485760",
+}
+
+
+def _assert_dynamic_topic_configs(configs: dict) -> None:
+    for name, value in TOPIC_CONFIGS.items():
+        assert name in configs, f"{name} missing from DescribeConfigs: {sorted(configs)[:40]}"
+        entry = configs[name]
+        assert entry["value"] == value, (name, entry)
+        assert entry["source"] == "DYNAMIC_TOPIC_CONFIG", (name, entry)
+        assert entry["is_default"] is False, (name, entry)
+
+
+def test_confluent_create_topic_with_configs_and_describe_them(cluster):
+    topic = unique_topic("cfg-confluent")
+    res = cluster.run("confluent", "create_topics",
+                      topics=[{"name": topic, "num_partitions": 3, "replication_factor": 1,
+                               "config": TOPIC_CONFIGS}])
+    assert res["topics"] == [{"name": topic, "error": None}]
+    described = cluster.wait_for_topic(topic, 3)
+    assert [p["id"] for p in described["partitions"]] == [0, 1, 2]
+
+    configs = cluster.run("confluent", "describe_configs", topics=[topic])["configs"][topic]
+    _assert_dynamic_topic_configs(configs)
+    # A config the user did not set is still listed, with its default.
+    assert configs["compression.type"]["value"] == "producer", configs.get("compression.type")
+    assert configs["compression.type"]["source"] == "DEFAULT_CONFIG", configs["compression.type"]
+
+
+def test_java_admin_create_topic_with_configs_and_describe_them(cluster):
+    topic = unique_topic("cfg-java")
+    res = cluster.run("java", "admin", create=[{"name": topic, "num_partitions": 2, "config": TOPIC_CONFIGS}],
+                      describe_configs=[topic])
+    assert res["topics"] == [{"name": topic, "error": None}]
+    _assert_dynamic_topic_configs(res["configs"][topic])
+
+
+def test_kafka_python_describe_topics(cluster):
+    topic = cluster.create_topic("describe", partitions=4)
+    res = cluster.run("kafka_python", "describe_topics", topics=[topic])["topics"][topic]
+    assert res["error"] is None
+    assert [p["id"] for p in res["partitions"]] == [0, 1, 2, 3]
+    assert all(p["leader"] >= 0 and p["leader"] in p["isr"] for p in res["partitions"]), res
+
+
+INVALID_NAMES = ["bad/name", "has space", "..", "x" * 250, "colon:name"]
+
+
+@pytest.mark.parametrize("name", INVALID_NAMES, ids=["slash", "space", "dotdot", "too-long", "colon"])
+def test_confluent_invalid_topic_name(cluster, name):
+    res = cluster.run("confluent", "create_topics", topics=[{"name": name, "num_partitions": 1}])
+    err = res["topics"][0]["error"]
+    assert err is not None, f"creating topic {name!r} succeeded"
+    assert err["name"] == "INVALID_TOPIC_EXCEPTION" and err["code"] == 17, err
+
+
+@pytest.mark.parametrize("client,expected", [("kafka_python", "InvalidTopicError"),
+                                             ("java", "INVALID_TOPIC_EXCEPTION")])
+def test_invalid_topic_name_other_clients(cluster, client, expected):
+    if client == "java":
+        res = cluster.run("java", "admin", create=[{"name": "bad/name-java", "num_partitions": 1}])
+    else:
+        res = cluster.run(client, "create_topics", topics=[{"name": "bad/name-kp", "num_partitions": 1}])
+    err = res["topics"][0]["error"]
+    assert err is not None and err["name"] == expected and err["code"] == 17, err
+
+
+@pytest.mark.parametrize("client,expected", [("kafka_python", "InvalidPartitionsError"),
+                                             ("java", "INVALID_PARTITIONS")])
+def test_zero_partitions(cluster, client, expected):
+    # librdkafka rejects 0 partitions locally, so kafka-python and Java send it to the broker.
+    topic = unique_topic(f"zero-{client}")
+    if client == "java":
+        res = cluster.run("java", "admin", create=[{"name": topic, "num_partitions": 0}])
+    else:
+        res = cluster.run(client, "create_topics", topics=[{"name": topic, "num_partitions": 0}])
+    err = res["topics"][0]["error"]
+    assert err is not None, f"topic {topic} with 0 partitions was created"
+    assert err["name"] == expected and err["code"] == 37, err
+
+
+@pytest.mark.parametrize("client,expected", [("confluent", "TOPIC_ALREADY_EXISTS"),
+                                             ("kafka_python", "TopicAlreadyExistsError"),
+                                             ("java", "TOPIC_ALREADY_EXISTS")])
+def test_create_existing_topic(cluster, client, expected):
+    topic = cluster.create_topic("exists")
+    if client == "java":
+        res = cluster.run("java", "admin", create=[{"name": topic, "num_partitions": 1}])
+    else:
+        res = cluster.run(client, "create_topics", topics=[{"name": topic, "num_partitions": 1}])
+    err = res["topics"][0]["error"]
+    assert err is not None and err["name"] == expected and err["code"] == 36, err
