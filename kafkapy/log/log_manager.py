@@ -174,8 +174,12 @@ class LogManager:
         self.checkpoint()
 
     def flush_due(self, now_ms: int) -> None:
-        """The periodic flush.ms check (Kafka's flush scheduler)."""
-        for plog in self._logs.values():
+        """Periodic job: flush rolled segments and logs past their flush.ms.
+
+        It fsyncs, so the broker runs it off the event loop (Kafka's log flusher thread).
+        """
+        for plog in list(self._logs.values()):
+            plog.flush_rolled()
             plog.maybe_flush(now_ms)
 
     def checkpoint(self) -> None:

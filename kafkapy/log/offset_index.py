@@ -39,13 +39,19 @@ class OffsetIndex(MmapIndex):
         # No real entry has position 0: the first batch of a segment is never indexed.
         return self._entry(n)[1] == 0
 
-    def sanity_check(self) -> None:
+    def sanity_check(self, *, full: bool = True) -> None:
         if self._length % self._entry_size != 0:
             raise CorruptIndexError(
                 f"index file {self.path} length {self._length} is not a multiple of "
                 f"{self._entry_size}")
         if self._entries and self.last_offset < self.base_offset:
             raise CorruptIndexError(f"corrupt index {self.path}: last offset below base offset")
+        if self._entries > 1:
+            first, last = self._entry(0), self._entry(self._entries - 1)
+            if first[0] >= last[0] or first[1] >= last[1]:
+                raise CorruptIndexError(f"corrupt index {self.path}: first entry after last")
+        if not full:
+            return
         # Entries must increase in both offset and position; check every one (cheap next to the
         # log scan a rebuild costs, and catches garbage in the middle).
         prev_rel, prev_pos = -1, -1

@@ -72,6 +72,9 @@ class PartitionLog:
         self.producer_state = ProducerStateManager(
             dir, producer_id_expiration_ms=producer_id_expiration_ms)
         self.last_flush_ms = 0
+        # Base offset of the newest segment rolled but not yet fsynced. Kafka flushes a rolled
+        # segment on its scheduler; our owner does it off the event loop via flush_rolled().
+        self.pending_roll_flush: int | None = None
         self.closed = False
 
     # ================================================================== loading
@@ -145,9 +148,6 @@ class PartitionLog:
                     continue
                 if base not in bases:
                     os.remove(os.path.join(self.dir, name))
-                elif name.endswith((files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX)) and \
-                        os.path.getsize(os.path.join(self.dir, name)) == 0 and not recover:
-                    pass
         bases.sort()
         for base in bases:
             missing_index = not (files.filename_prefix(base) + files.INDEX_SUFFIX in names
@@ -170,7 +170,9 @@ class PartitionLog:
             scan = (recover and i >= first_unflushed) or seg.base_offset in needs_recovery
             if not scan:
                 try:
-                    seg.sanity_check()
+                    # Every entry of the active segment's indexes is checked; older segments
+                    # get Kafka's cheap checks (their indexes were trimmed and flushed at roll).
+                    seg.sanity_check(full=i == len(self._segments) - 1)
                 except CorruptIndexError:
                     scan = True
             if scan:
@@ -349,8 +351,6 @@ class PartitionLog:
                 raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
                                  f"unexpected append offset {h.base_offset}; log end offset "
                                  f"is {expected}")
-            if h.size > max(self.config.max_message_bytes, 0) and False:
-                pass
             batches.append(AppendBatch(pos, h.size, h.last_offset, h.max_timestamp))
             headers.append(h)
             coord = _coordinator_epoch_of(bview) if h.is_control else -1
@@ -418,6 +418,7 @@ class PartitionLog:
         seg = self._new_segment(new_base, now_ms)
         self._segments.append(seg)
         self._bases = [s.base_offset for s in self._segments]
+        self.pending_roll_flush = new_base
         return seg
 
     # ================================================================== read
@@ -495,7 +496,7 @@ class PartitionLog:
             return None
         ts = best.max_timestamp_so_far
         start = best.offset_index.lookup(best.offset_of_max_timestamp_so_far).position
-        for ref in best.iter_batches(0 if start > best.size else start):
+        for ref in best.iter_batches(start):
             if ref.header.max_timestamp == ts and ref.header.last_offset >= self.log_start_offset:
                 for off, rts in self._record_timestamps(best, ref):
                     if rts == ts and off >= self.log_start_offset:
@@ -549,12 +550,30 @@ class PartitionLog:
     def flush(self, *, now_ms: int | None = None) -> None:
         """fsync every segment that may hold unflushed data; advance the recovery point."""
         leo = self.log_end_offset
-        if leo > self.recovery_point or self.recovery_point == 0:
+        if leo > self.recovery_point:
             for seg in self._segments[self._segment_for(self.recovery_point):]:
                 seg.flush()
             self.recovery_point = leo
         if now_ms is not None:
             self.last_flush_ms = now_ms
+
+    def flush_up_to(self, offset: int) -> None:
+        """fsync the segments holding offsets below ``offset``; recovery point moves there."""
+        if offset <= self.recovery_point:
+            return
+        first = self._segment_for(self.recovery_point)
+        for seg in self._segments[first:]:
+            if seg.base_offset >= offset:
+                break
+            seg.flush()
+        self.recovery_point = min(offset, self.log_end_offset)
+
+    def flush_rolled(self) -> None:
+        """Flush segments that became inactive at a roll (Kafka's post-roll flush)."""
+        target = self.pending_roll_flush
+        if target is not None:
+            self.pending_roll_flush = None
+            self.flush_up_to(target)
 
     def maybe_flush(self, now_ms: int) -> bool:
         """flush.ms: flush when the last flush is older than the topic allows."""

@@ -39,7 +39,7 @@ class TimeIndex(MmapIndex):
     def is_full(self) -> bool:
         return self._entries >= self._max_entries - 1
 
-    def sanity_check(self) -> None:
+    def sanity_check(self, *, full: bool = True) -> None:
         if self._length % self._entry_size != 0:
             raise CorruptIndexError(
                 f"time index file {self.path} length {self._length} is not a multiple of "
@@ -49,6 +49,11 @@ class TimeIndex(MmapIndex):
         last = self.last_entry()
         if last.offset < self.base_offset:
             raise CorruptIndexError(f"corrupt time index {self.path}: last offset below base")
+        first = self.entry(0)
+        if last.timestamp < first.timestamp or last.offset < first.offset:
+            raise CorruptIndexError(f"corrupt time index {self.path}: first entry after last")
+        if not full:
+            return
         prev_ts, prev_rel = NO_TIMESTAMP - 1, -1
         for n in range(self._entries):
             ts, rel = self._entry(n)

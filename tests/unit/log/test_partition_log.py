@@ -269,3 +269,23 @@ def test_fetch_slice_survives_segment_deletion(open_log):
     log.truncate_fully_and_start_at(100)
     assert s.read_bytes() == expected  # the unlinked file is still readable via the slice
     os.fstat(s.fileno())
+
+
+def test_rolled_segments_flush_and_advance_recovery_point(open_log):
+    log = open_log(segment_bytes=300)
+    for _ in range(6):
+        log.append_as_leader(make_batch(2), now_ms=0, leader_epoch=0)
+    assert log.recovery_point == 0 and log.pending_roll_flush == log.active.base_offset
+    log.flush_rolled()
+    assert log.recovery_point == log.active.base_offset and log.pending_roll_flush is None
+    log.flush()
+    assert log.recovery_point == log.log_end_offset
+
+
+def test_flush_messages_triggers_flush(open_log):
+    log = open_log(flush_messages=4)
+    log.append_as_leader(make_batch(2), now_ms=0, leader_epoch=0)
+    assert log.recovery_point == 0
+    log.append_as_leader(make_batch(2), now_ms=0, leader_epoch=0)
+    assert log.recovery_point == 4
+    assert not log.maybe_flush(10)

@@ -115,7 +115,7 @@ def test_corrupt_index_is_rebuilt_even_after_clean_shutdown(open_log, log_dir):
     good = open(idx, "rb").read()
     assert len(good) >= 16
     with open(idx, "wb") as f:
-        f.write(good[8:16] + good[:8] + good[16:])  # out of order entries
+        f.write(good + b"\x01\x02\x03")  # not a whole number of entries
     os.remove(files.time_index_file(log_dir, 0))  # and a missing time index
     again = open_log(index_interval_bytes=100, segment_bytes=2000)
     assert open(idx, "rb").read() == good
@@ -193,3 +193,18 @@ def test_leader_epochs_rebuilt_from_batches_on_recovery(open_log, log_dir):
     os.remove(os.path.join(log_dir, files.LEADER_EPOCH_CHECKPOINT))
     again = open_log(recover=True)
     assert again.leader_epoch_cache.entries == [(1, 0), (3, 4)]
+
+
+def test_out_of_order_active_index_is_rebuilt(open_log, log_dir):
+    log = open_log(index_interval_bytes=100)
+    fill(log, 20)
+    log.close()
+    idx = files.index_file(log_dir, 0)
+    good = open(idx, "rb").read()
+    with open(idx, "wb") as f:
+        f.write(good[8:16] + good[:8] + good[16:])  # two entries swapped
+    again = open_log(index_interval_bytes=100)
+    assert again.active.offset_index.entries == len(good) // 8
+    assert all_offsets(again) == list(range(40))
+    again.close()
+    assert open(idx, "rb").read() == good
