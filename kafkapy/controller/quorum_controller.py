@@ -96,6 +96,10 @@ DIRECTORY_LOST = uuid.UUID(int=2)
 # Uuid.METADATA_TOPIC_ID (== Uuid.ONE_UUID): never handed out as a topic id.
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 
+# ConfigResource.Type names by id, for error messages.
+_RESOURCE_TYPE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER",
+                        16: "CLIENT_METRICS", 32: "GROUP"}
+
 _LEGAL_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -176,6 +180,7 @@ class QuorumController:
         session_timeout_ms: int = DEFAULT_BROKER_SESSION_TIMEOUT_MS,
         delete_topic_enable: bool = True,
         place_on_fenced_brokers: bool = False,
+        controller_ids: Iterable[int] = (),
     ) -> None:
         """``broker_topic_configs``: topic config keys the node's static config sets (by topic
         name, e.g. ``retention.ms``), reported as STATIC_BROKER_CONFIG in CreateTopics results.
@@ -193,6 +198,8 @@ class QuorumController:
         self.session_timeout_ms = session_timeout_ms
         self.delete_topic_enable = delete_topic_enable
         self.place_on_fenced_brokers = place_on_fenced_brokers
+        # Controller node ids: BROKER config resources may name them even when unregistered.
+        self.controller_ids = frozenset(controller_ids)
         # Replay-derived: offset of each broker's latest RegisterBrokerRecord, used to decide
         # when a broker has caught up (its metadata offset reached its own registration).
         self._registration_offsets: dict[int, int] = {}
@@ -563,47 +570,65 @@ class QuorumController:
     def incremental_alter_configs(self, resources: Sequence[AlterConfigsResource], *,
                                   validate_only: bool = False
                                   ) -> ControllerResult[list[AlterConfigsResult]]:
-        """IncrementalAlterConfigs for topic and broker resources."""
+        """IncrementalAlterConfigs for topic and broker resources; one result per distinct
+        resource, in request order. BROKER_LOGGER changes are not metadata: the broker handles
+        them itself and must not pass them here."""
+        counts: dict[tuple[int, str], int] = {}
+        for res in resources:
+            key = (res.resource_type, res.resource_name)
+            counts[key] = counts.get(key, 0) + 1
         results: list[AlterConfigsResult] = []
         records: list[MetadataRecord] = []
+        done: set[tuple[int, str]] = set()
         for res in resources:
+            key = (res.resource_type, res.resource_name)
+            if key in done:
+                continue
+            done.add(key)
+            if counts[key] > 1:
+                results.append(AlterConfigsResult(*key, ErrorCode.INVALID_REQUEST,
+                                                  "Each resource must appear at most once."))
+                continue
             try:
                 records.extend(self._alter_resource(res))
             except KafkaError as e:
                 code, msg = _code_message(e)
-                results.append(AlterConfigsResult(res.resource_type, res.resource_name, code, msg))
+                results.append(AlterConfigsResult(*key, code, msg))
                 continue
-            results.append(AlterConfigsResult(res.resource_type, res.resource_name))
+            results.append(AlterConfigsResult(*key))
         return ControllerResult(() if validate_only else tuple(records), results)
 
     def _alter_resource(self, res: AlterConfigsResource) -> list[ConfigRecord]:
         rtype, rname = res.resource_type, res.resource_name
+        # Request-shape checks (Kafka's ConfigAdminManager, before the controller).
+        names = [op.name for op in res.ops]
+        if len(set(names)) != len(names):
+            raise _error(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        nulls = [op.name for op in res.ops if op.op != OpType.DELETE and op.value is None]
+        if nulls:
+            raise _error(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+        # Resource name checks (Kafka's ControllerConfigurationValidator).
         if rtype == RESOURCE_TOPIC:
+            if not rname:
+                raise _error(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
             problem = topic_name_error(rname)
             if problem is not None:
                 raise _error(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
-            if rname not in self.image.topics.by_name:
-                raise _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                             f"The topic '{rname}' does not exist.")
             defs: Mapping[str, kconfig.ConfigDef] = kconfig.TOPIC_CONFIGS
         elif rtype == RESOURCE_BROKER:
+            node_id = None
             if rname:
                 try:
-                    broker_id = int(rname)
+                    node_id = int(rname, 10)
                 except ValueError:
                     raise _error(ErrorCode.INVALID_REQUEST,
-                                 f"Illegal non-integral BROKER resource type name {rname}") from None
-                if broker_id < 0:
-                    raise _error(ErrorCode.INVALID_REQUEST,
-                                 f"Illegal negative BROKER resource type name {rname}")
+                                 "Unable to parse broker name as a base 10 number.") from None
+                if node_id < 0:
+                    raise _error(ErrorCode.INVALID_REQUEST, "Invalid negative broker ID.")
             defs = kconfig.BROKER_CONFIGS
         else:
-            raise _error(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}.")
-        names = [op.name for op in res.ops]
-        dups = sorted({n for n in names if names.count(n) > 1})
-        if dups:
             raise _error(ErrorCode.INVALID_REQUEST,
-                         "Error due to duplicate config keys : " + ", ".join(dups))
+                         f"Unknown resource type {_RESOURCE_TYPE_NAMES.get(rtype, rtype)}")
         current = dict(self.image.configs.get(rtype, rname))
         new = dict(current)
         records = []
@@ -618,8 +643,9 @@ class QuorumController:
                 if cdef is None or cdef.type != kconfig.ConfigType.LIST:
                     raise _error(ErrorCode.INVALID_CONFIG,
                                  f"Can't {op.op.name} to key {op.name} because its type is not LIST.")
+                # Start from the current value, else the default (Kafka's getParts).
                 base = old if old is not None else (cdef.default or "")
-                parts = [p for p in base.split(",") if p] if base else []
+                parts = [p for p in base.split(",") if p]
                 for item in (op.value or "").split(","):
                     if op.op == OpType.APPEND:
                         if item not in parts:
@@ -633,19 +659,24 @@ class QuorumController:
                 new.pop(op.name, None)
             else:
                 new[op.name] = value
-            # Broker configs always get a record, so brokers reload even an unchanged value.
+            # Broker configs always get a record, so brokers reload even an unchanged value
+            # (KAFKA-14136); an unchanged topic config writes nothing.
             if value != old or rtype == RESOURCE_BROKER:
                 records.append(ConfigRecord(rtype, rname, op.name, value))
+        # Validate the resulting configs, then that the resource exists (Kafka's order).
         if rtype == RESOURCE_TOPIC:
             kconfig.validate_topic_configs(new)
+            if rname not in self.image.topics.by_name:
+                raise _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"The topic '{rname}' does not exist.")
         else:
-            for name, value in new.items():
-                cdef = defs.get(name)
-                if cdef is not None and name in {op.name for op in res.ops}:
-                    if cdef.read_only:
-                        raise _error(ErrorCode.INVALID_CONFIG,
-                                     f"Cannot update these configs dynamically: {{{name}}}")
-                    cdef.parse(value)
+            for op in res.ops:
+                cdef = defs.get(op.name)
+                if cdef is not None and op.name in new:
+                    cdef.parse(new[op.name])
+            if node_id is not None and node_id not in self.image.brokers \
+                    and node_id not in self.controller_ids:
+                raise _error(ErrorCode.BROKER_ID_NOT_REGISTERED, f"No node with id {node_id} found.")
         return records
 
     # -- brokers ---------------------------------------------------------------------------------

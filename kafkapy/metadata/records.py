@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import struct as _struct_mod
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, TypeVar
@@ -362,7 +363,8 @@ def decode_record(data: bytes | bytearray | memoryview) -> MetadataRecord:
                 if nested is not None and value is not None:
                     value = tuple(nested(**_plain(v)) for v in value)
                 kwargs[name] = _to_tuple(value)
-    except (IndexError, AssertionError, EOFError, UnicodeDecodeError) as e:
+    except (IndexError, AssertionError, EOFError, UnicodeDecodeError, TypeError, OverflowError,
+            MemoryError, _struct_mod.error) as e:
         raise ValueError(f"malformed {cls.__name__} v{version}: {e!r}") from e
     if stream.tell() != len(buf):
         raise ValueError(

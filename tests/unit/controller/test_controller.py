@@ -514,3 +514,24 @@ def test_replaying_the_log_rebuilds_the_same_image() -> None:
                                 rng=random.Random(0))
     follower.replay_batch(h.log)
     assert follower.image == h.controller.image
+
+
+def test_alter_configs_request_shape_errors(h) -> None:
+    create(h, NewTopic("t", 1, 1))
+    _, res = alter(h, RESOURCE_TOPIC, "t", AlterConfigOp("retention.ms", OpType.SET, None))
+    assert (res.error_code, res.error_message) == (E.INVALID_REQUEST, "Null value not supported for : retention.ms")
+    _, res = alter(h, RESOURCE_TOPIC, "", AlterConfigOp("retention.ms", OpType.SET, "1"))
+    assert res.error_code == E.INVALID_REQUEST
+    _, res = alter(h, RESOURCE_TOPIC, "bad topic", AlterConfigOp("retention.ms", OpType.SET, "1"))
+    assert res.error_code == E.INVALID_TOPIC_EXCEPTION
+    _, res = alter(h, RESOURCE_BROKER, "-1", AlterConfigOp("log.retention.ms", OpType.SET, "1"))
+    assert (res.error_code, res.error_message) == (E.INVALID_REQUEST, "Invalid negative broker ID.")
+    _, res = alter(h, RESOURCE_BROKER, "42", AlterConfigOp("log.retention.ms", OpType.SET, "1"))
+    assert (res.error_code, res.error_message) == (E.BROKER_ID_NOT_REGISTERED, "No node with id 42 found.")
+    _, res = alter(h, RESOURCE_BROKER, "", AlterConfigOp("log.retention.ms", OpType.SET, "1"))
+    assert res.error_code == 0
+    result = h.controller.incremental_alter_configs([
+        AlterConfigsResource(RESOURCE_TOPIC, "t", (AlterConfigOp("retention.ms", OpType.SET, "1"),)),
+        AlterConfigsResource(RESOURCE_TOPIC, "t", (AlterConfigOp("retention.ms", OpType.SET, "2"),)),
+    ])
+    assert [r.error_code for r in result.response] == [E.INVALID_REQUEST] and result.records == ()

@@ -166,3 +166,47 @@ def test_unknown_tagged_field_is_skipped() -> None:
     # TopicRecord with a tagged field 9 we do not know: decoding must still succeed.
     raw = encode_record(TopicRecord("foo", U))[:-1] + b"\x01\x09\x02ab"
     assert decode_record(raw) == TopicRecord("foo", U)
+
+
+def test_corrupt_frames_raise_only_value_error() -> None:
+    import random
+    rng = random.Random(1234)
+    for rec in EXAMPLES:
+        raw = encode_record(rec)
+        for cut in range(len(raw)):
+            try:
+                decode_record(raw[:cut])
+            except ValueError:
+                pass
+        for _ in range(200):
+            bad = bytearray(raw)
+            for _ in range(rng.randrange(1, 4)):
+                bad[rng.randrange(len(bad))] = rng.randrange(256)
+            try:
+                decode_record(bytes(bad))
+            except ValueError:
+                pass
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ints = st.lists(st.integers(-(2**31), 2**31 - 1), max_size=5).map(tuple)
+_uuids = st.uuids()
+
+
+@settings(max_examples=60, deadline=None)
+@given(pid=st.integers(-(2**31), 2**31 - 1), tid=_uuids, replicas=_ints, isr=_ints,
+       leader=st.integers(-(2**31), 2**31 - 1), lrs=st.integers(-128, 127),
+       dirs=st.lists(_uuids, max_size=3).map(tuple))
+def test_partition_record_property(pid, tid, replicas, isr, leader, lrs, dirs) -> None:
+    rec = PartitionRecord(pid, tid, replicas, isr, leader, leader_recovery_state=lrs, directories=dirs)
+    assert decode_record(encode_record(rec)) == rec
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.text(max_size=40), value=st.none() | st.text(max_size=40),
+       rtype=st.integers(-128, 127))
+def test_config_record_property(name, value, rtype) -> None:
+    rec = ConfigRecord(rtype, name, name[::-1], value)
+    assert decode_record(encode_record(rec)) == rec
