@@ -831,7 +831,9 @@ class QuorumController:
                 ErrorCode.STALE_BROKER_EPOCH,
                 f"Expected broker epoch {reg.epoch}, but got broker epoch {req.broker_epoch}"))
         self._last_contact_ms[req.broker_id] = now_ms
-        reg_offset = self._registration_offsets.get(req.broker_id, LONG_MAX)
+        # Caught up = the broker has applied its own registration. A controller that started
+        # from a snapshot has not seen that record; then the broker must reach our offset.
+        reg_offset = self._registration_offsets.get(req.broker_id, self.image.offset)
         caught_up = req.current_metadata_offset >= reg_offset
         records: list[MetadataRecord] = []
         fenced = reg.fenced

@@ -317,7 +317,12 @@ def encode_record(rec: MetadataRecord) -> bytes:
         return bytes(out)
     # Build the value dict in schema order: kafka-python writes tagged fields in the order it
     # meets them, and Kafka expects them in ascending tag order (our schemas list them so).
-    values = {f.name: getattr(rec, f.name) for f in struct._fields}
+    # Tuples become lists: kafka-python omits a tagged field equal to its default, and an
+    # array's default is [] (a tuple never compares equal to it).
+    values = {}
+    for f in struct._fields:
+        v = getattr(rec, f.name)
+        values[f.name] = list(v) if isinstance(v, tuple) else v
     out += struct.encode(values, version=version, compact=True, tagged=True)
     return bytes(out)
 

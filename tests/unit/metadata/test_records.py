@@ -210,3 +210,12 @@ def test_partition_record_property(pid, tid, replicas, isr, leader, lrs, dirs) -
 def test_config_record_property(name, value, rtype) -> None:
     rec = ConfigRecord(rtype, name, name[::-1], value)
     assert decode_record(encode_record(rec)) == rec
+
+
+def test_empty_tagged_arrays_are_omitted() -> None:
+    # Kafka writes a tagged field only when it differs from its default (here: empty array).
+    assert encode_record(BrokerRegistrationChangeRecord(1, 2, fenced=1, version=2)) == (
+        b"\x01\x11\x02" + i32(1) + (2).to_bytes(8, "big") + b"\x01" + b"\x00\x01\x01")
+    raw = encode_record(RegisterBrokerRecord(1, U, 3, version=3))
+    # empty endpoints and features, null rack, fenced, not in controlled shutdown, no tags
+    assert raw.endswith(b"\x01\x01\x00\x01\x00\x00")
