@@ -367,8 +367,10 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
     async def handler(stream: trio.SocketStream) -> None:
         sock = stream.socket
         try:
-            # Trio sets it already; responses are written whole, so Nagle only adds latency.
+            # Trio sets TCP_NODELAY already; responses are written whole, so Nagle only adds
+            # latency. Keepalive, as Kafka sets it, finds peers that vanished without a FIN.
             sock.setsockopt(_stdlib_socket.IPPROTO_TCP, _stdlib_socket.TCP_NODELAY, True)
+            sock.setsockopt(_stdlib_socket.SOL_SOCKET, _stdlib_socket.SO_KEEPALIVE, True)
         except OSError:
             pass
         local, peer = _addr(sock, False), _addr(sock, True)

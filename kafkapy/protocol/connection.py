@@ -253,6 +253,7 @@ def frame_size(parts: list[Part]) -> int:
 
 _HDR_FIXED = struct.Struct(">hhi")
 _I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
 
 
 class ServerConnection:
@@ -360,27 +361,28 @@ class ServerConnection:
         if n < 8:
             raise MalformedHeader(f"Error parsing request header: frame of {n} bytes is too short")
         api_key_num, api_version, correlation_id = _HDR_FIXED.unpack_from(frame, 0)
-        ids = {"api_key": api_key_num, "api_version": api_version, "correlation_id": correlation_id}
-        name = ApiKey.name_of(api_key_num)
-
         cls = request_class(api_key_num)
         served = self.supported.get(api_key_num)
         if cls is None or served is None:
             client_id = _peek_client_id(frame)
             what = "Unknown API key" if cls is None else "Unsupported API key"
             raise UnknownApiKey(
-                f"{what} {api_key_num} ({name}) with version {api_version} from client_id "
-                f"{client_id!r} (correlation_id {correlation_id})", client_id=client_id, **ids)
-        api_key = ApiKey(api_key_num)
+                f"{what} {api_key_num} ({ApiKey.name_of(api_key_num)}) with version {api_version} "
+                f"from client_id {client_id!r} (correlation_id {correlation_id})",
+                client_id=client_id, api_key=api_key_num, api_version=api_version,
+                correlation_id=correlation_id)
+        api_key = _API_KEYS[api_key_num]
 
         unsupported_api_versions = False
         if not served.min_version <= api_version <= served.max_version:
-            if api_key != ApiKey.ApiVersions:
+            if api_key != ApiKey.API_VERSIONS:
                 client_id = _peek_client_id(frame)
                 raise UnsupportedApiVersion(
-                    f"Received request api key {name} with version {api_version} which is not "
-                    f"enabled (we serve {served.min_version}-{served.max_version}), client_id "
-                    f"{client_id!r}, correlation_id {correlation_id}", client_id=client_id, **ids)
+                    f"Received request api key {api_key.message_name} with version {api_version} "
+                    f"which is not enabled (we serve {served.min_version}-{served.max_version}), "
+                    f"client_id {client_id!r}, correlation_id {correlation_id}",
+                    client_id=client_id, api_key=api_key_num, api_version=api_version,
+                    correlation_id=correlation_id)
             unsupported_api_versions = True
 
         flexible = bool(cls.flexible_version_q(api_version))
@@ -390,7 +392,7 @@ class ServerConnection:
             # Kafka neither parses the body nor fails on it: it answers as if v0 were asked.
             body = cls(version=0)
             return Request(api_key, api_version, correlation_id, header.client_id, header, body, n,
-                           unsupported_version=True)
+                           True)
 
         decoder = self._decoders.get((api_key_num, api_version))
         if decoder is None:
@@ -400,19 +402,14 @@ class ServerConnection:
         try:
             body, end = decoder(memoryview(frame), pos)
         except Exception as exc:  # the codec fails in many ways on garbage; all mean "malformed"
-            raise MalformedRequest(
-                f"Error getting request for apiKey: {name}, apiVersion: {api_version}, client_id "
-                f"{header.client_id!r}, correlation_id {correlation_id}: "
-                f"{type(exc).__name__}: {exc}", client_id=header.client_id, **ids) from exc
+            raise _malformed(header, f"{type(exc).__name__}: {exc}") from exc
         if end > n:
             # The generated decoder slices strings and bytes without bounds checks; a length that
             # runs past the frame shows up as an end position beyond it.
-            raise MalformedRequest(
-                f"Error getting request for apiKey: {name}, apiVersion: {api_version}, client_id "
-                f"{header.client_id!r}, correlation_id {correlation_id}: body truncated "
-                f"({end - n} bytes missing)", client_id=header.client_id, **ids)
+            raise _malformed(header, f"body truncated ({end - n} bytes missing)")
         body._header = None
-        return Request(api_key, api_version, correlation_id, header.client_id, header, body, n)
+        return Request(api_key, api_version, correlation_id, header.client_id, header, body, n,
+                       False)
 
     # -- convenience: same as the module functions ---------------------------------------------
 
@@ -427,6 +424,18 @@ class ServerConnection:
     def error_response(self, request: Request, code: int, message: str | None = None) -> Any | None:
         """See :func:`error_response`."""
         return error_response(request, code, message)
+
+
+_API_KEYS: dict[int, ApiKey] = {int(k): k for k in ApiKey}
+
+
+def _malformed(header: RequestHeader, detail: str) -> MalformedRequest:
+    return MalformedRequest(
+        f"Error getting request for apiKey: {ApiKey.name_of(header.api_key)}, apiVersion: "
+        f"{header.api_version}, client_id {header.client_id!r}, correlation_id "
+        f"{header.correlation_id}: {detail}", api_key=header.api_key,
+        api_version=header.api_version, correlation_id=header.correlation_id,
+        client_id=header.client_id)
 
 
 def _peek_client_id(frame: bytearray) -> str | None:
@@ -457,43 +466,50 @@ def _parse_header_rest(frame: bytearray, api_key: ApiKey, api_version: int, corr
                        flexible: bool) -> tuple[RequestHeader, int]:
     """Read the client id (and v2 tagged fields) after the fixed 8 header bytes."""
     n = len(frame)
-    ids = {"api_key": int(api_key), "api_version": api_version, "correlation_id": correlation_id}
     if n < 10:
-        raise MalformedHeader(
-            f"Error parsing request header for {api_key.message_name} v{api_version}: no client id", **ids)
+        raise _bad_header(api_key, api_version, correlation_id, None, "no client id")
     # The client id keeps the 2-byte length even in v2 headers, so that any broker can read the
     # header of an ApiVersions request newer than it knows.
-    (length,) = struct.unpack_from(">h", frame, 8)
+    (length,) = _I16.unpack_from(frame, 8)
     pos = 10
     client_id: str | None = None
     if length >= 0:
         if pos + length > n:
-            raise MalformedHeader(
-                f"Error parsing request header for {api_key.message_name} v{api_version}: client id runs "
-                f"past the frame", **ids)
+            raise _bad_header(api_key, api_version, correlation_id, None,
+                              "client id runs past the frame")
         # Java decodes invalid UTF-8 with replacement characters rather than failing; so do we.
-        client_id = bytes(frame[pos:pos + length]).decode("utf-8", "replace")
+        client_id = frame[pos:pos + length].decode("utf-8", "replace")
         pos += length
     tagged: dict[int, bytes] | None = None
     if flexible:
-        try:
-            count, pos = _read_uvarint(frame, pos)
-            for _ in range(count):
-                tag, pos = _read_uvarint(frame, pos)
-                size, pos = _read_uvarint(frame, pos)
-                if pos + size > n:
-                    raise ValueError("tagged field runs past the frame")
-                if tagged is None:
-                    tagged = {}
-                tagged[tag] = bytes(frame[pos:pos + size])
-                pos += size
-        except ValueError as exc:
-            raise MalformedHeader(
-                f"Error parsing request header for {api_key.message_name} v{api_version}, client_id "
-                f"{client_id!r}: {exc}", client_id=client_id, **ids) from None
+        if pos < n and frame[pos] == 0:
+            pos += 1  # no tagged fields: the usual case
+        else:
+            try:
+                count, pos = _read_uvarint(frame, pos)
+                for _ in range(count):
+                    tag, pos = _read_uvarint(frame, pos)
+                    size, pos = _read_uvarint(frame, pos)
+                    if pos + size > n:
+                        raise ValueError("tagged field runs past the frame")
+                    if tagged is None:
+                        tagged = {}
+                    tagged[tag] = bytes(frame[pos:pos + size])
+                    pos += size
+            except ValueError as exc:
+                raise _bad_header(api_key, api_version, correlation_id, client_id,
+                                  str(exc)) from None
     header = RequestHeader(int(api_key), api_version, correlation_id, client_id,
                            2 if flexible else 1, tagged)
     return header, pos
+
+
+def _bad_header(api_key: ApiKey, api_version: int, correlation_id: int, client_id: str | None,
+                detail: str) -> MalformedHeader:
+    return MalformedHeader(
+        f"Error parsing request header for {api_key.message_name} v{api_version}, client_id "
+        f"{client_id!r}: {detail}", api_key=int(api_key), api_version=api_version,
+        correlation_id=correlation_id, client_id=client_id)
 
 
 # ---------------------------------------------------------------------------------------------
