@@ -12,9 +12,10 @@ The dispatcher is anything with ``async def handle(request, conn) -> Reply | bod
 * a bare response message object (shorthand for ``Reply(body=...)``);
 * None: nothing is sent (acks=0 produce).
 
-A handler that raises is logged with its traceback and answered with the request's
-UNKNOWN_SERVER_ERROR response where the schema can express one; otherwise that connection alone is
-closed. Protocol violations by the peer close the connection after one log line, as in Kafka.
+A handler that raises ``KafkaError(code)`` gets the request's error response with that code; any
+other exception is logged with its traceback and answered with UNKNOWN_SERVER_ERROR. When the
+response schema can't carry an error (see ``protocol.error_response``), or the request was an acks=0
+produce, that connection alone is closed instead. Protocol violations by the peer close the connection after one log line, as in Kafka.
 Shutdown is cancellation of :func:`serve`.
 """
 
@@ -39,6 +40,7 @@ from kafkapy.protocol import (
     ApiVersionsTable,
     ErrorCode,
     FileRegion,
+    KafkaError,
     LocalProtocolError,
     RemoteProtocolError,
     Request,
@@ -230,16 +232,21 @@ async def _handle(dispatcher: Dispatcher, request: Request, info: ConnectionInfo
         log.error("Closing connection %s: %s took longer than %.0f s", info.connection_id,
                   request.describe(), handler_timeout)
         raise _Close() from None
+    except KafkaError as exc:
+        # An expected, request-level failure: answered with its own code, as Kafka's
+        # getErrorResponse(Errors.forException(e)) does.
+        log.info("%s on connection %s failed: %r", request.describe(), info.connection_id, exc)
+        return _failure_reply(request, info, exc.code, exc.message)
     except Exception:
         log.exception("Error handling %s on connection %s", request.describe(), info.connection_id)
-        return _failure_reply(request, info)
+        return _failure_reply(request, info, ErrorCode.UNKNOWN_SERVER_ERROR, None)
 
 
-def _failure_reply(request: Request, info: ConnectionInfo) -> Reply:
+def _failure_reply(request: Request, info: ConnectionInfo, code: int, message: str | None) -> Reply:
     if not request.expects_response:
         # Kafka closes the connection when an acks=0 produce fails: the only signal it can give.
         raise _Close()
-    body = error_response(request, ErrorCode.UNKNOWN_SERVER_ERROR)
+    body = error_response(request, code, message)
     if body is None:
         log.error("Closing connection %s: no error response expressible for %s",
                   info.connection_id, request.describe())
@@ -353,6 +360,9 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
                 handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
                 backlog: int | None = None) -> None:
     """Listen on ``host:port`` and serve Kafka connections until cancelled.
+
+    ``host=None`` listens on every interface (IPv4 and IPv6 where available); with ``port=0`` give a
+    host, since each address family would get its own ephemeral port and only the first is reported.
 
     ``supported`` defaults to ``dispatcher.versions`` (or ``dispatcher.supported``). Reports the
     bound port through ``task_status`` (``port = await nursery.start(serve, d, "127.0.0.1", 0)``).

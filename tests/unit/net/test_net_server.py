@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from kafkapy.net import ConnectionInfo, KafkaClient, KafkaClientError, Reply, serve, serve_stream
-from kafkapy.protocol import ApiKey, ApiVersionsTable, ErrorCode, FileRegion, encode_response_parts
+from kafkapy.protocol import ApiKey, ApiVersionsTable, ErrorCode, FileRegion, KafkaError, encode_response_parts
 from kafkapy.protocol import messages as m
 
 TEST_DEADLINE = 10.0
@@ -79,6 +79,8 @@ class FakeDispatcher:
             names = [t.name for t in body.topic_data]
             if "boom" in names:
                 raise RuntimeError("handler bug")
+            if "fenced" in names:
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "moved")
             if body.acks == 0:
                 self.acks0.extend(names)
                 return None
@@ -233,6 +235,9 @@ async def test_handler_exception_answers_unknown_server_error(caplog: Any) -> No
             assert part.error_code == ErrorCode.UNKNOWN_SERVER_ERROR and part.base_offset == -1
             # same connection keeps working
             assert (await client.send(produce("fine"))).responses[0].partition_responses[0].base_offset == 5
+            # a KafkaError escaping the handler is answered with its own code and message
+            part = (await client.send(produce("fenced"))).responses[0].partition_responses[0]
+            assert (part.error_code, part.error_message) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, "moved")
         nursery.cancel_scope.cancel()
     assert "handler bug" in caplog.text and "Produce v11" in caplog.text
 
