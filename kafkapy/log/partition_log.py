@@ -33,6 +33,7 @@ from kafkapy.log.segment import AppendBatch, BatchRef, CorruptSegmentError, Fetc
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 from kafkapy.records import reader
+from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
 
 __all__ = ["FetchSlice", "LogAppendResult", "PartitionLog"]
 
@@ -209,7 +210,9 @@ class PartitionLog:
         self.last_flush_ms = now_ms
 
     def _on_recovered_batch(self, h: fmt.BatchHeader, position: int) -> None:
-        if h.partition_leader_epoch >= 0:
+        # As Kafka's recovery: only epochs newer than the cache's latest are added; older ones
+        # are already recorded (and re-assigning them would drop the newer entries).
+        if h.partition_leader_epoch > self.leader_epoch_cache.latest_epoch:
             self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
 
     def _new_segment(self, base: int, now_ms: int) -> LogSegment:
@@ -285,13 +288,17 @@ class PartitionLog:
         writes (transaction markers, coordinator records): control batches allowed, no
         sequence checks.
         """
-        from kafkapy.records.validate import validate_and_assign  # lands beside this module
-
         self._check_open()
-        info = validate_and_assign(
-            buf, next_offset=self.log_end_offset, now_ms=now_ms,
-            partition_leader_epoch=leader_epoch, max_batch_bytes=self.config.max_message_bytes,
-            log_append_time=self.config.log_append_time)
+        if from_client:
+            info = validate_and_assign(
+                buf, next_offset=self.log_end_offset, now_ms=now_ms,
+                partition_leader_epoch=leader_epoch,
+                max_batch_bytes=self.config.max_message_bytes,
+                log_append_time=self.config.log_append_time)
+        else:
+            info = _assign_trusted(buf, next_offset=self.log_end_offset, now_ms=now_ms,
+                                   partition_leader_epoch=leader_epoch,
+                                   log_append_time=self.config.log_append_time)
         if len(buf) > self.config.segment_bytes:
             raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
                              f"Message batch size is {len(buf)} bytes which exceeds the maximum "
@@ -624,6 +631,47 @@ class PartitionLog:
     def __repr__(self) -> str:
         return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, "
                 f"end={self.log_end_offset}, segments={len(self._segments)})")
+
+
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_U32 = struct.Struct(">I")
+
+
+def _assign_trusted(buf: bytearray, *, next_offset: int, now_ms: int,
+                    partition_leader_epoch: int, log_append_time: bool) -> AppendInfo:
+    """Offset assignment for batches the broker built itself (coordinators, txn markers).
+
+    No client validation (control batches are allowed), but the framing must hold. Base offset
+    and leader epoch sit outside the CRC; a LogAppendTime rewrite recomputes it.
+    """
+    view = memoryview(buf).cast("B")
+    batches: list[BatchInfo] = []
+    pos = 0
+    offset = next_offset
+    max_ts, off_of_max, count = fmt.NO_TIMESTAMP, -1, 0
+    for h, _ in reader.iter_batches(view):
+        _I64.pack_into(view, pos + fmt.BASE_OFFSET, offset)
+        _I32.pack_into(view, pos + fmt.PARTITION_LEADER_EPOCH, partition_leader_epoch)
+        batch_max = h.max_timestamp
+        if log_append_time:
+            _I16.pack_into(view, pos + fmt.ATTRIBUTES, h.attributes | fmt.TIMESTAMP_TYPE_MASK)
+            _I64.pack_into(view, pos + fmt.MAX_TIMESTAMP, now_ms)
+            _U32.pack_into(view, pos + fmt.CRC, fmt.compute_crc(view, pos, h.size))
+            batch_max = now_ms
+        last = offset + h.last_offset_delta
+        if batch_max > max_ts:
+            max_ts, off_of_max = batch_max, last
+        batches.append(BatchInfo(pos, h.size, offset, last, batch_max, h.producer_id,
+                                 h.producer_epoch, h.base_sequence, h.record_count,
+                                 h.is_transactional, h.is_control))
+        count += h.record_count
+        offset = last + 1
+        pos += h.size
+    if not batches or pos != len(view):
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "incomplete record batch in broker append")
+    return AppendInfo(next_offset, offset - 1, max_ts, off_of_max, count, batches)
 
 
 def _coordinator_epoch_of(batch: memoryview) -> int:

@@ -180,3 +180,26 @@ def test_truncation_rebuilds_producer_state(open_log):
     log.truncate_to(2)
     assert log.producer_state.last_entry(PID).last_seq == 1
     assert produce(log, 1, 2).first_offset == 2
+
+
+def test_transaction_marker_from_broker_closes_transaction(open_log):
+    import struct as _s
+
+    from kafkapy.records.builder import Record, build_batch
+    log = open_log()
+    txn = build_batch([Record(None, b"x", timestamp=1)] * 2, producer_id=PID, producer_epoch=0,
+                      base_sequence=0, transactional=True)
+    log.append_as_leader(bytearray(txn), now_ms=0, leader_epoch=0)
+    assert log.producer_state.last_entry(PID).current_txn_first_offset == 0
+    marker = build_batch([Record(_s.pack(">hh", 0, 1), _s.pack(">hi", 0, 17), timestamp=2)],
+                         producer_id=PID, producer_epoch=0, transactional=True, control=True)
+    with pytest.raises(KafkaError):
+        log.append_as_leader(bytearray(marker), now_ms=0, leader_epoch=0)  # not from clients
+    r = log.append_as_leader(bytearray(marker), now_ms=0, leader_epoch=0, from_client=False)
+    assert r.first_offset == 2
+    e = log.producer_state.last_entry(PID)
+    assert e.current_txn_first_offset == -1 and e.coordinator_epoch == 17
+    log.close()
+    again = open_log()
+    e = again.producer_state.last_entry(PID)
+    assert e.coordinator_epoch == 17 and e.last_seq == 1
