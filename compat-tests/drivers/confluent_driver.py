@@ -270,28 +270,32 @@ def op_produce_stream(job: dict) -> dict:
 
 
 def op_dump(job: dict) -> dict:
-    """Read a partition from `offset` to the high watermark; write "<offset> <key>" lines to `out_file`."""
+    """Read a partition from the log start to the end that Fetch reports (partition EOF); write
+    "<offset> <key>" lines to `out_file`."""
     consumer = _consumer(job)
     try:
         topic, partition = job["topic"], job.get("partition", 0)
         tp = TopicPartition(topic, partition)
-        low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
-        consumer.assign([TopicPartition(topic, partition, job.get("offset", low))])
+        low, listed_high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+        start = job.get("offset", low)
+        consumer.assign([TopicPartition(topic, partition, start)])
         deadline = Deadline(job.get("timeout_s", 60))
         n = 0
-        next_offset = job.get("offset", low)
+        eof = False
         with open(job["out_file"], "w") as out:
-            while next_offset < high and not deadline.expired():
+            while not eof and not deadline.expired():
                 for msg in consumer.consume(1000, min(0.5, deadline.remaining())):
                     if msg.error():
                         if msg.error().code() == KafkaError._PARTITION_EOF:
+                            eof = True
                             continue
                         raise KafkaException(msg.error())
                     key = msg.key()
                     out.write(f"{msg.offset()} {key.decode() if key is not None else '-'}\n")
                     n += 1
-                    next_offset = msg.offset() + 1
-        return {"low": low, "high": high, "read": n, "timed_out": next_offset < high}
+        _, fetch_high = consumer.get_watermark_offsets(tp, cached=True)
+        return {"low": low, "high": fetch_high, "listed_high": listed_high, "read": n,
+                "timed_out": not eof}
     finally:
         consumer.close()
 
