@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from kafkapy import config as kconfig
 from kafkapy.controller.placement import RandomSource, StripedReplicaPlacer, UsableBroker
 from kafkapy.controller.types import (
-    AlterConfigOp,
     AlterConfigsResource,
     AlterConfigsResult,
     BrokerHeartbeatReply,
@@ -51,7 +50,6 @@ from kafkapy.metadata.image import (
     RESOURCE_TOPIC,
     MetadataImage,
     PartitionRegistration,
-    TopicImage,
 )
 from kafkapy.metadata.records import (
     ZERO_UUID,
@@ -61,7 +59,6 @@ from kafkapy.metadata.records import (
     FeatureLevelRecord,
     MetadataRecord,
     PartitionChangeRecord,
-    PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,

@@ -1,9 +1,9 @@
 """KRaft metadata records: typed classes and Kafka's frame format.
 
-Each record type is a frozen dataclass whose fields carry the snake_case names kafka-python gives
-the JSON schema fields in ``kafkapy/metadata/schemas/``. The body codec is kafka-python's
-``StructField`` over our schema files (every metadata record is flexible from version 0: compact
-strings and arrays, tagged fields). The frame around a body is Kafka's
+Each record type is a frozen dataclass whose fields carry the snake_case names of the JSON schema fields in
+``kafkapy/metadata/schemas/`` (``LeaderEpoch`` -> ``leader_epoch``). Bodies go through
+``kafkapy.metadata.codec`` over those schema files (every metadata record is flexible from version
+0: compact strings and arrays, tagged fields). The frame around a body is Kafka's
 ``AbstractApiMessageSerde`` layout::
 
     frame version  unsigned varint  (always 1)
@@ -18,47 +18,16 @@ Unknown tagged fields are dropped on decode (we never write them ourselves).
 from __future__ import annotations
 
 import dataclasses
-import io
-import struct as _struct_mod
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, TypeVar
 
-from kafka.protocol.schemas import StructField, load_json
-
 from kafkapy.metadata import schemas as _schemas_pkg
+from kafkapy.metadata.codec import MessageSchema, SchemaError, load_schema, read_uvarint, write_uvarint
 
 FRAME_VERSION = 1
 
 ZERO_UUID = uuid.UUID(int=0)
-
-
-# --------------------------------------------------------------------------------------------
-# Unsigned varints of the frame header (the body's varints are kafka-python's business).
-
-def _write_uvarint(out: bytearray, value: int) -> None:
-    if value < 0:
-        raise ValueError(f"unsigned varint cannot hold {value}")
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("truncated unsigned varint in metadata record frame")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("unsigned varint in metadata record frame is longer than 5 bytes")
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,7 +52,7 @@ class MetadataRecord:
 R = TypeVar("R", bound=type)
 
 _BY_KEY: dict[int, type[MetadataRecord]] = {}
-_STRUCTS: dict[int, StructField | None] = {}
+_SCHEMAS: dict[int, MessageSchema] = {}
 
 
 def _register(api_key: int, max_version: int) -> Any:
@@ -287,15 +256,16 @@ class NoOpRecord(MetadataRecord):
 ALL_RECORD_TYPES: tuple[type[MetadataRecord], ...] = tuple(_BY_KEY[k] for k in sorted(_BY_KEY))
 
 
-def _struct_for(cls: type[MetadataRecord]) -> StructField | None:
-    """The kafka-python codec of a record type's body (None for bodies with no fields)."""
+def _schema_for(cls: type[MetadataRecord]) -> MessageSchema:
+    """The schema of a record type's body, loaded once."""
     key = cls.API_KEY
-    if key not in _STRUCTS:
-        schema = load_json(cls.SCHEMA, package=_schemas_pkg.__name__)
-        # kafka-python cannot build a struct with no fields; NoOpRecord's body is only the
-        # (empty) tagged-field section.
-        _STRUCTS[key] = StructField(schema) if schema.get("fields") else None
-    return _STRUCTS[key]
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        schema = load_schema(cls.SCHEMA, _schemas_pkg.__name__)
+        if schema.api_key != key or schema.valid_versions[1] != cls.MAX_VERSION:
+            raise RuntimeError(f"schema {cls.SCHEMA} does not match its record class")
+        _SCHEMAS[key] = schema
+    return schema
 
 
 # --------------------------------------------------------------------------------------------
@@ -308,94 +278,42 @@ def encode_record(rec: MetadataRecord) -> bytes:
     if not 0 <= version <= cls.MAX_VERSION:
         raise ValueError(f"{cls.__name__} has no version {version}")
     out = bytearray()
-    _write_uvarint(out, FRAME_VERSION)
-    _write_uvarint(out, cls.API_KEY)
-    _write_uvarint(out, version)
-    struct = _struct_for(cls)
-    if struct is None:
-        out.append(0)  # no tagged fields
-        return bytes(out)
-    # Build the value dict in schema order: kafka-python writes tagged fields in the order it
-    # meets them, and Kafka expects them in ascending tag order (our schemas list them so).
-    # Tuples become lists: kafka-python omits a tagged field equal to its default, and an
-    # array's default is [] (a tuple never compares equal to it).
-    values = {}
-    for f in struct._fields:
-        v = getattr(rec, f.name)
-        values[f.name] = list(v) if isinstance(v, tuple) else v
-    out += struct.encode(values, version=version, compact=True, tagged=True)
+    write_uvarint(out, FRAME_VERSION)
+    write_uvarint(out, cls.API_KEY)
+    write_uvarint(out, version)
+    _schema_for(cls).struct.encode(rec, version, out)
     return bytes(out)
-
-
-def _to_tuple(v: Any) -> Any:
-    return tuple(v) if isinstance(v, list) else v
 
 
 def decode_record(data: bytes | bytearray | memoryview) -> MetadataRecord:
     """Decode one framed metadata record. Raises ValueError on a malformed frame."""
     buf = bytes(data)
-    frame_version, pos = _read_uvarint(buf, 0)
+    frame_version, pos = read_uvarint(buf, 0)
     if frame_version != FRAME_VERSION:
         raise ValueError(f"unsupported metadata record frame version {frame_version}")
-    api_key, pos = _read_uvarint(buf, pos)
-    version, pos = _read_uvarint(buf, pos)
+    api_key, pos = read_uvarint(buf, pos)
+    version, pos = read_uvarint(buf, pos)
     cls = _BY_KEY.get(api_key)
     if cls is None:
         raise ValueError(f"unknown metadata record type {api_key}")
     if version > cls.MAX_VERSION:
         raise ValueError(f"{cls.__name__} version {version} is newer than we know ({cls.MAX_VERSION})")
-    struct = _struct_for(cls)
-    stream = io.BytesIO(buf)
-    stream.seek(pos)
-    kwargs: dict[str, Any] = {"version": version}
     try:
-        if struct is None:
-            _skip_tagged_fields(stream)
-        else:
-            decoded = struct.decode(stream, version=version, compact=True, tagged=True)
-            names = {f.name for f in dataclasses.fields(cls)}
-            uuid_fields = {f.name for f in struct._fields if f.type_str in ("uuid", "[]uuid")}
-            for name, value in decoded.items():
-                if name not in names:
-                    continue  # unknown tagged field ("_<tag>")
-                if name in uuid_fields:
-                    # kafka-python reads the all-zero UUID as None; Kafka calls it ZERO_UUID.
-                    if isinstance(value, list):
-                        value = [ZERO_UUID if v is None else v for v in value]
-                    elif value is None:
-                        value = ZERO_UUID
-                nested = cls._NESTED.get(name)
-                if nested is not None and value is not None:
-                    value = tuple(nested(**_plain(v)) for v in value)
-                kwargs[name] = _to_tuple(value)
-    except (IndexError, AssertionError, EOFError, UnicodeDecodeError, TypeError, OverflowError,
-            MemoryError, _struct_mod.error) as e:
-        raise ValueError(f"malformed {cls.__name__} v{version}: {e!r}") from e
-    if stream.tell() != len(buf):
-        raise ValueError(
-            f"{len(buf) - stream.tell()} trailing byte(s) after {cls.__name__} v{version}")
-    try:
-        return cls(**kwargs)
-    except TypeError as e:
+        values, pos = _schema_for(cls).decode(buf, pos, version)
+    except SchemaError as e:
         raise ValueError(f"malformed {cls.__name__} v{version}: {e}") from e
-
-
-def _plain(v: Any) -> dict[str, Any]:
-    """A nested struct as decoded by kafka-python (a dict, maybe with unknown tags) as kwargs."""
-    d = v if isinstance(v, dict) else v.to_dict(json=False)
-    return {k: val for k, val in d.items() if not k.startswith("_")}
-
-
-def _skip_tagged_fields(stream: io.BytesIO) -> None:
-    raw = stream.getvalue()
-    count, pos = _read_uvarint(raw, stream.tell())
-    for _ in range(count):
-        _tag, pos = _read_uvarint(raw, pos)
-        size, pos = _read_uvarint(raw, pos)
-        pos += size
-    if pos > len(raw):
-        raise ValueError("truncated tagged fields")
-    stream.seek(pos)
+    if pos != len(buf):
+        raise ValueError(f"{len(buf) - pos} trailing byte(s) after {cls.__name__} v{version}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {"version": version}
+    for name, value in values.items():
+        if name not in names:
+            continue  # a field of another version of the schema that our class does not carry
+        nested = cls._NESTED.get(name)
+        if nested is not None and value is not None:
+            value = tuple(nested(**v) for v in value)
+        kwargs[name] = value
+    return cls(**kwargs)
 
 
 def record_type(api_key: int) -> type[MetadataRecord]:
