@@ -775,7 +775,119 @@ def _api_versions_error(cls: Any, req: Any, version: int, code: int, message: st
     return cls(version=version, error_code=code, api_keys=[], throttle_time_ms=0)
 
 
+def _offset_commit_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    T = cls.OffsetCommitResponseTopic
+    P = T.OffsetCommitResponsePartition
+    topics = [T(name=t.name, topic_id=t.topic_id,
+                partitions=[P(partition_index=p.partition_index, error_code=code) for p in t.partitions or []])
+              for t in req.topics or []]
+    return cls(version=version, throttle_time_ms=0, topics=topics)
+
+
+def _offset_fetch_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    # Kafka: before v8 the top-level error_code (v2+) carries it; v8+ has one error per group.
+    if version < 8:
+        if version < 2:
+            T = cls.OffsetFetchResponseTopic
+            P = T.OffsetFetchResponsePartition
+            topics = [T(name=t.name, partitions=[
+                P(partition_index=i, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                  error_code=code) for i in t.partition_indexes or []]) for t in req.topics or []]
+            return cls(version=version, throttle_time_ms=0, topics=topics)
+        return cls(version=version, throttle_time_ms=0, topics=[], error_code=code)
+    G = cls.OffsetFetchResponseGroup
+    groups = [G(group_id=g.group_id, topics=[], error_code=code) for g in req.groups or []]
+    return cls(version=version, throttle_time_ms=0, groups=groups)
+
+
+def _describe_groups_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    G = cls.DescribedGroup
+    groups = [G(error_code=code, error_message=message, group_id=g, group_state="", protocol_type="",
+                protocol_data="", members=[], authorized_operations=None)
+              for g in req.groups or []]
+    return cls(version=version, throttle_time_ms=0, groups=groups)
+
+
+def _delete_records_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    T = cls.DeleteRecordsTopicResult
+    P = T.DeleteRecordsPartitionResult
+    topics = [T(name=t.name, partitions=[P(partition_index=p.partition_index, low_watermark=-1,
+                                           error_code=code) for p in t.partitions or []])
+              for t in req.topics or []]
+    return cls(version=version, throttle_time_ms=0, topics=topics)
+
+
+def _offset_for_leader_epoch_error(cls: Any, req: Any, version: int, code: int,
+                                   message: str | None) -> Any:
+    T = cls.OffsetForLeaderTopicResult
+    P = T.EpochEndOffset
+    topics = [T(topic=t.topic, partitions=[P(error_code=code, partition=p.partition, leader_epoch=-1,
+                                             end_offset=-1) for p in t.partitions or []])
+              for t in req.topics or []]
+    return cls(version=version, throttle_time_ms=0, topics=topics)
+
+
+def _txn_offset_commit_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    T = cls.TxnOffsetCommitResponseTopic
+    P = T.TxnOffsetCommitResponsePartition
+    topics = [T(name=t.name, partitions=[P(partition_index=p.partition_index, error_code=code)
+                                         for p in t.partitions or []])
+              for t in req.topics or []]
+    return cls(version=version, throttle_time_ms=0, topics=topics)
+
+
+def _add_partitions_to_txn_error(cls: Any, req: Any, version: int, code: int,
+                                 message: str | None) -> Any:
+    if version >= 4:
+        return cls(version=version, throttle_time_ms=0, error_code=code, results_by_transaction=[])
+    T = cls.AddPartitionsToTxnTopicResult
+    P = T.AddPartitionsToTxnPartitionResult
+    topics = [T(name=t.name, results_by_partition=[P(partition_index=i, partition_error_code=code)
+                                                   for i in t.partitions or []])
+              for t in req.v3_and_below_topics or []]
+    return cls(version=version, throttle_time_ms=0, results_by_topic_v3_and_below=topics)
+
+
+def _create_partitions_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    R = cls.CreatePartitionsTopicResult
+    results = [R(name=t.name, error_code=code, error_message=message) for t in req.topics or []]
+    return cls(version=version, throttle_time_ms=0, results=results)
+
+
+def _delete_groups_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    R = cls.DeletableGroupResult
+    results = [R(group_id=g, error_code=code) for g in req.groups_names or []]
+    return cls(version=version, throttle_time_ms=0, results=results)
+
+
+def _alter_configs_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    R = cls.AlterConfigsResourceResponse
+    results = [R(error_code=code, error_message=message, resource_type=r.resource_type,
+                 resource_name=r.resource_name) for r in req.resources or []]
+    return cls(version=version, throttle_time_ms=0, responses=results)
+
+
+def _describe_topic_partitions_error(cls: Any, req: Any, version: int, code: int,
+                                     message: str | None) -> Any:
+    T = cls.DescribeTopicPartitionsResponseTopic
+    topics = [T(error_code=code, name=t.name, topic_id=None, is_internal=False, partitions=[],
+                topic_authorized_operations=-2147483648) for t in req.topics or []]
+    return cls(version=version, throttle_time_ms=0, topics=topics, next_cursor=None)
+
+
 _ERROR_BUILDERS: dict[int, Callable[[Any, Any, int, int, str | None], Any]] = {
+    ApiKey.OFFSET_COMMIT: _offset_commit_error,
+    ApiKey.OFFSET_FETCH: _offset_fetch_error,
+    ApiKey.DESCRIBE_GROUPS: _describe_groups_error,
+    ApiKey.DELETE_RECORDS: _delete_records_error,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch_error,
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit_error,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn_error,
+    ApiKey.CREATE_PARTITIONS: _create_partitions_error,
+    ApiKey.DELETE_GROUPS: _delete_groups_error,
+    ApiKey.ALTER_CONFIGS: _alter_configs_error,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs_error,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions_error,
     ApiKey.Produce: _produce_error,
     ApiKey.Fetch: _fetch_error,
     ApiKey.Metadata: _metadata_error,

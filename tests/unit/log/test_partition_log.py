@@ -289,3 +289,12 @@ def test_flush_messages_triggers_flush(open_log):
     log.append_as_leader(make_batch(2), now_ms=0, leader_epoch=0)
     assert log.recovery_point == 4
     assert not log.maybe_flush(10)
+
+
+def test_many_batches_in_one_request_cannot_overflow_the_index(open_log):
+    log = open_log(segment_index_bytes=8 * 2, index_interval_bytes=0)
+    buf = bytearray(b"".join(bytes(make_batch(1)) for _ in range(10)))
+    r = log.append_as_leader(buf, now_ms=0, leader_epoch=0)
+    assert (r.first_offset, r.last_offset) == (0, 9)
+    assert log.active.offset_index.entries == 2
+    assert [h.base_offset for h in batches_of(log.read(7, 1 << 20).read_bytes())][0] == 7

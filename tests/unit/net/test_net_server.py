@@ -40,7 +40,7 @@ class FakeDispatcher:
     def __init__(self, region_file: Any = None) -> None:
         self.versions = ApiVersionsTable([
             (ApiKey.API_VERSIONS, 0, 4), (ApiKey.METADATA, 0, 12), (ApiKey.PRODUCE, 3, 11),
-            (ApiKey.FETCH, 4, 16), (ApiKey.OFFSET_COMMIT, 2, 9), (ApiKey.FIND_COORDINATOR, 0, 6),
+            (ApiKey.FETCH, 4, 16), (ApiKey.CREATE_ACLS, 1, 3), (ApiKey.FIND_COORDINATOR, 0, 6),
         ])
         self.region_file = region_file
         self.region: tuple[int, int] = (0, 0)
@@ -97,8 +97,8 @@ class FakeDispatcher:
                                 records=FileRegion(self.region_file.fileno(), offset, count)),
                 T.PartitionData(partition_index=1, error_code=0, high_watermark=9, records=b"inline")])])
             return Reply(parts=encode_response_parts(request, resp), on_done=self._on_done)
-        if request.api_key == ApiKey.OFFSET_COMMIT:
-            raise RuntimeError("no error expressible in an OffsetCommit response")
+        if request.api_key == ApiKey.CREATE_ACLS:
+            raise RuntimeError("no error expressible in a CreateAcls response")
         if request.api_key == ApiKey.FIND_COORDINATOR:
             await trio.sleep_forever()
         raise AssertionError(request)
@@ -250,7 +250,7 @@ async def test_inexpressible_handler_failure_closes_only_that_connection() -> No
         bystander = await KafkaClient.connect("127.0.0.1", port)
         victim = await KafkaClient.connect("127.0.0.1", port)
         with pytest.raises(KafkaClientError):
-            await victim.send(m.OffsetCommitRequest(group_id="g", topics=[]))
+            await victim.send(m.CreateAclsRequest(creations=[]))
         assert (await bystander.send(metadata("alive"))).topics[0].name == "alive"
         await victim.aclose()
         await bystander.aclose()

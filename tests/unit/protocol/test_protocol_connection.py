@@ -407,9 +407,26 @@ def test_error_response_shapes_of_the_listed_apis() -> None:
 
 
 def test_error_response_is_none_when_not_expressible() -> None:
-    O = m.OffsetCommitRequest
-    req = _request(O(group_id="g", topics=[]), 8)
+    req = _request(m.CreateAclsRequest(creations=[]), 3)
     assert error_response(req, -1) is None
+
+
+def test_error_response_group_apis() -> None:
+    O = m.OffsetCommitRequest
+    T = O.OffsetCommitRequestTopic
+    req = _request(O(group_id="g", generation_id_or_member_epoch=1, member_id="m", topics=[
+        T(name="t", partitions=[T.OffsetCommitRequestPartition(partition_index=2, committed_offset=5)])]), 8)
+    resp = _roundtrip(req, error_response(req, 25))
+    assert [(t.name, p.partition_index, p.error_code) for t in resp.topics for p in t.partitions] == [("t", 2, 25)]
+
+    F = m.OffsetFetchRequest
+    req = _request(F(group_id="g", topics=None, require_stable=False), 7)
+    assert _roundtrip(req, error_response(req, 14)).error_code == 14
+    req = _request(F(groups=[F.OffsetFetchRequestGroup(group_id="g1", topics=None)], require_stable=False), 9)
+    assert [(g.group_id, g.error_code) for g in _roundtrip(req, error_response(req, 14)).groups] == [("g1", 14)]
+
+    req = _request(m.DescribeGroupsRequest(groups=["a", "b"]), 5)
+    assert [(g.group_id, g.error_code) for g in _roundtrip(req, error_response(req, 16)).groups] == [("a", 16), ("b", 16)]
 
 
 # -- file regions -------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ for _r in TABLE:
         _body.with_header(correlation_id=11, client_id="fuzz")
         VALID_FRAMES.append(_body.encode(version=_v, header=True, framed=True))
 
-FUZZ = settings(max_examples=300, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -1,0 +1,46 @@
+"""The cores stay sans-I/O: no Trio, sockets or wall clock in protocol, records, raft, metadata, controller.
+
+That is what lets their tests run deterministically; the clock and I/O arrive as arguments from
+the node. Only protocol/ may import kafka-python: everything else goes through its facade.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "kafkapy"
+SANS_IO = ["protocol", "records", "raft", "metadata", "controller"]
+FORBIDDEN_IN_CORES = {"trio", "socket", "time", "asyncio", "selectors"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("package", SANS_IO)
+def test_cores_import_no_io_or_clock(package):
+    offenders = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        bad = _imports(path) & FORBIDDEN_IN_CORES
+        if bad:
+            offenders[str(path.relative_to(ROOT))] = sorted(bad)
+    assert offenders == {}
+
+
+def test_only_protocol_imports_kafka_python():
+    offenders = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in ("protocol", "records") or rel.parts[0] == "testing":
+            continue  # records/compression wraps kafka.codec, the design card's codec library
+        if "kafka" in _imports(path):
+            offenders.append(str(rel))
+    assert offenders == []
