@@ -207,15 +207,23 @@ class LogSegment:
                 self.max_timestamp_so_far = b.max_timestamp
                 self.offset_of_max_timestamp_so_far = b.last_offset
             if self.bytes_since_last_index_entry > interval:
-                self.offset_index.append(b.last_offset, physical + b.position)
-                self.time_index.maybe_append(self.max_timestamp_so_far,
-                                             self.offset_of_max_timestamp_so_far)
-                self.bytes_since_last_index_entry = 0
+                self._add_index_entries(b.last_offset, physical + b.position)
             self.bytes_since_last_index_entry += b.size
         if physical == 0:
             self._rolling_ts = batches[0].max_timestamp
         self.size = physical + len(buf)
         self._next_offset = last_offset + 1
+
+    def _add_index_entries(self, last_offset: int, position: int) -> None:
+        # A full index only makes lookups scan further; the roll check keeps this rare (one
+        # request with many batches, or a smaller index.interval.bytes at recovery), and the
+        # bytes are already written, so never fail here.
+        if not self.offset_index.is_full():
+            self.offset_index.append(last_offset, position)
+        if not self.time_index.is_full():
+            self.time_index.maybe_append(self.max_timestamp_so_far,
+                                         self.offset_of_max_timestamp_so_far)
+        self.bytes_since_last_index_entry = 0
 
     # ------------------------------------------------------------------ read
     def read(self, start_offset: int, max_size: int, max_position: int | None = None, *,
@@ -340,10 +348,7 @@ class LogSegment:
                             self.max_timestamp_so_far = h.max_timestamp
                             self.offset_of_max_timestamp_so_far = h.last_offset
                         if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                            self.offset_index.append(h.last_offset, valid)
-                            self.time_index.maybe_append(self.max_timestamp_so_far,
-                                                         self.offset_of_max_timestamp_so_far)
-                            self.bytes_since_last_index_entry = 0
+                            self._add_index_entries(h.last_offset, valid)
                         self.bytes_since_last_index_entry += size
                         if on_batch is not None:
                             on_batch(h, valid)
