@@ -226,12 +226,18 @@ def _as_reply(result: Any) -> Reply | None:
 async def _handle(dispatcher: Dispatcher, request: Request, info: ConnectionInfo,
                   handler_timeout: float) -> Reply | None:
     try:
-        with trio.fail_after(handler_timeout):
-            return _as_reply(await dispatcher.handle(request, info))
-    except trio.TooSlowError:
-        log.error("Closing connection %s: %s took longer than %.0f s", info.connection_id,
-                  request.describe(), handler_timeout)
-        raise _Close() from None
+        result = None
+        with trio.move_on_after(handler_timeout) as scope:
+            result = await dispatcher.handle(request, info)
+        if scope.cancelled_caught:
+            # The client has long given up (request.timeout.ms); its request can't be answered
+            # out of order, so the connection goes.
+            log.error("Closing connection %s: %s took longer than %.0f s", info.connection_id,
+                      request.describe(), handler_timeout)
+            raise _Close()
+        return _as_reply(result)
+    except _Close:
+        raise
     except KafkaError as exc:
         # An expected, request-level failure: answered with its own code, as Kafka's
         # getErrorResponse(Errors.forException(e)) does.
