@@ -63,6 +63,7 @@ from kafkapy.metadata.records import (
     RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
+    UnregisterBrokerRecord,
 )
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
@@ -862,45 +863,37 @@ class QuorumController:
             is_caught_up=caught_up, is_fenced=fenced, should_shut_down=should_shut_down))
 
     def fence_stale_brokers(self, now_ms: int) -> ControllerResult[list[int]]:
-        """Fence unfenced brokers whose session expired (``broker.session.timeout.ms``). The
-        node calls this periodically on the active controller."""
-        records: list[MetadataRecord] = []
-        fenced = []
+        """Fence the unfenced broker whose session expired longest ago (``[]`` if none).
+
+        As Kafka's controller, one broker per call, so the leadership moves of fencing one are
+        committed before the next is chosen (a new leader is never a broker being fenced in the
+        same batch). The node calls this periodically on the active controller.
+        """
+        stale = []
         for reg in self.image.brokers.values():
             if reg.fenced:
                 continue
             # A broker we have not heard from since we became active gets a full session.
             last = self._last_contact_ms.setdefault(reg.id, now_ms)
             if now_ms - last >= self.session_timeout_ms:
-                records.extend(self._fence_records(reg.id, reg.epoch))
-                fenced.append(reg.id)
-        # Several brokers fenced at once: later leadership changes must not pick a broker fenced
-        # in the same batch; recompute with all of them excluded.
-        if len(fenced) > 1:
-            records = [r for r in records if not isinstance(r, PartitionChangeRecord)]
-            records.extend(self._multi_leadership_removal(set(fenced)))
-        return ControllerResult(tuple(records), fenced)
+                stale.append((last, reg.id))
+        if not stale:
+            return ControllerResult((), [])
+        _, broker_id = min(stale)
+        reg = self.image.brokers[broker_id]
+        return ControllerResult(tuple(self._fence_records(broker_id, reg.epoch)), [broker_id])
 
-    def _multi_leadership_removal(self, gone: set[int]) -> list[PartitionChangeRecord]:
-        cluster = self.image.cluster
-        out = []
-        for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
-            for index, p in topic.partitions.items():
-                if not (gone & set(p.isr)) and p.leader not in gone:
-                    continue
-                new_isr = tuple(r for r in p.isr if r not in gone) or p.isr
-                leader = p.leader
-                if leader in gone or leader not in new_isr:
-                    leader = next((r for r in p.replicas
-                                   if r in new_isr and r not in gone and cluster.is_active(r)), NO_LEADER)
-                if new_isr == p.isr and leader == p.leader:
-                    continue
-                out.append(PartitionChangeRecord(
-                    partition_id=index, topic_id=topic.id,
-                    isr=new_isr if new_isr != p.isr else None,
-                    leader=leader if leader != p.leader else PartitionChangeRecord.LEADER_UNCHANGED,
-                    version=PARTITION_CHANGE_RECORD_VERSION))
-        return out
+    def unregister_broker(self, broker_id: int) -> ControllerResult[BrokerRegistrationReply]:
+        """UnregisterBroker: leaderships and ISR memberships go, then the registration."""
+        reg = self.image.brokers.get(broker_id)
+        if reg is None:
+            return ControllerResult((), BrokerRegistrationReply(
+                ErrorCode.BROKER_ID_NOT_REGISTERED,
+                f"Broker ID {broker_id} is not currently registered"))
+        records: list[MetadataRecord] = list(self._leadership_removal(broker_id))
+        records.append(UnregisterBrokerRecord(broker_id, reg.epoch))
+        self._last_contact_ms.pop(broker_id, None)
+        return ControllerResult(tuple(records), BrokerRegistrationReply(broker_epoch=reg.epoch))
 
     # -- producer ids ------------------------------------------------------------------------------
 

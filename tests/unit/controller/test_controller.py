@@ -535,3 +535,26 @@ def test_alter_configs_request_shape_errors(h) -> None:
         AlterConfigsResource(RESOURCE_TOPIC, "t", (AlterConfigOp("retention.ms", OpType.SET, "2"),)),
     ])
     assert [r.error_code for r in result.response] == [E.INVALID_REQUEST] and result.records == ()
+
+
+def test_stale_brokers_fenced_one_at_a_time_and_unregister() -> None:
+    h = make_harness()
+    for b in (1, 2, 3):
+        h.add_broker(b)
+    create(h, NewTopic("t", assignments={0: [1, 2, 3]}))
+    c = h.controller
+    h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(3, c.image.brokers[3].epoch, 10**6), now_ms=5000))
+    first = c.fence_stale_brokers(now_ms=9500)
+    assert first.response == [1]
+    h.commit(first)
+    assert c.image.topics.partition("t", 0).leader == 2
+    second = h.commit(c.fence_stale_brokers(now_ms=9500))
+    assert second == [2]
+    p = c.image.topics.partition("t", 0)
+    assert p.leader == 3 and p.isr == (3,)
+    assert h.commit(c.fence_stale_brokers(now_ms=9500)) == []
+    reply = h.commit(c.unregister_broker(3))
+    assert reply.error_code == 0 and 3 not in c.image.brokers
+    p = c.image.topics.partition("t", 0)
+    assert p.leader == -1 and p.isr == (3,)  # the last ISR member stays
+    assert c.unregister_broker(3).response.error_code == E.BROKER_ID_NOT_REGISTERED
