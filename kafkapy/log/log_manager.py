@@ -182,6 +182,20 @@ class LogManager:
             plog.flush_rolled()
             plog.maybe_flush(now_ms)
 
+    def cleanup_logs(self, now_ms: int) -> int:
+        """Retention pass over every log (Kafka's log retention check); segments deleted."""
+        total = 0
+        for plog in list(self._logs.values()):
+            total += plog.delete_old_segments(now_ms)
+        if total:
+            self.checkpoint()
+        return total
+
+    def expire_producers(self, now_ms: int) -> None:
+        """Forget producers idle past producer.id.expiration.ms (Kafka's periodic check)."""
+        for plog in self._logs.values():
+            plog.producer_state.remove_expired(now_ms)
+
     def checkpoint(self) -> None:
         """Write both offset checkpoints of every log dir."""
         for d in self.log_dirs:

@@ -553,6 +553,88 @@ class PartitionLog:
         self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
 
+    # ================================================================== log start, retention
+    def increment_log_start_offset(self, new_start: int) -> bool:
+        """Move the log start offset forward (DeleteRecords, retention); True if it moved.
+
+        It may not pass the high watermark (KafkaError(OFFSET_OUT_OF_RANGE)). Segments wholly
+        below it are deleted by the next ``delete_old_segments``.
+        """
+        self._check_open()
+        if new_start > self.high_watermark:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"Cannot increment the log start offset to {new_start} of "
+                             f"partition {self.topic}-{self.partition} since it is larger "
+                             f"than the high watermark {self.high_watermark}")
+        if new_start <= self.log_start_offset:
+            return False
+        self.log_start_offset = new_start
+        self.leader_epoch_cache.truncate_from_start(new_start)
+        self.producer_state.delete_snapshots_before(
+            self._segments[self._segment_for(new_start)].base_offset)
+        return True
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        """Apply retention (Kafka's deleteOldSegments); returns the number of segments deleted.
+
+        In order, from the oldest: segments wholly below the log start offset, then (when
+        cleanup.policy has delete) those whose largest timestamp is older than retention.ms and
+        those that take the log over retention.bytes. Only segments entirely below the high
+        watermark go; if every segment goes, the log rolls first so an empty active one stays.
+        """
+        deleted = self._delete_segments_while(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
+        if not self.config.delete:
+            return deleted
+        if self.config.retention_ms >= 0:
+            deleted += self._delete_segments_while(
+                lambda seg, nxt: now_ms - self._largest_timestamp(seg) > self.config.retention_ms)
+        if self.config.retention_bytes >= 0:
+            excess = [self.size_in_bytes - self.config.retention_bytes]
+
+            def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                if excess[0] - seg.size >= 0:
+                    excess[0] -= seg.size
+                    return True
+                return False
+
+            deleted += self._delete_segments_while(over_size)
+        return deleted
+
+    @staticmethod
+    def _largest_timestamp(seg: LogSegment) -> int:
+        if seg.max_timestamp_so_far >= 0:
+            return seg.max_timestamp_so_far
+        # No timestamps: Kafka falls back to the file's modification time.
+        return int(os.stat(seg.log_path).st_mtime * 1000)
+
+    def _delete_segments_while(self, predicate) -> int:  # type: ignore[no-untyped-def]
+        doomed: list[LogSegment] = []
+        for i, seg in enumerate(self._segments):
+            nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if nxt is None and seg.size == 0:
+                break
+            if self.high_watermark >= upper and predicate(seg, nxt):
+                doomed.append(seg)
+            else:
+                break
+        if not doomed:
+            return 0
+        if len(doomed) == len(self._segments):
+            self.roll(now_ms=self.active.created_ms)
+        for seg in doomed:
+            seg.delete()
+        self._segments = self._segments[len(doomed):]
+        self._bases = [s.base_offset for s in self._segments]
+        first = self._segments[0].base_offset
+        if first > self.log_start_offset:
+            self.log_start_offset = first
+            self.leader_epoch_cache.truncate_from_start(first)
+        self.producer_state.delete_snapshots_before(first)
+        self.recovery_point = max(self.recovery_point, first)
+        return len(doomed)
+
     # ================================================================== durability, lifecycle
     def flush(self, *, now_ms: int | None = None) -> None:
         """fsync every segment that may hold unflushed data; advance the recovery point."""
