@@ -177,7 +177,7 @@ def damaged_st(draw: st.DrawFn) -> bytes:
     return bytes(buf)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=damaged_st(), kwargs=kwargs_st)
 def test_damaged_requests(validators: list[ModuleType], data: bytes, kwargs: dict) -> None:
     all_agree(validators, data, kwargs)

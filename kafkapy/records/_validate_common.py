@@ -1,0 +1,130 @@
+"""What both produce-path validators share: result types and the one table of error messages.
+
+``_pure`` and the Cython ``_fast`` detect the same failures in the same order; they report them
+only through :func:`fail` with an error id from this module, so code and wording cannot drift
+apart between the two implementations.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, NoReturn
+
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+
+class BatchInfo(NamedTuple):
+    """One validated batch of a produce request, as it stands after offset assignment."""
+
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    transactional: bool
+    control: bool
+
+
+class AppendInfo(NamedTuple):
+    """What ``validate_and_assign`` found and assigned for a whole produce request."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    record_count: int
+    batches: list[BatchInfo]
+
+
+# Error ids. Plain ints so the Cython module can pass them without touching Python objects until
+# it actually fails.
+E_NO_BATCHES = 0
+E_TRUNCATED = 1
+E_LEGACY_MAGIC = 2
+E_BAD_MAGIC = 3
+E_LENGTH_SMALL = 4
+E_OVERRUN = 5
+E_BASE_OFFSET = 6
+E_TOO_LARGE = 7
+E_CRC = 8
+E_CODEC = 9
+E_OFFSET_RANGE = 10
+E_COUNT = 11
+E_COUNT_MISMATCH = 12
+E_CONTROL = 13
+E_SEQUENCE = 14
+E_LOG_APPEND_TIME = 15
+E_REC_EOF = 16
+E_REC_SIZE = 17
+E_REC_VARINT = 18
+E_REC_FIELDS = 19
+E_REC_OFFSET = 20
+E_REC_HEADERS = 21
+E_REC_HEADER_KEY = 22
+E_REC_REMAINING = 23
+
+_ERRORS: dict[int, tuple[ErrorCode, str]] = {
+    E_NO_BATCHES: (ErrorCode.INVALID_RECORD, "the records contain no record batch"),
+    E_TRUNCATED: (ErrorCode.CORRUPT_MESSAGE,
+                  "record batch at position {0} is truncated: {1} bytes left"),
+    E_LEGACY_MAGIC: (ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                     "record batch at position {0} has magic {1}; only magic 2 is accepted"),
+    E_BAD_MAGIC: (ErrorCode.CORRUPT_MESSAGE, "record batch at position {0} has invalid magic {1}"),
+    E_LENGTH_SMALL: (ErrorCode.CORRUPT_MESSAGE,
+                     "record batch at position {0} declares length {1}, below the minimum of 49"),
+    E_OVERRUN: (ErrorCode.CORRUPT_MESSAGE,
+                "record batch at position {0} declares length {1} but only {2} bytes follow"),
+    E_BASE_OFFSET: (ErrorCode.INVALID_RECORD,
+                    "record batch at position {0} has base offset {1}; it should be 0"),
+    E_TOO_LARGE: (ErrorCode.MESSAGE_TOO_LARGE,
+                  "record batch at position {0} is {1} bytes, over the limit of {2}"),
+    E_CRC: (ErrorCode.CORRUPT_MESSAGE,
+            "record batch at position {0} is corrupt: stored crc {1} != computed crc {2}"),
+    E_CODEC: (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+              "record batch at position {0} uses unknown compression type id {1}"),
+    E_OFFSET_RANGE: (ErrorCode.INVALID_RECORD,
+                     "record batch at position {0} has an invalid lastOffsetDelta {1}"),
+    E_COUNT: (ErrorCode.INVALID_RECORD, "record batch at position {0} has invalid record count {1}"),
+    E_COUNT_MISMATCH: (ErrorCode.INVALID_RECORD,
+                       "record batch at position {0}: lastOffsetDelta {1} does not match "
+                       "record count {2}"),
+    E_CONTROL: (ErrorCode.INVALID_RECORD,
+                "record batch at position {0} is a control batch; clients may not write those"),
+    E_SEQUENCE: (ErrorCode.INVALID_RECORD,
+                 "record batch at position {0} has producer id {1} but invalid base sequence {2}"),
+    E_LOG_APPEND_TIME: (ErrorCode.INVALID_TIMESTAMP,
+                        "record batch at position {0} has timestamp type LogAppendTime; "
+                        "producers may not set it"),
+    E_REC_EOF: (ErrorCode.INVALID_RECORD,
+                "record {1} of the batch at position {0} runs past the end of the batch"),
+    E_REC_SIZE: (ErrorCode.INVALID_RECORD,
+                 "record {1} of the batch at position {0} has invalid size {2}"),
+    E_REC_VARINT: (ErrorCode.INVALID_RECORD,
+                   "record {1} of the batch at position {0} has a varint longer than allowed"),
+    E_REC_FIELDS: (ErrorCode.INVALID_RECORD,
+                   "record {1} of the batch at position {0}: its fields do not fill exactly "
+                   "its size {2}"),
+    E_REC_OFFSET: (ErrorCode.INVALID_RECORD,
+                   "record {1} of the batch at position {0} has offset delta {2}, expected {1}"),
+    E_REC_HEADERS: (ErrorCode.INVALID_RECORD,
+                    "record {1} of the batch at position {0} has invalid header count {2}"),
+    E_REC_HEADER_KEY: (ErrorCode.INVALID_RECORD,
+                       "record {1} of the batch at position {0} has a header with a null key"),
+    E_REC_REMAINING: (ErrorCode.INVALID_RECORD,
+                      "record batch at position {0} has bytes left after its {1} declared records"),
+}
+
+
+def fail(error: int, *args: int) -> NoReturn:
+    """Raise the ``KafkaError`` for ``error`` with its message filled from ``args``."""
+    code, template = _ERRORS[error]
+    raise KafkaError(code, template.format(*args))
+
+
+def not_writable(buf: object) -> NoReturn:
+    """Raise the ``TypeError`` both validators give for a read-only buffer."""
+    raise TypeError(f"validate_and_assign needs a writable buffer such as a bytearray, "
+                    f"not {type(buf).__name__}")
