@@ -82,6 +82,10 @@ PARTITION_CHANGE_RECORD_VERSION = 1
 BROKER_REGISTRATION_CHANGE_RECORD_VERSION = 2
 
 PRODUCER_ID_BLOCK_SIZE = 1000
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: an operation needing more records fails
+# as a whole with POLICY_VIOLATION.
+MAX_RECORDS_PER_USER_OP = 10000
+_TOO_LARGE_MESSAGE = "Unable to perform excessively large batch operation."
 MAX_TOPIC_NAME_LENGTH = 249
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 DEFAULT_BROKER_SESSION_TIMEOUT_MS = 9000
@@ -147,6 +151,15 @@ def bootstrap_records(metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION
     bootstraps): the finalized metadata.version. Kafka 3.9 finalizes no other feature at a
     non-zero level by default."""
     return [FeatureLevelRecord(METADATA_VERSION_FEATURE, metadata_version)]
+
+
+class _BatchTooLarge(Exception):
+    """The operation would need more than MAX_RECORDS_PER_USER_OP records."""
+
+
+def _check_budget(used: int, more: int) -> None:
+    if used + more > MAX_RECORDS_PER_USER_OP:
+        raise _BatchTooLarge()
 
 
 def _error(code: ErrorCode, message: str | None = None) -> KafkaError:
@@ -431,10 +444,19 @@ class QuorumController:
             try:
                 configs = {k: v for k, v in t.configs.items() if v is not None}
                 kconfig.validate_topic_configs(configs)
+                count = len(t.assignments) if t.assignments else (
+                    defaults.num_partitions if t.num_partitions == -1 else t.num_partitions)
+                _check_budget(len(records), 1 + len(configs) + max(count, 0))
                 parts = self._partitions_for_new_topic(t, defaults)
             except KafkaError as e:
                 errors[t.name] = _code_message(e)
                 continue
+            except _BatchTooLarge:
+                return ControllerResult((), [
+                    TopicResult(u.name, *errors[u.name]) if u.name in errors
+                    and errors[u.name][0] == ErrorCode.INVALID_REQUEST
+                    else TopicResult(u.name, ErrorCode.POLICY_VIOLATION, _TOO_LARGE_MESSAGE)
+                    for u in unique])
             topic_id = self._new_topic_id(taken_ids)
             taken_ids.add(topic_id)
             successes[t.name] = TopicResult(
@@ -514,13 +536,23 @@ class QuorumController:
                                                       "Duplicate topic name."))
                 continue
             try:
+                if t.count - self._current_partition_count(t.name) > 0:
+                    _check_budget(len(records), t.count - self._current_partition_count(t.name))
                 records.extend(self._create_partitions_for(t))
             except KafkaError as e:
                 code, msg = _code_message(e)
                 results.append(CreatePartitionsResult(t.name, code, msg))
                 continue
+            except _BatchTooLarge:
+                return ControllerResult((), [
+                    CreatePartitionsResult(name, ErrorCode.POLICY_VIOLATION, _TOO_LARGE_MESSAGE)
+                    for name in dict.fromkeys(x.name for x in topics)])
             results.append(CreatePartitionsResult(t.name))
         return ControllerResult(() if validate_only else tuple(records), results)
+
+    def _current_partition_count(self, name: str) -> int:
+        topic = self.image.topics.by_name.get(name)
+        return topic.num_partitions if topic is not None else 0
 
     def _create_partitions_for(self, t: CreatePartitionsTopic) -> list[MetadataRecord]:
         topic = self.image.topics.by_name.get(t.name)

@@ -558,3 +558,15 @@ def test_stale_brokers_fenced_one_at_a_time_and_unregister() -> None:
     p = c.image.topics.partition("t", 0)
     assert p.leader == -1 and p.isr == (3,)  # the last ISR member stays
     assert c.unregister_broker(3).response.error_code == E.BROKER_ID_NOT_REGISTERED
+
+
+def test_excessively_large_operations_fail_as_a_whole(h) -> None:
+    result, results = create(h, NewTopic("small", 1, 1), NewTopic("huge", 10_001, 1),
+                             NewTopic("dup", 1, 1), NewTopic("dup", 1, 1))
+    assert result.records == ()
+    assert [(r.name, E(r.error_code)) for r in results] == [
+        ("small", E.POLICY_VIOLATION), ("huge", E.POLICY_VIOLATION), ("dup", E.INVALID_REQUEST)]
+    assert results[0].error_message == "Unable to perform excessively large batch operation."
+    create(h, NewTopic("t", 1, 1))
+    res = h.commit(h.controller.create_partitions([CreatePartitionsTopic("t", 20_000)]))
+    assert E(res[0].error_code) == E.POLICY_VIOLATION
