@@ -30,47 +30,62 @@ class MmapIndex:
         self.path = path
         self.base_offset = base_offset
         self._entry_size = self.ENTRY.size
+        self._mm: mmap.mmap | None = None
+        self._closed = False
         exists = os.path.exists(path)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        length = os.fstat(self._fd).st_size
         if not exists:
             length = self._round(max_index_size)
-            os.ftruncate(self._fd, length)
+            self._set_file_length(length)
             self._entries = 0
         else:
+            length = os.path.getsize(path)
             # An existing file holds floor(length / entry) entries; a file left preallocated by a
             # crash ends in zero entries, which _count_valid() discards.
             self._entries = length // self._entry_size
         self._length = length
-        self._mm: mmap.mmap | None = None
-        self._map()
+        self._max_entries = self._length // self._entry_size
         if exists:
             self._entries = self._count_valid(self._entries)
-        self._max_entries = self._length // self._entry_size
 
     # ----------------------------------------------------------------- file and mapping
+    # No descriptor is kept: the mapping holds its own, and it is made on first use, so the
+    # indexes of segments nobody reads cost neither a descriptor nor address space.
     def _round(self, size: int) -> int:
         return (size // self._entry_size) * self._entry_size
 
-    def _map(self) -> None:
+    def _set_file_length(self, length: int) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, length)
+        finally:
+            os.close(fd)
+
+    def _mapped(self) -> mmap.mmap:
+        mm = self._mm
+        if mm is None:
+            if self._closed:
+                raise ValueError(f"index {self.path} is closed")
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                mm = self._mm = mmap.mmap(fd, self._length)
+            finally:
+                os.close(fd)
+        return mm
+
+    def _unmap(self) -> None:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
-        if self._length > 0:
-            self._mm = mmap.mmap(self._fd, self._length)
 
     def resize(self, new_size: int) -> bool:
         """Set the file length to ``new_size`` rounded to whole entries (≥ the entries held)."""
         rounded = max(self._round(new_size), self._entries * self._entry_size)
         if rounded == self._length:
             return False
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        os.ftruncate(self._fd, rounded)
+        self._unmap()
+        self._set_file_length(rounded)
         self._length = rounded
         self._max_entries = rounded // self._entry_size
-        self._map()
         return True
 
     def trim_to_valid_size(self) -> None:
@@ -82,23 +97,15 @@ class MmapIndex:
             self._mm.flush()
 
     def close(self) -> None:
-        if self._fd < 0:
+        if self._closed:
             return
         self.trim_to_valid_size()
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        os.close(self._fd)
-        self._fd = -1
+        self._unmap()
+        self._closed = True
 
     def close_no_trim(self) -> None:
-        if self._fd < 0:
-            return
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        os.close(self._fd)
-        self._fd = -1
+        self._unmap()
+        self._closed = True
 
     def delete(self) -> None:
         self.close_no_trim()
@@ -132,15 +139,13 @@ class MmapIndex:
         return self._entries >= self._max_entries
 
     def _entry(self, n: int) -> tuple:
-        assert self._mm is not None
-        return self.ENTRY.unpack_from(self._mm, n * self._entry_size)
+        return self.ENTRY.unpack_from(self._mapped(), n * self._entry_size)
 
     def _write(self, *values: int) -> None:
         if self._entries >= self._max_entries:
             # Only reachable through skip_full_check (time index at roll): grow by one entry.
             self.resize(self._length + self._entry_size)
-        assert self._mm is not None
-        self.ENTRY.pack_into(self._mm, self._entries * self._entry_size, *values)
+        self.ENTRY.pack_into(self._mapped(), self._entries * self._entry_size, *values)
         self._entries += 1
 
     def _is_empty_slot(self, n: int) -> bool:
@@ -161,9 +166,11 @@ class MmapIndex:
 
     def _bsearch(self, key_index: int, target: int) -> int:
         """Index of the last entry whose field ``key_index`` is ≤ target, or -1."""
+        if self._entries == 0:
+            return -1
         lo, hi = 0, self._entries - 1
         found = -1
-        mm, size, unpack = self._mm, self._entry_size, self.ENTRY.unpack_from
+        mm, size, unpack = self._mapped(), self._entry_size, self.ENTRY.unpack_from
         while lo <= hi:
             mid = (lo + hi) >> 1
             if unpack(mm, mid * size)[key_index] <= target:
@@ -175,11 +182,10 @@ class MmapIndex:
 
     def _truncate_entries(self, n: int) -> None:
         if n < self._entries:
-            assert self._mm is not None
             start = n * self._entry_size
             end = self._entries * self._entry_size
             # Zero the dropped slots so a later crash cannot resurrect them.
-            self._mm[start:end] = bytes(end - start)
+            self._mapped()[start:end] = bytes(end - start)
             self._entries = n
 
     def truncate(self) -> None:

@@ -208,3 +208,15 @@ def test_out_of_order_active_index_is_rebuilt(open_log, log_dir):
     assert all_offsets(again) == list(range(40))
     again.close()
     assert open(idx, "rb").read() == good
+
+
+def test_reopened_log_holds_one_descriptor_per_segment(open_log):
+    log = open_log(segment_bytes=300)
+    fill(log, 12)
+    n = len(log.segments)
+    log.close()
+    before = len(os.listdir("/proc/self/fd"))
+    again = open_log(segment_bytes=300)
+    # Index files are mapped lazily and keep no descriptor of their own until then.
+    assert len(os.listdir("/proc/self/fd")) - before <= n
+    assert again.log_end_offset == 24
