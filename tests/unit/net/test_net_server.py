@@ -49,6 +49,7 @@ class FakeDispatcher:
         self.max_active = 0
         self.done_calls = 0
         self.acks0: list[str] = []
+        self.clients: set[str | None] = set()
 
     def _on_done(self) -> None:
         self.done_calls += 1
@@ -56,14 +57,15 @@ class FakeDispatcher:
     async def handle(self, request: Any, conn: ConnectionInfo) -> Any:
         assert isinstance(conn, ConnectionInfo) and conn.listener == "PLAINTEXT"
         self.handled.append((conn.connection_id, request.correlation_id))
+        self.clients.add(request.client_id)
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         try:
-            return await self._handle(request)
+            return await self._handle(request, conn)
         finally:
             self.active -= 1
 
-    async def _handle(self, request: Any) -> Any:
+    async def _handle(self, request: Any, conn: ConnectionInfo) -> Any:
         body = request.body
         if request.api_key == ApiKey.API_VERSIONS:
             return self.versions.response(request.api_version)
@@ -72,7 +74,10 @@ class FakeDispatcher:
             # earlier requests sleep longer: out-of-order handling would show
             await trio.sleep(0.001 * max(0, 20 - request.correlation_id % 20))
             T = m.MetadataResponse.MetadataResponseTopic
-            return m.MetadataResponse(brokers=[], cluster_id="c", controller_id=request.correlation_id,
+            port = conn.local[1] if conn.local else 0
+            B = m.MetadataResponse.MetadataResponseBroker
+            return m.MetadataResponse(brokers=[B(node_id=1, host="127.0.0.1", port=port, rack=None)],
+                                      cluster_id="c", controller_id=request.correlation_id,
                                       topics=[T(error_code=0, name=n, is_internal=False, partitions=[])
                                               for n in names])
         if request.api_key == ApiKey.PRODUCE:
@@ -365,3 +370,36 @@ def test_connection_info_ids_are_unique() -> None:
 
     run()
     assert len(set(seen)) == 3 and all(s.startswith("127.0.0.1:") for s in seen)
+
+
+@pytest.mark.parametrize("api_versions_max", [4, 2])
+def test_stock_clients_complete_the_handshake(api_versions_max: int) -> None:
+    """librdkafka and kafka-python bootstrap against the edge (with the KIP-511 fallback at max 2)."""
+    confluent_admin = pytest.importorskip("confluent_kafka.admin")
+    kafka = pytest.importorskip("kafka")
+    d = FakeDispatcher()
+    d.versions.register(ApiKey.API_VERSIONS, 0, api_versions_max)
+
+    @trio_test
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            port = await start(nursery, d)
+
+            def librdkafka() -> Any:
+                admin = confluent_admin.AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+                return admin.list_topics(topic="t1", timeout=5)
+
+            def kafka_python() -> Any:
+                client = kafka.KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{port}", request_timeout_ms=5000)
+                try:
+                    return client.describe_cluster()
+                finally:
+                    client.close()
+
+            md = await trio.to_thread.run_sync(librdkafka)
+            assert "t1" in md.topics
+            assert (await trio.to_thread.run_sync(kafka_python))["controller_id"] >= 0
+            nursery.cancel_scope.cancel()
+
+    run()
+    assert {"rdkafka", "kafka-python-3.0.12"} <= d.clients
