@@ -149,11 +149,23 @@ class MmapIndex:
         self._entries += 1
 
     def _is_empty_slot(self, n: int) -> bool:
-        return all(v == 0 for v in self._entry(n))
+        return self._raw_is_empty(self._entry(n))
+
+    def _last_slot_is_empty(self, n: int) -> bool:
+        # One pread instead of a mapping: the common (trimmed) case never maps the file.
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            raw = os.pread(fd, self._entry_size, (n - 1) * self._entry_size)
+        finally:
+            os.close(fd)
+        return self._raw_is_empty(self.ENTRY.unpack(raw))
+
+    def _raw_is_empty(self, entry: tuple) -> bool:
+        return all(v == 0 for v in entry)
 
     def _count_valid(self, n: int) -> int:
         """Entries before the trailing run of all-zero slots a preallocated file ends with."""
-        if n == 0 or not self._is_empty_slot(n - 1):
+        if n == 0 or not self._last_slot_is_empty(n):
             return n
         lo, hi = 0, n - 1  # first empty slot is in [lo, hi]
         while lo < hi:

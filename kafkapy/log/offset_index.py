@@ -35,9 +35,9 @@ class OffsetIndex(MmapIndex):
             return self.base_offset
         return self.base_offset + self._entry(self._entries - 1)[0]
 
-    def _is_empty_slot(self, n: int) -> bool:
+    def _raw_is_empty(self, entry: tuple) -> bool:
         # No real entry has position 0: the first batch of a segment is never indexed.
-        return self._entry(n)[1] == 0
+        return entry[1] == 0
 
     def sanity_check(self, *, full: bool = True) -> None:
         if self._length % self._entry_size != 0:

@@ -98,22 +98,54 @@ class LogSegment:
         self.created_ms = now_ms
         self._rolling_ts: int | None = None  # first batch's max timestamp, loaded lazily
         self.bytes_since_last_index_entry = 0
-        last = self.time_index.last_entry()
-        self.max_timestamp_so_far = last.timestamp
-        self.offset_of_max_timestamp_so_far = last.offset
+        # Largest timestamp and the offset of its batch; read from the time index on first use
+        # (a closed segment's last time index entry holds them).
+        self._max_ts: int | None = None
+        self._max_ts_offset = base_offset
         self._next_offset: int | None = None
         self.deleted = False
 
     # ------------------------------------------------------------------ basic properties
+    def _load_max_timestamp(self) -> int:
+        last = self.time_index.last_entry()
+        self._max_ts, self._max_ts_offset = last.timestamp, last.offset
+        return last.timestamp
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        ts = self._max_ts
+        return self._load_max_timestamp() if ts is None else ts
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, value: int) -> None:
+        self._max_ts = value
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        if self._max_ts is None:
+            self._load_max_timestamp()
+        return self._max_ts_offset
+
+    @offset_of_max_timestamp_so_far.setter
+    def offset_of_max_timestamp_so_far(self, value: int) -> None:
+        self._max_ts_offset = value
+
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path!r}, size={self.size})"
 
     def sanity_check(self, *, full: bool = True) -> None:
         """Raise CorruptIndexError if either index is inconsistent (the caller rebuilds).
 
-        ``full`` checks the order of every entry; otherwise only lengths and the first and last
-        entries are checked (Kafka's checks, plus the last position lying inside the log).
+        ``full`` checks every entry (the active segment's). Otherwise only what needs no
+        mapping: whole entries in each file. Like Kafka since KAFKA-7283, a cleanly closed,
+        inactive segment's indexes are trusted and loaded only when first used.
         """
+        if not full:
+            for idx in (self.offset_index, self.time_index):
+                if idx.file_length % idx.ENTRY.size:
+                    raise CorruptIndexError(f"{idx.path} length is not a multiple of "
+                                            f"{idx.ENTRY.size}")
+            return
         self.offset_index.sanity_check(full=full)
         self.time_index.sanity_check(full=full)
         if self.offset_index.entries:
@@ -305,7 +337,8 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """The segment stopped being active: record the final max timestamp, trim indexes."""
-        if self.max_timestamp_so_far >= 0:
+        # _max_ts None: never loaded, so nothing was appended since the index was written.
+        if self._max_ts is not None and self._max_ts >= 0:
             self.time_index.maybe_append(self.max_timestamp_so_far,
                                          self.offset_of_max_timestamp_so_far,
                                          skip_full_check=True)
