@@ -69,7 +69,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 # metadata.version 21 is IBP_3_9_IV0, Kafka 3.9's latest production level. At this level
 # Kafka writes RegisterBrokerRecord v3, PartitionRecord v1 and PartitionChangeRecord v1 (both
-# with directories, KIP-858), BrokerRegistrationChangeRecord v2.
+# with directories, KIP-858).
 METADATA_VERSION_3_9_IV0 = 21
 LATEST_PRODUCTION_METADATA_VERSION = METADATA_VERSION_3_9_IV0
 # IBP_3_7_IV2: from here brokers register their log directories (KIP-858).
@@ -79,7 +79,10 @@ MINIMUM_KRAFT_METADATA_VERSION = 1
 REGISTER_BROKER_RECORD_VERSION = 3
 PARTITION_RECORD_VERSION = 1
 PARTITION_CHANGE_RECORD_VERSION = 1
-BROKER_REGISTRATION_CHANGE_RECORD_VERSION = 2
+# Kafka writes (un)fencing BrokerRegistrationChangeRecords as version 0 and the controlled
+# shutdown one as version 1.
+FENCING_CHANGE_RECORD_VERSION = 0
+CONTROLLED_SHUTDOWN_RECORD_VERSION = 1
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: an operation needing more records fails
@@ -782,11 +785,10 @@ class QuorumController:
             # The same process registering again: keep its epoch and state.
             epoch, fenced, ics = existing.epoch, existing.fenced, existing.in_controlled_shutdown
         else:
+            # A new incarnation starts fenced with a new epoch. Its partitions keep their
+            # leader until it is unfenced or its old session is fenced: Kafka 3.9 only cleans up
+            # after an unclean shutdown when ELR (metadata.version 4.0) is on.
             epoch, fenced, ics = first_offset, True, False
-            if existing is not None:
-                # A new incarnation: the old one went away without a clean shutdown, so take
-                # its leaderships away first (Kafka's unclean-shutdown handling without ELR).
-                records.extend(self._leadership_removal(existing.id))
         records.append(RegisterBrokerRecord(
             broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=epoch,
             end_points=tuple(req.listeners), features=tuple(features), rack=req.rack,
@@ -842,10 +844,11 @@ class QuorumController:
         return out
 
     def _fence_records(self, broker_id: int, epoch: int) -> list[MetadataRecord]:
-        records: list[MetadataRecord] = [BrokerRegistrationChangeRecord(
+        # Kafka's order: leave the ISRs first, then mark the broker fenced.
+        records: list[MetadataRecord] = list(self._leadership_removal(broker_id))
+        records.append(BrokerRegistrationChangeRecord(
             broker_id=broker_id, broker_epoch=epoch, fenced=BrokerRegistrationChangeRecord.FENCE,
-            version=BROKER_REGISTRATION_CHANGE_RECORD_VERSION)]
-        records.extend(self._leadership_removal(broker_id))
+            version=FENCING_CHANGE_RECORD_VERSION))
         return records
 
     def broker_heartbeat(self, req: BrokerHeartbeatRequest, *, now_ms: int
@@ -874,7 +877,7 @@ class QuorumController:
             elif not reg.in_controlled_shutdown:
                 records.append(BrokerRegistrationChangeRecord(
                     broker_id=reg.id, broker_epoch=reg.epoch, in_controlled_shutdown=1,
-                    version=BROKER_REGISTRATION_CHANGE_RECORD_VERSION))
+                    version=CONTROLLED_SHUTDOWN_RECORD_VERSION))
                 records.extend(self._leadership_removal(reg.id))
             else:
                 should_shut_down = not any(
@@ -885,7 +888,7 @@ class QuorumController:
                 records.append(BrokerRegistrationChangeRecord(
                     broker_id=reg.id, broker_epoch=reg.epoch,
                     fenced=BrokerRegistrationChangeRecord.UNFENCE,
-                    version=BROKER_REGISTRATION_CHANGE_RECORD_VERSION))
+                    version=FENCING_CHANGE_RECORD_VERSION))
                 records.extend(self._leadership_gain(reg.id))
                 fenced = False
         elif req.want_fence:

@@ -446,19 +446,29 @@ def test_fencing_moves_leaders_and_unfencing_restores() -> None:
     assert p0.leader == 2 and p0.leader_epoch == 3
 
 
-def test_new_incarnation_takes_leadership_away_then_regains() -> None:
+def test_new_incarnation_keeps_leadership_as_kafka_3_9() -> None:
     h = make_harness()
     h.add_broker(1)
     create(h, NewTopic("t", 1, 1))
     c = h.controller
     h.now_ms = 100_000
-    reply = h.commit(c.register_broker(reg_request(1, uuid.UUID(int=99)), now_ms=h.now_ms))
-    assert reply.error_code == 0
+    result = c.register_broker(reg_request(1, uuid.UUID(int=99)), now_ms=h.now_ms)
+    assert [type(r).__name__ for r in result.records] == ["RegisterBrokerRecord"]
+    reply = h.commit(result)
+    assert c.image.brokers[1].fenced
     p = c.image.topics.partition("t", 0)
-    assert p.leader == -1 and p.isr == (1,)
-    h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, reply.broker_epoch, 10**6), now_ms=h.now_ms))
-    p = c.image.topics.partition("t", 0)
-    assert p.leader == 1 and p.leader_epoch == 2
+    assert (p.leader, p.leader_epoch) == (1, 0)
+    hb = h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, reply.broker_epoch, 10**6), now_ms=h.now_ms))
+    assert not hb.is_fenced and c.image.topics.partition("t", 0).leader_epoch == 0
+
+
+def test_fencing_record_order_and_versions() -> None:
+    h = make_harness()
+    e1 = h.add_broker(1)
+    create(h, NewTopic("t", 1, 1))
+    result = h.controller.broker_heartbeat(BrokerHeartbeatRequest(1, e1, 10**6, want_fence=True), now_ms=1)
+    kinds = [(type(r).__name__, r.version) for r in result.records]
+    assert kinds == [("PartitionChangeRecord", 1), ("BrokerRegistrationChangeRecord", 0)]
 
 
 def test_controlled_shutdown() -> None:
