@@ -1,0 +1,71 @@
+"""Routes each request to its API handler and advertises exactly the versions the handlers honour.
+
+ApiVersions lists an API only when every field of every advertised version is handled; anything
+else is answered with the protocol's error or a disconnect by the network edge. The version ranges
+follow Apache Kafka 3.9/4.0 where we implement the whole version.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.handlers.cluster import handle_describe_cluster, handle_describe_topic_partitions, handle_metadata
+from kafkapy.broker.handlers.configs import handle_describe_configs
+from kafkapy.broker.handlers.coordinator import handle_find_coordinator
+from kafkapy.broker.handlers.fetch import handle_fetch
+from kafkapy.broker.handlers.list_offsets import handle_list_offsets
+from kafkapy.broker.handlers.produce import handle_produce
+from kafkapy.broker.handlers.producer_ids import handle_init_producer_id
+from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
+from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
+from kafkapy.protocol.connection import Request
+from kafkapy.protocol.errors import KafkaError
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[BrokerContext, Request], Awaitable[object | None]]
+
+# (api key, min version, max version, handler). ApiVersions itself is answered by dispatch().
+BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
+    (ApiKey.PRODUCE, 3, 11, handle_produce),
+    (ApiKey.FETCH, 4, 16, handle_fetch),
+    (ApiKey.LIST_OFFSETS, 1, 8, handle_list_offsets),
+    (ApiKey.METADATA, 0, 12, handle_metadata),
+    (ApiKey.FIND_COORDINATOR, 0, 6, handle_find_coordinator),
+    (ApiKey.CREATE_TOPICS, 2, 7, handle_create_topics),
+    (ApiKey.DELETE_TOPICS, 1, 6, handle_delete_topics),
+    (ApiKey.INIT_PRODUCER_ID, 0, 5, handle_init_producer_id),
+    (ApiKey.DESCRIBE_CONFIGS, 1, 4, handle_describe_configs),
+    (ApiKey.CREATE_PARTITIONS, 0, 3, handle_create_partitions),
+    (ApiKey.DESCRIBE_CLUSTER, 0, 1, handle_describe_cluster),
+    (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle_describe_topic_partitions),
+]
+API_VERSIONS_RANGE = (0, 4)
+
+
+class BrokerDispatcher:
+    """The network edge's dispatcher for client listeners."""
+
+    def __init__(self, ctx: BrokerContext, apis: list[tuple[ApiKey, int, int, Handler]] = BROKER_APIS) -> None:
+        self.ctx = ctx
+        self._handlers: dict[int, Handler] = {}
+        self.versions = ApiVersionsTable()
+        self.versions.register(ApiKey.API_VERSIONS, *API_VERSIONS_RANGE)
+        for key, lo, hi, handler in apis:
+            self.versions.register(key, lo, hi)
+            self._handlers[key] = handler
+
+    async def handle(self, request: Request, conn: object) -> object | None:
+        if request.api_key == ApiKey.API_VERSIONS:
+            return self.versions.response(request.api_version)
+        handler = self._handlers[request.api_key]
+        try:
+            return await handler(self.ctx, request)
+        except KafkaError as exc:
+            # Handlers turn expected failures into per-entry codes; one escaping here is a
+            # request-level failure, answered with the request's error response by the edge.
+            log.warning("%s v%d from %s failed: %s", ApiKey.name_of(request.api_key), request.api_version,
+                        request.client_id, exc)
+            raise

@@ -1,0 +1,172 @@
+"""Metadata, DescribeCluster and DescribeTopicPartitions: what the cluster looks like to clients.
+
+Brokers are listed with the endpoint of the listener the client connected through, as Kafka does.
+Topics named in a Metadata request that do not exist are created when the client allows it and
+`auto.create.topics.enable` is on; the answer then already carries the new partitions.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.handlers.topics import auto_create_topics
+from kafkapy.controller import topic_name_error
+from kafkapy.metadata.image import MetadataImage
+from kafkapy.protocol import messages as m
+from kafkapy.protocol.connection import Request
+from kafkapy.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
+
+MResp = m.MetadataResponse
+
+
+def _alive_brokers(ctx: BrokerContext, image: MetadataImage) -> list[tuple[int, str, int, str | None]]:
+    """(id, host, port, rack) of unfenced brokers, for the listener clients use."""
+    listener = ctx.advertised[0]
+    out = []
+    for broker in sorted(image.brokers.values(), key=lambda b: b.id):
+        if broker.fenced:
+            continue
+        endpoint = broker.listener(listener.name)
+        if endpoint is not None:
+            out.append((broker.id, endpoint.host, endpoint.port, broker.rack))
+    return out
+
+
+def _partition_fields(reg, image: MetadataImage) -> dict:
+    alive = {b.id for b in image.brokers.values() if not b.fenced}
+    return dict(
+        leader_id=reg.leader,
+        leader_epoch=reg.leader_epoch,
+        replica_nodes=list(reg.replicas),
+        isr_nodes=list(reg.isr),
+        offline_replicas=[r for r in reg.replicas if r not in alive],
+        error_code=ErrorCode.NONE if reg.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+    )
+
+
+async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
+    body = request.body
+    version = request.api_version
+    image = ctx.image()
+    # v0 used an empty list for "all topics"; later versions use null.
+    all_topics = body.topics is None or (version == 0 and not body.topics)
+    names: list[str | None] = []
+    if not all_topics:
+        for t in body.topics:
+            name = t.name
+            if name is None and version >= 10 and t.topic_id is not None:
+                topic = image.topics.by_id.get(t.topic_id)
+                name = topic.name if topic is not None else None
+            names.append(name)
+        missing = [n for n in names if n is not None and n not in image.topics.by_name]
+        allow = body.allow_auto_topic_creation if version >= 4 else True
+        if missing and allow and ctx.config.get("auto.create.topics.enable"):
+            await auto_create_topics(ctx, missing)
+            image = ctx.image()
+    else:
+        names = sorted(image.topics.by_name)
+    topics = []
+    for name in names:
+        topic = image.topics.by_name.get(name) if name is not None else None
+        if topic is None:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if name is not None and not _valid_name(name):
+                code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            topics.append(MResp.MetadataResponseTopic(error_code=code, name=name, partitions=[], is_internal=False))
+            continue
+        parts = [
+            MResp.MetadataResponseTopic.MetadataResponsePartition(partition_index=idx, **_partition_fields(reg, image))
+            for idx, reg in sorted(topic.partitions.items())
+        ]
+        topics.append(
+            MResp.MetadataResponseTopic(
+                error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.id,
+                is_internal=topic.name in INTERNAL_TOPICS, partitions=parts,
+                authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS,
+            )
+        )
+    brokers = [MResp.MetadataResponseBroker(node_id=i, host=h, port=p, rack=r) for i, h, p, r in _alive_brokers(ctx, image)]
+    return MResp(
+        throttle_time_ms=0, brokers=brokers, cluster_id=ctx.cluster_id,
+        controller_id=_controller_id_for_clients(ctx, image), topics=topics,
+        authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS, error_code=0,
+    )
+
+
+def _controller_id_for_clients(ctx: BrokerContext, image: MetadataImage) -> int:
+    # KRaft brokers tell clients some live broker is "the controller": clients send admin
+    # requests there and brokers forward them to the real quorum controller.
+    alive = [b.id for b in image.brokers.values() if not b.fenced]
+    return ctx.node_id if ctx.node_id in alive or not alive else min(alive)
+
+
+def _valid_name(name: str) -> bool:
+    return topic_name_error(name) is None
+
+
+async def handle_describe_cluster(ctx: BrokerContext, request: Request) -> object:
+    image = ctx.image()
+    Resp = m.DescribeClusterResponse
+    include_fenced = request.api_version >= 2 and request.body.include_fenced_brokers
+    brokers = []
+    listener = ctx.advertised[0]
+    for broker in sorted(image.brokers.values(), key=lambda b: b.id):
+        if broker.fenced and not include_fenced:
+            continue
+        endpoint = broker.listener(listener.name)
+        if endpoint is None:
+            continue
+        brokers.append(Resp.DescribeClusterBroker(broker_id=broker.id, host=endpoint.host, port=endpoint.port,
+                                                  rack=broker.rack, is_fenced=broker.fenced))
+    return Resp(
+        throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=ctx.cluster_id,
+        controller_id=_controller_id_for_clients(ctx, image), brokers=brokers,
+        authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS,
+    )
+
+
+async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request) -> object:
+    """The Java AdminClient's describeTopics: partitions in pages of ResponsePartitionLimit."""
+    body = request.body
+    image = ctx.image()
+    Resp = m.DescribeTopicPartitionsResponse
+    TopicOut = Resp.DescribeTopicPartitionsResponseTopic
+    PartOut = TopicOut.DescribeTopicPartitionsResponsePartition
+    names = [t.name for t in body.topics] if body.topics else sorted(image.topics.by_name)
+    names = sorted(set(names))
+    budget = max(1, body.response_partition_limit)
+    start_topic, start_part = None, 0
+    if body.cursor is not None:
+        start_topic, start_part = body.cursor.topic_name, body.cursor.partition_index
+    out, next_cursor = [], None
+    for name in names:
+        if start_topic is not None and name < start_topic:
+            continue
+        topic = image.topics.by_name.get(name)
+        if topic is None:
+            out.append(TopicOut(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=None,
+                                is_internal=False, partitions=[]))
+            continue
+        first = start_part if name == start_topic else 0
+        parts = []
+        for idx in sorted(topic.partitions):
+            if idx < first:
+                continue
+            if budget == 0:
+                next_cursor = Resp.Cursor(topic_name=name, partition_index=idx)
+                break
+            reg = topic.partitions[idx]
+            fields = _partition_fields(reg, image)
+            parts.append(PartOut(partition_index=idx, eligible_leader_replicas=None, last_known_elr=None, **fields))
+            budget -= 1
+        out.append(TopicOut(error_code=0, name=name, topic_id=topic.id, is_internal=name in INTERNAL_TOPICS,
+                            partitions=parts, topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
+        if next_cursor is not None:
+            break
+    return Resp(throttle_time_ms=0, topics=out, next_cursor=next_cursor)

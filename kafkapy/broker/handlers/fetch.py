@@ -1,0 +1,137 @@
+"""Fetch: read from the hosted logs, long-poll until min_bytes or max_wait_ms, honour sessions.
+
+Consumers only read below the high watermark. A fetch at an offset outside [log start, log end]
+answers OFFSET_OUT_OF_RANGE so the client applies auto.offset.reset; a fetch in the middle of a
+batch returns that whole batch (clients skip the records before their position). The first
+partition with data always gets at least one whole batch, even above the byte limits, so a record
+larger than max.partition.fetch.bytes never stalls a consumer (KIP-74).
+"""
+
+from __future__ import annotations
+
+import trio
+
+from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.fetch_session import FetchPartitionRequest, SessionContext
+from kafkapy.protocol import messages as m
+from kafkapy.protocol.connection import Request
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+Resp = m.FetchResponse
+TopicResp = Resp.FetchableTopicResponse
+PartResp = TopicResp.PartitionData
+
+READ_COMMITTED = 1
+
+
+async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
+    body = request.body
+    version = request.api_version
+    wanted: list[FetchPartitionRequest] = []
+    unknown_ids: list[tuple[object, int]] = []
+    id_of: dict[str, object] = {}
+    for topic in body.topics:
+        name = ctx.topic_name(topic, version, field="topic")
+        if name is None:
+            unknown_ids.extend((topic.topic_id, p.partition) for p in topic.partitions)
+            continue
+        if version >= 13:
+            id_of[name] = topic.topic_id
+        for p in topic.partitions:
+            wanted.append(
+                FetchPartitionRequest(name, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, p.log_start_offset)
+            )
+    forgotten = []
+    for ft in body.forgotten_topics_data or ():
+        fname = ctx.topic_name(ft, version, field="topic")
+        if fname is not None:
+            forgotten.extend((fname, idx) for idx in ft.partitions)
+    now_ms = ctx.clock.now_ms()
+    session = ctx.fetch_sessions.new_context(
+        session_id=body.session_id if version >= 7 else 0,
+        epoch=body.session_epoch if version >= 7 else -1,
+        partitions=wanted,
+        forgotten=forgotten,
+        now_ms=now_ms,
+    )
+    if session.error != ErrorCode.NONE:
+        return Resp(throttle_time_ms=0, error_code=session.error, session_id=0, responses=[])
+
+    deadline = trio.current_time() + max(0, body.max_wait_ms) / 1000.0
+    max_bytes = body.max_bytes if version >= 3 else 0x7FFFFFFF
+    read_committed = version >= 4 and body.isolation_level == READ_COMMITTED
+    while True:
+        results, total = _read_all(ctx, session.partitions, max_bytes, read_committed)
+        has_error = any(r[1] != ErrorCode.NONE for r in results.values())
+        if total >= body.min_bytes or has_error or trio.current_time() >= deadline or not session.partitions:
+            break
+        await ctx.replicas.wait_for_append(deadline)
+    return _build_response(ctx, version, session, results, unknown_ids, id_of)
+
+
+def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_bytes: int,
+              read_committed: bool) -> tuple[dict[tuple[str, int], tuple], int]:
+    results: dict[tuple[str, int], tuple] = {}
+    total = 0
+    for p in partitions:
+        key = (p.topic, p.partition)
+        try:
+            hosted = ctx.replicas.get(p.topic, p.partition)
+            if hosted.leader_id != ctx.node_id:
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            if p.current_leader_epoch >= 0 and p.current_leader_epoch != hosted.leader_epoch:
+                raise KafkaError(
+                    ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < hosted.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+                )
+            plog = hosted.log
+            hw = plog.high_watermark
+            limit = min(p.max_bytes, max(0, max_bytes - total))
+            records = b""
+            if limit > 0 or total == 0:
+                fslice = plog.read(p.fetch_offset, limit, max_offset=hw, min_one_message=(total == 0))
+                if fslice is not None and fslice.size > 0:
+                    records = fslice.read_bytes()
+            total += len(records)
+            results[key] = (records, ErrorCode.NONE, hw, plog.log_start_offset, hw)
+        except KafkaError as exc:
+            hw = lso = start = -1
+            try:
+                hosted_log = ctx.replicas.get(p.topic, p.partition).log
+                hw, start = hosted_log.high_watermark, hosted_log.log_start_offset
+                lso = hw
+            except KafkaError:
+                pass
+            results[key] = (b"", exc.code, hw, start, lso)
+    return results, total
+
+
+def _build_response(ctx: BrokerContext, version: int, session: SessionContext, results: dict,
+                    unknown_ids: list, id_of: dict) -> object:
+    by_topic: dict[str, list] = {}
+    for p in session.partitions:
+        key = (p.topic, p.partition)
+        records, error, hw, start, lso = results[key]
+        if not session.should_include(key, has_records=bool(records), error=error, high_watermark=hw,
+                                      log_start_offset=start, last_stable_offset=lso):
+            continue
+        by_topic.setdefault(p.topic, []).append(
+            PartResp(partition_index=p.partition, error_code=error, high_watermark=hw, last_stable_offset=lso,
+                     log_start_offset=start, aborted_transactions=None, preferred_read_replica=-1, records=records)
+        )
+    topics = []
+    for name, parts in by_topic.items():
+        t = TopicResp(partitions=parts)
+        if version >= 13:
+            t.topic_id = id_of[name]
+        else:
+            t.topic = name
+        topics.append(t)
+    if unknown_ids:
+        grouped: dict[object, list] = {}
+        for tid, idx in unknown_ids:
+            grouped.setdefault(tid, []).append(
+                PartResp(partition_index=idx, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
+                         last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None, records=b"")
+            )
+        topics.extend(TopicResp(topic_id=tid, partitions=parts) for tid, parts in grouped.items())
+    return Resp(throttle_time_ms=0, error_code=0, session_id=session.session_id, responses=topics)

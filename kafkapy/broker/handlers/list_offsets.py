@@ -1,0 +1,69 @@
+"""ListOffsets: earliest, latest, max-timestamp, earliest-local and by-timestamp lookups.
+
+`latest` is the high watermark (the offset after the last committed record, not the last batch's
+base offset + 1); `earliest` is the log start offset. By timestamp answers the first offset whose
+timestamp is at least the target, or -1/-1 when no record is that late, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from kafkapy.broker.context import BrokerContext
+from kafkapy.protocol import messages as m
+from kafkapy.protocol.connection import Request
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+Resp = m.ListOffsetsResponse
+TopicResp = Resp.ListOffsetsTopicResponse
+PartResp = TopicResp.ListOffsetsPartitionResponse
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+
+
+async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
+    body = request.body
+    version = request.api_version
+    topics = []
+    for topic in body.topics:
+        parts = []
+        for p in topic.partitions:
+            out = PartResp(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1, leader_epoch=-1)
+            try:
+                hosted = ctx.replicas.get(topic.name, p.partition_index)
+                if hosted.leader_id != ctx.node_id:
+                    raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                if p.current_leader_epoch >= 0 and p.current_leader_epoch != hosted.leader_epoch:
+                    raise KafkaError(
+                        ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < hosted.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+                    )
+                plog = hosted.log
+                ts = p.timestamp
+                if ts == LATEST:
+                    out.offset = plog.high_watermark
+                elif ts in (EARLIEST, EARLIEST_LOCAL):
+                    out.offset = plog.log_start_offset
+                elif ts == LATEST_TIERED:
+                    # Nothing is tiered yet: Kafka answers -1 when no segment was uploaded.
+                    out.offset = -1
+                elif ts == MAX_TIMESTAMP:
+                    found = plog.max_timestamp_and_offset()
+                    if found is not None:
+                        out.timestamp, out.offset = found
+                elif ts < 0:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown special timestamp {ts}")
+                else:
+                    found = plog.offset_for_timestamp(ts)
+                    if found is not None and found[0] < plog.high_watermark:
+                        out.offset, out.timestamp = found
+                if out.offset >= 0:
+                    out.leader_epoch = hosted.leader_epoch
+                if version == 0:
+                    out.old_style_offsets = [out.offset] if out.offset >= 0 else []
+            except KafkaError as exc:
+                out.error_code = exc.code
+            parts.append(out)
+        topics.append(TopicResp(name=topic.name, partitions=parts))
+    return Resp(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,122 @@
+"""The partitions this broker hosts: their logs, appends, and waking long-poll fetches.
+
+The replica manager follows the metadata image: when a partition assigned to this node appears it
+opens (or creates) its log, when a topic is removed it deletes the log. Produce appends go through
+here so that fetches parked in a long poll wake on new data instead of polling.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+import trio
+
+from kafkapy.config import BrokerConfig
+from kafkapy.log.config import LogConfig
+from kafkapy.log.log_manager import LogManager
+from kafkapy.log.partition_log import LogAppendResult, PartitionLog
+from kafkapy.metadata.image import MetadataImage
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+
+
+@dataclass
+class HostedPartition:
+    """One partition replica on this broker."""
+
+    topic: str
+    topic_id: uuid.UUID
+    index: int
+    log: PartitionLog
+    leader_id: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+
+class ReplicaManager:
+    """Hosted partitions keyed by (topic, partition), kept in step with the metadata image."""
+
+    def __init__(self, log_manager: LogManager, config: BrokerConfig, node_id: int) -> None:
+        self._log_manager = log_manager
+        self._config = config
+        self._node_id = node_id
+        self._partitions: dict[tuple[str, int], HostedPartition] = {}
+        self._appended = trio.Event()
+
+    def __len__(self) -> int:
+        return len(self._partitions)
+
+    def partitions(self) -> list[HostedPartition]:
+        return list(self._partitions.values())
+
+    def get(self, topic: str, partition: int) -> HostedPartition:
+        hosted = self._partitions.get((topic, partition))
+        if hosted is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return hosted
+
+    def log_config(self, image: MetadataImage, topic: str) -> LogConfig:
+        props = self._config.topic_defaults()
+        props.update(image.configs.topic(topic))
+        return LogConfig.from_props(props)
+
+    def apply_image(self, image: MetadataImage, *, now_ms: int) -> None:
+        """Open logs for partitions placed here and delete logs of topics that are gone."""
+        wanted: set[tuple[str, int]] = set()
+        for topic in image.topics.by_name.values():
+            config = None
+            for index, reg in topic.partitions.items():
+                if self._node_id not in reg.replicas:
+                    continue
+                key = (topic.name, index)
+                wanted.add(key)
+                hosted = self._partitions.get(key)
+                if hosted is not None and hosted.topic_id == topic.id:
+                    hosted.leader_id, hosted.leader_epoch = reg.leader, reg.leader_epoch
+                    hosted.replicas, hosted.isr = list(reg.replicas), list(reg.isr)
+                    continue
+                if hosted is not None:
+                    # Same name, new id: the topic was deleted and recreated.
+                    self._drop(key)
+                if config is None:
+                    config = self.log_config(image, topic.name)
+                plog = self._log_manager.get_or_create(topic.name, index, topic.id, config, now_ms=now_ms)
+                self._partitions[key] = HostedPartition(
+                    topic.name, topic.id, index, plog, reg.leader, reg.leader_epoch, list(reg.replicas), list(reg.isr)
+                )
+        for key in [k for k in self._partitions if k not in wanted]:
+            self._drop(key)
+
+    def _drop(self, key: tuple[str, int]) -> None:
+        hosted = self._partitions.pop(key)
+        log.info("Deleting log of %s-%d", hosted.topic, hosted.index)
+        self._log_manager.delete(hosted.topic, hosted.index)
+
+    def append(self, hosted: HostedPartition, records: bytearray, *, now_ms: int) -> LogAppendResult:
+        """Append a produce request's batches as leader and wake fetches waiting for data."""
+        if hosted.leader_id != self._node_id:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        result = hosted.log.append_as_leader(records, now_ms=now_ms, leader_epoch=hosted.leader_epoch)
+        if not result.duplicate:
+            # The log moves its high watermark with the log end offset until replication
+            # tracks followers; waiting fetches can read the new data now.
+            self._appended.set()
+            self._appended = trio.Event()
+        return result
+
+    async def wait_for_append(self, deadline: float) -> None:
+        """Sleep until some partition gets new data or ``deadline`` (trio time) passes."""
+        with trio.move_on_at(deadline):
+            await self._appended.wait()
+
+    def shutdown(self) -> None:
+        self._partitions.clear()
