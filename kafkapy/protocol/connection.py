@@ -33,7 +33,7 @@ import struct
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kafkapy.protocol.apis import (

@@ -6,7 +6,6 @@ import struct
 import uuid
 
 import pytest
-from kafka.protocol.api_header import ResponseHeader
 from protocol_samples import sample
 
 from kafkapy.protocol import (
