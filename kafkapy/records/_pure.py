@@ -106,9 +106,15 @@ def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int
     bend = pos + fmt.LOG_OVERHEAD + _I32.unpack_from(b, pos + fmt.BATCH_LENGTH)[0]
     batch_max = fmt.NO_TIMESTAMP
     for i in range(count):
-        length, p = _varint(b, p, bend, 5, _M32)
-        if p < 0:
-            fail(E_REC_EOF if p == _EOF else E_REC_VARINT, pos, i)
+        # Most varints are one byte; decoding those inline roughly halves the walk's cost.
+        if p < bend and b[p] < 0x80:
+            c = b[p]
+            length = (c >> 1) ^ -(c & 1)
+            p += 1
+        else:
+            length, p = _varint(b, p, bend, 5, _M32)
+            if p < 0:
+                fail(E_REC_EOF if p == _EOF else E_REC_VARINT, pos, i)
         if length < 0:
             fail(E_REC_SIZE, pos, i, length)
         rend = p + length
@@ -120,22 +126,37 @@ def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int
         ts_delta, p = _varint(b, p, rend, 10, _M64)
         if p < 0:
             fail(E_REC_FIELDS if p == _EOF else E_REC_VARINT, pos, i, length)
-        off_delta, p = _varint(b, p, rend, 5, _M32)
-        if p < 0:
-            fail(E_REC_FIELDS if p == _EOF else E_REC_VARINT, pos, i, length)
+        if p < rend and b[p] < 0x80:
+            c = b[p]
+            off_delta = (c >> 1) ^ -(c & 1)
+            p += 1
+        else:
+            off_delta, p = _varint(b, p, rend, 5, _M32)
+            if p < 0:
+                fail(E_REC_FIELDS if p == _EOF else E_REC_VARINT, pos, i, length)
         if off_delta != i:
             fail(E_REC_OFFSET, pos, i, off_delta)
         for _field in (0, 1):  # key, then value; a negative length means null
-            n, p = _varint(b, p, rend, 5, _M32)
-            if p < 0:
-                fail(E_REC_FIELDS if p == _EOF else E_REC_VARINT, pos, i, length)
+            if p < rend and b[p] < 0x80:
+                c = b[p]
+                n = (c >> 1) ^ -(c & 1)
+                p += 1
+            else:
+                n, p = _varint(b, p, rend, 5, _M32)
+                if p < 0:
+                    fail(E_REC_FIELDS if p == _EOF else E_REC_VARINT, pos, i, length)
             if n > 0:
                 p += n
                 if p > rend:
                     fail(E_REC_FIELDS, pos, i, length)
-        n_headers, p = _varint(b, p, rend, 5, _M32)
-        if p < 0:
-            fail(E_REC_FIELDS if p == _EOF else E_REC_VARINT, pos, i, length)
+        if p < rend and b[p] < 0x80:
+            c = b[p]
+            n_headers = (c >> 1) ^ -(c & 1)
+            p += 1
+        else:
+            n_headers, p = _varint(b, p, rend, 5, _M32)
+            if p < 0:
+                fail(E_REC_FIELDS if p == _EOF else E_REC_VARINT, pos, i, length)
         if n_headers < 0:
             fail(E_REC_HEADERS, pos, i, n_headers)
         for _h in range(n_headers):
