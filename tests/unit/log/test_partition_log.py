@@ -298,3 +298,19 @@ def test_many_batches_in_one_request_cannot_overflow_the_index(open_log):
     assert (r.first_offset, r.last_offset) == (0, 9)
     assert log.active.offset_index.entries == 2
     assert [h.base_offset for h in batches_of(log.read(7, 1 << 20).read_bytes())][0] == 7
+
+
+def test_fetch_slice_works_with_sendfile(open_log, tmp_path):
+    log = open_log()
+    for _ in range(3):
+        log.append_as_leader(make_batch(2), now_ms=0, leader_epoch=0)
+    s = log.read(2, 1 << 20)
+    out = os.open(str(tmp_path / "out"), os.O_WRONLY | os.O_CREAT)
+    try:
+        sent = 0
+        while sent < s.size:
+            sent += os.sendfile(out, s.fileno(), s.position + sent, s.size - sent)
+    finally:
+        os.close(out)
+    assert open(tmp_path / "out", "rb").read() == s.read_bytes()
+    assert [h.base_offset for h in batches_of(s.read_bytes())] == [2, 4]
