@@ -16,7 +16,7 @@ import os
 import shutil
 import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from kafkapy.log import files
@@ -110,9 +110,13 @@ class PartitionLog:
             write_partition_metadata(self.dir, topic_id)
         self.topic_id = stored or topic_id
 
-    def _clean_temp_files(self) -> set[int]:
-        """Remove leftovers of interrupted operations; bases of segments that need recovery."""
+    def _clean_temp_files(self) -> tuple[set[int], set[int]]:
+        """Remove leftovers of interrupted operations.
+
+        Returns (bases of segments that need recovery, bases of segments swapped in).
+        """
         needs_recovery: set[int] = set()
+        swapped: set[int] = set()
         names = os.listdir(self.dir)
         for name in names:
             path = os.path.join(self.dir, name)
@@ -124,14 +128,16 @@ class PartitionLog:
                 target = path[: -len(files.SWAP_SUFFIX)]
                 if target.endswith(files.LOG_SUFFIX):
                     os.replace(path, target)
-                    needs_recovery.add(files.offset_from_filename(target))
+                    base = files.offset_from_filename(target)
+                    needs_recovery.add(base)
+                    swapped.add(base)
                 else:
                     os.remove(path)
-        return needs_recovery
+        return needs_recovery, swapped
 
     def _load(self, *, now_ms: int, recover: bool, recovery_point: int,
               log_start_offset: int | None) -> None:
-        needs_recovery = self._clean_temp_files()
+        needs_recovery, swapped = self._clean_temp_files()
         names = set(os.listdir(self.dir))
         bases: list[int] = []
         for name in names:
@@ -186,8 +192,16 @@ class PartitionLog:
                         later.delete()
                     del self._segments[i + 1:]
             i += 1
+        # A swapped-in segment (compaction) replaces every older segment inside its range.
+        for base in swapped:
+            seg = next((x for x in self._segments if x.base_offset == base), None)
+            if seg is None:
+                continue
+            end = seg.next_offset
+            for other in [x for x in self._segments if base < x.base_offset < end]:
+                other.delete()
+                self._segments.remove(other)
         self._bases = [s.base_offset for s in self._segments]
-        # An empty trailing segment can be left by a crash during roll; keep it as active.
 
         if not self._segments:
             start = log_start_offset if log_start_offset is not None else 0
@@ -199,10 +213,9 @@ class PartitionLog:
         leo = self.log_end_offset
         lso = first_base if log_start_offset is None else max(log_start_offset, first_base)
         self.log_start_offset = min(lso, leo)
-        self.recovery_point = leo if recover or recovery_point > leo else max(recovery_point, 0)
-        if not recover:
-            # A clean shutdown flushed everything.
-            self.recovery_point = leo
+        # Everything is durable now: a clean shutdown flushed it all, and a recovery fsynced
+        # each segment it scanned (those before the recovery point were flushed before).
+        self.recovery_point = leo
         self.leader_epoch_cache.truncate_from_end(leo)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self._rebuild_producer_state(leo, now_ms)
@@ -608,7 +621,8 @@ class PartitionLog:
         # No timestamps: Kafka falls back to the file's modification time.
         return int(os.stat(seg.log_path).st_mtime * 1000)
 
-    def _delete_segments_while(self, predicate) -> int:  # type: ignore[no-untyped-def]
+    def _delete_segments_while(
+            self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
         doomed: list[LogSegment] = []
         for i, seg in enumerate(self._segments):
             nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None

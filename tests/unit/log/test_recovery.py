@@ -220,3 +220,20 @@ def test_reopened_log_holds_one_descriptor_per_segment(open_log):
     # Index files are mapped lazily and keep no descriptor of their own until then.
     assert len(os.listdir("/proc/self/fd")) - before <= n
     assert again.log_end_offset == 24
+
+
+def test_swap_file_completes_a_replacement(open_log, log_dir):
+    log = open_log(segment_bytes=300)
+    fill(log, 8)
+    bases = [s.base_offset for s in log.segments]
+    assert len(bases) >= 3
+    # A compacted copy of the first two segments, left as <base>.log.swap by a crash.
+    first_two = b"".join(open(files.log_file(log_dir, b), "rb").read() for b in bases[:2])
+    log.close()
+    with open(files.log_file(log_dir, 0) + ".swap", "wb") as f:
+        f.write(first_two)
+    open(files.log_file(log_dir, 0) + ".cleaned", "wb").close()
+    again = open_log(segment_bytes=300)
+    assert [s.base_offset for s in again.segments] == [0] + bases[2:]
+    assert not os.path.exists(files.log_file(log_dir, bases[1]))
+    assert all_offsets(again) == list(range(16))
