@@ -7,7 +7,6 @@ callback so the partition log can rebuild that state in the same scan.
 
 from __future__ import annotations
 
-import io
 import mmap
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -45,6 +44,33 @@ class AppendBatch(NamedTuple):
     max_timestamp: int
 
 
+class SegmentFile:
+    """The descriptor of a ``.log`` file, closed when the last user lets go of it.
+
+    The segment and every FetchSlice cut from it share this object; deleting a segment only
+    unlinks the file, so an in-flight sendfile keeps reading the old inode (what Kafka gets
+    from its file.delete.delay.ms).
+    """
+
+    __slots__ = ("fd",)
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def fileno(self) -> int:
+        if self.fd < 0:
+            raise ValueError("segment file is closed")
+        return self.fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
 @dataclass(frozen=True)
 class FetchSlice:
     """A byte range of a segment file, to be sent with ``os.sendfile`` or read into memory.
@@ -53,12 +79,12 @@ class FetchSlice:
     segment is deleted, since deletion only unlinks) until the slice is dropped.
     """
 
-    file: object  # an io.FileIO; typed loosely so callers only rely on fileno()
+    file: SegmentFile
     position: int
     size: int
 
     def fileno(self) -> int:
-        return self.file.fileno()  # type: ignore[attr-defined]
+        return self.file.fileno()
 
     def read_bytes(self) -> bytes:
         out = bytearray()
@@ -84,10 +110,10 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self.max_index_size = max_index_size
         self.log_path = files.log_file(dir, base_offset)
-        # Unbuffered FileIO (no O_APPEND: Linux pwrite ignores the position under it); writes
-        # go straight to the fd and FetchSlice shares the object.
-        self.file = io.FileIO(os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644), "r+")
-        self.fd = self.file.fileno()
+        # No O_APPEND (Linux pwrite ignores the position under it); writes are pwrites at the
+        # end, and FetchSlices share the descriptor object.
+        self.file = SegmentFile(self.log_path)
+        self.fd = self.file.fd
         self.size = os.fstat(self.fd).st_size
         self.offset_index = OffsetIndex(files.index_file(dir, base_offset), base_offset,
                                         max_index_size)
