@@ -14,5 +14,6 @@ behind the protocol package.
 
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.schemas import StructField, load_json
+from kafka.protocol.schemas.fields.codecs import Bytes, UnsignedVarInt32
 
-__all__ = ["DataContainer", "StructField", "load_json"]
+__all__ = ["Bytes", "DataContainer", "StructField", "UnsignedVarInt32", "load_json"]

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kafkapy.protocol.codec import Bytes, StructField, UnsignedVarInt32
 from kafkapy.protocol.apis import (
     ApiKey,
     ApiMessage,
@@ -176,7 +177,11 @@ class Request:
     ``body`` is the decoded request message (``kafkapy.protocol.messages.<Name>Request``); its fields
     are snake_case attributes. ``size`` is the frame's length without its 4-byte size prefix.
     ``unsupported_version`` is only ever True for ApiVersions (see the module docstring); the broker
-    answers such a request with ``ApiVersionsTable.response(0, error_code=UNSUPPORTED_VERSION)``.
+    answers such a request with ``ApiVersionsTable.response(request.api_version)``.
+
+    Produce ``records`` fields are *writable memoryviews* into this request's frame, not copies:
+    use them like bytes (``len``, slicing, ``bytearray(records)`` for a private copy), or validate
+    and rewrite the batches in place.
     """
 
     api_key: ApiKey
@@ -274,7 +279,6 @@ class ServerConnection:
         self._ready: deque[bytearray] = deque()
         self._error: RemoteProtocolError | None = None
         self._eof = False
-        self._decoders: dict[tuple[int, int], Callable[..., Any]] = {}
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -394,11 +398,10 @@ class ServerConnection:
             return Request(api_key, api_version, correlation_id, header.client_id, header, body, n,
                            True)
 
-        decoder = self._decoders.get((api_key_num, api_version))
+        decoder = _DECODERS.get((api_key_num, api_version))
         if decoder is None:
-            decoder = cls._struct.compiled_decode_from(
-                api_version, compact=flexible, tagged=flexible, data_class=cls)
-            self._decoders[(api_key_num, api_version)] = decoder
+            decoder = _request_decoder(cls, api_version, flexible)
+            _DECODERS[(api_key_num, api_version)] = decoder
         try:
             body, end = decoder(memoryview(frame), pos)
         except Exception as exc:  # the codec fails in many ways on garbage; all mean "malformed"
@@ -427,6 +430,66 @@ class ServerConnection:
 
 
 _API_KEYS: dict[int, ApiKey] = {int(k): k for k in ApiKey}
+
+# Generated body decoders by (api key, version), shared by every connection.
+_DECODERS: dict[tuple[int, int], Callable[..., Any]] = {}
+
+# Requests whose ``records`` fields are decoded as writable memoryviews into the request frame
+# rather than copied out: produce data then reaches validation and the log without an extra copy.
+_ZERO_COPY_RECORDS: Final = frozenset({ApiKey.PRODUCE})
+
+
+class _RecordsView:
+    """kafka-python codec for ``records`` fields that decodes to a slice of the frame, not a copy.
+
+    Encoding is the ordinary bytes codec's; only the generated decode differs.
+    """
+
+    fmt = Bytes.fmt
+    size = "variable"
+    encode = Bytes.encode
+    encode_into = Bytes.encode_into
+    emit_encode_into = Bytes.emit_encode_into
+    decode = Bytes.decode
+
+    @classmethod
+    def emit_decode_from(cls, ctx: Any, var_name: str, indent: str, compact: bool = False) -> None:
+        ln = ctx.next_var("ln")
+        if compact:
+            UnsignedVarInt32.emit_decode_from(ctx, ln, indent)
+            ctx.emit(indent, f"{ln} -= 1")
+        else:
+            ctx.emit(indent, f'{ln} = unpack_from(">i", data, pos)[0]')
+            ctx.emit(indent, "pos += 4")
+        ctx.emit(indent, f"if {ln} < 0:")
+        ctx.emit(indent, f"    {var_name} = None")
+        ctx.emit(indent, "else:")
+        ctx.emit(indent, f"    {var_name} = data[pos:pos+{ln}]")
+        ctx.emit(indent, f"    pos += {ln}")
+
+
+def _request_decoder(cls: Any, version: int, flexible: bool) -> Callable[..., Any]:
+    if cls.API_KEY not in _ZERO_COPY_RECORDS:
+        return cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible,
+                                                data_class=cls)
+    # A private copy of the schema tree whose records fields use _RecordsView; its structs build
+    # the very same message classes, so callers can't tell the difference except that records
+    # are memoryviews.
+    tree = StructField(cls._json)
+    _graft(tree, cls._struct)
+    return tree.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)
+
+
+def _graft(new: Any, old: Any) -> None:
+    for nf, of in zip(new._fields, old._fields):
+        if nf.is_struct_array():
+            nf.set_data_class(of.data_class)
+            _graft(nf.array_of, of.array_of)
+        elif nf.is_struct():
+            nf.set_data_class(of.data_class)
+            _graft(nf, of)
+        elif nf.type_str == "records":
+            nf._type = _RecordsView
 
 
 def _malformed(header: RequestHeader, detail: str) -> MalformedRequest:

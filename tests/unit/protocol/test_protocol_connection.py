@@ -468,3 +468,30 @@ def test_frame_parts_prefixes_size_and_header() -> None:
     region = FileRegion(0, 0, 10)
     parts = frame_parts(req, [region, b"x"])
     assert parts[1] is region and struct.unpack_from(">i", parts[0])[0] == 5 + 10 + 1
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 13])
+def test_produce_records_are_writable_views_into_the_frame(version: int) -> None:
+    P = m.ProduceRequest
+    T = P.TopicProduceData
+    body = P(acks=1, timeout_ms=5, transactional_id="tx", topic_data=[
+        T(name="a", topic_id=uuid.UUID(int=3), partition_data=[
+            T.PartitionProduceData(index=0, records=b"batch-zero"),
+            T.PartitionProduceData(index=1, records=None)])])
+    req = one_request(frame_of(body, version))
+    parts = req.body.topic_data[0].partition_data
+    records = parts[0].records
+    assert isinstance(records, memoryview) and not records.readonly
+    assert records == b"batch-zero" and bytes(records) == b"batch-zero" and parts[1].records is None
+    records[0:5] = b"BATCH"  # in-place rewrite, as offset assignment does
+    assert bytearray(records) == bytearray(b"BATCH-zero")
+    # the decoded object still re-encodes like kafka-python's own
+    assert req.body.encode(version=version) == P.decode(frame_of(body, version)[4:], version=version,
+                                                        header=True).encode(version=version).replace(
+        b"batch-zero", b"BATCH-zero")
+
+
+def test_other_apis_keep_plain_bytes() -> None:
+    S = m.SaslAuthenticateRequest
+    req = one_request(frame_of(S(auth_bytes=b"secret"), 2))
+    assert type(req.body.auth_bytes) is bytes
