@@ -374,7 +374,9 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
     bound port through ``task_status`` (``port = await nursery.start(serve, d, "127.0.0.1", 0)``).
     """
     if supported is None:
-        supported = getattr(dispatcher, "versions", None) or getattr(dispatcher, "supported", None)
+        supported = getattr(dispatcher, "versions", None)
+        if supported is None:  # (not `or`: an empty table is falsy)
+            supported = getattr(dispatcher, "supported", None)
     if not isinstance(supported, ApiVersionsTable):
         raise TypeError("serve() needs supported= (an ApiVersionsTable) or dispatcher.versions")
     listeners = await trio.open_tcp_listeners(port, host=host, backlog=backlog)
