@@ -96,14 +96,14 @@ def test_read_bounded_by_max_offset(open_log):
 
 def test_sparse_offset_index(open_log, log_dir):
     log = open_log(index_interval_bytes=1000)
-    b = make_batch(1, value_size=300)
-    size = len(b)
+    size = len(make_batch(1, value_size=300))
     for _ in range(30):
         log.append_as_leader(make_batch(1, value_size=300), now_ms=0, leader_epoch=0)
     idx = log.active.offset_index
-    # An entry for each batch that starts once more than 1000 bytes went by since the last one.
-    per_entry = 1000 // size + 1
-    assert idx.entries == len(range(per_entry, 30, per_entry + 0)) or idx.entries > 0
+    # An entry for each batch that starts once more than 1000 bytes went by since the last
+    # one: every k-th batch with k = 1000 // size + 1 (batch 0 at position 0 is never indexed).
+    k = 1000 // size + 1
+    assert idx.entries == 29 // k
     positions = [idx.entry(i).position for i in range(idx.entries)]
     offsets = [idx.entry(i).offset for i in range(idx.entries)]
     assert all(p % size == 0 for p in positions)
@@ -166,8 +166,7 @@ def test_roll_by_time_uses_first_batch_timestamp(open_log):
 
 def test_roll_by_time_without_timestamps_uses_creation(open_log):
     log = open_log(segment_ms=1000, now_ms=0)
-    log.append_as_leader(make_batch(1, ts=-1) if False else make_batch(1, ts=5), now_ms=0,
-                         leader_epoch=0)
+    log.append_as_leader(make_batch(1, ts=5), now_ms=0, leader_epoch=0)
     log.active._rolling_ts = -1  # as if the first batch carried no timestamp
     log.append_as_leader(make_batch(1, ts=5), now_ms=999, leader_epoch=0)
     assert len(log.segments) == 1
@@ -193,7 +192,6 @@ def test_offset_for_timestamp(open_log):
     assert log.offset_for_timestamp(1000) == (0, 1000)
     assert log.offset_for_timestamp(1001) == (1, 1001)
     assert log.offset_for_timestamp(1003) == (3, 1010)
-    assert log.offset_for_timestamp(1122) == (35, 1112 + 10) if False else True
     assert log.offset_for_timestamp(1112) == (35, 1112)
     assert log.offset_for_timestamp(1192) == (59, 1192)
     assert log.offset_for_timestamp(1193) is None

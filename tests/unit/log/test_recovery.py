@@ -79,7 +79,6 @@ def test_garbage_after_last_batch_is_removed(open_log, log_dir):
 def test_corrupt_crc_in_middle_truncates_there(open_log, log_dir):
     log = open_log(segment_bytes=100_000)
     fill(log, 6)
-    positions = [s for s in range(0)]
     seg = log.active
     refs = list(seg.iter_batches())
     positions = [r.position for r in refs]
@@ -161,7 +160,7 @@ def test_clean_shutdown_trusts_indexes_and_skips_scan(open_log, log_dir, monkeyp
     assert calls == []
     assert again.log_end_offset == 40
     again.close()
-    crash_log = open_log(recover=True, segment_bytes=500)
+    open_log(recover=True, segment_bytes=500)
     assert calls  # unclean: scanned from the recovery point
 
 
