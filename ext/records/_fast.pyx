@@ -12,7 +12,14 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from crc32c import crc32c as _crc32c
 
 from kafkapy.records import _validate_common as _common
-from kafkapy.records._validate_common import AppendInfo, BatchInfo, fail, not_writable
+from kafkapy.records._validate_common import (
+    AppendInfo,
+    BatchInfo,
+    check_arguments,
+    check_offsets_fit,
+    fail,
+    not_writable,
+)
 
 __all__ = ["AppendInfo", "BatchInfo", "validate_and_assign"]
 
@@ -260,13 +267,23 @@ cdef int walk_records(const uint8_t* b, Py_ssize_t pos, int32_t count, int64_t b
 def validate_and_assign(
     buf,
     *,
-    int64_t next_offset,
-    int64_t now_ms,
-    int32_t partition_leader_epoch,
-    int64_t max_batch_bytes,
-    bint log_append_time=False,
+    next_offset,
+    now_ms,
+    partition_leader_epoch,
+    max_batch_bytes,
+    log_append_time=False,
 ):
     """Validate every batch in ``buf`` and assign offsets in place; see ``_pure``."""
+    # Checked as Python ints first so a bad argument fails exactly as in _pure, not with
+    # Cython's own conversion error.
+    check_arguments(next_offset, now_ms, partition_leader_epoch, max_batch_bytes)
+    return _validate(buf, next_offset, now_ms, partition_leader_epoch, max_batch_bytes,
+                     bool(log_append_time))
+
+
+cdef object _validate(object buf, int64_t next_offset, int64_t now_ms,
+                      int32_t partition_leader_epoch, int64_t max_batch_bytes,
+                      bint log_append_time):
     mv = memoryview(buf)
     if mv.readonly:
         not_writable(buf)
@@ -280,7 +297,7 @@ def validate_and_assign(
     cdef int8_t magic
     cdef int32_t length, last_delta, count, base_sequence
     cdef int64_t base_offset, base_ts, header_max, producer_id, batch_max, new_max
-    cdef int64_t offset, max_timestamp, offset_of_max
+    cdef int64_t offset, max_timestamp, offset_of_max, total = 0
     cdef uint32_t stored, computed
     cdef int attributes, new_attributes, codec, err
     cdef bint is_lat
@@ -355,7 +372,9 @@ def validate_and_assign(
         if new_max == header_max and is_lat == log_append_time:
             new_attributes = -1  # Kafka leaves the batch (and its CRC) alone in this case
         plan.append((pos, size, new_attributes, new_max, count))
+        total += count
         pos += size
+    check_offsets_fit(next_offset, total)
 
     # Phase 2: everything is valid; write.
     offset = next_offset

@@ -49,6 +49,8 @@ from kafkapy.records._validate_common import (
     E_TRUNCATED,
     AppendInfo,
     BatchInfo,
+    check_arguments,
+    check_offsets_fit,
     fail,
     not_writable,
 )
@@ -199,6 +201,8 @@ def validate_and_assign(
     log_append_time: bool = False,
 ) -> AppendInfo:
     """Validate every batch in ``buf`` and assign offsets in place; see the module docstring."""
+    check_arguments(next_offset, now_ms, partition_leader_epoch, max_batch_bytes)
+    log_append_time = bool(log_append_time)
     b = memoryview(buf)
     if b.readonly:
         not_writable(buf)
@@ -275,6 +279,7 @@ def validate_and_assign(
         if new_max == header_max and bool(is_lat) == log_append_time:
             new_attributes = -1  # Kafka leaves the batch (and its CRC) alone in this case
         plan.append((pos, h, new_attributes, new_max, count))
+    check_offsets_fit(next_offset, sum(p[4] for p in plan))
 
     # Phase 2: everything valid; now write.
     offset = next_offset

@@ -128,3 +128,30 @@ def not_writable(buf: object) -> NoReturn:
     """Raise the ``TypeError`` both validators give for a read-only buffer."""
     raise TypeError(f"validate_and_assign needs a writable buffer such as a bytearray, "
                     f"not {type(buf).__name__}")
+
+
+_INT64_MAX = (1 << 63) - 1
+_RANGES = {
+    "next_offset": (0, _INT64_MAX),
+    "now_ms": (-(1 << 63), _INT64_MAX),
+    "partition_leader_epoch": (-(1 << 31), (1 << 31) - 1),
+    "max_batch_bytes": (0, _INT64_MAX),
+}
+
+
+def check_arguments(next_offset: int, now_ms: int, partition_leader_epoch: int,
+                    max_batch_bytes: int) -> None:
+    """Reject out-of-range arguments before anything is read or written, in both twins alike."""
+    values = (next_offset, now_ms, partition_leader_epoch, max_batch_bytes)
+    for (name, (low, high)), value in zip(_RANGES.items(), values):
+        if not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f"validate_and_assign: {name}={value!r} is not an int in "
+                             f"[{low}, {high}]")
+
+
+def check_offsets_fit(next_offset: int, record_count: int) -> None:
+    """Refuse an append whose last offset would not fit Kafka's int64 offsets."""
+    if record_count > _INT64_MAX - next_offset + 1:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"appending {record_count} records at offset {next_offset} "
+                         f"overflows the offset range")

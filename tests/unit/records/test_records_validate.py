@@ -241,3 +241,20 @@ def test_rejects_read_only_buffers(impl: ModuleType) -> None:
 
 def test_single_record_encoding_is_the_builders() -> None:
     assert encode_record(0, 0, Record(b"k", b"v")) == record_bytes(_fields())
+
+
+@pytest.mark.parametrize("bad", [
+    {"partition_leader_epoch": 2**31}, {"next_offset": -1}, {"now_ms": 1.5},
+    {"max_batch_bytes": -1}, {"next_offset": 2**63},
+])
+def test_bad_arguments_fail_before_anything_is_written(impl: ModuleType, bad: dict) -> None:
+    buf = bytearray(build_batch([Record(b"k", b"v", timestamp=1)]))
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        run(impl, buf, **bad)
+    assert buf == build_batch([Record(b"k", b"v", timestamp=1)])
+
+
+def test_offset_overflow_is_refused(impl: ModuleType) -> None:
+    buf = bytearray(build_batch([Record(b"k", b"v", timestamp=1)] * 2))
+    run(impl, bytearray(buf), next_offset=2**63 - 2)
+    expect(impl, buf, ErrorCode.INVALID_RECORD, "overflows", next_offset=2**63 - 1)
