@@ -10,7 +10,10 @@ are the parts: ``segment`` (``.log`` + indexes), ``offset_index``/``time_index``
 
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
-from kafkapy.log.partition_log import LogAppendResult, PartitionLog
+from kafkapy.log.partition_log import LogAppendResult, OffsetAndTimestamp, PartitionLog
 from kafkapy.log.segment import FetchSlice
 
-__all__ = ["FetchSlice", "LogAppendResult", "LogConfig", "LogManager", "PartitionLog"]
+__all__ = [
+    "FetchSlice", "LogAppendResult", "LogConfig", "LogManager", "OffsetAndTimestamp",
+    "PartitionLog",
+]

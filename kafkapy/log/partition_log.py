@@ -35,9 +35,16 @@ from kafkapy.records import format as fmt
 from kafkapy.records import reader
 from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
 
-__all__ = ["FetchSlice", "LogAppendResult", "PartitionLog"]
+__all__ = ["FetchSlice", "LogAppendResult", "OffsetAndTimestamp", "PartitionLog"]
 
 _CONTROL_VALUE = struct.Struct(">hi")  # end-transaction marker value: version, coordinator epoch
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """A record's offset and timestamp (ListOffsets answers)."""
+
+    offset: int
+    timestamp: int
 
 
 class LogAppendResult(NamedTuple):
@@ -482,7 +489,7 @@ class PartitionLog:
         return None
 
     # ================================================================== timestamps
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+    def offset_for_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """(offset, timestamp) of the first record with timestamp ≥ ``timestamp``, or None."""
         for seg in self._segments:
             if seg.largest_timestamp < timestamp:
@@ -491,7 +498,7 @@ class PartitionLog:
                 timestamp, self.log_start_offset,
                 lambda ref, seg=seg: self._record_timestamps(seg, ref))
             if found is not None:
-                return found[1], found[0]
+                return OffsetAndTimestamp(found[1], found[0])
         return None
 
     def _record_timestamps(self, seg: LogSegment, ref: BatchRef) -> Iterator[tuple[int, int]]:
@@ -503,10 +510,11 @@ class PartitionLog:
         for rec in reader.iter_records(seg.read_batch(ref)):
             yield rec.offset, rec.timestamp
 
-    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
-        """(timestamp, offset) of the first record carrying the log's largest timestamp.
+    def max_timestamp_and_offset(self) -> OffsetAndTimestamp | None:
+        """(offset, timestamp) of the first record carrying the log's largest timestamp.
 
-        For ListOffsets MAX_TIMESTAMP (KIP-734). None when no record has a timestamp.
+        For ListOffsets MAX_TIMESTAMP (KIP-734). None when no record has a timestamp. Same
+        field order as ``offset_for_timestamp``.
         """
         best: LogSegment | None = None
         for seg in self._segments:
@@ -520,9 +528,9 @@ class PartitionLog:
             if ref.header.max_timestamp == ts and ref.header.last_offset >= self.log_start_offset:
                 for off, rts in self._record_timestamps(best, ref):
                     if rts == ts and off >= self.log_start_offset:
-                        return ts, off
-                return ts, ref.header.last_offset
-        return ts, best.offset_of_max_timestamp_so_far
+                        return OffsetAndTimestamp(off, ts)
+                return OffsetAndTimestamp(ref.header.last_offset, ts)
+        return OffsetAndTimestamp(best.offset_of_max_timestamp_so_far, ts)
 
     max_timestamp_offset = max_timestamp_and_offset  # name used in docs/architecture.md
 

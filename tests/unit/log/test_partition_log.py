@@ -204,7 +204,7 @@ def test_offset_for_timestamp_out_of_order_records(open_log):
     log.append_as_leader(bytearray(build_batch(recs)), now_ms=0, leader_epoch=0)
     assert log.offset_for_timestamp(400) == (0, 500)
     assert log.offset_for_timestamp(600) == (2, 900)
-    assert log.max_timestamp_and_offset() == (900, 2)
+    assert log.max_timestamp_and_offset() == (2, 900)
 
 
 def test_max_timestamp_and_offset(open_log):
@@ -212,7 +212,8 @@ def test_max_timestamp_and_offset(open_log):
     assert log.max_timestamp_and_offset() is None
     for ts in (5, 50, 7, 20):
         log.append_as_leader(make_batch(2, ts=ts), now_ms=0, leader_epoch=0)
-    assert log.max_timestamp_and_offset() == (50, 2)
+    r = log.max_timestamp_and_offset()
+    assert (r.offset, r.timestamp) == (2, 50)
 
 
 def test_truncate_to(open_log):
