@@ -33,7 +33,7 @@ import struct
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kafkapy.protocol.codec import Bytes, StructField, UnsignedVarInt32
@@ -223,14 +223,23 @@ _collect = threading.local()
 class FileRegion:
     """``count`` bytes of the open file ``fd`` from ``offset``, sent with ``os.sendfile``.
 
-    Put one where a message has a ``records`` field and encode with :func:`encode_response_parts`.
-    The fd must stay open until the reply is written: ``Reply.on_done`` (``kafkapy.net``) is the hook
-    for releasing it.
+    Put one where a message has a ``records`` field and encode with :func:`encode_response_parts`
+    (the listener does that for any response body it is handed). The fd must stay open until the
+    reply is written: ``owner`` holds whatever keeps it open (a log ``FetchSlice``, whose segment
+    file closes its descriptor when the last reference goes), and the listener keeps the reply, so
+    the owner, alive until the bytes are out. ``Reply.on_done`` is the other hook for releasing it.
     """
 
     fd: int
     offset: int
     count: int
+    owner: object = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, file_slice: Any) -> FileRegion:
+        """A region for anything with ``fileno()``, ``position`` and ``size`` (a log FetchSlice),
+        keeping it as the owner."""
+        return cls(file_slice.fileno(), file_slice.position, file_slice.size, file_slice)
 
     def __len__(self) -> int:
         return self.count

@@ -495,3 +495,20 @@ def test_other_apis_keep_plain_bytes() -> None:
     S = m.SaslAuthenticateRequest
     req = one_request(frame_of(S(auth_bytes=b"secret"), 2))
     assert type(req.body.auth_bytes) is bytes
+
+
+def test_file_region_keeps_its_owner(tmp_path) -> None:
+    class Slice:
+        def __init__(self, f) -> None:
+            self.f, self.position, self.size = f, 3, 4
+
+        def fileno(self) -> int:
+            return self.f.fileno()
+
+    path = tmp_path / "s"
+    path.write_bytes(b"0123456789")
+    with open(path, "rb") as f:
+        s = Slice(f)
+        region = FileRegion.of(s)
+        assert (region.fd, region.offset, region.count) == (f.fileno(), 3, 4) and region.owner is s
+        assert region == FileRegion(f.fileno(), 3, 4)  # the owner takes no part in equality
