@@ -8,12 +8,22 @@ and error messages of ``_validate_common``. See ``_pure`` for the exact rules.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from kafkapy._speedups import load
 from kafkapy.records._validate_common import AppendInfo, BatchInfo
 
+
+class _ValidateAndAssign(Protocol):
+    def __call__(self, buf: bytearray, *, next_offset: int, now_ms: int,
+                 partition_leader_epoch: int, max_batch_bytes: int,
+                 log_append_time: bool = False) -> AppendInfo: ...
+
+
 _impl = load("kafkapy.records._fast", "kafkapy.records._pure")
 
-validate_and_assign = _impl.validate_and_assign
+# Bound directly (no wrapper) so the hot path pays no extra Python call.
+validate_and_assign: _ValidateAndAssign = _impl.validate_and_assign
 IMPLEMENTATION: str = _impl.__name__
 
 __all__ = ["IMPLEMENTATION", "AppendInfo", "BatchInfo", "validate_and_assign"]
