@@ -327,6 +327,10 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                         log.exception("Reply.on_done failed on connection %s", info.connection_id)
             if reply.close:
                 return
+            # Drop the request, reply and any file regions now rather than when the next request
+            # arrives: an idle connection must not pin a deleted segment's descriptor (or a 100 MB
+            # request frame) for minutes.
+            del event, reply, parts
     except _Close:
         return
     except _RegionTruncated as exc:
