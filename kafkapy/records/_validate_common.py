@@ -87,7 +87,8 @@ _ERRORS: dict[int, tuple[ErrorCode, str]] = {
               "record batch at position {0} uses unknown compression type id {1}"),
     E_OFFSET_RANGE: (ErrorCode.INVALID_RECORD,
                      "record batch at position {0} has an invalid lastOffsetDelta {1}"),
-    E_COUNT: (ErrorCode.INVALID_RECORD, "record batch at position {0} has invalid record count {1}"),
+    E_COUNT: (ErrorCode.INVALID_RECORD,
+              "record batch at position {0} has invalid record count {1}"),
     E_COUNT_MISMATCH: (ErrorCode.INVALID_RECORD,
                        "record batch at position {0}: lastOffsetDelta {1} does not match "
                        "record count {2}"),

@@ -114,5 +114,7 @@ def iter_records(batch: Buffer) -> Iterator[DecodedRecord]:
                 attributes=attributes,
             )
     except (VarintError, IndexError, UnicodeDecodeError) as exc:
-        raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
-                         f"malformed record in batch at offset {header.base_offset}: {exc}") from exc
+        raise KafkaError(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"malformed record in batch at offset {header.base_offset}: {exc}",
+        ) from exc
