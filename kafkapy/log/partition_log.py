@@ -7,6 +7,10 @@ reads for Fetch, lookups for ListOffsets, truncation, flushing, and loading/reco
 Directory contents (all in Kafka's formats, see ``files``): ``<base>.log/.index/.timeindex``
 segments, ``<offset>.snapshot`` producer snapshots, ``leader-epoch-checkpoint`` and
 ``partition.metadata``.
+
+Not thread-safe: one caller at a time per partition (appends in order, as Kafka's log lock).
+Appends never fsync unless flush.messages asks for it; ``flush``, ``flush_rolled``, ``open`` and
+``close`` do, so the broker runs those off the event loop.
 """
 
 from __future__ import annotations
@@ -328,7 +332,7 @@ class PartitionLog:
             if b.control and from_client:
                 raise KafkaError(ErrorCode.INVALID_RECORD,
                                  "Clients are not allowed to write control records")
-            if b.producer_id != fmt.NO_PRODUCER_ID:
+            if b.producer_id >= 0:
                 coord = -1
                 if b.control:
                     coord = _coordinator_epoch_of(memoryview(buf)[b.position:b.position + b.size])
@@ -343,8 +347,8 @@ class PartitionLog:
                                    self.log_start_offset, d.offset_delta + 1, duplicate=True)
         seg = self._maybe_roll(len(buf), info.max_timestamp, info.first_offset, info.last_offset,
                                now_ms)
-        seg.append(buf, [AppendBatch(b.position, b.size, b.last_offset, b.max_timestamp)
-                         for b in info.batches])
+        # BatchInfo carries the AppendBatch fields under the same names: no copy needed.
+        seg.append(buf, info.batches)  # type: ignore[arg-type]
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         leo = info.last_offset + 1
         self.producer_state.commit(prepared, leo)
