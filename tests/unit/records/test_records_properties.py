@@ -73,7 +73,7 @@ def all_agree(validators: list[ModuleType], data: bytes, kwargs: dict) -> tuple:
     return results[0]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=request_st, kwargs=kwargs_st)
 def test_valid_requests(validators: list[ModuleType], data: bytes, kwargs: dict) -> None:
     result = all_agree(validators, data, kwargs)
@@ -177,7 +177,7 @@ def damaged_st(draw: st.DrawFn) -> bytes:
     return bytes(buf)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=damaged_st(), kwargs=kwargs_st)
 def test_damaged_requests(validators: list[ModuleType], data: bytes, kwargs: dict) -> None:
     all_agree(validators, data, kwargs)
