@@ -10,10 +10,15 @@ are the parts: ``segment`` (``.log`` + indexes), ``offset_index``/``time_index``
 
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
-from kafkapy.log.partition_log import LogAppendResult, OffsetAndTimestamp, PartitionLog
+from kafkapy.log.partition_log import (
+    LogAppendResult,
+    OffsetAndTimestamp,
+    PartitionLog,
+    TimestampAndOffset,
+)
 from kafkapy.log.segment import FetchSlice
 
 __all__ = [
     "FetchSlice", "LogAppendResult", "LogConfig", "LogManager", "OffsetAndTimestamp",
-    "PartitionLog",
+    "PartitionLog", "TimestampAndOffset",
 ]

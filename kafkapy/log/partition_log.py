@@ -39,7 +39,9 @@ from kafkapy.records import format as fmt
 from kafkapy.records import reader
 from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
 
-__all__ = ["FetchSlice", "LogAppendResult", "OffsetAndTimestamp", "PartitionLog"]
+__all__ = [
+    "FetchSlice", "LogAppendResult", "OffsetAndTimestamp", "PartitionLog", "TimestampAndOffset",
+]
 
 _CONTROL_VALUE = struct.Struct(">hi")  # end-transaction marker value: version, coordinator epoch
 
@@ -49,6 +51,13 @@ class OffsetAndTimestamp(NamedTuple):
 
     offset: int
     timestamp: int
+
+
+class TimestampAndOffset(NamedTuple):
+    """The log's largest timestamp and the offset of the first record carrying it."""
+
+    timestamp: int
+    offset: int
 
 
 class LogAppendResult(NamedTuple):
@@ -514,11 +523,11 @@ class PartitionLog:
         for rec in reader.iter_records(seg.read_batch(ref)):
             yield rec.offset, rec.timestamp
 
-    def max_timestamp_and_offset(self) -> OffsetAndTimestamp | None:
-        """(offset, timestamp) of the first record carrying the log's largest timestamp.
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        """(timestamp, offset) of the first record carrying the log's largest timestamp.
 
-        For ListOffsets MAX_TIMESTAMP (KIP-734). None when no record has a timestamp. Same
-        field order as ``offset_for_timestamp``.
+        For ListOffsets MAX_TIMESTAMP (KIP-734). None when no record has a timestamp. The
+        field order follows the name (offset_for_timestamp's is (offset, timestamp)).
         """
         best: LogSegment | None = None
         for seg in self._segments:
@@ -532,9 +541,9 @@ class PartitionLog:
             if ref.header.max_timestamp == ts and ref.header.last_offset >= self.log_start_offset:
                 for off, rts in self._record_timestamps(best, ref):
                     if rts == ts and off >= self.log_start_offset:
-                        return OffsetAndTimestamp(off, ts)
-                return OffsetAndTimestamp(ref.header.last_offset, ts)
-        return OffsetAndTimestamp(best.offset_of_max_timestamp_so_far, ts)
+                        return TimestampAndOffset(ts, off)
+                return TimestampAndOffset(ts, ref.header.last_offset)
+        return TimestampAndOffset(ts, best.offset_of_max_timestamp_so_far)
 
     max_timestamp_offset = max_timestamp_and_offset  # name used in docs/architecture.md
 

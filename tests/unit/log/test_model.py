@@ -106,5 +106,5 @@ def test_random_operations_match_model(tmp_path, seed):
             want = next(((o, t) for o, t in records if t >= ts), None)
             assert log.offset_for_timestamp(ts) == want
             mx = max(t for _, t in records)
-            assert log.max_timestamp_and_offset() == (next(o for o, t in records if t == mx), mx)
+            assert log.max_timestamp_and_offset() == (mx, next(o for o, t in records if t == mx))
     log.close()

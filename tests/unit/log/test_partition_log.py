@@ -204,7 +204,7 @@ def test_offset_for_timestamp_out_of_order_records(open_log):
     log.append_as_leader(bytearray(build_batch(recs)), now_ms=0, leader_epoch=0)
     assert log.offset_for_timestamp(400) == (0, 500)
     assert log.offset_for_timestamp(600) == (2, 900)
-    assert log.max_timestamp_and_offset() == (2, 900)
+    assert log.max_timestamp_and_offset() == (900, 2)
 
 
 def test_max_timestamp_and_offset(open_log):
