@@ -121,7 +121,11 @@ class PartitionLog:
                   log_start_offset=log_start_offset)
         return log
 
-    def _check_topic_id(self, topic_id: uuid.UUID | None) -> None:
+    def _check_topic_id(self, topic_id: uuid.UUID | bytes | None) -> None:
+        if isinstance(topic_id, (bytes, bytearray)):
+            topic_id = uuid.UUID(bytes=bytes(topic_id))
+        if topic_id is not None and topic_id.int == 0:
+            topic_id = None  # Uuid.ZERO_UUID: no id known
         stored = read_partition_metadata(self.dir)
         if topic_id is not None and stored is not None and stored != topic_id:
             raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
