@@ -42,6 +42,13 @@ class HostedPartition:
         return self.log.high_watermark
 
 
+def topic_log_config(config: BrokerConfig, image: MetadataImage, topic: str) -> LogConfig:
+    """A topic's effective log settings: its own configs over the broker's topic defaults."""
+    props = config.topic_defaults()
+    props.update(image.configs.topic(topic))
+    return LogConfig.from_props(props, ignore_unknown=True)
+
+
 class ReplicaManager:
     """Hosted partitions keyed by (topic, partition), kept in step with the metadata image."""
 
@@ -65,9 +72,7 @@ class ReplicaManager:
         return hosted
 
     def log_config(self, image: MetadataImage, topic: str) -> LogConfig:
-        props = self._config.topic_defaults()
-        props.update(image.configs.topic(topic))
-        return LogConfig.from_props(props)
+        return topic_log_config(self._config, image, topic)
 
     def apply_image(self, image: MetadataImage, *, now_ms: int) -> None:
         """Open logs for partitions placed here and delete logs of topics that are gone."""

@@ -23,7 +23,7 @@ from kafkapy.broker.context import BrokerContext, Clock, SystemClock
 from kafkapy.broker.dispatcher import BrokerDispatcher
 from kafkapy.broker.metadata_publisher import BrokerMetadata
 from kafkapy.broker.producer_id_manager import ProducerIdManager
-from kafkapy.broker.replica_manager import ReplicaManager
+from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
 from kafkapy.config import BrokerConfig, Listener, TOPIC_SYNONYMS
 from kafkapy.controller import (
     BrokerHeartbeatRequest, BrokerRegistrationRequest, QuorumController, TopicDefaults,
@@ -216,7 +216,7 @@ class Node:
         default_log_config = LogConfig.from_props(self.config.topic_defaults(), ignore_unknown=True)
         self.log_manager = LogManager(
             self.config.log_dirs, default_log_config, now_ms=now_ms,
-            topic_configs=lambda topic: self.replicas.log_config(self.broker_metadata.image, topic),
+            topic_configs=lambda topic: topic_log_config(self.config, self.broker_metadata.image, topic),
         )
         self.replicas = ReplicaManager(self.log_manager, self.config, self.node_id)
         ctx = BrokerContext(

@@ -88,14 +88,13 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
             MResp.MetadataResponseTopic(
                 error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.id,
                 is_internal=topic.name in INTERNAL_TOPICS, partitions=parts,
-                authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS,
             )
         )
     brokers = [MResp.MetadataResponseBroker(node_id=i, host=h, port=p, rack=r) for i, h, p, r in _alive_brokers(ctx, image)]
     return MResp(
         throttle_time_ms=0, brokers=brokers, cluster_id=ctx.cluster_id,
         controller_id=_controller_id_for_clients(ctx, image), topics=topics,
-        authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS, error_code=0,
+        error_code=0,
     )
 
 
@@ -127,7 +126,6 @@ async def handle_describe_cluster(ctx: BrokerContext, request: Request) -> objec
     return Resp(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=ctx.cluster_id,
         controller_id=_controller_id_for_clients(ctx, image), brokers=brokers,
-        authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS,
     )
 
 
@@ -163,10 +161,10 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
                 break
             reg = topic.partitions[idx]
             fields = _partition_fields(reg, image)
-            parts.append(PartOut(partition_index=idx, eligible_leader_replicas=None, last_known_elr=None, **fields))
+            parts.append(PartOut(partition_index=idx, eligible_leader_replicas=list(reg.elr), last_known_elr=list(reg.last_known_elr), **fields))
             budget -= 1
         out.append(TopicOut(error_code=0, name=name, topic_id=topic.id, is_internal=name in INTERNAL_TOPICS,
-                            partitions=parts, topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
+                            partitions=parts))
         if next_cursor is not None:
             break
     return Resp(throttle_time_ms=0, topics=out, next_cursor=next_cursor)

@@ -19,7 +19,5 @@ async def handle_init_producer_id(ctx: BrokerContext, request: Request) -> objec
     body = request.body
     if body.transactional_id is not None:
         return Resp(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
-    if body.transaction_timeout_ms is not None and body.transaction_timeout_ms < 0:
-        return Resp(throttle_time_ms=0, error_code=ErrorCode.INVALID_TRANSACTION_TIMEOUT, producer_id=-1, producer_epoch=-1)
     pid = await ctx.producer_ids.next_id()
     return Resp(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
