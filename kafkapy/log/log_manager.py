@@ -25,6 +25,7 @@ from kafkapy.log.checkpoint import (
 )
 from kafkapy.log.config import LogConfig
 from kafkapy.log.partition_log import PartitionLog
+from kafkapy.log.partition_metadata import normalize_topic_id, write_partition_metadata
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,8 @@ class LogManager:
             counts[d] += 1
         return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
-    def get_or_create(self, topic: str, partition: int, topic_id: uuid.UUID | None = None,
+    def get_or_create(self, topic: str, partition: int,
+                      topic_id: uuid.UUID | bytes | None = None,
                       config: LogConfig | None = None, *, now_ms: int = 0) -> PartitionLog:
         """The log of (topic, partition), created in the emptiest log dir when absent.
 
@@ -132,6 +134,7 @@ class LogManager:
         KafkaError(INCONSISTENT_TOPIC_ID).
         """
         tp = (topic, partition)
+        topic_id = normalize_topic_id(topic_id)
         existing = self._logs.get(tp)
         if existing is not None:
             if topic_id is not None and existing.topic_id is not None \
@@ -140,7 +143,6 @@ class LogManager:
                                  f"{topic}-{partition} has topic id {existing.topic_id}, "
                                  f"not {topic_id}")
             if topic_id is not None and existing.topic_id is None:
-                from kafkapy.log.partition_metadata import write_partition_metadata
                 write_partition_metadata(existing.dir, topic_id)
                 existing.topic_id = topic_id
             if config is not None:

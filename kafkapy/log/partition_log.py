@@ -27,7 +27,11 @@ from kafkapy.log import files
 from kafkapy.log.config import LogConfig
 from kafkapy.log.index import CorruptIndexError
 from kafkapy.log.leader_epoch import LeaderEpochCache
-from kafkapy.log.partition_metadata import read_partition_metadata, write_partition_metadata
+from kafkapy.log.partition_metadata import (
+    normalize_topic_id,
+    read_partition_metadata,
+    write_partition_metadata,
+)
 from kafkapy.log.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ProducerBatch,
@@ -122,10 +126,7 @@ class PartitionLog:
         return log
 
     def _check_topic_id(self, topic_id: uuid.UUID | bytes | None) -> None:
-        if isinstance(topic_id, (bytes, bytearray)):
-            topic_id = uuid.UUID(bytes=bytes(topic_id))
-        if topic_id is not None and topic_id.int == 0:
-            topic_id = None  # Uuid.ZERO_UUID: no id known
+        topic_id = normalize_topic_id(topic_id)
         stored = read_partition_metadata(self.dir)
         if topic_id is not None and stored is not None and stored != topic_id:
             raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,

@@ -25,6 +25,15 @@ class InconsistentTopicIdError(ValueError):
     """The directory's stored topic id differs from the one requested."""
 
 
+def normalize_topic_id(topic_id: uuid.UUID | bytes | None) -> uuid.UUID | None:
+    """A UUID from a UUID or its 16 bytes; None for None or Kafka's ZERO_UUID (no id)."""
+    if isinstance(topic_id, (bytes, bytearray)):
+        topic_id = uuid.UUID(bytes=bytes(topic_id))
+    if topic_id is None or topic_id.int == 0:
+        return None
+    return topic_id
+
+
 def topic_id_to_str(topic_id: uuid.UUID | bytes) -> str:
     raw = topic_id.bytes if isinstance(topic_id, uuid.UUID) else bytes(topic_id)
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
