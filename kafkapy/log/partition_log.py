@@ -309,6 +309,16 @@ class PartitionLog:
         return self.active.next_offset
 
     @property
+    def last_stable_offset(self) -> int:
+        """READ_COMMITTED bound: the first open transaction's first offset, capped by the HW.
+
+        Simplification: Kafka also holds the LSO at a completed transaction whose marker is
+        above the high watermark; with the HW following the log end that case cannot arise yet.
+        """
+        first = self.producer_state.first_undecided_offset()
+        return self.high_watermark if first is None else min(first, self.high_watermark)
+
+    @property
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._segments)
 

@@ -280,6 +280,12 @@ class ProducerStateManager:
         else:
             self.map_end_offset = batch.last_offset + 1
 
+    def first_undecided_offset(self) -> int | None:
+        """First offset of the oldest open transaction (None when none is open)."""
+        firsts = [e.current_txn_first_offset for e in self.producers.values()
+                  if e.current_txn_first_offset >= 0]
+        return min(firsts) if firsts else None
+
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 

@@ -191,12 +191,15 @@ def test_transaction_marker_from_broker_closes_transaction(open_log):
                       base_sequence=0, transactional=True)
     log.append_as_leader(bytearray(txn), now_ms=0, leader_epoch=0)
     assert log.producer_state.last_entry(PID).current_txn_first_offset == 0
+    log.append_as_leader(make_batch(1), now_ms=0, leader_epoch=0)
+    assert log.last_stable_offset == 0 and log.high_watermark == 3
     marker = build_batch([Record(_s.pack(">hh", 0, 1), _s.pack(">hi", 0, 17), timestamp=2)],
                          producer_id=PID, producer_epoch=0, transactional=True, control=True)
     with pytest.raises(KafkaError):
         log.append_as_leader(bytearray(marker), now_ms=0, leader_epoch=0)  # not from clients
     r = log.append_as_leader(bytearray(marker), now_ms=0, leader_epoch=0, from_client=False)
-    assert r.first_offset == 2
+    assert r.first_offset == 3
+    assert log.last_stable_offset == log.high_watermark == 4
     e = log.producer_state.last_entry(PID)
     assert e.current_txn_first_offset == -1 and e.coordinator_epoch == 17
     log.close()
