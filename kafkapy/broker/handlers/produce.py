@@ -13,6 +13,7 @@ from kafkapy.broker.context import BrokerContext
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.format import BATCH_LENGTH, LOG_OVERHEAD
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,15 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> object | None:
                 hosted = ctx.replicas.get(name, pdata.index)
                 if pdata.records is None:
                     raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Produce request has no records")
-                result = ctx.replicas.append(hosted, bytearray(pdata.records), now_ms=now_ms)
+                records = pdata.records
+                if len(records) >= LOG_OVERHEAD:
+                    first_size = int.from_bytes(records[BATCH_LENGTH:LOG_OVERHEAD], "big", signed=True) + LOG_OVERHEAD
+                    if LOG_OVERHEAD <= first_size < len(records):
+                        raise KafkaError(
+                            ErrorCode.INVALID_RECORD,
+                            "Produce requests with version 3 are only allowed to contain exactly one record batch",
+                        )
+                result = ctx.replicas.append(hosted, bytearray(records), now_ms=now_ms)
                 part.base_offset = result.first_offset
                 part.log_append_time_ms = result.log_append_time
                 part.log_start_offset = result.log_start_offset

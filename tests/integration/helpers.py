@@ -1,0 +1,81 @@
+"""Helpers for the integration tests: our client against a node, and request builders."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from kafkapy.net.client import KafkaClient
+from kafkapy.protocol import messages as m
+from kafkapy.records.builder import Record, build_batch
+
+
+def create_topics(*topics: tuple[str, int, int], configs: dict[str, str] | None = None, validate_only: bool = False):
+    Req = m.CreateTopicsRequest
+    return Req(
+        topics=[
+            Req.CreatableTopic(
+                name=name, num_partitions=parts, replication_factor=rf, assignments=[],
+                configs=[Req.CreatableTopic.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
+            )
+            for name, parts, rf in topics
+        ],
+        timeout_ms=10000, validate_only=validate_only,
+    )
+
+
+def produce(topic: str, partition: int, records: bytes | bytearray, *, acks: int = -1):
+    Req = m.ProduceRequest
+    return Req(
+        transactional_id=None, acks=acks, timeout_ms=10000,
+        topic_data=[Req.TopicProduceData(name=topic, partition_data=[
+            Req.TopicProduceData.PartitionProduceData(index=partition, records=bytes(records))])],
+    )
+
+
+def fetch(topic: str, partition: int, offset: int, *, max_wait_ms: int = 0, max_bytes: int = 1 << 20):
+    Req = m.FetchRequest
+    return Req(
+        replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes, isolation_level=0,
+        session_id=0, session_epoch=-1,
+        topics=[Req.FetchTopic(topic=topic, partitions=[Req.FetchTopic.FetchPartition(
+            partition=partition, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
+            log_start_offset=-1, partition_max_bytes=max_bytes)])],
+        forgotten_topics_data=[], rack_id="",
+    )
+
+
+def list_offsets(topic: str, partition: int, timestamp: int):
+    Req = m.ListOffsetsRequest
+    return Req(replica_id=-1, isolation_level=0, topics=[Req.ListOffsetsTopic(name=topic, partitions=[
+        Req.ListOffsetsTopic.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1, timestamp=timestamp)])])
+
+
+def metadata(*topics: str, allow_auto_create: bool = True):
+    Req = m.MetadataRequest
+    return Req(topics=[Req.MetadataRequestTopic(name=t) for t in topics], allow_auto_topic_creation=allow_auto_create,
+               include_topic_authorized_operations=False)
+
+
+def batch(values: list[bytes], *, now_ms: int = 1_700_000_000_000, **kw) -> bytearray:
+    return bytearray(build_batch([Record(None, v, (), now_ms + i) for i, v in enumerate(values)], now_ms=now_ms, **kw))
+
+
+def partition_response(resp):
+    return resp.responses[0].partition_responses[0]
+
+
+def run_client(node: Any, fn: Callable[[KafkaClient], Awaitable[Any]], *, timeout: float = 30.0) -> Any:
+    """Run ``fn(client)`` against ``node`` with a connected client, bounded by ``timeout`` seconds."""
+
+    async def main() -> Any:
+        with trio.fail_after(timeout):
+            client = await KafkaClient.connect(node.host, node.port, client_id="kafkapy-it")
+            try:
+                return await fn(client)
+            finally:
+                await client.aclose()
+
+    return trio.run(main)

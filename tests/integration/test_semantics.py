@@ -1,0 +1,141 @@
+"""Kafka semantics a client relies on, checked over the wire against a live node.
+
+Offsets, out-of-range fetches, mid-batch fetches, timestamp lookups, topic validation and the
+idempotent producer's sequence checks: the places where Kafka-compatible brokers commonly differ
+from Kafka and where Spark silently loses data when they do.
+"""
+
+import pytest
+
+from helpers import batch, create_topics, fetch, list_offsets, metadata, partition_response, produce, run_client
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.records.reader import iter_batches
+
+NODE_OVERRIDES = {"auto.create.topics.enable": "false", "message.max.bytes": "20000"}
+
+
+def _create(node, name, partitions=1, **kw):
+    resp = run_client(node, lambda c: c.send(create_topics((name, partitions, 1), **kw)))
+    assert resp.topics[0].error_code == 0, resp
+    return resp.topics[0]
+
+
+def test_latest_is_after_last_record_and_fetch_semantics(node):
+    _create(node, "sem-offsets")
+
+    async def scenario(c):
+        r1 = partition_response(await c.send(produce("sem-offsets", 0, batch([b"a", b"b", b"c"]))))
+        r2 = partition_response(await c.send(produce("sem-offsets", 0, batch([b"d", b"e"], now_ms=1_700_000_100_000))))
+        latest = await c.send(list_offsets("sem-offsets", 0, -1))
+        earliest = await c.send(list_offsets("sem-offsets", 0, -2))
+        mid = await c.send(fetch("sem-offsets", 0, 1), version=12)
+        out_of_range = await c.send(fetch("sem-offsets", 0, 6), version=12)
+        at_end = await c.send(fetch("sem-offsets", 0, 5), version=12)
+        return r1, r2, latest, earliest, mid, out_of_range, at_end
+
+    r1, r2, latest, earliest, mid, oor, at_end = run_client(node, scenario)
+    assert (r1.error_code, r1.base_offset, r2.base_offset) == (0, 0, 3)
+    assert latest.topics[0].partitions[0].offset == 5          # after the last record, not base + 1
+    assert earliest.topics[0].partitions[0].offset == 0
+    part = mid.responses[0].partitions[0]
+    assert part.error_code == 0 and part.high_watermark == 5
+    first = next(iter_batches(part.records))[0]
+    assert first.base_offset == 0 and first.record_count == 3  # mid-batch fetch returns the whole batch
+    assert oor.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    end = at_end.responses[0].partitions[0]
+    assert end.error_code == 0 and not end.records
+
+
+def test_list_offsets_by_timestamp(node):
+    _create(node, "sem-time")
+    base = 1_700_000_000_000
+
+    async def scenario(c):
+        await c.send(produce("sem-time", 0, batch([b"a", b"b", b"c"], now_ms=base)))  # ts base, +1, +2
+        found = await c.send(list_offsets("sem-time", 0, base + 1))
+        first = await c.send(list_offsets("sem-time", 0, 0))
+        none = await c.send(list_offsets("sem-time", 0, base + 1000))
+        max_ts = await c.send(list_offsets("sem-time", 0, -3))
+        return found, first, none, max_ts
+
+    found, first, none, max_ts = run_client(node, scenario)
+    p = found.topics[0].partitions[0]
+    assert (p.offset, p.timestamp) == (1, base + 1)
+    assert first.topics[0].partitions[0].offset == 0
+    p = none.topics[0].partitions[0]
+    assert (p.error_code, p.offset, p.timestamp) == (0, -1, -1)
+    p = max_ts.topics[0].partitions[0]
+    assert (p.offset, p.timestamp) == (2, base + 2)
+
+
+@pytest.mark.parametrize(
+    "name, partitions, rf, code",
+    [
+        ("bad/name", 1, 1, ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ("..", 1, 1, ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ("x" * 250, 1, 1, ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ("sem-zero-partitions", 0, 1, ErrorCode.INVALID_PARTITIONS),
+        ("sem-rf-too-big", 1, 3, ErrorCode.INVALID_REPLICATION_FACTOR),
+    ],
+)
+def test_create_topics_validation(node, name, partitions, rf, code):
+    resp = run_client(node, lambda c: c.send(create_topics((name, partitions, rf))))
+    assert resp.topics[0].error_code == code
+
+
+def test_validate_only_creates_nothing_and_configs_are_reported(node):
+    resp = run_client(node, lambda c: c.send(create_topics(("sem-dry", 3, 1), validate_only=True)))
+    assert resp.topics[0].error_code == 0
+    meta = run_client(node, lambda c: c.send(metadata("sem-dry", allow_auto_create=False)))
+    assert meta.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # auto-create is off
+    created = _create(node, "sem-configs", configs={"retention.ms": "3600000"})
+    sources = {c.name: (c.value, c.config_source) for c in created.configs}
+    assert sources["retention.ms"] == ("3600000", 1)  # DYNAMIC_TOPIC_CONFIG
+
+
+def test_bad_batches_are_rejected_and_nothing_is_stored(node):
+    _create(node, "sem-bad")
+    corrupt = batch([b"payload"])
+    corrupt[-1] ^= 0xFF  # breaks the CRC
+    too_big = batch([b"x" * 30000])  # over message.max.bytes=20000
+
+    async def scenario(c):
+        a = partition_response(await c.send(produce("sem-bad", 0, corrupt)))
+        b = partition_response(await c.send(produce("sem-bad", 0, too_big)))
+        unknown = partition_response(await c.send(produce("sem-nope", 0, batch([b"x"]))))
+        two = partition_response(await c.send(produce("sem-bad", 0, batch([b"1"]) + batch([b"2"]))))
+        good = partition_response(await c.send(produce("sem-bad", 0, batch([b"ok"]))))
+        latest = await c.send(list_offsets("sem-bad", 0, -1))
+        return a, b, unknown, two, good, latest
+
+    a, b, unknown, two, good, latest = run_client(node, scenario)
+    assert two.error_code == ErrorCode.INVALID_RECORD  # v3+: exactly one batch per partition
+    assert a.error_code == ErrorCode.CORRUPT_MESSAGE
+    assert b.error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert (good.error_code, good.base_offset) == (0, 0)  # the rejected batches left no trace
+    assert latest.topics[0].partitions[0].offset == 1
+
+
+def test_idempotent_producer_sequences(node):
+    _create(node, "sem-idem")
+    from kafkapy.protocol import messages as m
+
+    async def scenario(c):
+        init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
+        pid, epoch = init.producer_id, init.producer_epoch
+        first = batch([b"a", b"b"], producer_id=pid, producer_epoch=epoch, base_sequence=0)
+        r1 = partition_response(await c.send(produce("sem-idem", 0, first)))
+        dup = partition_response(await c.send(produce("sem-idem", 0, first)))  # a retry
+        gap = partition_response(await c.send(produce(
+            "sem-idem", 0, batch([b"z"], producer_id=pid, producer_epoch=epoch, base_sequence=5))))
+        nxt = partition_response(await c.send(produce(
+            "sem-idem", 0, batch([b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=2))))
+        return init, r1, dup, gap, nxt
+
+    init, r1, dup, gap, nxt = run_client(node, scenario)
+    assert init.error_code == 0 and init.producer_id >= 0
+    assert (r1.error_code, r1.base_offset) == (0, 0)
+    assert (dup.error_code, dup.base_offset) == (0, 0)  # de-duplicated: original offset, nothing written
+    assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert (nxt.error_code, nxt.base_offset) == (0, 2)
