@@ -91,7 +91,13 @@ class Cluster:
 
     def driver(self, client: str, op: str, *, timeout: float = 60.0, **job) -> dict:
         """Run one client job against this broker; returns the raw answer (ok/result/error)."""
+        self.assert_alive()
         return clients.run_driver(client, {"op": op, "bootstrap": self.bootstrap, **job}, timeout=timeout)
+
+    def assert_alive(self) -> None:
+        """Fail at once (not after client timeouts) when the node process has died."""
+        if not self.node.running():
+            raise AssertionError(f"the {self.node.name} node is not running\n{self.node.log_tail(6000)}")
 
     def run(self, client: str, op: str, *, timeout: float = 60.0, **job) -> dict:
         """Like driver() but the operation must succeed; returns its result."""
