@@ -117,6 +117,7 @@ def test_acknowledged_records_survive_kill9(fresh_cluster, tmp_path, mode):
     res = fresh_cluster.run("confluent", "dump", topic=topic, partition=0, out_file=str(dump_file),
                             timeout_s=60, timeout=90)
     assert not res["timed_out"], res
+    print(f"{mode}: acked at kill {acked_at_kill}, acked total {len(acked)}, log {res}, producer {summary}")
     log = _read_pairs(dump_file)
     offsets = [o for o, _ in log]
     assert offsets == list(range(res["low"], res["high"])), "the log has gaps or reordering in offsets"
