@@ -14,7 +14,7 @@ import trio
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.fetch_session import FetchPartitionRequest, SessionContext
 from kafkapy.protocol import messages as m
-from kafkapy.protocol.connection import Request
+from kafkapy.protocol.connection import FileRegion, Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 Resp = m.FetchResponse
@@ -86,11 +86,14 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
             plog = hosted.log
             hw = plog.high_watermark
             limit = min(p.max_bytes, max(0, max_bytes - total))
-            records = b""
+            records: FileRegion | bytes = b""
             if limit > 0 or total == 0:
                 fslice = plog.read(p.fetch_offset, limit, max_offset=hw, min_one_message=(total == 0))
                 if fslice is not None and fslice.size > 0:
-                    records = fslice.read_bytes()
+                    # Zero-copy: the listener sends the segment bytes with os.sendfile (or reads
+                    # them itself on streams that aren't plain sockets). The region owns the slice,
+                    # and so the segment's descriptor, until the reply has been written.
+                    records = FileRegion.of(fslice)
             total += len(records)
             results[key] = (records, ErrorCode.NONE, hw, plog.log_start_offset, hw)
         except KafkaError as exc:
