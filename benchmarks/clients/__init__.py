@@ -1,0 +1,1 @@
+"""Benchmark clients, each run as its own process (see `benchmarks.workloads`)."""
