@@ -64,3 +64,15 @@ def test_kcat_offset_flags(cluster):
     assert [r["offset"] for r in tail] == [7, 8, 9]
     assert [r["value"] for r in tail] == [b64(f"v{i}".encode()) for i in (7, 8, 9)]
     assert kcat_consume(cluster.bootstrap, topic, offset="end") == []
+
+
+def test_kcat_query_offset_by_timestamp(cluster):
+    from kafkapy.testing.recordsets import simple_records
+
+    topic = cluster.create_topic("kcat-q")
+    cluster.produce("confluent", topic, simple_records(10, prefix="q", ts_step=1000))
+    from kafkapy.testing.recordsets import BASE_TS
+
+    done = run_kcat(["-b", cluster.bootstrap, "-Q", "-t", f"{topic}:0:{BASE_TS + 4500}"], timeout=30)
+    assert done.returncode == 0, done.describe()
+    assert f"{topic} [0] offset 5" in done.text, done.text
