@@ -48,9 +48,10 @@ def test_java_admin_create_topic_with_configs_and_describe_them(cluster):
     _assert_dynamic_topic_configs(res["configs"][topic])
 
 
-def test_kafka_python_describe_topics(cluster):
+@pytest.mark.parametrize("client", ["kafka_python", "aiokafka"])
+def test_describe_topics(cluster, client):
     topic = cluster.create_topic("describe", partitions=4)
-    res = cluster.run("kafka_python", "describe_topics", topics=[topic])["topics"][topic]
+    res = cluster.run(client, "describe_topics", topics=[topic])["topics"][topic]
     assert res["error"] is None
     assert [p["id"] for p in res["partitions"]] == [0, 1, 2, 3]
     assert all(p["leader"] >= 0 and p["leader"] in p["isr"] for p in res["partitions"]), res
@@ -69,6 +70,7 @@ def test_confluent_invalid_topic_name(cluster, name):
 
 
 @pytest.mark.parametrize("client,expected", [("kafka_python", "InvalidTopicError"),
+                                             ("aiokafka", "InvalidTopicError"),
                                              ("java", "INVALID_TOPIC_EXCEPTION")])
 def test_invalid_topic_name_other_clients(cluster, client, expected):
     if client == "java":
@@ -80,9 +82,10 @@ def test_invalid_topic_name_other_clients(cluster, client, expected):
 
 
 @pytest.mark.parametrize("client,expected", [("kafka_python", "InvalidPartitionsError"),
+                                             ("aiokafka", "InvalidPartitionsError"),
                                              ("java", "INVALID_PARTITIONS")])
 def test_zero_partitions(cluster, client, expected):
-    # librdkafka rejects 0 partitions locally, so kafka-python and Java send it to the broker.
+    # librdkafka rejects 0 partitions locally; the other clients send it to the broker.
     topic = unique_topic(f"zero-{client}")
     if client == "java":
         res = cluster.run("java", "admin", create=[{"name": topic, "num_partitions": 0}])
@@ -95,6 +98,7 @@ def test_zero_partitions(cluster, client, expected):
 
 @pytest.mark.parametrize("client,expected", [("confluent", "TOPIC_ALREADY_EXISTS"),
                                              ("kafka_python", "TopicAlreadyExistsError"),
+                                             ("aiokafka", "TopicAlreadyExistsError"),
                                              ("java", "TOPIC_ALREADY_EXISTS")])
 def test_create_existing_topic(cluster, client, expected):
     topic = cluster.create_topic("exists")

@@ -1,6 +1,6 @@
 """aiokafka driver: one JSON job on stdin, one JSON result line on stdout.
 
-Ops: produce, consume, list_offsets.
+Ops: produce, consume, list_offsets, create_topics, describe_topics.
 """
 
 from __future__ import annotations
@@ -122,12 +122,61 @@ async def list_offsets(job: dict) -> dict:
         await consumer.stop()
 
 
+async def create_topics(job: dict) -> dict:
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.errors import for_code
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"])
+    await admin.start()
+    try:
+        resp = await admin.create_topics(
+            [NewTopic(t["name"], t.get("num_partitions", 1), t.get("replication_factor", 1),
+                      topic_configs={k: str(v) for k, v in t.get("config", {}).items()})
+             for t in job["topics"]],
+            timeout_ms=10000,
+        )
+        out = []
+        for entry in resp.topic_errors:
+            name, code = entry[0], entry[1]
+            err = None
+            if code:
+                cls = for_code(code)
+                err = {"code": code, "name": cls.__name__,
+                       "message": entry[2] if len(entry) > 2 else None, "type": cls.__name__}
+            out.append({"name": name, "error": err})
+        return {"topics": out}
+    finally:
+        await admin.close()
+
+
+async def describe_topics(job: dict) -> dict:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"])
+    await admin.start()
+    try:
+        out = {}
+        for t in await admin.describe_topics(job["topics"]):
+            out[t["topic"]] = {
+                "error": t["error_code"] or None,
+                "partitions": sorted(
+                    ({"id": p["partition"], "leader": p["leader"], "replicas": p["replicas"],
+                      "isr": p["isr"]} for p in t["partitions"]),
+                    key=lambda p: p["id"],
+                ),
+            }
+        return {"topics": out}
+    finally:
+        await admin.close()
+
+
 def sync(coro_fn):
     return lambda job: asyncio.run(coro_fn(job))
 
 
 if __name__ == "__main__":
     main(
-        {"produce": sync(produce), "consume": sync(consume), "list_offsets": sync(list_offsets)},
+        {"produce": sync(produce), "consume": sync(consume), "list_offsets": sync(list_offsets),
+         "create_topics": sync(create_topics), "describe_topics": sync(describe_topics)},
         map_exception,
     )
