@@ -6,6 +6,7 @@ so a handler can be tested with a context built in memory.
 
 from __future__ import annotations
 
+import contextvars
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -31,6 +32,10 @@ class SystemClock:
         return time.time_ns() // 1_000_000
 
 
+#: The address of the client whose request is being handled (set by the dispatcher), for the
+#: handlers that report it (DescribeGroups' client host).
+client_address: contextvars.ContextVar[tuple[Any, ...] | None] = contextvars.ContextVar("client_address", default=None)
+
 ControllerCall = Callable[[Callable[[Any], Any]], Awaitable[Any]]
 
 
@@ -50,6 +55,8 @@ class BrokerContext:
     advertised: list[Listener]
     fetch_sessions: FetchSessionCache = field(default_factory=lambda: FetchSessionCache(new_id=_random_session_id))
     producer_ids: Any = None
+    # The group coordinator (kafkapy.coordinator.service.GroupCoordinator), None until it runs.
+    groups: Any = None
 
     def topic_name(self, obj: Any, version: int, field: str = "name") -> str | None:
         """The topic a request entry names: by id from v13 of Produce/Fetch, else by name."""

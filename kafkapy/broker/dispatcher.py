@@ -10,12 +10,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.context import BrokerContext, client_address
 from kafkapy.broker.handlers.cluster import handle_describe_cluster, handle_describe_topic_partitions, handle_metadata
 from kafkapy.broker.handlers.configs import handle_describe_configs
 from kafkapy.broker.handlers.coordinator import handle_find_coordinator
 from kafkapy.broker.handlers.fetch import handle_fetch
+from kafkapy.broker.handlers.groups import (
+    handle_delete_groups, handle_describe_groups, handle_heartbeat, handle_join_group, handle_leave_group,
+    handle_list_groups, handle_sync_group,
+)
 from kafkapy.broker.handlers.list_offsets import handle_list_offsets
+from kafkapy.broker.handlers.offsets import handle_offset_commit, handle_offset_delete, handle_offset_fetch
 from kafkapy.broker.handlers.produce import handle_produce
 from kafkapy.broker.handlers.producer_ids import handle_init_producer_id
 from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
@@ -41,6 +46,17 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.CREATE_PARTITIONS, 0, 3, handle_create_partitions),
     (ApiKey.DESCRIBE_CLUSTER, 0, 1, handle_describe_cluster),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle_describe_topic_partitions),
+    # Consumer groups (classic protocol) and committed offsets.
+    (ApiKey.OFFSET_COMMIT, 2, 9, handle_offset_commit),
+    (ApiKey.OFFSET_FETCH, 1, 9, handle_offset_fetch),
+    (ApiKey.JOIN_GROUP, 0, 9, handle_join_group),
+    (ApiKey.HEARTBEAT, 0, 4, handle_heartbeat),
+    (ApiKey.LEAVE_GROUP, 0, 5, handle_leave_group),
+    (ApiKey.SYNC_GROUP, 0, 5, handle_sync_group),
+    (ApiKey.DESCRIBE_GROUPS, 0, 6, handle_describe_groups),
+    (ApiKey.LIST_GROUPS, 0, 5, handle_list_groups),
+    (ApiKey.DELETE_GROUPS, 0, 2, handle_delete_groups),
+    (ApiKey.OFFSET_DELETE, 0, 0, handle_offset_delete),
 ]
 API_VERSIONS_RANGE = (0, 4)
 
@@ -61,6 +77,7 @@ class BrokerDispatcher:
         if request.api_key == ApiKey.API_VERSIONS:
             return self.versions.response(request.api_version)
         handler = self._handlers[request.api_key]
+        client_address.set(getattr(conn, "peer", None))
         try:
             return await handler(self.ctx, request)
         except KafkaError as exc:

@@ -25,6 +25,7 @@ from kafkapy.broker.metadata_publisher import BrokerMetadata
 from kafkapy.broker.producer_id_manager import ProducerIdManager
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
 from kafkapy.config import BrokerConfig, Listener, TOPIC_SYNONYMS
+from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.controller import (
     BrokerHeartbeatRequest, BrokerRegistrationRequest, QuorumController, TopicDefaults,
 )
@@ -196,6 +197,9 @@ class Node:
         except KafkaError as exc:
             # A log that cannot be opened must not take the broker down with it.
             log.error("Applying metadata offset %d failed: %s", image.offset, exc)
+        groups = getattr(self, "groups", None)
+        if groups is not None:
+            groups.on_image(image)
 
     async def run(self, *, task_status: trio.TaskStatus[dict[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
         now_ms = self.clock.now_ms()
@@ -225,6 +229,8 @@ class Node:
             controller=self.controller_call, advertised=advertised,
         )
         ctx.producer_ids = ProducerIdManager(self._allocate_producer_ids)
+        self.groups = GroupCoordinator(self.config, self.replicas, self.clock, self.node_id)
+        ctx.groups = self.groups
         self.context = ctx
         self._register_broker(cluster_id, advertised)
         self.broker_metadata.add_publisher(self._publish)
@@ -249,6 +255,7 @@ class Node:
                     log.info("Listening for %s on %s:%d", listener.name, listener.host or "0.0.0.0", port)
                 nursery.start_soon(self._heartbeat_loop)
                 nursery.start_soon(self._maintenance_loop)
+                await nursery.start(self.groups.run)
                 log.info("[KafkaRaftServer nodeId=%d] Kafka Server started (cluster %s)", self.node_id, cluster_id)
                 self._started.set()
                 task_status.started(dict(self.bound_ports))

@@ -1,0 +1,149 @@
+"""OffsetCommit, OffsetFetch and OffsetDelete: committed offsets stored in ``__consumer_offsets``.
+
+A commit from a group member is checked against the group (member id, generation, static
+instance); a commit with generation -1 and no member id is a standalone commit, accepted while
+the group has no members, as tools and Spark do. Commits for partitions that do not exist get
+UNKNOWN_TOPIC_OR_PARTITION, metadata longer than ``offset.metadata.max.bytes`` gets
+OFFSET_METADATA_TOO_LARGE. The records are appended to the group's ``__consumer_offsets``
+partition before the answer, so a restarted broker reloads them.
+"""
+
+from __future__ import annotations
+
+from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.handlers.groups import _coordinator_error
+from kafkapy.protocol import messages as m
+from kafkapy.protocol.connection import Request
+from kafkapy.protocol.errors import ErrorCode
+
+CommitResp = m.OffsetCommitResponse
+FetchResp = m.OffsetFetchResponse
+DeleteResp = m.OffsetDeleteResponse
+
+
+def _partition_exists(ctx: BrokerContext, topic: str, partition: int) -> bool:
+    t = ctx.image().topics.by_name.get(topic)
+    return t is not None and partition in t.partitions
+
+
+# ------------------------------------------------------------------------------------ OffsetCommit
+
+async def handle_offset_commit(ctx: BrokerContext, request: Request) -> object:
+    body = request.body
+    version = request.api_version
+    now = ctx.clock.now_ms()
+    T = CommitResp.OffsetCommitResponseTopic
+    P = T.OffsetCommitResponsePartition
+    codes: dict[tuple[str, int], int] = {}
+    entries = []
+    for t in body.topics:
+        for p in t.partitions:
+            if not _partition_exists(ctx, t.name, p.partition_index):
+                codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                epoch = p.committed_leader_epoch if version >= 6 else -1
+                entries.append((t.name, p.partition_index, p.committed_offset, epoch, p.committed_metadata))
+    shard, error = _coordinator_error(ctx, body.group_id)
+    if shard is not None:
+        instance_id = body.group_instance_id if version >= 7 else None
+        error = shard.validate_commit(body.group_id, body.generation_id_or_member_epoch, body.member_id,
+                                      instance_id, now)
+    if error == ErrorCode.NONE and entries:
+        expire = -1
+        if 2 <= version <= 4 and body.retention_time_ms >= 0:
+            expire = now + body.retention_time_ms
+        outcome = shard.commit(body.group_id, entries, now, expire)
+        try:
+            results = await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None)
+        except Exception:
+            results = [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(entries)
+        for (topic, partition, *_), code in zip(entries, results):
+            codes[(topic, partition)] = code
+    else:
+        for topic, partition, *_ in entries:
+            codes[(topic, partition)] = error
+    topics = [T(version=version, name=t.name, partitions=[
+        P(version=version, partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+        for p in t.partitions]) for t in body.topics]
+    return CommitResp(version=version, throttle_time_ms=0, topics=topics)
+
+
+# ------------------------------------------------------------------------------------ OffsetFetch
+
+def _fetch_group(ctx: BrokerContext, group_id: str, topics: list[tuple[str, list[int]]] | None
+                 ) -> tuple[int, list[tuple[str, list[tuple[int, int, int, str, int]]]]]:
+    """(group error, [(topic, [(partition, offset, epoch, metadata, error)])])."""
+    shard, error = _coordinator_error(ctx, group_id)
+    if shard is None:
+        return error, [(t, [(p, -1, -1, "", error) for p in ps]) for t, ps in (topics or [])]
+    wanted = None if topics is None else [(t, p) for t, ps in topics for p in ps]
+    found = shard.fetch_offsets(group_id, wanted)
+    by_topic: dict[str, list[tuple[int, int, int, str, int]]] = {}
+    for topic, partition, c in found:
+        row = (partition, -1, -1, "", ErrorCode.NONE) if c is None else \
+            (partition, c.offset, c.leader_epoch, c.metadata, ErrorCode.NONE)
+        by_topic.setdefault(topic, []).append(row)
+    if topics is not None:
+        for t, _ps in topics:
+            by_topic.setdefault(t, [])
+    return ErrorCode.NONE, list(by_topic.items())
+
+
+async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> object:
+    body = request.body
+    version = request.api_version
+    if version >= 8:
+        G = FetchResp.OffsetFetchResponseGroup
+        T = G.OffsetFetchResponseTopics
+        P = T.OffsetFetchResponsePartitions
+        groups = []
+        for g in body.groups:
+            wanted = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
+            error, rows = _fetch_group(ctx, g.group_id, wanted)
+            if error != ErrorCode.NONE:
+                rows = []
+            groups.append(G(version=version, group_id=g.group_id, error_code=error, topics=[
+                T(version=version, name=topic, partitions=[
+                    P(version=version, partition_index=p, committed_offset=o, committed_leader_epoch=e,
+                      metadata=md, error_code=c) for p, o, e, md, c in parts])
+                for topic, parts in rows]))
+        return FetchResp(version=version, throttle_time_ms=0, groups=groups)
+    T = FetchResp.OffsetFetchResponseTopic
+    P = T.OffsetFetchResponsePartition
+    wanted = None if body.topics is None else [(t.name, list(t.partition_indexes)) for t in body.topics]
+    error, rows = _fetch_group(ctx, body.group_id, wanted)
+    if error != ErrorCode.NONE and version >= 2:
+        rows = []  # the error is reported once, at the top
+    resp = FetchResp(version=version, throttle_time_ms=0, topics=[
+        T(version=version, name=topic, partitions=[
+            P(version=version, partition_index=p, committed_offset=o, committed_leader_epoch=e,
+              metadata=md, error_code=c) for p, o, e, md, c in parts])
+        for topic, parts in rows])
+    if version >= 2:
+        resp.error_code = error
+    return resp
+
+
+# ------------------------------------------------------------------------------------ OffsetDelete
+
+async def handle_offset_delete(ctx: BrokerContext, request: Request) -> object:
+    body = request.body
+    version = request.api_version
+    T = DeleteResp.OffsetDeleteResponseTopic
+    P = T.OffsetDeleteResponsePartition
+    shard, error = _coordinator_error(ctx, body.group_id)
+    codes: dict[tuple[str, int], int] = {}
+    if shard is not None:
+        existing = [(t.name, p.partition_index) for t in body.topics for p in t.partitions
+                    if _partition_exists(ctx, t.name, p.partition_index)]
+        outcome = shard.delete_offsets(body.group_id, existing)
+        error, per = await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None)
+        if error == ErrorCode.NONE:
+            codes = dict(zip(existing, per))
+    if error != ErrorCode.NONE:
+        return DeleteResp(version=version, error_code=error, throttle_time_ms=0, topics=[])
+    topics = [T(version=version, name=t.name, partitions=[
+        P(version=version, partition_index=p.partition_index,
+          error_code=codes.get((t.name, p.partition_index), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        for p in t.partitions]) for t in body.topics]
+    return DeleteResp(version=version, error_code=ErrorCode.NONE, throttle_time_ms=0, topics=topics)

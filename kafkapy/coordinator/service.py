@@ -1,0 +1,303 @@
+"""The Trio edge of the group coordinator: shards, loading, log writes, parked requests and timers.
+
+One :class:`~kafkapy.coordinator.group.GroupShard` runs per ``__consumer_offsets`` partition this
+broker leads. This module does what the sans-I/O core cannot:
+
+* loads a shard by replaying its partition's log (requests for its groups get
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile);
+* appends the records an operation produced to the partition before the operation is answered;
+* parks JoinGroup / SyncGroup requests until the rebalance answers them, each with a deadline;
+* calls the shards' ``tick`` when their next deadline is due (rebalance, session, pending sync)
+  and expires old offsets every ``offsets.retention.check.interval.ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from kafkapy.coordinator import schema
+from kafkapy.coordinator.group import PARKED_TYPE, GroupConfig, GroupShard, Outcome
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records import format as fmt
+from kafkapy.records.builder import Record, build_batch
+from kafkapy.records.reader import iter_batches, iter_records
+
+log = logging.getLogger("kafkapy.coordinator")
+
+# Settings Kafka has that the broker config table may not list yet: (name, default).
+_GROUP_SETTINGS = {
+    "group.min.session.timeout.ms": 6000,
+    "group.max.session.timeout.ms": 1_800_000,
+    "group.max.size": 2**31 - 1,
+    "group.initial.rebalance.delay.ms": 3000,
+    "offset.metadata.max.bytes": 4096,
+    "offsets.retention.minutes": 10080,
+    "offsets.retention.check.interval.ms": 600_000,
+    "offsets.topic.num.partitions": 50,
+    "offsets.topic.replication.factor": 3,
+    "offsets.topic.segment.bytes": 104_857_600,
+    "offsets.load.buffer.size": 5 * 1024 * 1024,
+}
+
+
+def setting(config: Any, name: str) -> int:
+    """An integer broker setting, by Kafka's name, whether or not config.py declares it."""
+    try:
+        value = config.get(name)
+    except KeyError:
+        raw = getattr(config, "props", {}).get(name)
+        value = None if raw is None else int(str(raw).strip())
+    return int(_GROUP_SETTINGS[name] if value is None else value)  # type: ignore[arg-type]
+
+
+def group_config(config: Any) -> GroupConfig:
+    return GroupConfig(
+        min_session_timeout_ms=setting(config, "group.min.session.timeout.ms"),
+        max_session_timeout_ms=setting(config, "group.max.session.timeout.ms"),
+        initial_rebalance_delay_ms=setting(config, "group.initial.rebalance.delay.ms"),
+        max_size=setting(config, "group.max.size"),
+        offset_metadata_max_bytes=setting(config, "offset.metadata.max.bytes"),
+        offsets_retention_ms=setting(config, "offsets.retention.minutes") * 60_000,
+    )
+
+
+class _Waiter:
+    __slots__ = ("event", "value")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.value: object = None
+
+
+class GroupCoordinator:
+    """Every group shard this broker leads, and the work around them."""
+
+    def __init__(self, config: Any, replicas: Any, clock: Any, node_id: int,
+                 new_uuid: Callable[[], str] | None = None) -> None:
+        self.config = config
+        self.replicas = replicas
+        self.clock = clock
+        self.node_id = node_id
+        self.group_config = group_config(config)
+        self.num_partitions = setting(config, "offsets.topic.num.partitions")
+        self._new_uuid = new_uuid or (lambda: str(uuid.uuid4()))
+        self.shards: dict[int, GroupShard] = {}
+        self.loading: set[int] = set()
+        self._waiters: dict[tuple[str, str, str], list[_Waiter]] = {}
+        self._nursery: trio.Nursery | None = None
+        self._pending_loads: list[int] = []
+        self._wake = trio.Event()
+        self._topic_id: Any = None
+
+    # ---------------------------------------------------------------- placement
+    def partition_for(self, group_id: str) -> int:
+        return schema.partition_for(group_id, self.num_partitions)
+
+    def shard_for(self, group_id: str) -> GroupShard:
+        """The loaded shard of a group, or the error a client retries on."""
+        p = self.partition_for(group_id)
+        shard = self.shards.get(p)
+        if shard is not None:
+            return shard
+        if p in self.loading:
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        try:
+            hosted = self.replicas.get(schema.OFFSETS_TOPIC, p)
+        except KafkaError:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
+        if hosted.leader_id != self.node_id:
+            raise KafkaError(ErrorCode.NOT_COORDINATOR)
+        # Led but not yet scheduled for loading (the image arrived before the coordinator ran).
+        raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+    def is_loaded(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self.shards
+
+    # ---------------------------------------------------------------- metadata changes
+    def on_image(self, image: Any) -> None:
+        """Load the shards of ``__consumer_offsets`` partitions this broker now leads; drop the rest."""
+        led: set[int] = set()
+        topic = image.topics.by_name.get(schema.OFFSETS_TOPIC)
+        if topic is not None:
+            if self._topic_id is not None and topic.id != self._topic_id:
+                for p in list(self.shards):
+                    self._unload(p)
+            self._topic_id = topic.id
+            for index, reg in topic.partitions.items():
+                if reg.leader == self.node_id:
+                    led.add(index)
+        for p in list(self.shards):
+            if p not in led:
+                self._unload(p)
+        for p in sorted(led):
+            if p not in self.shards and p not in self.loading:
+                self.loading.add(p)
+                self._pending_loads.append(p)
+        if self._pending_loads:
+            self._wake.set()
+
+    def _unload(self, p: int) -> None:
+        shard = self.shards.pop(p, None)
+        if shard is None:
+            return
+        log.info("Unloading group coordinator partition %d", p)
+        for key in [k for k in self._waiters if self.partition_for(k[0]) == p]:
+            for w in self._waiters.pop(key):
+                w.value = KafkaError(ErrorCode.NOT_COORDINATOR)
+                w.event.set()
+
+    async def _load(self, p: int) -> None:
+        started = self.clock.now_ms()
+        shard = GroupShard(p, self.group_config, self._new_uuid)
+        try:
+            hosted = self.replicas.get(schema.OFFSETS_TOPIC, p)
+            plog = hosted.log
+            offset = plog.log_start_offset
+            end = plog.log_end_offset
+            chunk = setting(self.config, "offsets.load.buffer.size")
+            count = 0
+            while offset < end:
+                fetched = plog.read(offset, chunk)
+                if fetched is None:
+                    break
+                data = fetched.read_bytes()
+                advanced = False
+                for header, batch in iter_batches(data):
+                    if header.last_offset < offset:
+                        continue
+                    if not header.attributes & fmt.CONTROL_MASK:
+                        for rec in iter_records(batch):
+                            if rec.offset >= offset and rec.key is not None:
+                                shard.replay(rec.key, rec.value, started)
+                                count += 1
+                    offset = header.last_offset + 1
+                    advanced = True
+                if not advanced:
+                    break
+                await trio.sleep(0)
+        except KafkaError as exc:
+            log.error("Loading group coordinator partition %d failed: %s", p, exc)
+            self.loading.discard(p)
+            return
+        shard.finish_load(self.clock.now_ms())
+        if p in self.loading:
+            self.loading.discard(p)
+            self.shards[p] = shard
+            log.log(logging.INFO if count else logging.DEBUG,
+                    "Loaded group coordinator partition %d: %d records, %d groups in %d ms",
+                    p, count, len(shard.groups), self.clock.now_ms() - started)
+            self._wake.set()
+
+    # ---------------------------------------------------------------- applying outcomes
+    def apply(self, shard: GroupShard, outcome: Outcome) -> None:
+        """Write the outcome's records, then answer the parked requests it completed."""
+        if outcome.records:
+            self._append(shard.partition, outcome.records)
+        for key, result in outcome.completions:
+            for w in self._waiters.pop(key, []):
+                w.value = result
+                w.event.set()
+        self._wake.set()
+
+    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
+        now = self.clock.now_ms()
+        try:
+            hosted = self.replicas.get(schema.OFFSETS_TOPIC, partition)
+        except KafkaError:
+            raise KafkaError(ErrorCode.NOT_COORDINATOR) from None
+        batch = build_batch([Record(k, v, timestamp=now) for k, v in records], now_ms=now)
+        hosted.log.append_as_leader(bytearray(batch), now_ms=now, leader_epoch=hosted.leader_epoch,
+                                    from_client=False)
+
+    async def run_op(self, shard: GroupShard, outcome: Outcome, *, timeout_ms: int,
+                     on_timeout: object) -> object:
+        """Apply ``outcome`` and return its response, waiting for it if the request was parked."""
+        response = outcome.response
+        waiter = None
+        if isinstance(response, PARKED_TYPE):
+            waiter = _Waiter()
+            self._waiters.setdefault(response.key, []).append(waiter)
+        try:
+            self.apply(shard, outcome)
+            if waiter is None:
+                return response
+            with trio.move_on_after(timeout_ms / 1000.0):
+                await waiter.event.wait()
+            if not waiter.event.is_set():
+                return on_timeout
+            if isinstance(waiter.value, KafkaError):
+                raise waiter.value
+            return waiter.value
+        finally:
+            if waiter is not None and not waiter.event.is_set():
+                lst = self._waiters.get(response.key)  # type: ignore[union-attr]
+                if lst and waiter in lst:
+                    lst.remove(waiter)
+                    if not lst:
+                        del self._waiters[response.key]  # type: ignore[union-attr]
+
+    # ---------------------------------------------------------------- background work
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._expiry_loop)
+            task_status.started()
+            while True:
+                while self._pending_loads:
+                    p = self._pending_loads.pop(0)
+                    nursery.start_soon(self._load, p)
+                self._tick_due()
+                deadline = self._next_deadline()
+                self._wake = trio.Event()
+                wait_s = 1.0 if deadline is None else max(0.0, (deadline - self.clock.now_ms()) / 1000.0)
+                with trio.move_on_after(min(wait_s, 1.0) + 0.001):
+                    await self._wake.wait()
+
+    def _next_deadline(self) -> int | None:
+        best = None
+        for shard in self.shards.values():
+            t = shard.next_deadline()
+            if t is not None and (best is None or t < best):
+                best = t
+        return best
+
+    def _tick_due(self) -> None:
+        now = self.clock.now_ms()
+        for shard in list(self.shards.values()):
+            t = shard.next_deadline()
+            if t is not None and t <= now:
+                outcome = shard.tick(now)
+                try:
+                    self.apply(shard, outcome)
+                except KafkaError as exc:
+                    log.error("Writing group state of partition %d failed: %s", shard.partition, exc)
+
+    async def _expiry_loop(self) -> None:
+        interval = setting(self.config, "offsets.retention.check.interval.ms") / 1000.0
+        while True:
+            await trio.sleep(interval if math.isfinite(interval) else 600.0)
+            self.expire_offsets()
+
+    def expire_offsets(self) -> int:
+        now = self.clock.now_ms()
+        removed = 0
+        for shard in list(self.shards.values()):
+            outcome = shard.expire_offsets(now)
+            if outcome.records:
+                removed += sum(1 for k, _ in outcome.records if schema.decode_key(k).__class__ is schema.OffsetKey)
+                try:
+                    self.apply(shard, outcome)
+                except KafkaError as exc:
+                    log.error("Writing expired offsets of partition %d failed: %s", shard.partition, exc)
+        if removed:
+            log.info("Removed %d expired offsets", removed)
+        return removed
+
+    def groups(self) -> list[tuple[GroupShard, Any]]:
+        return [(s, g) for s in self.shards.values() for g in s.groups.values()]
