@@ -84,3 +84,32 @@ def test_kcat_reads_from_middle_of_batch(cluster):
     assert [g["offset"] for g in got] == list(range(21, 50))
     assert [b64(g["key"].encode()) for g in got] == [r["key"] for r in records[21:]]
     assert [b64(g["payload"].encode()) for g in got] == [r["value"] for r in records[21:]]
+
+
+@pytest.mark.parametrize("producer,consumer", [("confluent", "java"), ("java", "confluent")],
+                         ids=["confluent-to-java", "java-to-confluent"])
+def test_null_header_value(cluster, producer, consumer):
+    # A header with a null value (wire length -1) is distinct from an empty one.
+    topic = cluster.create_topic("null-header")
+    records = [record(b"k", b"v", headers=[("nil", None), ("empty", b""), ("x", b"1")])]
+    records[0]["headers"][0][1] = None
+    cluster.produce(producer, topic, records)
+    got = cluster.consume(consumer, topic, offset=0, end_offset=1)
+    assert got[0]["headers"] == [["nil", None], ["empty", ""], ["x", b64(b"1")]], got[0]["headers"]
+
+
+@pytest.mark.parametrize("consumer", ["confluent", "java", "kafka_python"])
+def test_fetch_limits_smaller_than_a_batch(cluster, consumer):
+    # KIP-74: the broker returns at least one whole batch even when it exceeds the fetch limits,
+    # so a consumer with tiny limits still makes progress.
+    topic = cluster.create_topic(f"tiny-fetch-{consumer}")
+    records = simple_records(200, prefix="tf", value_size=500)  # one ~100 KB batch
+    cluster.produce("confluent", topic, records, linger_ms=200, config={"batch.size": 1_000_000})
+    config = {
+        # librdkafka wants fetch.max.bytes >= message.max.bytes (its minimum is 1000).
+        "confluent": {"message.max.bytes": 1000, "fetch.max.bytes": 1024, "max.partition.fetch.bytes": 1024},
+        "java": {"fetch.max.bytes": 1024, "max.partition.fetch.bytes": 1024},
+        "kafka_python": {"fetch_max_bytes": 1024, "max_partition_fetch_bytes": 1024},
+    }[consumer]
+    got = cluster.consume(consumer, topic, offset=0, end_offset=200, config=config, timeout_s=30)
+    assert_same_records(records, got, first_offset=0)
