@@ -119,16 +119,18 @@ class Member:
     """One group member process and the events it reported."""
 
     def __init__(self, client: str, node, group: str, topic: str, *, name: str = "", session_ms: int = SESSION_MS,
-                 instance_id: str | None = None, max_records: int | None = None, idle_s: float | None = None):
+                 instance_id: str | None = None, max_records: int | None = None, idle_s: float | None = None,
+                 assignor: str | None = None):
         self.client, self.name = client, name or client
         if client == "java":
             argv = ["java", *clients.JAVA_OPTS, "-cp", java_classpath(), "GroupDriver", "member", node.bootstrap,
                     group, topic, str(session_ms), instance_id or "-",
-                    str(-1 if max_records is None else max_records), str(-1 if idle_s is None else int(idle_s * 1000))]
+                    str(-1 if max_records is None else max_records), str(-1 if idle_s is None else int(idle_s * 1000)),
+                    assignor or "default"]
         else:
             job = {"op": "member", "client": client, "bootstrap": node.bootstrap, "group": group, "topic": topic,
                    "session_timeout_ms": session_ms, "instance_id": instance_id, "max_records": max_records,
-                   "idle_s": idle_s}
+                   "idle_s": idle_s, "assignor": assignor}
             argv = [_venv_python(), str(DRIVER), json.dumps(job)]
         self.stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
@@ -303,6 +305,32 @@ def test_members_split_partitions_and_hand_over(gnode, members, client):
     assert time.monotonic() - killed < SESSION_MS / 1000 + 8
     expected |= produce(gnode, topic, 20, parts, "four")
     wait_until(lambda: a.values() | b.values() | c.values() >= expected, 30, "everything to be consumed", a)
+    a.stop()
+
+
+@pytest.mark.parametrize("client", ["confluent", "java"])
+def test_cooperative_rebalance_moves_only_what_changes_owner(gnode, members, client):
+    """KIP-429: with the cooperative-sticky assignor a member keeps consuming the partitions it
+    keeps; only the partitions that move are revoked (two rebalances, plain classic protocol)."""
+    parts = 4
+    topic = create_topic(gnode, parts, "coop")
+    group = unique_topic(f"g-coop-{client}")
+    all_tps = {(topic, p) for p in range(parts)}
+    a = members(client, gnode, group, topic, name="A", assignor="cooperative-sticky")
+    wait_until(lambda: a.assignment() == all_tps, 40, "A to own every partition", a)
+    b = members(client, gnode, group, topic, name="B", assignor="cooperative-sticky")
+    wait_until(lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2
+               and a.assignment() | b.assignment() == all_tps, 40, "A and B to split the partitions", a, b)
+    revoked = [p for e in a.rebalance_events() if e["event"] == "revoked" for p in e["partitions"]]
+    assert len(revoked) == 2, f"A gave up more than the partitions that moved: {a.rebalance_events()}"
+    expected = produce(gnode, topic, 40, parts, "coop")
+    wait_until(lambda: a.values() | b.values() >= expected, 30, "A and B to consume", a, b)
+    b.stop()
+    wait_until(lambda: a.assignment() == all_tps, SESSION_MS / 1000 + 10, "A to take B's partitions", a)
+    expected |= produce(gnode, topic, 20, parts, "coop2")
+    wait_until(lambda: a.values() | b.values() >= expected, 30, "A to consume everything", a)
+    seen = [(p, o) for p, o, _v in a.records() + b.records()]
+    assert len(seen) == len(set(seen))
     a.stop()
 
 

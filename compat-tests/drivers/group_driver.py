@@ -13,7 +13,8 @@ Job: {"client", "op", "bootstrap", ...}. Ops:
   records, and stop after ``max_records`` records, after ``idle_s`` without records, or when
   ``stop`` arrives on stdin. A clean stop closes the consumer (LeaveGroup for dynamic members)
   and prints ``{"event": "done", ...}``. Options: ``session_timeout_ms``, ``instance_id``
-  (static membership), ``heartbeat_interval_ms``.
+  (static membership), ``heartbeat_interval_ms``, ``assignor`` (``cooperative-sticky``, KIP-429;
+  confluent-kafka only).
 * ``admin``: ``list_groups``, ``describe_groups`` (``groups``) and ``delete_groups`` (``groups``)
   through the client's admin API; prints one result line.
 """
@@ -91,6 +92,8 @@ def confluent_member(job: dict) -> None:
     }
     if job.get("instance_id"):
         conf["group.instance.id"] = job["instance_id"]
+    if job.get("assignor") == "cooperative-sticky":
+        conf["partition.assignment.strategy"] = "cooperative-sticky"
     c = Consumer(conf)
     c.subscribe([job["topic"]],
                 on_assign=lambda _c, tps: emit({"event": "assigned", "partitions": _tps(tps)}),

@@ -64,6 +64,7 @@ class JoinRequest:
     client_id: str = ""
     client_host: str = ""
     require_known_member_id: bool = True  # JoinGroup v4+
+    supports_skip_assignment: bool = True  # JoinGroup v9+ (KIP-814)
     reason: str | None = None
 
 
@@ -424,13 +425,16 @@ class GroupShard:
                 # Same subscription: no rebalance, the member gets its old assignment on SyncGroup.
                 out.records.append(self._group_record(group))
                 result = self._join_result(group, old)
-                # The returning member is not the leader as far as the assignment goes: the
-                # group keeps its assignment (JoinGroup v9 tells it to skip assigning).
+                result.members = []
                 if new_id == group.leader:
-                    result.skip_assignment = True
-                    result.members = self._join_members(group)
-                else:
-                    result.members = []
+                    # KIP-814: a returning static leader keeps the group's assignment. A v9+
+                    # client is told it leads but must skip assigning; an older one is given the
+                    # old leader id, so it acts as a follower and simply syncs.
+                    if req.supports_skip_assignment:
+                        result.skip_assignment = True
+                        result.members = self._join_members(group)
+                    else:
+                        result.leader = old_id
                 out.response = result
                 return
             old.protocols = list(req.protocols)
@@ -684,6 +688,8 @@ class GroupShard:
         group = self._live(group_id)
         if group is None:
             return E.NONE if generation < 0 else E.ILLEGAL_GENERATION
+        if generation < 0 and group.state is GroupState.EMPTY:
+            return E.NONE  # admin tools and consumers that only store offsets
         if generation >= 0 or member_id or instance_id is not None:
             if group.is_static_fenced(member_id, instance_id):
                 return E.FENCED_INSTANCE_ID
@@ -742,13 +748,14 @@ class GroupShard:
             return out
         subscribed: set[str] | None = set()
         if group.state is not GroupState.EMPTY:
-            subscribed = group.subscribed_topics()
-            if subscribed is None:
+            if group.protocol_type != "consumer":
                 out.response = (E.NON_EMPTY_GROUP, [])
                 return out
+            # Unreadable subscriptions count as subscribed to everything.
+            subscribed = group.subscribed_topics()
         codes = []
         for topic, partition in partitions:
-            if topic in subscribed:
+            if subscribed is None or topic in subscribed:
                 codes.append(E.GROUP_SUBSCRIBED_TO_TOPIC)
                 continue
             if group.offsets.pop((topic, partition), None) is not None:
@@ -798,7 +805,7 @@ class GroupShard:
                     limit = c.expire_timestamp if c.expire_timestamp >= 0 else c.commit_timestamp + retention
                     if limit <= now_ms:
                         expired.append(tp)
-            else:
+            elif group.state is GroupState.STABLE:
                 subscribed = group.subscribed_topics()
                 if subscribed is not None:
                     for tp, c in group.offsets.items():

@@ -1,9 +1,10 @@
 // Consumer-group driver for the Java client: the same events as compat-tests/drivers/group_driver.py.
 //
-//   GroupDriver member <bootstrap> <group> <topic> <sessionMs> <instanceId|-> <maxRecords|-1> <idleMs|-1>
+//   GroupDriver member <bootstrap> <group> <topic> <sessionMs> <instanceId|-> <maxRecords|-1> <idleMs|-1> [assignor]
 //       subscribe, print one JSON line per event (assigned / revoked / record / committed), commitSync
 //       after every batch, stop after maxRecords, after idleMs without records, or on "stop" on stdin;
-//       then close() and print {"event":"done"}.
+//       then close() and print {"event":"done"}. assignor "cooperative-sticky" selects KIP-429's
+//       CooperativeStickyAssignor (events then carry only the partitions that moved).
 //   GroupDriver admin <bootstrap> list_groups | describe_groups <group>... | delete_groups <group>...
 //       one {"event":"result","ok":true,"result":...} line.
 
@@ -68,6 +69,8 @@ public class GroupDriver {
         p.put("heartbeat.interval.ms", "300");
         p.put("metadata.max.age.ms", "1000");
         if (!instance.equals("-")) p.put("group.instance.id", instance);
+        if (a.length > 8 && a[8].equals("cooperative-sticky"))
+            p.put("partition.assignment.strategy", CooperativeStickyAssignor.class.getName());
         AtomicBoolean stop = new AtomicBoolean(false);
         Thread reader = new Thread(() -> {
             try {

@@ -73,6 +73,7 @@ async def handle_join_group(ctx: BrokerContext, request: Request) -> object:
         client_id=request.client_id or "", client_host=client_host(),
         # KIP-394: v4+ clients get MEMBER_ID_REQUIRED first (static members are known by instance id).
         require_known_member_id=version >= 4 and instance_id is None,
+        supports_skip_assignment=version >= 9,
         reason=body.reason if version >= 8 else None,
     )
     outcome = shard.join(req, ctx.clock.now_ms())

@@ -242,16 +242,35 @@ def test_static_member_restart_keeps_assignment_without_rebalance():
     assert set(s.groups[G].static_members) == {"i-a"}
 
 
+@pytest.mark.parametrize("skip", [True, False])
+def test_static_leader_restart_keeps_assignment(skip):
+    s = shard()
+    out = s.join(jreq(instance="i-a", v4=False), 0)
+    a_id = out.response.key[2]
+    s.sync(G, 1, a_id, "i-a", None, None, [(a_id, b"A")], 1)
+    req = jreq(instance="i-a", v4=False)
+    req.supports_skip_assignment = skip
+    res = s.join(req, 10).response
+    assert res.error == E.NONE and res.generation == 1 and s.groups[G].state is GroupState.STABLE
+    if skip:
+        assert res.skip_assignment and res.leader == res.member_id and len(res.members) == 1
+    else:
+        assert not res.skip_assignment and res.leader == a_id and res.members == []
+    assert s.sync(G, 1, res.member_id, "i-a", None, None, [], 11).response.assignment == b"A"
+
+
 def test_standalone_commit_fetch_and_member_checks():
     s = shard()
     assert s.validate_commit(G, -1, "", None, 0) == E.NONE
     assert s.validate_commit(G, 3, "m", None, 0) == E.ILLEGAL_GENERATION
+    s.commit(G, [("t", 5, 1, -1, "")], 0)
+    assert s.validate_commit(G, -1, "some-member", None, 0) == E.NONE  # empty group: accepted
     out = s.commit(G, [("t", 0, 42, 5, "meta"), ("t", 1, 7, -1, "x" * 5000)], 1000)
     assert out.response == [E.NONE, E.OFFSET_METADATA_TOO_LARGE]
     [(key, value)] = out.records
     assert schema.decode_key(key) == schema.OffsetKey(G, "t", 0)
     assert schema.decode_offset_value(value) == schema.OffsetValue(42, 5, "meta", 1000)
-    [(t, p, c)] = s.fetch_offsets(G, None)
+    [(t, p, c), _] = s.fetch_offsets(G, None)
     assert (t, p, c.offset, c.leader_epoch, c.metadata) == ("t", 0, 42, 5, "meta")
     assert s.fetch_offsets(G, [("t", 9)]) == [("t", 9, None)]
     assert s.fetch_offsets("none", [("t", 0)]) == [("t", 0, None)]
@@ -278,8 +297,8 @@ def test_delete_groups_and_offsets():
     s.commit(G, [("t", 0, 1, -1, ""), ("u", 0, 2, -1, "")], 0)
     assert s.delete_group(G, 1).response == E.NON_EMPTY_GROUP
     out = s.delete_offsets(G, [("t", 0), ("u", 0)])
-    # the member's subscription metadata (b"m") is unreadable: the group is treated as non-empty
-    assert out.response[0] == E.NON_EMPTY_GROUP
+    # the member's subscription metadata (b"m") is unreadable: every topic counts as subscribed
+    assert out.response == (E.NONE, [E.GROUP_SUBSCRIBED_TO_TOPIC] * 2)
     s.leave(G, [(a, None)], 2)
     out = s.delete_offsets(G, [("t", 0)])
     assert out.response == (E.NONE, [E.NONE]) and out.records == [(schema.encode_offset_key(G, "t", 0), None)]
