@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                           flush=True)
             for broker in brokers:  # whatever a workload left behind in this repetition
                 ctx = contexts[broker.name]
-                left = [t for t, _ in ctx.leftovers.values()] + ctx.to_delete
+                left = sorted({t for t, _ in ctx.leftovers.values()} | set(ctx.to_delete))
                 if left and broker.alive():
                     delete_topics(ctx, left)
     except KeyboardInterrupt:

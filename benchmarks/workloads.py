@@ -188,16 +188,24 @@ def produce_workload(size: int, partitions: int, acks: str) -> Workload:
         return ctx.volumes.kib_records if size >= KIB else ctx.volumes.small_records
 
     def setup(ctx: RunContext) -> None:
+        state.clear()  # the same Workload object runs on every broker in turn
         state["topic"] = topic_name(ctx, label)
         create_topic(ctx, state["topic"], partitions)
 
     def run(ctx: RunContext) -> dict:
         n = records(ctx)
-        return run_client({"op": "produce", "bootstrap": ctx.broker.bootstrap, "topic": state["topic"],
-                           "partitions": partitions, "count": n, "size": size, "acks": acks,
-                           "timeout_s": _deadline(n, size)}, timeout=_deadline(n, size) + 30)
+        res = run_client({"op": "produce", "bootstrap": ctx.broker.bootstrap, "topic": state["topic"],
+                          "partitions": partitions, "count": n, "size": size, "acks": acks,
+                          "timeout_s": _deadline(n, size)}, timeout=_deadline(n, size) + 30)
+        state["done"] = True
+        return res
 
     def teardown(ctx: RunContext) -> None:
+        if "topic" not in state:
+            return
+        if not state.get("done"):  # partial data: useless to the consume run
+            delete_topics(ctx, [state["topic"]])
+            return
         # Keep the data for the consume run of the same shape; drop what that shape held before.
         old = ctx.leftovers.pop((size, partitions), None)
         if old:
@@ -214,6 +222,7 @@ def consume_workload(size: int, partitions: int) -> Workload:
     state: dict[str, Any] = {}
 
     def setup(ctx: RunContext) -> None:
+        state.clear()
         left = ctx.leftovers.pop((size, partitions), None)
         if left is None:  # run on its own (--only): write the data first, untimed
             producer = produce_workload(size, partitions, "1")
@@ -230,7 +239,8 @@ def consume_workload(size: int, partitions: int) -> Workload:
                           timeout=_deadline(n, size) + 30)
 
     def teardown(ctx: RunContext) -> None:
-        delete_topics(ctx, [state["topic"]])
+        if "topic" in state:
+            delete_topics(ctx, [state["topic"]])
 
     return Workload(label, "consume",
                     f"confluent-kafka assign() consume of the produce run's data, {size} B values, "
@@ -241,6 +251,7 @@ def latency_workload(size: int = KIB) -> Workload:
     state: dict[str, str] = {}
 
     def setup(ctx: RunContext) -> None:
+        state.clear()
         state["topic"] = topic_name(ctx, "latency")
         create_topic(ctx, state["topic"], 1)
 
@@ -251,7 +262,8 @@ def latency_workload(size: int = KIB) -> Workload:
                            "acks": "1", "timeout_s": 60}, timeout=v.latency_seconds + 120)
 
     def teardown(ctx: RunContext) -> None:
-        delete_topics(ctx, [state["topic"]])
+        if "topic" in state:
+            delete_topics(ctx, [state["topic"]])
 
     return Workload("latency-2k-msgs", "latency",
                     f"send->ack latency at a fixed 2,000 msg/s, {size} B values, linger.ms=0, acks=1",
@@ -262,21 +274,29 @@ def java_workloads(size: int = KIB, partitions: int = 8) -> list[Workload]:
     state: dict[str, Any] = {}
 
     def setup_produce(ctx: RunContext) -> None:
+        state.clear()  # the same Workload object runs on every broker in turn
         java_classes_dir()  # compile outside the timed section
         state["topic"] = topic_name(ctx, "java")
         create_topic(ctx, state["topic"], partitions)
 
     def run_produce(ctx: RunContext) -> dict:
         n = ctx.volumes.java_records
-        return run_java(["produce", ctx.broker.bootstrap, state["topic"], partitions, n, size, "all"],
-                        timeout=_deadline(n, size) + 30)
+        res = run_java(["produce", ctx.broker.bootstrap, state["topic"], partitions, n, size, "all"],
+                       timeout=_deadline(n, size) + 30)
+        state["done"] = True
+        return res
 
     def teardown_produce(ctx: RunContext) -> None:
+        if "topic" not in state:
+            return
+        if not state.get("done"):
+            delete_topics(ctx, [state["topic"]])
+            return
         ctx.leftovers[("java", size, partitions)] = (state["topic"], ctx.volumes.java_records)
 
     def setup_consume(ctx: RunContext) -> None:
         left = ctx.leftovers.pop(("java", size, partitions), None)
-        if left is None:
+        if left is None:  # run on its own (--only): write the data first, untimed
             setup_produce(ctx)
             run_produce(ctx)
             left = (state["topic"], ctx.volumes.java_records)
@@ -288,7 +308,8 @@ def java_workloads(size: int = KIB, partitions: int = 8) -> list[Workload]:
                         timeout=_deadline(n, size) + 30)
 
     def teardown_consume(ctx: RunContext) -> None:
-        delete_topics(ctx, [state["consume"][0]])
+        if "consume" in state:
+            delete_topics(ctx, [state.pop("consume")[0]])
 
     return [
         Workload("java-produce-1k-acksall-p8", "java-produce",
@@ -306,13 +327,15 @@ def partitions_workload() -> Workload:
 
     def run(ctx: RunContext) -> dict:
         v = ctx.volumes
+        state.clear()
         state["prefix"] = topic_name(ctx, "parts")
         return run_client({"op": "partitions", "bootstrap": ctx.broker.bootstrap, "prefix": state["prefix"],
                            "topics": v.partition_topics, "partitions": v.partitions_per_topic,
                            "timeout_s": 120}, timeout=180)
 
     def teardown(ctx: RunContext) -> None:
-        delete_topics(ctx, [f"{state['prefix']}-{i}" for i in range(ctx.volumes.partition_topics)])
+        if "prefix" in state:
+            delete_topics(ctx, [f"{state['prefix']}-{i}" for i in range(ctx.volumes.partition_topics)])
 
     return Workload("partitions-1000", "partitions",
                     "AdminClient: create 10 topics x 100 partitions, wait for leaders, fetch full metadata",
@@ -323,6 +346,7 @@ def group_workload() -> Workload:
     state: dict[str, str] = {}
 
     def setup(ctx: RunContext) -> None:
+        state.clear()
         state["topic"] = topic_name(ctx, "group")
         create_topic(ctx, state["topic"], 1)
 
@@ -347,7 +371,8 @@ def group_workload() -> Workload:
         return res
 
     def teardown(ctx: RunContext) -> None:
-        delete_topics(ctx, [state["topic"]])
+        if "topic" in state:
+            delete_topics(ctx, [state["topic"]])
 
     return Workload("group-first-record", "group",
                     "confluent-kafka subscribe() with a new group -> first record (bounded)",
