@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from kafkapy.testing.clients import driver_argv, kill_group
+from kafkapy.testing.clients import DRIVERS_DIR, driver_argv, kill_group
 
 COUNT = 100_000
 KILL_AT = (0.30, 0.50)
@@ -52,7 +52,7 @@ def _read_pairs(path) -> list[tuple[int, str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(90)
 @pytest.mark.parametrize("mode", list(MODES))
 def test_acknowledged_records_survive_kill9(fresh_cluster, tmp_path, mode):
     node = fresh_cluster.node
@@ -68,8 +68,8 @@ def test_acknowledged_records_survive_kill9(fresh_cluster, tmp_path, mode):
         "count": COUNT,
         "ack_file": str(ack_file),
         "rate_per_s": 25_000,
-        "timeout_s": 75,
-        "message_timeout_ms": 30_000,
+        "timeout_s": 55,
+        "message_timeout_ms": 20_000,
         "linger_ms": 5,
         **MODES[mode],
     }
@@ -77,14 +77,14 @@ def test_acknowledged_records_survive_kill9(fresh_cluster, tmp_path, mode):
     out_path, err_path = tmp_path / "producer.out", tmp_path / "producer.err"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(driver_argv("confluent"), stdin=subprocess.PIPE, stdout=out, stderr=err,
-                                cwd=str(driver_argv("confluent")[1].rsplit("/", 1)[0]),
+                                cwd=DRIVERS_DIR,
                                 start_new_session=True)
     try:
         proc.stdin.write(json.dumps(job).encode())
         proc.stdin.close()
 
         # Wait until 30-50% are acknowledged, then crash the node.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 20
         acked_at_kill = 0
         while time.monotonic() < deadline:
             acked_at_kill = _count_lines(ack_file)
@@ -95,16 +95,16 @@ def test_acknowledged_records_survive_kill9(fresh_cluster, tmp_path, mode):
             f"producer ended before the crash point ({acked_at_kill} acked): "
             f"{err_path.read_text()[-3000:]}")
         assert acked_at_kill >= KILL_AT[0] * COUNT, (
-            f"only {acked_at_kill} of {COUNT} acknowledged after 60s:\n{err_path.read_text()[-3000:]}")
+            f"only {acked_at_kill} of {COUNT} acknowledged after 20s:\n{err_path.read_text()[-3000:]}")
         assert acked_at_kill <= KILL_AT[1] * COUNT, f"{acked_at_kill} acknowledged before we could kill"
         if not NO_CRASH:
             node.kill9()
             node.restart()
 
         try:
-            proc.wait(timeout=85)
+            proc.wait(timeout=45)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"producer did not finish within 85s after the restart:\n{err_path.read_text()[-3000:]}")
+            pytest.fail(f"producer did not finish within 45s after the restart:\n{err_path.read_text()[-3000:]}")
     finally:
         kill_group(proc)
 
@@ -115,7 +115,7 @@ def test_acknowledged_records_survive_kill9(fresh_cluster, tmp_path, mode):
 
     dump_file = tmp_path / "log.txt"
     res = fresh_cluster.run("confluent", "dump", topic=topic, partition=0, out_file=str(dump_file),
-                            timeout_s=60, timeout=90)
+                            timeout_s=20, timeout=30)
     assert not res["timed_out"], res
     print(f"{mode}: acked at kill {acked_at_kill}, acked total {len(acked)}, log {res}, producer {summary}")
     log = _read_pairs(dump_file)

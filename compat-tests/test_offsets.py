@@ -61,10 +61,12 @@ def test_out_of_range_fetch_resets_to_earliest(cluster, client):
 def test_out_of_range_fetch_resets_to_latest(cluster):
     topic = cluster.create_topic("reset-latest")
     cluster.produce("confluent", topic, simple_records(5, prefix="old"))
-    # With auto.offset.reset=latest the consumer jumps to the end: nothing old is delivered.
+    # With auto.offset.reset=latest the consumer jumps to the end: nothing old is delivered and
+    # its position is the log end offset.
     got = cluster.run("java", "consume", topic=topic, offset=1_000, auto_offset_reset="latest",
-                      end_offset=5, timeout_s=6)
+                      end_offset=5, timeout_s=4)
     assert got["records"] == []
+    assert got["position"] == 5, got
 
 
 @pytest.mark.parametrize("client,policy", [("confluent", "error"), ("java", "none")])

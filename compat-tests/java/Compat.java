@@ -139,6 +139,7 @@ public class Compat {
         Integer maxRecords = job.get("max_records") == null ? null : (int) num(job.get("max_records"));
         List<Object> out = new ArrayList<>();
         Long end;
+        Long position;
         try (KafkaConsumer<byte[], byte[]> c =
                  new KafkaConsumer<>(consumerProps(job, null), new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             end = job.get("end_offset") == null ? null : num(job.get("end_offset"));
@@ -155,10 +156,12 @@ public class Compat {
                     next = rec.offset() + 1;
                 }
             }
+            position = c.position(tp, Duration.ofSeconds(10));
         }
         Map<String, Object> res = new LinkedHashMap<>();
         res.put("records", out);
         res.put("end_offset", end);
+        res.put("position", position);
         res.put("timed_out", System.nanoTime() >= deadline);
         return res;
     }
