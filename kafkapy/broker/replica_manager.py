@@ -106,7 +106,7 @@ class ReplicaManager:
         log.info("Deleting log of %s-%d", hosted.topic, hosted.index)
         self._log_manager.delete(hosted.topic, hosted.index)
 
-    def append(self, hosted: HostedPartition, records: bytearray, *, now_ms: int) -> LogAppendResult:
+    def append(self, hosted: HostedPartition, records: bytearray | memoryview, *, now_ms: int) -> LogAppendResult:
         """Append a produce request's batches as leader and wake fetches waiting for data."""
         if hosted.leader_id != self._node_id:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)

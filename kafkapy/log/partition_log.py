@@ -326,7 +326,7 @@ class PartitionLog:
         return max(0, bisect.bisect_right(self._bases, offset) - 1)
 
     # ================================================================== append
-    def append_as_leader(self, buf: bytearray, *, now_ms: int, leader_epoch: int,
+    def append_as_leader(self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int,
                          from_client: bool = True) -> LogAppendResult:
         """Validate ``buf`` (a Produce request's records), assign offsets and append it.
 

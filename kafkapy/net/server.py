@@ -70,6 +70,8 @@ DEFAULT_SEND_TIMEOUT: Final = 60.0
 # A safety net, not a policy: handlers bound their own waits (produce/fetch timeouts).
 DEFAULT_HANDLER_TIMEOUT: Final = 300.0
 RECEIVE_SIZE: Final = 256 * 1024
+# Frames with at least this much left are received into their own buffer (socket.recv_into).
+_RECV_INTO_MIN: Final = 16 * 1024
 # Linux caps writev at IOV_MAX (1024) buffers and a single sendfile at ~2 GiB.
 _IOV_MAX: Final = 1024
 _SENDFILE_CHUNK: Final = 1 << 30
@@ -287,6 +289,7 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
     Never raises except for cancellation; always closes ``stream``.
     """
     conn = ServerConnection(supported, max_request_bytes)
+    sock = stream.socket if isinstance(stream, trio.SocketStream) else None
     try:
         while True:
             try:
@@ -295,6 +298,27 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                 log.warning("Closing connection %s (%s): %s", info.connection_id, info.listener, exc)
                 return
             if event is NEED_DATA:
+                # The rest of a large frame is received straight into it (no bytes object, no
+                # second copy); prefixes and small requests come through receive_some.
+                view = conn.receive_buffer() if sock is not None else None
+                if view is not None and len(view) >= _RECV_INTO_MIN:
+                    got = -1
+                    try:
+                        with trio.move_on_after(idle_timeout):
+                            got = await sock.recv_into(view)
+                    except OSError as exc:
+                        raise trio.BrokenResourceError(f"receive failed: {exc}") from exc
+                    finally:
+                        view.release()
+                    if got < 0:
+                        log.info("Closing connection %s: idle for %.0f s", info.connection_id,
+                                 idle_timeout)
+                        return
+                    if got == 0:
+                        conn.receive_data(b"")
+                    else:
+                        conn.received_into(got)
+                    continue
                 data = None
                 with trio.move_on_after(idle_timeout):
                     data = await stream.receive_some(receive_size)

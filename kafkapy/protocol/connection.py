@@ -283,7 +283,8 @@ class ServerConnection:
         self.supported = supported
         self.max_request_bytes = max_request_bytes
         self._prefix = bytearray()          # a size prefix split across receive_data calls
-        self._frame: bytearray | None = None  # the frame being filled
+        self._frame: bytearray | None = None  # the frame being filled, at its final size
+        self._filled = 0                    # bytes of _frame received so far
         self._need = 0                      # bytes still missing from _frame
         self._ready: deque[bytearray] = deque()
         self._error: RemoteProtocolError | None = None
@@ -326,16 +327,43 @@ class ServerConnection:
                 if size > self.max_request_bytes:
                     self._error = FrameTooLarge(size, self.max_request_bytes)
                     return
-                self._frame = bytearray()
+                # Allocated at its final size once (as Kafka's NetworkReceive does): a large
+                # bytearray comes zeroed from the kernel lazily, and bytes are then copied in once
+                # instead of regrowing the buffer.
+                self._frame = bytearray(size)
+                self._filled = 0
                 self._need = size
             take = min(self._need, n - i)
             if take:
-                self._frame += mv[i:i + take]
+                filled = self._filled
+                self._frame[filled:filled + take] = mv[i:i + take]
+                self._filled = filled + take
                 i += take
                 self._need -= take
             if self._need == 0:
                 self._ready.append(self._frame)
                 self._frame = None
+
+    def receive_buffer(self) -> memoryview | None:
+        """Where the rest of the frame being filled goes, for readers that can receive into memory.
+
+        An I/O layer with ``socket.recv_into`` reads straight into this view and then calls
+        :meth:`received_into` with the byte count, saving the copy :meth:`receive_data` makes.
+        None when no frame is partly received (a size prefix comes next: use ``receive_data``).
+        """
+        if self._frame is None or self._error is not None or self._eof:
+            return None
+        return memoryview(self._frame)[self._filled:]
+
+    def received_into(self, n: int) -> None:
+        """``n`` bytes were written into the view :meth:`receive_buffer` returned."""
+        if self._frame is None or not 0 <= n <= self._need:
+            raise LocalProtocolError(f"received_into({n}) does not match the frame being filled")
+        self._filled += n
+        self._need -= n
+        if self._need == 0:
+            self._ready.append(self._frame)
+            self._frame = None
 
     @property
     def buffered_frames(self) -> int:

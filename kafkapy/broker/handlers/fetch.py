@@ -55,7 +55,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         now_ms=now_ms,
     )
     if session.error != ErrorCode.NONE:
-        return Resp(throttle_time_ms=0, error_code=session.error, session_id=0, responses=[])
+        return Resp(version=version, throttle_time_ms=0, error_code=session.error, session_id=0, responses=[])
 
     deadline = trio.current_time() + max(0, body.max_wait_ms) / 1000.0
     max_bytes = body.max_bytes if version >= 3 else 0x7FFFFFFF
@@ -118,12 +118,12 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
                                       log_start_offset=start, last_stable_offset=lso):
             continue
         by_topic.setdefault(p.topic, []).append(
-            PartResp(partition_index=p.partition, error_code=error, high_watermark=hw, last_stable_offset=lso,
+            PartResp(version=version, partition_index=p.partition, error_code=error, high_watermark=hw, last_stable_offset=lso,
                      log_start_offset=start, aborted_transactions=None, preferred_read_replica=-1, records=records)
         )
     topics = []
     for name, parts in by_topic.items():
-        t = TopicResp(partitions=parts)
+        t = TopicResp(version=version, partitions=parts)
         if version >= 13:
             t.topic_id = id_of[name]
         else:
@@ -133,8 +133,8 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
         grouped: dict[object, list] = {}
         for tid, idx in unknown_ids:
             grouped.setdefault(tid, []).append(
-                PartResp(partition_index=idx, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
+                PartResp(version=version, partition_index=idx, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
                          last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None, records=b"")
             )
-        topics.extend(TopicResp(topic_id=tid, partitions=parts) for tid, parts in grouped.items())
-    return Resp(throttle_time_ms=0, error_code=0, session_id=session.session_id, responses=topics)
+        topics.extend(TopicResp(version=version, topic_id=tid, partitions=parts) for tid, parts in grouped.items())
+    return Resp(version=version, throttle_time_ms=0, error_code=0, session_id=session.session_id, responses=topics)

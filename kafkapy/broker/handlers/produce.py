@@ -32,7 +32,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> object | None:
         name = ctx.topic_name(topic_data, version)
         parts_out = []
         for pdata in topic_data.partition_data:
-            part = PartResp(index=pdata.index, error_code=0, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+            part = PartResp(version=version, index=pdata.index, error_code=0, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
             try:
                 if body.acks not in VALID_ACKS:
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
@@ -51,7 +51,9 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> object | None:
                             ErrorCode.INVALID_RECORD,
                             "Produce requests with version 3 are only allowed to contain exactly one record batch",
                         )
-                result = ctx.replicas.append(hosted, bytearray(records), now_ms=now_ms)
+                # records is a writable view into the request frame: validated, rewritten in
+                # place (offsets, epoch) and written to the segment without a copy.
+                result = ctx.replicas.append(hosted, records, now_ms=now_ms)
                 part.base_offset = result.first_offset
                 part.log_append_time_ms = result.log_append_time
                 part.log_start_offset = result.log_start_offset
@@ -64,7 +66,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> object | None:
                         name, pdata.index, request.client_id, exc.code.name, exc.message or "",
                     )
             parts_out.append(part)
-        tresp = TopicResp(partition_responses=parts_out)
+        tresp = TopicResp(version=version, partition_responses=parts_out)
         if version >= 13:
             tresp.topic_id = topic_data.topic_id
         else:
@@ -72,4 +74,6 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> object | None:
         topics_out.append(tresp)
     if body.acks == 0:
         return None
-    return Resp(responses=topics_out, throttle_time_ms=0)
+    # Built with version=: in-version fields are preset, so encoding skips kafka-python's
+    # per-field default lookups.
+    return Resp(version=version, responses=topics_out, throttle_time_ms=0)

@@ -140,6 +140,40 @@ def test_large_frame_in_chunks_is_linear_and_exact() -> None:
     assert req.expects_response
 
 
+def test_receive_buffer_takes_the_rest_of_a_frame_in_place() -> None:
+    # What net/server.py does with socket.recv_into: the prefix and the frame's start through
+    # receive_data, the rest written straight into the frame's own buffer.
+    records = bytes(range(256)) * 512
+    P = m.ProduceRequest
+    body = P(acks=-1, timeout_ms=1000, transactional_id=None, topic_data=[
+        P.TopicProduceData(name="t", partition_data=[P.TopicProduceData.PartitionProduceData(
+            index=0, records=records)])])
+    data = frame_of(body, 9) + frame_of(body, 9, correlation_id=8)
+    conn = ServerConnection(EVERYTHING)
+    assert conn.receive_buffer() is None  # a size prefix comes first
+    conn.receive_data(data[:100])
+    pos = 100
+    got = []
+    while pos < len(data):
+        view = conn.receive_buffer()
+        if view is None:
+            conn.receive_data(data[pos:pos + 3])  # the next prefix, split
+            pos += 3
+        else:
+            n = min(len(view), 7000)
+            view[:n] = data[pos:pos + n]
+            view.release()
+            conn.received_into(n)
+            pos += n
+        event = conn.next_request()
+        if isinstance(event, Request):
+            got.append(event)
+    assert [r.correlation_id for r in got] == [7, 8]
+    assert all(r.body.topic_data[0].partition_data[0].records == records for r in got)
+    with pytest.raises(LocalProtocolError):
+        conn.received_into(1)  # no frame in progress
+
+
 def test_oversize_and_negative_sizes_fail_before_buffering() -> None:
     conn = ServerConnection(EVERYTHING, max_request_bytes=100)
     conn.receive_data(struct.pack(">i", 101))
