@@ -138,6 +138,17 @@ class MmapIndex:
     def is_full(self) -> bool:
         return self._entries >= self._max_entries
 
+    def writable_buffer(self) -> mmap.mmap:
+        """The mapped file (``max_entries`` slots), for writers that fill slots themselves and
+        then call :meth:`set_entries` (the log-append indexing in ``log._fast``/``_pure``)."""
+        return self._mapped() if self._length else bytearray()
+
+    def set_entries(self, n: int) -> None:
+        """Entries [0, n) are valid (after a writer filled slots through writable_buffer)."""
+        if not self._entries <= n <= self._max_entries:
+            raise IndexOffsetError(f"{self.path}: cannot go from {self._entries} to {n} entries")
+        self._entries = n
+
     def _entry(self, n: int) -> tuple:
         return self.ENTRY.unpack_from(self._mapped(), n * self._entry_size)
 

@@ -13,11 +13,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from kafkapy._speedups import load
 from kafkapy.log import files
 from kafkapy.log.index import CorruptIndexError
 from kafkapy.log.offset_index import OffsetIndex
 from kafkapy.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkapy.records import format as fmt
+
+# Per-append indexing: Cython ext/log/_fast.pyx, or its pure twin kafkapy/log/_pure.py.
+_index_batches = load("kafkapy.log._fast", "kafkapy.log._pure").index_batches
 
 # Bytes read per pread while walking batch headers; small batches share one read.
 _SCAN_CHUNK = 4096
@@ -259,14 +263,18 @@ class LogSegment:
             raise ValueError(f"offset {last_offset} does not fit segment {self.base_offset}")
         physical = self.size
         _write_all(self.fd, buf, physical)
-        interval = self.index_interval_bytes
-        for b in batches:
-            if b.max_timestamp > self.max_timestamp_so_far:
-                self.max_timestamp_so_far = b.max_timestamp
-                self.offset_of_max_timestamp_so_far = b.last_offset
-            if self.bytes_since_last_index_entry > interval:
-                self._add_index_entries(b.last_offset, physical + b.position)
-            self.bytes_since_last_index_entry += b.size
+        oi, ti = self.offset_index, self.time_index
+        max_ts = self.max_timestamp_so_far  # (loads it from the time index on first use)
+        # One pass in Cython (or its pure twin): largest timestamp, and the index entries due
+        # every index.interval.bytes, written straight into the mmap'ed index files.
+        (self.bytes_since_last_index_entry, self._max_ts, self._max_ts_offset, oi_entries,
+         ti_entries) = _index_batches(
+            batches, physical, self.index_interval_bytes, self.bytes_since_last_index_entry,
+            max_ts, self._max_ts_offset, self.base_offset,
+            oi.writable_buffer(), oi.entries, oi.max_entries,
+            ti.writable_buffer(), ti.entries, ti.max_entries)
+        oi.set_entries(oi_entries)
+        ti.set_entries(ti_entries)
         if physical == 0:
             self._rolling_ts = batches[0].max_timestamp
         self.size = physical + len(buf)
