@@ -12,6 +12,7 @@ group, waits (bounded) and then SIGKILLs it, so nothing is left behind even when
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -38,6 +39,19 @@ SINGLE_NODE_DEFAULTS: dict[str, str] = {
 
 class NodeError(RuntimeError):
     """The node did not start or stop as asked; the message carries the tail of its log."""
+
+
+ADDR_IN_USE = re.compile(r"(?i)address already in use|address in use|AddrInUse|errno 98")
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
 
 
 def free_port() -> int:
@@ -123,6 +137,26 @@ class _ProcessNode:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> "_ProcessNode":
+        # Free ports are picked by binding port 0 and closing it, so another process can take one
+        # before the node binds it. On a first start that is retried with new ports; a restart keeps
+        # its ports (clients reconnect to them).
+        attempts = 3 if self.starts == 0 else 1
+        for attempt in range(attempts):
+            try:
+                return self._start_once()
+            except NodeError:
+                if attempt + 1 == attempts or not any(map(_port_taken, self._ports())):
+                    raise
+                self._repick_ports()
+        raise AssertionError("unreachable")
+
+    def _repick_ports(self) -> None:
+        self.port = free_port()
+
+    def _ports(self) -> list[int]:
+        return [self.port]
+
+    def _start_once(self) -> "_ProcessNode":
         if self.running():
             raise NodeError(f"{self.name} already running (pid {self._proc.pid})")
         self._log_file = open(self.log_path, "ab", buffering=0)
@@ -199,6 +233,8 @@ class _ProcessNode:
                 )
             if api_versions_round_trip(self.host, self.port, timeout=1.0):
                 return
+            if ADDR_IN_USE.search(self.log_tail(4000)[-4000:].split("===== start")[-1]):
+                raise NodeError(f"{self.name} could not bind its ports\n--- log tail ---\n{self.log_tail()}")
             time.sleep(0.1)
         raise NodeError(
             f"{self.name} did not answer ApiVersions on {self.bootstrap} within "
@@ -258,6 +294,15 @@ class KafkaNode(_ProcessNode):
         self.overrides.update(dict(overrides))
         self.data_dir = self.workdir / "data"
         self.data_dir.mkdir(exist_ok=True)
+
+    def _ports(self) -> list[int]:
+        return [self.port, self.controller_port]
+
+    def _repick_ports(self) -> None:
+        super()._repick_ports()
+        self.controller_port = free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
 
     def start(self) -> "KafkaNode":
         if self.format_storage and not (self.data_dir / "meta.properties").exists():
