@@ -26,6 +26,7 @@ from kafkapy.broker.producer_id_manager import ProducerIdManager
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
 from kafkapy.config import BrokerConfig, Listener, TOPIC_SYNONYMS
 from kafkapy.coordinator.service import GroupCoordinator
+from kafkapy.log.cleaner import LogCleaner
 from kafkapy.controller import (
     BrokerHeartbeatRequest, BrokerRegistrationRequest, QuorumController, TopicDefaults,
 )
@@ -191,6 +192,31 @@ class Node:
                 self.log_manager.checkpoint()
                 next_checkpoint = trio.current_time() + CHECKPOINT_INTERVAL_S
 
+    def _raw_setting(self, name: str, default: str) -> str:
+        """A setting config.py may not declare yet (Kafka's name, its default)."""
+        try:
+            value = self.config.get(name)
+        except KeyError:
+            value = self.config.props.get(name)
+        return default if value is None else str(value)
+
+    async def _cleaner_loop(self) -> None:
+        """Compact logs with cleanup.policy=compact (``__consumer_offsets`` among them).
+
+        Runs on the event loop between requests: the cleaner swaps segments of live logs, which
+        must not interleave with a roll. Kafka's log.cleaner.backoff.ms paces it.
+        """
+        if self._raw_setting("log.cleaner.enable", "true").lower() != "true":
+            return
+        interval = int(self._raw_setting("log.cleaner.backoff.ms", "15000")) / 1000.0
+        cleaner = LogCleaner()
+        while True:
+            await trio.sleep(interval)
+            try:
+                cleaner.run_once([h.log for h in self.replicas.partitions()], now_ms=self.clock.now_ms())
+            except Exception:
+                log.exception("Log cleaner pass failed")
+
     def _publish(self, image: Any) -> None:
         try:
             self.replicas.apply_image(image, now_ms=self.clock.now_ms())
@@ -256,6 +282,7 @@ class Node:
                 nursery.start_soon(self._heartbeat_loop)
                 nursery.start_soon(self._maintenance_loop)
                 await nursery.start(self.groups.run)
+                nursery.start_soon(self._cleaner_loop)
                 log.info("[KafkaRaftServer nodeId=%d] Kafka Server started (cluster %s)", self.node_id, cluster_id)
                 self._started.set()
                 task_status.started(dict(self.bound_ports))

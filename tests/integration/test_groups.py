@@ -244,3 +244,46 @@ def test_find_coordinator_batched(node):
         assert r.coordinators[0].error_code == E.COORDINATOR_NOT_AVAILABLE
 
     run_client(node, go)
+
+
+def test_consumer_offsets_are_compacted_and_reload(tmp_path):
+    """Many commits of the same offsets: the cleaner keeps __consumer_offsets small, and the
+    coordinator reloads the latest offsets from the compacted log."""
+    from pathlib import Path
+
+    from kafkapy.testing.node import KafkaNode
+
+    overrides = dict(NODE_OVERRIDES, **{
+        "offsets.topic.num.partitions": "1", "offsets.topic.segment.bytes": "4096", "log.cleaner.backoff.ms": "200"})
+
+    def size_of(node) -> tuple[int, int]:
+        d = Path(node.data_dir) / "__consumer_offsets-0"
+        logs = sorted(d.glob("*.log"))
+        return len(logs), sum(p.stat().st_size for p in logs)
+
+    with KafkaNode(tmp_path / "n", overrides=overrides) as node:
+        async def commits(c: KafkaClient):
+            await c.send(create_topics(("gt6", 3, 1)))
+            await find_coordinator(c, "g6")
+            for i in range(400):
+                r = await c.send(commit("g6", "gt6", {0: i, 1: 2 * i, 2: 3 * i}, metadata="m" * 20), 8)
+                assert all(p.error_code == E.NONE for p in r.topics[0].partitions)
+
+        run_client(node, commits, timeout=60)
+        written = 400 * 3 * 100  # roughly: 1200 records of ~100 bytes
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            count, size = size_of(node)
+            if size < written // 5:
+                break
+            time.sleep(0.2)
+        count, size = size_of(node)
+        assert size < written // 5, (count, size)
+        node.restart()
+
+        async def check(c: KafkaClient):
+            await find_coordinator(c, "g6")
+            f = await c.send(fetch_v7("g6", "gt6", (0, 1, 2)), 6)
+            assert [p.committed_offset for p in f.topics[0].partitions] == [399, 798, 1197]
+
+        run_client(node, check)
