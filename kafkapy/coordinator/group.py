@@ -115,10 +115,14 @@ class Outcome:
     response: object = None
     records: list[Record] = field(default_factory=list)
     completions: list[tuple[tuple[str, str, str], object]] = field(default_factory=list)
+    #: State changes that only hold once ``records`` are in the log (committed offsets): the
+    #: edge calls them after a successful append, so a failed write changes nothing.
+    after_write: list[Callable[[], None]] = field(default_factory=list)
 
-    def merge(self, other: "Outcome") -> None:
-        self.records.extend(other.records)
-        self.completions.extend(other.completions)
+    def written(self) -> None:
+        for apply in self.after_write:
+            apply()
+        self.after_write.clear()
 
 
 # -- group state ---------------------------------------------------------------------------------------
@@ -712,22 +716,28 @@ class GroupShard:
         """Store (topic, partition, offset, leader_epoch, metadata) entries already validated as a
         whole; the response is one error code per entry (OFFSET_METADATA_TOO_LARGE per partition)."""
         out = Outcome()
-        group = self._live(group_id)
-        if group is None:
-            group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=now_ms)
         codes = []
+        updates: dict[tuple[str, int], CommittedOffset] = {}
         for topic, partition, offset, epoch, metadata in offsets:
             metadata = metadata or ""
             if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
                 codes.append(E.OFFSET_METADATA_TOO_LARGE)
                 continue
-            committed = CommittedOffset(offset, epoch, metadata, now_ms, expire_timestamp)
-            group.offsets[(topic, partition)] = committed
+            updates[(topic, partition)] = CommittedOffset(offset, epoch, metadata, now_ms, expire_timestamp)
             out.records.append((schema.encode_offset_key(group_id, topic, partition),
                                 schema.encode_offset_value(schema.OffsetValue(
                                     offset, epoch, metadata, now_ms, expire_timestamp))))
             codes.append(E.NONE)
         out.response = codes
+
+        def store() -> None:
+            group = self._live(group_id)
+            if group is None:
+                group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=now_ms)
+            group.offsets.update(updates)
+
+        if updates:
+            out.after_write.append(store)
         return out
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None

@@ -199,6 +199,7 @@ class GroupCoordinator:
         """Write the outcome's records, then answer the parked requests it completed."""
         if outcome.records:
             self._append(shard.partition, outcome.records)
+        outcome.written()
         for key, result in outcome.completions:
             for w in self._waiters.pop(key, []):
                 w.value = result

@@ -28,6 +28,8 @@ PARK_SLACK_MS = 5000
 
 def _coordinator_error(ctx: BrokerContext, group_id: str) -> tuple[object, int]:
     """The group's shard, or (None, error) when it is not served here right now."""
+    if not group_id:
+        return None, ErrorCode.INVALID_GROUP_ID
     if ctx.groups is None:
         return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
     try:

@@ -14,11 +14,22 @@ from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.handlers.groups import _coordinator_error
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 CommitResp = m.OffsetCommitResponse
 FetchResp = m.OffsetFetchResponse
 DeleteResp = m.OffsetDeleteResponse
+
+
+def _write_error(code: int) -> int:
+    if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_COORDINATOR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 def _partition_exists(ctx: BrokerContext, topic: str, partition: int) -> bool:
@@ -55,7 +66,10 @@ async def handle_offset_commit(ctx: BrokerContext, request: Request) -> object:
         outcome = shard.commit(body.group_id, entries, now, expire)
         try:
             results = await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None)
-        except Exception:
+        except KafkaError as exc:
+            # Nothing was stored; Kafka's mapping of a failed write of the offsets.
+            results = [_write_error(exc.code)] * len(entries)
+        except OSError:
             results = [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(entries)
         for (topic, partition, *_), code in zip(entries, results):
             codes[(topic, partition)] = code

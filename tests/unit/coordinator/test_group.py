@@ -27,6 +27,13 @@ def jreq(member_id="", *, instance=None, protocols=(("range", b"m"),), session=1
                        require_known_member_id=v4 and instance is None)
 
 
+def commit(s: GroupShard, *args, **kwargs):
+    """Commit and report the records written, as the edge does after a successful append."""
+    out = s.commit(*args, **kwargs)
+    out.written()
+    return out
+
+
 def completions(outcome) -> dict:
     return {key: res for key, res in outcome.completions}
 
@@ -263,9 +270,9 @@ def test_standalone_commit_fetch_and_member_checks():
     s = shard()
     assert s.validate_commit(G, -1, "", None, 0) == E.NONE
     assert s.validate_commit(G, 3, "m", None, 0) == E.ILLEGAL_GENERATION
-    s.commit(G, [("t", 5, 1, -1, "")], 0)
+    commit(s, G, [("t", 5, 1, -1, "")], 0)
     assert s.validate_commit(G, -1, "some-member", None, 0) == E.NONE  # empty group: accepted
-    out = s.commit(G, [("t", 0, 42, 5, "meta"), ("t", 1, 7, -1, "x" * 5000)], 1000)
+    out = commit(s, G, [("t", 0, 42, 5, "meta"), ("t", 1, 7, -1, "x" * 5000)], 1000)
     assert out.response == [E.NONE, E.OFFSET_METADATA_TOO_LARGE]
     [(key, value)] = out.records
     assert schema.decode_key(key) == schema.OffsetKey(G, "t", 0)
@@ -274,6 +281,14 @@ def test_standalone_commit_fetch_and_member_checks():
     assert (t, p, c.offset, c.leader_epoch, c.metadata) == ("t", 0, 42, 5, "meta")
     assert s.fetch_offsets(G, [("t", 9)]) == [("t", 9, None)]
     assert s.fetch_offsets("none", [("t", 0)]) == [("t", 0, None)]
+
+
+def test_commit_changes_nothing_until_its_records_are_written():
+    s = shard()
+    out = s.commit(G, [("t", 0, 42, -1, "")], 0)
+    assert out.records and s.fetch_offsets(G, [("t", 0)]) == [("t", 0, None)]
+    out.written()
+    assert s.fetch_offsets(G, [("t", 0)])[0][2].offset == 42
 
 
 def test_commit_checks_against_a_live_group():
@@ -294,7 +309,7 @@ def test_commit_checks_against_a_live_group():
 def test_delete_groups_and_offsets():
     s = shard()
     [a] = stable_group(s)
-    s.commit(G, [("t", 0, 1, -1, ""), ("u", 0, 2, -1, "")], 0)
+    commit(s, G, [("t", 0, 1, -1, ""), ("u", 0, 2, -1, "")], 0)
     assert s.delete_group(G, 1).response == E.NON_EMPTY_GROUP
     out = s.delete_offsets(G, [("t", 0), ("u", 0)])
     # the member's subscription metadata (b"m") is unreadable: every topic counts as subscribed
@@ -316,16 +331,16 @@ def test_offset_delete_refuses_subscribed_topics():
     mid = first.response.member_id
     s.join(jreq(mid, protocols=(("range", sub),)), 0)
     s.sync(G, 1, mid, None, None, None, [], 0)
-    s.commit(G, [("t", 0, 1, -1, ""), ("u", 0, 2, -1, "")], 0)
+    commit(s, G, [("t", 0, 1, -1, ""), ("u", 0, 2, -1, "")], 0)
     out = s.delete_offsets(G, [("t", 0), ("u", 0)])
     assert out.response == (E.NONE, [E.GROUP_SUBSCRIBED_TO_TOPIC, E.NONE])
 
 
 def test_offsets_expire_after_retention():
     s = shard(offsets_retention_ms=1000)
-    s.commit("standalone", [("t", 0, 1, -1, "")], 0)
+    commit(s, "standalone", [("t", 0, 1, -1, "")], 0)
     [a] = stable_group(s)
-    s.commit(G, [("t", 0, 5, -1, "")], 0)
+    commit(s, G, [("t", 0, 5, -1, "")], 0)
     out = s.expire_offsets(999)
     assert out.records == []
     out = s.expire_offsets(1000)
@@ -342,12 +357,12 @@ def test_offsets_expire_after_retention():
 def test_replay_rebuilds_groups_and_offsets():
     s = shard()
     a, b = stable_group(s, 2)
-    s.commit(G, [("t", 0, 10, 3, "m")], 50)
-    s.commit("solo", [("t", 1, 4, -1, "")], 60)
+    commit(s, G, [("t", 0, 10, 3, "m")], 50)
+    commit(s, "solo", [("t", 1, 4, -1, "")], 60)
     records = []
     records.append((schema.encode_group_key(G), schema.encode_group_value(s.groups[G].to_value())))
-    records += s.commit(G, [("t", 0, 11, 3, "m")], 70).records
-    records += s.commit("solo", [("t", 1, 5, -1, "")], 80).records
+    records += commit(s, G, [("t", 0, 11, 3, "m")], 70).records
+    records += commit(s, "solo", [("t", 1, 5, -1, "")], 80).records
     records += s.delete_offsets("solo", [("t", 1)]).records
     fresh = shard()
     for k, v in records:
