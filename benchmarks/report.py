@@ -33,8 +33,7 @@ def summarize(runs: list[dict], brokers: list[str]) -> dict[str, dict[str, dict[
             slot["n"] = max((len(v) for v in values.values()), default=0)
             for key, vals in values.items():
                 slot[key] = median(vals)
-                if len(vals) > 1:
-                    slot[f"{key}_min"], slot[f"{key}_max"] = min(vals), max(vals)
+                slot[f"{key}_min"], slot[f"{key}_max"] = min(vals), max(vals)
             statuses = slot.pop("statuses", None)
             if statuses:
                 # "n/a (...)" wins: a broker without groups is not "ok" because of one lucky run.
@@ -107,7 +106,9 @@ def markdown(result: dict[str, Any]) -> str:
         f"{'quick volumes' if meta['quick'] else 'default volumes'}; "
         f"kafkapy commit `{meta['git'].get('commit', '')[:10]}`"
         f"{' (+ uncommitted broker changes)' if meta['git'].get('dirty') else ''}; "
-        f"{meta['host']['cpus']} CPUs, took {meta['elapsed_s']:.0f} s.",
+        f"{meta['host']['cpus']} CPUs, took {meta['elapsed_s']:.0f} s; 1-minute load average "
+        f"during the runs {meta.get('load_range', '?')} (the box is shared: high load means noisy "
+        f"figures).",
         "",
     ]
     if b is None:
@@ -134,7 +135,8 @@ def markdown(result: dict[str, Any]) -> str:
             "## Throughput",
             "",
             "MB/s and msgs/s are client-side; CPU-s/GB is broker CPU (utime+stime, all threads) per "
-            "GB of record values moved; peak RSS is the broker's VmHWM during the run.",
+            "GB of record values moved (medians of the repetitions); peak RSS is the broker's VmHWM "
+            "during a run, the highest of the repetitions (every run's value is in the JSON).",
             "",
             f"| workload | MB/s {a} | MB/s {b} | {rl} | msgs/s {a} | msgs/s {b} | {rl} "
             f"| CPU-s/GB {a} | CPU-s/GB {b} | {rl} | peak RSS MB {a} | peak RSS MB {b} |",
@@ -146,7 +148,7 @@ def markdown(result: dict[str, Any]) -> str:
                 f"| {cell(n, a, 'msgs_s')} | {cell(n, b, 'msgs_s')} | {rcell(n, 'msgs_s')} "
                 f"| {cell(n, a, 'cpu_s_per_gb', 2)} | {cell(n, b, 'cpu_s_per_gb', 2)} "
                 f"| {rcell(n, 'cpu_s_per_gb')} "
-                f"| {cell(n, a, 'peak_rss_mb')} | {cell(n, b, 'peak_rss_mb')} |")
+                f"| {cell(n, a, 'peak_rss_mb_max')} | {cell(n, b, 'peak_rss_mb_max')} |")
         lines.append("")
 
     for n, s in summary.items():

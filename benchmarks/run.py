@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import signal
 import sys
 import time
@@ -61,9 +62,17 @@ def measure(workload: Workload, ctx: RunContext) -> dict[str, Any]:
     try:
         workload.setup(ctx)
         peak_reset = broker.reset_peak()
+        # The client processes are waited for, so their CPU lands in RUSAGE_CHILDREN: a client
+        # whose CPU-s is close to the run's seconds was the bottleneck, not the broker.
+        children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        record["load_before"] = os.getloadavg()[0]
         before = broker.sample()
         metrics = workload.run(ctx)
         after = broker.sample()
+        children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        metrics["client_cpu_s"] = (children1.ru_utime + children1.ru_stime
+                                   - children0.ru_utime - children0.ru_stime)
+        record["load_after"] = os.getloadavg()[0]
         if before and after:
             cpu = after.cpu_s - before.cpu_s
             metrics["cpu_s"] = cpu
@@ -190,7 +199,9 @@ def build_result(records: list[dict], workloads: list[Workload], brokers: list[B
     described = {}
     for br in brokers:
         described[br.name] = (f"managed, {br.bootstrap}" if br.managed else f"external {br.bootstrap}")
+    loads = [r[k] for r in records for k in ("load_before", "load_after") if k in r]
     meta = {
+        "load_range": f"{min(loads):.1f}–{max(loads):.1f}" if loads else "?",
         "started": started.isoformat(timespec="seconds"),
         "elapsed_s": elapsed,
         "repetitions": reps,
