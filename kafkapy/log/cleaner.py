@@ -211,41 +211,60 @@ def _fsync_dir(path: str) -> None:
 class LogCleaner:
     """Decides when to clean which compacted logs; the node calls :meth:`run_once` periodically.
 
-    A log is cleaned when its set of non-active segments changed since its last clean (a segment
-    rolled), or when ``delete.retention.ms`` passed since a clean that kept tombstones.
+    As Kafka, a log is cleaned when its *dirty ratio* reaches ``min.cleanable.dirty.ratio``: the
+    bytes of non-active segments written since the last clean (from the first dirty offset on)
+    over all non-active bytes. A log whose last clean kept tombstones is looked at again once
+    ``delete.retention.ms`` has passed. The first dirty offset is kept in memory, so the first
+    pass after a restart cleans the whole log.
     """
 
     def __init__(self) -> None:
-        self._state: dict[int, tuple[tuple[int, ...], int | None]] = {}
+        self._first_dirty: dict[int, int] = {}
+        self._recheck: dict[int, int] = {}
+
+    @staticmethod
+    def dirty_ratio(plog, first_dirty: int) -> float:  # noqa: ANN001
+        inactive = plog._segments[:-1]
+        total = sum(s.size for s in inactive)
+        if total == 0:
+            return 0.0
+        dirty = sum(s.size for s in inactive if s.base_offset >= first_dirty)
+        return dirty / total
 
     def run_once(self, logs: Iterable, *, now_ms: int) -> list[tuple[str, int, CleanResult]]:  # noqa: ANN001
         done = []
         alive = set()
         for plog in logs:
-            alive.add(id(plog))
-            if plog.closed or not plog.config.compact:
+            key = id(plog)
+            alive.add(key)
+            if plog.closed or not plog.config.compact or len(plog._segments) < 2:
                 continue
-            inactive = tuple(s.base_offset for s in plog._segments[:-1]) + (plog._segments[-1].base_offset,)
-            previous = self._state.get(id(plog))
-            due = previous is None or previous[0] != inactive or (
-                previous[1] is not None and now_ms >= previous[1])
-            if not due or len(plog._segments) < 2:
+            first_dirty = self._first_dirty.get(key, plog.log_start_offset)
+            ratio = self.dirty_ratio(plog, first_dirty)
+            recheck = self._recheck.get(key)
+            due = (ratio > 0 and ratio >= plog.config.min_cleanable_dirty_ratio) or (
+                recheck is not None and now_ms >= recheck)
+            if not due:
                 continue
+            end = plog._segments[-1].base_offset
             try:
                 result = clean_log(plog, now_ms=now_ms)
             except Exception:  # a bad segment must not stop the cleaning of others
                 log.exception("Cleaning %s-%d failed", plog.topic, plog.partition)
-                self._state[id(plog)] = (inactive, None)
+                self._first_dirty[key] = end
                 continue
-            after = tuple(s.base_offset for s in plog._segments[:-1]) + (plog._segments[-1].base_offset,)
+            self._first_dirty[key] = end
             # Tombstones still inside delete.retention.ms: look again once they may go.
-            recheck = now_ms + plog.config.delete_retention_ms if result.tombstones_kept else None
-            self._state[id(plog)] = (after, recheck)
+            if result.tombstones_kept:
+                self._recheck[key] = now_ms + plog.config.delete_retention_ms
+            else:
+                self._recheck.pop(key, None)
             if result.records_removed or result.segments_after != result.segments_before:
                 log.info("Cleaned %s-%d: %d segments (%d bytes) -> %d segments (%d bytes), %d records removed",
                          plog.topic, plog.partition, result.segments_before, result.bytes_before,
                          result.segments_after, result.bytes_after, result.records_removed)
             done.append((plog.topic, plog.partition, result))
-        for key in [k for k in self._state if k not in alive]:
-            del self._state[key]
+        for table in (self._first_dirty, self._recheck):
+            for key in [k for k in table if k not in alive]:
+                del table[key]
         return done

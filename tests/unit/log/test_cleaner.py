@@ -138,6 +138,27 @@ def test_cleaner_runs_only_on_compacted_logs_and_when_something_changed(open_log
     assert [r.tombstones_removed for _t, _p, r in done] == [1]
 
 
+def test_cleaner_waits_for_the_dirty_ratio(open_log):
+    log = open_log(cleanup_policy="compact", min_cleanable_dirty_ratio="0.5")
+    write_history(log)
+    cleaner = LogCleaner()
+    cleaner.run_once([log], now_ms=3000 + DAY + 1)  # everything dirty: cleaned, tombstone gone
+    clean_size = log.segments[0].size
+    # a small new segment: dirty ratio below 0.5, nothing happens
+    log.roll(now_ms=5000)
+    put(log, [(b"e", b"e1")], ts=5000)
+    small = log.segments[-2].size
+    assert small / (small + clean_size) < 0.5
+    assert cleaner.run_once([log], now_ms=5001) == []
+    # enough new data makes the log dirty enough to clean
+    for i in range(3):
+        put(log, [(b"c", b"c%d" % (i + 3)), (b"a", b"a%d" % (i + 4))], ts=5000 + i)
+        log.roll(now_ms=5000 + i)
+    done = cleaner.run_once([log], now_ms=6000)
+    assert [r.records_removed for _t, _p, r in done] == [7]
+    assert [(k, v) for _o, k, v in contents(log)] == [(b"e", b"e1"), (b"c", b"c5"), (b"a", b"a6")]
+
+
 def test_cleaner_skips_delete_policy(open_log):
     log = open_log()
     write_history(log)
