@@ -190,3 +190,27 @@ def test_topic_gone_unloads_the_shards(replicas):
             n.cancel_scope.cancel()
 
     run(main)
+
+
+def test_offsets_expire_on_the_retention_check_interval(replicas):
+    async def main():
+        config = BrokerConfig.from_sources({"offsets.topic.num.partitions": str(PARTITIONS),
+                                            "offsets.retention.minutes": "1",
+                                            "offsets.retention.check.interval.ms": "10000"})
+        coord = GroupCoordinator(config, replicas, VirtualClock(), node_id=1)
+        coord.on_image(image())
+        async with trio.open_nursery() as n:
+            await n.start(coord.run)
+            await trio.sleep(0.1)
+            shard = coord.shard_for(GROUP)
+            await coord.run_op(shard, shard.commit(GROUP, [("t", 0, 5, -1, "")], coord.clock.now_ms()),
+                               timeout_ms=0, on_timeout=None)
+            await trio.sleep(55)
+            assert shard.fetch_offsets(GROUP, None) != []
+            await trio.sleep(20)  # past a minute, and a check ran
+            assert shard.fetch_offsets(GROUP, None) == [] and GROUP not in shard.groups
+            # the offset and the group are tombstoned in the log
+            assert replicas.logs[shard.partition].log_end_offset == 3
+            n.cancel_scope.cancel()
+
+    run(main)
