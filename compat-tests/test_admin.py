@@ -108,3 +108,79 @@ def test_create_existing_topic(cluster, client, expected):
         res = cluster.run(client, "create_topics", topics=[{"name": topic, "num_partitions": 1}])
     err = res["topics"][0]["error"]
     assert err is not None and err["name"] == expected and err["code"] == 36, err
+
+
+# -- the admin operations users run on live topics (confluent-kafka AdminClient) ---------------------
+
+def test_delete_topic_then_recreate(cluster):
+    from kafkapy.testing.recordsets import simple_records
+
+    topic = cluster.create_topic("delete-me")
+    cluster.produce("confluent", topic, simple_records(5, prefix="old"))
+    res = cluster.run("confluent", "delete_topics", topics=[topic])
+    assert res["topics"] == [{"name": topic, "error": None}]
+    # (Listing all topics: a Metadata request naming the topic could auto-create it again.)
+    _wait(lambda: topic not in cluster.run("confluent", "list_topics")["topics"],
+          f"{topic} still in metadata after DeleteTopics")
+    # Deleting it again is UNKNOWN_TOPIC_OR_PART (3).
+    again = cluster.run("confluent", "delete_topics", topics=[topic])["topics"][0]["error"]
+    assert again is not None and again["code"] == 3, again
+    # The same name can be created again, empty.
+    cluster.create_topic(name=topic)
+    offsets = cluster.run("confluent", "list_offsets", topic=topic)
+    assert (offsets["earliest"], offsets["latest"]) == (0, 0)
+
+
+def test_create_partitions(cluster):
+    from kafkapy.testing.recordsets import record
+
+    topic = cluster.create_topic("grow", partitions=1)
+    res = cluster.run("confluent", "create_partitions", topics={topic: 3})
+    assert res["topics"] == [{"name": topic, "error": None}]
+    cluster.wait_for_topic(topic, 3)
+    deliveries = cluster.produce("confluent", topic, [record(b"k", b"v", partition=2)])
+    assert deliveries == [{"partition": 2, "offset": 0}]
+    # Shrinking is INVALID_PARTITIONS (37).
+    err = cluster.run("confluent", "create_partitions", topics={topic: 2})["topics"][0]["error"]
+    assert err is not None and err["code"] == 37, err
+
+
+def test_incremental_alter_configs(cluster):
+    topic = cluster.create_topic("alter", config={"retention.ms": "1000000"})
+    res = cluster.run("confluent", "alter_configs",
+                      topics={topic: {"set": {"retention.ms": "2000000", "cleanup.policy": "compact"}}})
+    assert res["topics"] == [{"name": topic, "error": None}]
+    configs = cluster.run("confluent", "describe_configs", topics=[topic])["configs"][topic]
+    assert (configs["retention.ms"]["value"], configs["retention.ms"]["source"]) == ("2000000", "DYNAMIC_TOPIC_CONFIG")
+    assert (configs["cleanup.policy"]["value"], configs["cleanup.policy"]["source"]) == ("compact", "DYNAMIC_TOPIC_CONFIG")
+    # DELETE returns a config to its default.
+    cluster.run("confluent", "alter_configs", topics={topic: {"delete": ["retention.ms"]}})
+    configs = cluster.run("confluent", "describe_configs", topics=[topic])["configs"][topic]
+    assert (configs["retention.ms"]["value"], configs["retention.ms"]["source"]) == ("604800000", "DEFAULT_CONFIG")
+
+
+def test_delete_records_moves_the_log_start(cluster):
+    from kafkapy.testing.recordsets import simple_records
+
+    topic = cluster.create_topic("delete-records")
+    records = simple_records(10, prefix="dr")
+    cluster.produce("confluent", topic, records[:4])
+    cluster.produce("confluent", topic, records[4:])
+    res = cluster.run("confluent", "delete_records", topic=topic, partitions={"0": 6})
+    assert res["partitions"] == [{"name": 0, "error": None, "low_watermark": 6}], res
+    offsets = cluster.run("confluent", "list_offsets", topic=topic)
+    assert (offsets["earliest"], offsets["latest"]) == (6, 10)
+    # A consumer reset to earliest starts at the new log start offset.
+    got = cluster.consume("java", topic, offset=0, auto_offset_reset="earliest", max_records=4, timeout_s=15)
+    assert [r["offset"] for r in got] == [6, 7, 8, 9]
+
+
+def _wait(pred, what: str, timeout: float = 15.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise AssertionError(what)

@@ -1,7 +1,7 @@
 """confluent-kafka (librdkafka) driver: one JSON job on stdin, one JSON result line on stdout.
 
 Ops: produce, consume, list_offsets, create_topics, describe_topics, describe_configs,
-produce_stream (durability: logs each acknowledged offset/key to a file), dump (offset/key lines).
+delete_topics, create_partitions, alter_configs (incremental), delete_records, produce_stream (durability: logs each acknowledged offset/key to a file), dump (offset/key lines).
 """
 
 from __future__ import annotations
@@ -200,6 +200,12 @@ def op_describe_topics(job: dict) -> dict:
     return {"topics": out, "brokers": brokers}
 
 
+def op_list_topics(job: dict) -> dict:
+    """All topic names (a Metadata request for all topics, which never auto-creates one)."""
+    md = _admin(job).list_topics(timeout=10)
+    return {"topics": sorted(name for name in md.topics if not name.startswith("__"))}
+
+
 def op_describe_configs(job: dict) -> dict:
     admin = _admin(job)
     out = {}
@@ -212,6 +218,65 @@ def op_describe_configs(job: dict) -> dict:
             for name, e in entries.items()
         }
     return {"configs": out}
+
+
+def _futures_result(futures: dict, name_of) -> list:
+    out = []
+    for key, fut in futures.items():
+        try:
+            value = fut.result(timeout=20)
+            out.append({"name": name_of(key), "error": None, "value": value})
+        except KafkaException as exc:
+            out.append({"name": name_of(key), "error": kafka_error(exc.args[0])})
+    return out
+
+
+def op_delete_topics(job: dict) -> dict:
+    admin = _admin(job)  # keep the handle alive until the futures resolve
+    res = _futures_result(admin.delete_topics(job["topics"], operation_timeout=10, request_timeout=15),
+                          lambda k: k)
+    return {"topics": [{"name": r["name"], "error": r["error"]} for r in res]}
+
+
+def op_create_partitions(job: dict) -> dict:
+    from confluent_kafka.admin import NewPartitions
+
+    new = [NewPartitions(t, n) for t, n in job["topics"].items()]
+    admin = _admin(job)
+    res = _futures_result(admin.create_partitions(new, operation_timeout=10, request_timeout=15),
+                          lambda k: k)
+    return {"topics": [{"name": r["name"], "error": r["error"]} for r in res]}
+
+
+def op_alter_configs(job: dict) -> dict:
+    """IncrementalAlterConfigs: {"topics": {name: {"set": {k: v}, "delete": [k]}}}."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    resources = []
+    for name, ops in job["topics"].items():
+        entries = [ConfigEntry(k, str(v), incremental_operation=AlterConfigOpType.SET)
+                   for k, v in ops.get("set", {}).items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+                    for k in ops.get("delete", [])]
+        resources.append(ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries))
+    admin = _admin(job)
+    res = _futures_result(admin.incremental_alter_configs(resources, request_timeout=15),
+                          lambda k: k.name)
+    return {"topics": [{"name": r["name"], "error": r["error"]} for r in res]}
+
+
+def op_delete_records(job: dict) -> dict:
+    """DeleteRecords: {"topic", "partitions": {partition: before_offset}} -> new low watermarks."""
+    tps = [TopicPartition(job["topic"], int(p), o) for p, o in job["partitions"].items()]
+    admin = _admin(job)
+    res = _futures_result(admin.delete_records(tps, request_timeout=15, operation_timeout=10),
+                          lambda k: k.partition)
+    out = []
+    for r in res:
+        v = r.pop("value", None)
+        r["low_watermark"] = None if v is None else getattr(v, "low_watermark", None)
+        out.append(r)
+    return {"partitions": out}
 
 
 def _source_name(source) -> str:
@@ -309,6 +374,11 @@ if __name__ == "__main__":
             "create_topics": op_create_topics,
             "describe_topics": op_describe_topics,
             "describe_configs": op_describe_configs,
+            "list_topics": op_list_topics,
+            "delete_topics": op_delete_topics,
+            "create_partitions": op_create_partitions,
+            "alter_configs": op_alter_configs,
+            "delete_records": op_delete_records,
             "produce_stream": op_produce_stream,
             "dump": op_dump,
         },
