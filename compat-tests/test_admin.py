@@ -3,9 +3,11 @@ client surfaces for invalid requests."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from kafkapy.testing.recordsets import unique_topic
+from kafkapy.testing.recordsets import record, simple_records, unique_topic
 
 TOPIC_CONFIGS = {
     "retention.ms": "123456789",
@@ -113,8 +115,6 @@ def test_create_existing_topic(cluster, client, expected):
 # -- the admin operations users run on live topics (confluent-kafka AdminClient) ---------------------
 
 def test_delete_topic_then_recreate(cluster):
-    from kafkapy.testing.recordsets import simple_records
-
     topic = cluster.create_topic("delete-me")
     cluster.produce("confluent", topic, simple_records(5, prefix="old"))
     res = cluster.run("confluent", "delete_topics", topics=[topic])
@@ -132,8 +132,6 @@ def test_delete_topic_then_recreate(cluster):
 
 
 def test_create_partitions(cluster):
-    from kafkapy.testing.recordsets import record
-
     topic = cluster.create_topic("grow", partitions=1)
     res = cluster.run("confluent", "create_partitions", topics={topic: 3})
     assert res["topics"] == [{"name": topic, "error": None}]
@@ -160,8 +158,6 @@ def test_incremental_alter_configs(cluster):
 
 
 def test_delete_records_moves_the_log_start(cluster):
-    from kafkapy.testing.recordsets import simple_records
-
     topic = cluster.create_topic("delete-records")
     records = simple_records(10, prefix="dr")
     cluster.produce("confluent", topic, records[:4])
@@ -176,8 +172,6 @@ def test_delete_records_moves_the_log_start(cluster):
 
 
 def _wait(pred, what: str, timeout: float = 15.0) -> None:
-    import time
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if pred():

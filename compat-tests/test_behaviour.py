@@ -8,7 +8,15 @@ import time
 import pytest
 
 from kafkapy.testing.clients import kcat_consume, kcat_produce
-from kafkapy.testing.recordsets import BASE_TS, assert_same_records, b64, random_bytes, record, simple_records, unique_topic
+from kafkapy.testing.recordsets import (
+    BASE_TS,
+    assert_same_records,
+    b64,
+    random_bytes,
+    record,
+    simple_records,
+    unique_topic,
+)
 
 
 def test_log_append_time_topic(cluster):

@@ -6,6 +6,8 @@ over the five codecs every client produces three times and consumes three times 
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from kafkapy.testing.clients import kcat_consume, kcat_produce
@@ -58,7 +60,6 @@ def test_codec_round_trip(cluster, codec, producer, consumer):
 
 
 def _text(b: str) -> str:
-    import base64
     return base64.b64decode(b).decode()
 
 

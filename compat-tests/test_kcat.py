@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from kafkapy.testing.clients import kcat_consume, kcat_produce, run_kcat
-from kafkapy.testing.recordsets import assert_same_records, b64, record
+from kafkapy.testing.recordsets import BASE_TS, assert_same_records, b64, record, simple_records
 
 
 def test_kcat_lists_metadata(cluster):
@@ -67,12 +67,8 @@ def test_kcat_offset_flags(cluster):
 
 
 def test_kcat_query_offset_by_timestamp(cluster):
-    from kafkapy.testing.recordsets import simple_records
-
     topic = cluster.create_topic("kcat-q")
     cluster.produce("confluent", topic, simple_records(10, prefix="q", ts_step=1000))
-    from kafkapy.testing.recordsets import BASE_TS
-
     done = run_kcat(["-b", cluster.bootstrap, "-Q", "-t", f"{topic}:0:{BASE_TS + 4500}"], timeout=30)
     assert done.returncode == 0, done.describe()
     assert f"{topic} [0] offset 5" in done.text, done.text

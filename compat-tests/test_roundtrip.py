@@ -4,8 +4,11 @@ batch."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from kafkapy.testing.clients import run_kcat
 from kafkapy.testing.recordsets import (
     assert_same_records,
     b64,
@@ -74,9 +77,6 @@ def test_kcat_reads_from_middle_of_batch(cluster):
     topic = cluster.create_topic("middle-kcat")
     records = simple_records(50, prefix="kc")
     cluster.produce("java", topic, records, compression="lz4", linger_ms=200)
-    from kafkapy.testing.clients import run_kcat
-    import json
-
     done = run_kcat(["-b", cluster.bootstrap, "-C", "-t", topic, "-p", "0", "-o", "21", "-e", "-J",
                      "-q"], timeout=30)
     assert done.returncode == 0, done.describe()
