@@ -271,13 +271,13 @@ def op_latency(job: dict) -> dict:
         # Open-loop pacing: send i is due at t0 + i/rate whatever happened before, so a slow ack
         # does not lower the offered load (no coordinated omission on the send side).
         due = t0 + i * interval
-        while True:
-            now = time.perf_counter()
-            if now >= due:
-                break
-            producer.poll(min(due - now, 0.001))
+        wait = due - time.perf_counter()
+        if wait > 0:
+            # time.sleep, not poll(wait): poll() takes whole milliseconds, so a sub-millisecond
+            # wait becomes poll(0) in a loop and the client burns a core it shares with the broker.
+            time.sleep(wait)
         producer.produce(topic, value, partition=0)
-        producer.poll(0)
+        producer.poll(0)  # serve delivery reports
     left = producer.flush(deadline.remaining())
     elapsed = time.perf_counter() - t0
     if left or errors:
