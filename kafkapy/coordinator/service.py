@@ -204,7 +204,10 @@ class GroupCoordinator:
             for w in self._waiters.pop(key, []):
                 w.value = result
                 w.event.set()
-        self._wake.set()
+        # The timer loop re-reads the deadlines when a rebalance moved (heartbeats and commits
+        # only push deadlines later; the loop also wakes at least once a second).
+        if outcome.completions or isinstance(outcome.response, PARKED_TYPE):
+            self._wake.set()
 
     def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
         now = self.clock.now_ms()
