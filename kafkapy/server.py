@@ -20,9 +20,17 @@ def run_server(config: BrokerConfig) -> int:
         node = Node(config)
         trio.run(run_until_signalled, node)
     except* (StorageError, ValueError, OSError) as group:
-        for exc in group.exceptions:
+        for exc in _leaves(group):
             log.error("kafkapy could not start: %s", exc)
         failed = True
     except* KeyboardInterrupt:
         pass
     return 1 if failed else 0
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    """The actual errors inside (possibly nested) exception groups, for a readable log line."""
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out

@@ -12,7 +12,10 @@ from collections.abc import Awaitable, Callable
 
 from kafkapy.broker.context import BrokerContext, client_address
 from kafkapy.broker.handlers.cluster import handle_describe_cluster, handle_describe_topic_partitions, handle_metadata
-from kafkapy.broker.handlers.configs import handle_describe_configs
+from kafkapy.broker.handlers.configs import (
+    handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs,
+)
+from kafkapy.broker.handlers.delete_records import handle_delete_records
 from kafkapy.broker.handlers.coordinator import handle_find_coordinator
 from kafkapy.broker.handlers.fetch import handle_fetch
 from kafkapy.broker.handlers.groups import (
@@ -43,6 +46,9 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.DELETE_TOPICS, 1, 6, handle_delete_topics),
     (ApiKey.INIT_PRODUCER_ID, 0, 5, handle_init_producer_id),
     (ApiKey.DESCRIBE_CONFIGS, 1, 4, handle_describe_configs),
+    (ApiKey.ALTER_CONFIGS, 0, 2, handle_alter_configs),
+    (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, handle_incremental_alter_configs),
+    (ApiKey.DELETE_RECORDS, 0, 2, handle_delete_records),
     (ApiKey.CREATE_PARTITIONS, 0, 3, handle_create_partitions),
     (ApiKey.DESCRIBE_CLUSTER, 0, 1, handle_describe_cluster),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle_describe_topic_partitions),

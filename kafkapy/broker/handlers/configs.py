@@ -1,9 +1,13 @@
-"""DescribeConfigs for topics and this broker, with sources, synonyms and documentation."""
+"""DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for topics and this broker.
+
+Changes are ConfigRecords in the metadata log, so they survive restarts and reach every broker.
+"""
 
 from __future__ import annotations
 
 from kafkapy.broker.config_view import ConfigEntry, broker_config_entries, topic_config_entries
 from kafkapy.broker.context import BrokerContext
+from kafkapy.controller import AlterConfigOp, AlterConfigsResource, OpType
 from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
@@ -57,3 +61,45 @@ def _to_wire(e: ConfigEntry, version: int, synonyms: bool, docs: bool) -> object
         synonyms=[SynonymOut(name=s.name, value=s.value, source=int(s.source)) for s in e.synonyms] if synonyms else [],
         config_type=int(e.type), documentation=e.documentation if docs else None,
     )
+
+
+IncResp = m.IncrementalAlterConfigsResponse
+AlterResp = m.AlterConfigsResponse
+
+
+async def handle_incremental_alter_configs(ctx: BrokerContext, request: Request) -> object:
+    """IncrementalAlterConfigs: SET/DELETE/APPEND/SUBTRACT on topic and broker configs, through the controller."""
+    body = request.body
+    resources = [
+        AlterConfigsResource(
+            resource_type=r.resource_type, resource_name=r.resource_name,
+            ops=tuple(AlterConfigOp(c.name, OpType(c.config_operation), c.value) for c in r.configs),
+        )
+        for r in body.resources
+    ]
+    return IncResp(throttle_time_ms=0, responses=await _alter(ctx, resources, bool(body.validate_only), IncResp))
+
+
+async def handle_alter_configs(ctx: BrokerContext, request: Request) -> object:
+    """The legacy AlterConfigs: the given set replaces the resource's dynamic configs entirely."""
+    body = request.body
+    image = ctx.image()
+    resources = []
+    for r in body.resources:
+        given = {c.name: c.value for c in r.configs}
+        current = image.configs.get(r.resource_type, r.resource_name)
+        ops = [AlterConfigOp(k, OpType.SET, v) for k, v in given.items()]
+        ops += [AlterConfigOp(k, OpType.DELETE) for k in current if k not in given]
+        resources.append(AlterConfigsResource(r.resource_type, r.resource_name, tuple(ops)))
+    return AlterResp(throttle_time_ms=0, responses=await _alter(ctx, resources, bool(body.validate_only), AlterResp))
+
+
+async def _alter(ctx: BrokerContext, resources: list, validate_only: bool, resp_class: type) -> list:
+    results = await ctx.controller(lambda c: c.incremental_alter_configs(resources, validate_only=validate_only))
+    return [
+        resp_class.AlterConfigsResourceResponse(
+            error_code=r.error_code, error_message=r.error_message,
+            resource_type=r.resource_type, resource_name=r.resource_name,
+        )
+        for r in results
+    ]
