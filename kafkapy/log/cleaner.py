@@ -13,30 +13,34 @@ What a clean does to one partition log:
 3. **Tombstones** (null values) are kept while the source segment's newest timestamp is younger
    than ``delete.retention.ms``, so consumers that read the topic see the delete; older ones go.
    Records younger than ``min.compaction.lag.ms`` are not compacted away.
-4. **Swap** with Kafka's crash-safe file protocol: the new segment is written to
-   ``<base>.log.cleaned`` and fsynced, renamed ``<base>.log.swap``, the old segments are deleted,
-   and the swap file is renamed ``<base>.log``. After a crash the log loader
-   (``PartitionLog._clean_temp_files``) drops a ``.cleaned`` file and completes a ``.swap`` (the
-   segments inside its range are deleted), so no state in between loses or duplicates a record.
+4. **Swap**, crash-safe as Kafka's: the cleaned segment and its indexes are built (and fsynced)
+   in a scratch directory of the log dir (``.kafkapy-cleaner/``, ignored by the LogManager and
+   emptied at start), its ``.log`` is renamed into the partition as ``<base>.log.swap``, the old
+   segments are deleted, the indexes moved in, and the swap file renamed ``<base>.log``. After a
+   crash the log loader (``PartitionLog._clean_temp_files``) completes a ``.swap`` (segments
+   inside its range are deleted, indexes rebuilt) and drops a ``.cleaned`` file, so no state in
+   between loses or duplicates a record.
 
 Batches of idempotent or transactional producers and control batches are kept whole (their
 producer state and markers must survive); records without a key are kept. Offsets never change:
 readers of a compacted log see gaps, exactly as with Kafka.
 
-The cleaner runs on the caller's thread and swaps segments inside a live ``PartitionLog``; readers
-already holding a ``FetchSlice`` keep reading the old (unlinked) file.
+``plan_clean`` (reading, the offset map, writing the new segments) never changes the log and may
+run on a worker thread; ``apply_clean`` (renames and the segment list) must run where the log's
+appends run. Readers already holding a ``FetchSlice`` keep reading the old, unlinked file.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafkapy.log import files
-from kafkapy.log.segment import LogSegment
+from kafkapy.log.segment import AppendBatch, LogSegment
 from kafkapy.records import format as fmt
 from kafkapy.records.builder import Record, encode_record
 from kafkapy.records.compression import compress
@@ -122,82 +126,154 @@ def _group_segments(segments: list[LogSegment], max_bytes: int) -> list[list[Log
     return groups
 
 
-def clean_log(plog, *, now_ms: int) -> CleanResult:  # noqa: ANN001 - a PartitionLog
-    """Compact ``plog`` (see the module docstring); returns what changed."""
+CLEANER_TMP_DIR = ".kafkapy-cleaner"
+
+
+@dataclass
+class _CleanedGroup:
+    segments: list[LogSegment]
+    tmp_dir: str | None  # holds the new segment's .log/.index/.timeindex; None: nothing survived
+
+
+@dataclass
+class CleanPlan:
+    groups: list[_CleanedGroup]
+    result: CleanResult
+
+
+def cleaner_tmp_root(plog) -> str:  # noqa: ANN001
+    """Where cleaned segments are built: a directory of the log dir that the LogManager ignores
+    (its name is no ``<topic>-<partition>``), on the same filesystem so renames are atomic."""
+    return os.path.join(os.path.dirname(os.path.abspath(plog.dir)), CLEANER_TMP_DIR)
+
+
+def plan_clean(plog, *, now_ms: int) -> CleanPlan:  # noqa: ANN001
+    """The heavy part of a clean: read the cleanable segments, build the offset map and write the
+    cleaned segments with their indexes into a scratch directory. It never changes the log, so it
+    may run on a worker thread while the log takes appends (which only touch the active segment).
+    """
     result = CleanResult()
     config = plog.config
     segments: list[LogSegment] = list(plog._segments[:-1])  # never the active segment
     if not segments:
-        return result
+        return CleanPlan([], result)
+    first_segment = plog._segments[0]
     latest = build_offset_map(segments)
     result.segments_before = len(segments)
     result.bytes_before = sum(s.size for s in segments)
     horizon = now_ms - config.delete_retention_ms
     lag_limit = now_ms - config.min_compaction_lag_ms
-    new_segments: list[LogSegment] = []
+    planned: list[_CleanedGroup] = []
     for group in _group_segments(segments, config.segment_bytes):
         out = bytearray()
+        batches: list[AppendBatch] = []
         for seg in group:
             drop_tombstones = seg.largest_timestamp < horizon
             for header, data in _segment_batches(seg):
                 if _is_whole(header):
-                    out += data
-                    continue
-                kept = []
-                for rec in iter_records(data):
-                    if rec.key is None or rec.timestamp > lag_limit:
-                        kept.append(rec)
-                    elif latest.get(rec.key) != rec.offset:
-                        result.records_removed += 1
-                    elif rec.value is None and drop_tombstones:
-                        result.tombstones_removed += 1
-                        result.records_removed += 1
-                    else:
-                        if rec.value is None:
-                            result.tombstones_kept += 1
-                        kept.append(rec)
-                if kept:
-                    out += encode_batch(header, kept)
-        if not out and group[0] is not plog._segments[0]:
+                    kept_bytes: bytes | None = data
+                    last, max_ts = header.last_offset, header.max_timestamp
+                else:
+                    kept = []
+                    for rec in iter_records(data):
+                        if rec.key is None or rec.timestamp > lag_limit:
+                            kept.append(rec)
+                        elif latest.get(rec.key) != rec.offset:
+                            result.records_removed += 1
+                        elif rec.value is None and drop_tombstones:
+                            result.tombstones_removed += 1
+                            result.records_removed += 1
+                        else:
+                            if rec.value is None:
+                                result.tombstones_kept += 1
+                            kept.append(rec)
+                    kept_bytes = encode_batch(header, kept) if kept else None
+                    if kept:
+                        h = fmt.parse_header(kept_bytes)
+                        last, max_ts = h.last_offset, h.max_timestamp
+                if kept_bytes is not None:
+                    batches.append(AppendBatch(len(out), len(kept_bytes), last, max_ts))
+                    out += kept_bytes
+        if not out and group[0] is not first_segment:
             # Nothing survived: the segments go (a later segment keeps the log's start offset).
-            for seg in group:
-                seg.delete()
+            planned.append(_CleanedGroup(group, None))
             continue
-        new_segments.append(_swap_in(plog, group, bytes(out), now_ms))
-    # The log's segment list: the rewritten groups, then the active segment.
-    plog._segments[:-1] = new_segments
+        tmp = os.path.join(cleaner_tmp_root(plog), f"{os.path.basename(plog.dir)}-{group[0].base_offset}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        seg = LogSegment(tmp, group[0].base_offset, index_interval_bytes=config.index_interval_bytes,
+                         max_index_size=config.segment_index_bytes, now_ms=now_ms)
+        seg.append(out, batches)
+        seg.flush()
+        seg.close()  # final time index entry, trimmed indexes
+        result.bytes_after += len(out)
+        planned.append(_CleanedGroup(group, tmp))
+    return CleanPlan(planned, result)
+
+
+def apply_clean(plog, plan: CleanPlan, *, now_ms: int) -> CleanResult:  # noqa: ANN001
+    """Swap the planned segments into the log (quick: renames). Must run where the log's appends
+    run. A group whose segments changed meanwhile (deleted by retention, log closed) is skipped."""
+    result = plan.result
+    if plog.closed:
+        _discard(plan)
+        return CleanResult()
+    for cg in plan.groups:
+        current = plog._segments[:-1]
+        try:
+            i = next(k for k, s in enumerate(current) if s is cg.segments[0])
+        except StopIteration:
+            i = -1
+        if i < 0 or current[i:i + len(cg.segments)] != cg.segments:
+            if cg.tmp_dir:
+                shutil.rmtree(cg.tmp_dir, ignore_errors=True)
+            continue
+        if cg.tmp_dir is None:
+            for seg in cg.segments:
+                seg.delete()
+            del plog._segments[i:i + len(cg.segments)]
+            continue
+        new = _swap_in(plog, cg, now_ms)
+        plog._segments[i:i + len(cg.segments)] = [new]
     plog._bases = [s.base_offset for s in plog._segments]
-    result.segments_after = len(new_segments)
-    result.bytes_after = sum(s.size for s in new_segments)
+    inactive = plog._segments[:-1]
+    result.segments_after = len(inactive)
+    result.bytes_after = sum(s.size for s in inactive)
     return result
 
 
-def _swap_in(plog, group: list[LogSegment], data: bytes, now_ms: int) -> LogSegment:  # noqa: ANN001
-    base = group[0].base_offset
+def clean_log(plog, *, now_ms: int) -> CleanResult:  # noqa: ANN001
+    """Compact ``plog`` in one go (see the module docstring); returns what changed."""
+    return apply_clean(plog, plan_clean(plog, now_ms=now_ms), now_ms=now_ms)
+
+
+def _discard(plan: CleanPlan) -> None:
+    for cg in plan.groups:
+        if cg.tmp_dir:
+            shutil.rmtree(cg.tmp_dir, ignore_errors=True)
+
+
+def _swap_in(plog, cg: _CleanedGroup, now_ms: int) -> LogSegment:  # noqa: ANN001
+    base = cg.segments[0].base_offset
     target = files.log_file(plog.dir, base)
-    cleaned = target + files.CLEANED_SUFFIX
     swap = target + files.SWAP_SUFFIX
-    with open(cleaned, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(cleaned, swap)
+    os.replace(files.log_file(cg.tmp_dir, base), swap)
     _fsync_dir(plog.dir)
-    # From here a crash is completed by the loader: the swap file replaces the group.
-    first = group[0]
+    # From here a crash is completed by the loader: the swap file replaces the group (and the
+    # indexes are rebuilt from it).
+    first = cg.segments[0]
     first.deleted = True
     first.offset_index.delete()
     first.time_index.delete()
-    for seg in group[1:]:
+    for seg in cg.segments[1:]:
         seg.delete()
+    os.replace(files.index_file(cg.tmp_dir, base), files.index_file(plog.dir, base))
+    os.replace(files.time_index_file(cg.tmp_dir, base), files.time_index_file(plog.dir, base))
     os.replace(swap, target)
     _fsync_dir(plog.dir)
-    seg = LogSegment(plog.dir, base, index_interval_bytes=plog.config.index_interval_bytes,
-                     max_index_size=plog.config.segment_index_bytes, now_ms=now_ms)
-    seg.recover()  # builds the offset and time indexes of the new file
-    seg.on_become_inactive()
-    seg.flush()
-    return seg
+    shutil.rmtree(cg.tmp_dir, ignore_errors=True)
+    return LogSegment(plog.dir, base, index_interval_bytes=plog.config.index_interval_bytes,
+                      max_index_size=plog.config.segment_index_bytes, now_ms=now_ms)
 
 
 def _fsync_dir(path: str) -> None:
@@ -231,8 +307,9 @@ class LogCleaner:
         dirty = sum(s.size for s in inactive if s.base_offset >= first_dirty)
         return dirty / total
 
-    def run_once(self, logs: Iterable, *, now_ms: int) -> list[tuple[str, int, CleanResult]]:  # noqa: ANN001
-        done = []
+    def due(self, logs: Iterable, *, now_ms: int) -> list:  # noqa: ANN001
+        """The compacted logs to clean now (dirty enough, or tombstones to look at again)."""
+        out = []
         alive = set()
         for plog in logs:
             key = id(plog)
@@ -242,29 +319,39 @@ class LogCleaner:
             first_dirty = self._first_dirty.get(key, plog.log_start_offset)
             ratio = self.dirty_ratio(plog, first_dirty)
             recheck = self._recheck.get(key)
-            due = (ratio > 0 and ratio >= plog.config.min_cleanable_dirty_ratio) or (
-                recheck is not None and now_ms >= recheck)
-            if not due:
-                continue
+            if (ratio > 0 and ratio >= plog.config.min_cleanable_dirty_ratio) or (
+                    recheck is not None and now_ms >= recheck):
+                out.append(plog)
+        for table in (self._first_dirty, self._recheck):
+            for key in [k for k in table if k not in alive]:
+                del table[key]
+        return out
+
+    def cleaned(self, plog, end: int, result: CleanResult | None, *, now_ms: int) -> None:  # noqa: ANN001
+        """Record a clean of ``plog`` up to ``end`` (the active segment's base when it started)."""
+        key = id(plog)
+        self._first_dirty[key] = end
+        # Tombstones still inside delete.retention.ms: look again once they may go.
+        if result is not None and result.tombstones_kept:
+            self._recheck[key] = now_ms + plog.config.delete_retention_ms
+        else:
+            self._recheck.pop(key, None)
+        if result is not None and (result.records_removed or result.segments_after != result.segments_before):
+            log.info("Cleaned %s-%d: %d segments (%d bytes) -> %d segments (%d bytes), %d records removed",
+                     plog.topic, plog.partition, result.segments_before, result.bytes_before,
+                     result.segments_after, result.bytes_after, result.records_removed)
+
+    def run_once(self, logs: Iterable, *, now_ms: int) -> list[tuple[str, int, CleanResult]]:  # noqa: ANN001
+        """Clean every due log on this thread (the node splits plan and swap, see ``plan_clean``)."""
+        done = []
+        for plog in self.due(logs, now_ms=now_ms):
             end = plog._segments[-1].base_offset
             try:
                 result = clean_log(plog, now_ms=now_ms)
             except Exception:  # a bad segment must not stop the cleaning of others
                 log.exception("Cleaning %s-%d failed", plog.topic, plog.partition)
-                self._first_dirty[key] = end
+                self.cleaned(plog, end, None, now_ms=now_ms)
                 continue
-            self._first_dirty[key] = end
-            # Tombstones still inside delete.retention.ms: look again once they may go.
-            if result.tombstones_kept:
-                self._recheck[key] = now_ms + plog.config.delete_retention_ms
-            else:
-                self._recheck.pop(key, None)
-            if result.records_removed or result.segments_after != result.segments_before:
-                log.info("Cleaned %s-%d: %d segments (%d bytes) -> %d segments (%d bytes), %d records removed",
-                         plog.topic, plog.partition, result.segments_before, result.bytes_before,
-                         result.segments_after, result.bytes_after, result.records_removed)
+            self.cleaned(plog, end, result, now_ms=now_ms)
             done.append((plog.topic, plog.partition, result))
-        for table in (self._first_dirty, self._recheck):
-            for key in [k for k in table if k not in alive]:
-                del table[key]
         return done

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import shutil
 import signal
 import uuid
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from kafkapy.broker.producer_id_manager import ProducerIdManager
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
 from kafkapy.config import BrokerConfig, Listener, TOPIC_SYNONYMS
 from kafkapy.coordinator.service import GroupCoordinator
-from kafkapy.log.cleaner import LogCleaner
+from kafkapy.log.cleaner import CLEANER_TMP_DIR, LogCleaner, apply_clean, plan_clean
 from kafkapy.controller import (
     BrokerHeartbeatRequest, BrokerRegistrationRequest, QuorumController, TopicDefaults,
 )
@@ -203,19 +204,28 @@ class Node:
     async def _cleaner_loop(self) -> None:
         """Compact logs with cleanup.policy=compact (``__consumer_offsets`` among them).
 
-        Runs on the event loop between requests: the cleaner swaps segments of live logs, which
-        must not interleave with a roll. Kafka's log.cleaner.backoff.ms paces it.
+        The heavy part of a clean (reading segments, writing the cleaned ones) runs on a worker
+        thread; the swap into the live log is quick and runs here, between requests, so it never
+        interleaves with an append or a roll. Kafka's log.cleaner.backoff.ms paces it.
         """
         if self._raw_setting("log.cleaner.enable", "true").lower() != "true":
             return
+        for d in self.config.log_dirs:
+            shutil.rmtree(os.path.join(d, CLEANER_TMP_DIR), ignore_errors=True)  # a crash's leftovers
         interval = int(self._raw_setting("log.cleaner.backoff.ms", "15000")) / 1000.0
         cleaner = LogCleaner()
         while True:
             await trio.sleep(interval)
-            try:
-                cleaner.run_once([h.log for h in self.replicas.partitions()], now_ms=self.clock.now_ms())
-            except Exception:
-                log.exception("Log cleaner pass failed")
+            now_ms = self.clock.now_ms()
+            for plog in cleaner.due([h.log for h in self.replicas.partitions()], now_ms=now_ms):
+                end = plog.segments[-1].base_offset
+                try:
+                    plan = await trio.to_thread.run_sync(lambda p=plog: plan_clean(p, now_ms=now_ms))
+                    result = apply_clean(plog, plan, now_ms=now_ms)
+                except Exception:  # one bad log must not stop the cleaning of others
+                    log.exception("Cleaning %s-%d failed", plog.topic, plog.partition)
+                    result = None
+                cleaner.cleaned(plog, end, result, now_ms=now_ms)
 
     def _publish(self, image: Any) -> None:
         try:

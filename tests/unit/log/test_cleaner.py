@@ -164,3 +164,34 @@ def test_cleaner_skips_delete_policy(open_log):
     write_history(log)
     assert LogCleaner().run_once([log], now_ms=5000) == []
     assert len(contents(log)) == 7
+
+
+def test_plan_then_apply_with_appends_and_a_roll_in_between(open_log, log_dir):
+    from kafkapy.log.cleaner import CLEANER_TMP_DIR, apply_clean, plan_clean
+
+    log = open_log(cleanup_policy="compact")
+    write_history(log)
+    plan = plan_clean(log, now_ms=5000)  # what the node runs on a worker thread
+    # meanwhile the log takes appends and rolls
+    put(log, [(b"a", b"a4")], ts=4500)
+    log.roll(now_ms=4500)
+    put(log, [(b"z", b"z1")], ts=4600)
+    apply_clean(log, plan, now_ms=5000)
+    assert contents(log) == [(3, b"c", b"c1"), (4, b"b", None), (5, b"a", b"a3"), (6, b"c", b"c2"),
+                             (7, b"a", b"a4"), (8, b"z", b"z1")]
+    assert os.listdir(os.path.join(os.path.dirname(log_dir), CLEANER_TMP_DIR)) == []
+
+
+def test_apply_skips_groups_whose_segments_changed(open_log):
+    from kafkapy.log.cleaner import apply_clean, plan_clean
+
+    log = open_log(cleanup_policy="compact")
+    write_history(log)
+    before = contents(log)
+    plan = plan_clean(log, now_ms=5000)
+    log._segments[0] = log._segments[0]  # same objects: still applicable...
+    gone = log._segments.pop(1)  # ...but the group's second segment is no longer in the log
+    log._segments.insert(1, gone.__class__(gone.dir, gone.base_offset, index_interval_bytes=4096,
+                                           max_index_size=1 << 20, now_ms=0))
+    apply_clean(log, plan, now_ms=5000)
+    assert contents(log) == before
