@@ -102,3 +102,38 @@ def test_sendfile_fetch_is_byte_exact(node, loaded, version, offset, partition_m
                 p.records = bytes(p.records)
     expected = encode_response(req, body)
     assert struct.pack(">i", size) + wire == expected
+
+
+def test_incremental_session_names_topics_of_earlier_requests(node, loaded):
+    """v13+ responses carry topic ids; an incremental fetch answers for partitions named only in
+    the session's first request, so their ids come from metadata, not from the request."""
+    Req = m.FetchRequest
+
+    def req(session_id, epoch, topics):
+        return Req(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                   isolation_level=0, session_id=session_id, session_epoch=epoch, topics=topics,
+                   forgotten_topics_data=[], rack_id="")
+
+    async def scenario(c):
+        md = await c.send(m.MetadataRequest(
+            topics=[m.MetadataRequest.MetadataRequestTopic(name="zc-a")],
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        topic_id = md.topics[0].topic_id
+        ends = {}
+        for p in range(3):
+            resp = await c.send(produce("zc-a", p, batch([b"before"])))
+            ends[p] = resp.responses[0].partition_responses[0].base_offset + 1
+        first = await c.send(req(0, 0, [Req.FetchTopic(topic="zc-a", topic_id=topic_id, partitions=[
+            Req.FetchTopic.FetchPartition(partition=p, current_leader_epoch=-1,
+                                          fetch_offset=ends[p], last_fetched_epoch=-1,
+                                          log_start_offset=-1, partition_max_bytes=1 << 20)
+            for p in range(3)])]), version=16)
+        assert first.error_code == 0 and first.session_id != 0
+        await c.send(produce("zc-a", 1, batch([b"after"])))
+        second = await c.send(req(first.session_id, 1, []), version=16)
+        assert second.error_code == 0
+        assert [t.topic_id for t in second.responses] == [topic_id]
+        got = second.responses[0].partitions
+        assert [(p.partition_index, p.error_code) for p in got] == [(1, 0)] and got[0].records
+
+    run_client(node, scenario)

@@ -14,12 +14,12 @@ import trio
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.fetch_session import FetchPartitionRequest, SessionContext
 from kafkapy.protocol import messages as m
+from kafkapy.net.server import Reply
 from kafkapy.protocol.connection import FileRegion, Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.fetch_response import FetchPartitionResult, FetchTopicResult, fetch_response_parts
 
 Resp = m.FetchResponse
-TopicResp = Resp.FetchableTopicResponse
-PartResp = TopicResp.PartitionData
 
 READ_COMMITTED = 1
 
@@ -66,7 +66,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         if total >= body.min_bytes or has_error or trio.current_time() >= deadline or not session.partitions:
             break
         await ctx.replicas.wait_for_append(deadline)
-    return _build_response(ctx, version, session, results, unknown_ids, id_of)
+    return _build_response(ctx, version, session, results, unknown_ids, id_of, request)
 
 
 def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_bytes: int,
@@ -109,32 +109,37 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
 
 
 def _build_response(ctx: BrokerContext, version: int, session: SessionContext, results: dict,
-                    unknown_ids: list, id_of: dict) -> object:
-    by_topic: dict[str, list] = {}
+                    unknown_ids: list, id_of: dict, request: Request) -> Reply:
+    # The frame is packed directly (protocol.fetch_response) rather than through kafka-python's
+    # object tree: the records stay FileRegions, so Python builds only the small framing.
+    by_topic: dict[str, list[FetchPartitionResult]] = {}
     for p in session.partitions:
         key = (p.topic, p.partition)
         records, error, hw, start, lso = results[key]
         if not session.should_include(key, has_records=bool(records), error=error, high_watermark=hw,
                                       log_start_offset=start, last_stable_offset=lso):
             continue
-        by_topic.setdefault(p.topic, []).append(
-            PartResp(version=version, partition_index=p.partition, error_code=error, high_watermark=hw, last_stable_offset=lso,
-                     log_start_offset=start, aborted_transactions=None, preferred_read_replica=-1, records=records)
-        )
-    topics = []
-    for name, parts in by_topic.items():
-        t = TopicResp(version=version, partitions=parts)
-        if version >= 13:
-            t.topic_id = id_of[name]
-        else:
-            t.topic = name
-        topics.append(t)
+        parts = by_topic.get(p.topic)
+        if parts is None:
+            parts = by_topic[p.topic] = []
+        parts.append(FetchPartitionResult(p.partition, error, hw, lso, start, records))
+    topics = [FetchTopicResult(name, _topic_id(ctx, name, id_of) if version >= 13 else None, parts)
+              for name, parts in by_topic.items()]
     if unknown_ids:
-        grouped: dict[object, list] = {}
+        grouped: dict[object, list[FetchPartitionResult]] = {}
         for tid, idx in unknown_ids:
             grouped.setdefault(tid, []).append(
-                PartResp(version=version, partition_index=idx, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
-                         last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None, records=b"")
-            )
-        topics.extend(TopicResp(version=version, topic_id=tid, partitions=parts) for tid, parts in grouped.items())
-    return Resp(version=version, throttle_time_ms=0, error_code=0, session_id=session.session_id, responses=topics)
+                FetchPartitionResult(idx, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, b""))
+        topics.extend(FetchTopicResult(None, tid, parts) for tid, parts in grouped.items())
+    return Reply(parts=fetch_response_parts(request, throttle_time_ms=0, error_code=0,
+                                            session_id=session.session_id, topics=topics))
+
+
+def _topic_id(ctx: BrokerContext, name: str, id_of: dict) -> object:
+    # An incremental session answers for partitions named by earlier requests too: their ids
+    # come from the metadata image, not from this request.
+    tid = id_of.get(name)
+    if tid is None:
+        topic = ctx.image().topics.by_name.get(name)
+        tid = id_of[name] = topic.id if topic is not None else None
+    return tid
