@@ -119,9 +119,19 @@ class Outcome:
     #: edge calls them after a successful append, so a failed write changes nothing.
     after_write: list[Callable[[], None]] = field(default_factory=list)
 
+    #: What to do instead when appending ``records`` failed (the argument is the error code).
+    on_write_failure: list[Callable[[int], None]] = field(default_factory=list)
+
     def written(self) -> None:
         for apply in self.after_write:
             apply()
+        self.after_write.clear()
+        self.on_write_failure.clear()
+
+    def write_failed(self, error: int) -> None:
+        for apply in self.on_write_failure:
+            apply(error)
+        self.on_write_failure.clear()
         self.after_write.clear()
 
 
@@ -236,17 +246,20 @@ class ClassicGroup:
             topics |= got
         return topics
 
-    def to_value(self) -> schema.GroupValue:
+    def to_value(self, assignments: dict[str, bytes] | None = None, state_timestamp: int | None = None
+                 ) -> schema.GroupValue:
+        """The GroupMetadataValue of this group (optionally with the assignments about to be set)."""
         return schema.GroupValue(
             protocol_type=self.protocol_type or "",
             generation=self.generation,
             protocol=self.protocol_name,
             leader=self.leader,
-            current_state_timestamp=self.state_timestamp,
+            current_state_timestamp=self.state_timestamp if state_timestamp is None else state_timestamp,
             members=tuple(
                 schema.MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                    m.rebalance_timeout_ms, m.session_timeout_ms,
-                                   m.metadata(self.protocol_name or ""), m.assignment)
+                                   m.metadata(self.protocol_name or ""),
+                                   m.assignment if assignments is None else assignments.get(m.member_id, b""))
                 for m in self.members.values()),
         )
 
@@ -582,16 +595,38 @@ class GroupShard:
             member.session_deadline = now_ms + member.session_timeout_ms
             out.response = _Parked((group_id, "sync", member_id))
             if member_id == group.leader:
+                # The group is stored with the leader's assignment first; it becomes Stable (and
+                # the waiting syncs are answered) only once that record is in the log.
                 given = {mid: bytes(a) for mid, a in assignments}
-                for m in group.members.values():
-                    m.assignment = given.get(m.member_id, b"")
-                group.transition(GroupState.STABLE, now_ms)
-                group.sync_deadline = None
-                out.records.append(self._group_record(group))
-                for m in group.members.values():
-                    if m.awaiting_sync:
-                        m.awaiting_sync = False
-                        out.completions.append(((group_id, "sync", m.member_id), self._sync_result(group, m)))
+                generation = group.generation
+                out.records.append((schema.encode_group_key(group_id), schema.encode_group_value(
+                    group.to_value(assignments=given, state_timestamp=now_ms))))
+
+                def stored() -> None:
+                    if group.state is not GroupState.COMPLETING_REBALANCE or group.generation != generation:
+                        return
+                    for m in group.members.values():
+                        m.assignment = given.get(m.member_id, b"")
+                    group.transition(GroupState.STABLE, now_ms)
+                    group.sync_deadline = None
+                    for m in group.members.values():
+                        if m.awaiting_sync:
+                            m.awaiting_sync = False
+                            out.completions.append(((group_id, "sync", m.member_id), self._sync_result(group, m)))
+
+                def not_stored(error: int) -> None:
+                    # As Kafka: everyone waiting is told, and the group rebalances.
+                    if group.state is not GroupState.COMPLETING_REBALANCE or group.generation != generation:
+                        return
+                    for m in group.members.values():
+                        m.assignment = b""
+                        if m.awaiting_sync:
+                            m.awaiting_sync = False
+                            out.completions.append(((group_id, "sync", m.member_id), SyncResult(error)))
+                    self._prepare_rebalance(group, now_ms, out, "storing the group's assignment failed")
+
+                out.after_write.append(stored)
+                out.on_write_failure.append(not_stored)
         elif group.state is GroupState.STABLE:
             member.session_deadline = now_ms + member.session_timeout_ms
             out.response = self._sync_result(group, member)

@@ -46,6 +46,16 @@ _GROUP_SETTINGS = {
 }
 
 
+def _coordinator_write_error(code: int) -> int:
+    """What a member is told when the group's record could not be written (Kafka's mapping)."""
+    if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_COORDINATOR):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
 def setting(config: Any, name: str) -> int:
     """An integer broker setting, by Kafka's name, whether or not config.py declares it."""
     try:
@@ -198,8 +208,20 @@ class GroupCoordinator:
     def apply(self, shard: GroupShard, outcome: Outcome) -> None:
         """Write the outcome's records, then answer the parked requests it completed."""
         if outcome.records:
-            self._append(shard.partition, outcome.records)
+            try:
+                self._append(shard.partition, outcome.records)
+            except (KafkaError, OSError) as exc:
+                code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
+                log.error("Writing to %s-%d failed: %s", schema.OFFSETS_TOPIC, shard.partition, exc)
+                if not outcome.on_write_failure:
+                    raise
+                outcome.write_failed(_coordinator_write_error(code))
+                self._complete(outcome)
+                return
         outcome.written()
+        self._complete(outcome)
+
+    def _complete(self, outcome: Outcome) -> None:
         for key, result in outcome.completions:
             for w in self._waiters.pop(key, []):
                 w.value = result

@@ -34,6 +34,13 @@ def commit(s: GroupShard, *args, **kwargs):
     return out
 
 
+def sync(s: GroupShard, *args, **kwargs):
+    """SyncGroup, its records reported written (the leader's assignment takes effect then)."""
+    out = s.sync(*args, **kwargs)
+    out.written()
+    return out
+
+
 def completions(outcome) -> dict:
     return {key: res for key, res in outcome.completions}
 
@@ -61,10 +68,10 @@ def stable_group(s: GroupShard, n: int = 1, now: int = 0) -> list[str]:
         mids.append(new)
     g = s.groups[G]
     assert g.state is GroupState.COMPLETING_REBALANCE
-    out = s.sync(G, g.generation, g.leader, None, None, None, [(m, m.encode()) for m in mids], now)
+    out = sync(s, G, g.generation, g.leader, None, None, None, [(m, m.encode()) for m in mids], now)
     for m in mids:
         if m != g.leader:
-            s.sync(G, g.generation, m, None, None, None, [], now)
+            sync(s, G, g.generation, m, None, None, None, [], now)
     assert s.groups[G].state is GroupState.STABLE
     return mids
 
@@ -90,13 +97,25 @@ def test_old_clients_join_without_member_id_required():
 def test_sync_leader_assignment_makes_group_stable_and_writes_metadata():
     s = shard()
     mid, _ = join_new(s)
-    out = s.sync(G, 1, mid, None, None, None, [(mid, b"A")], 5)
+    out = sync(s, G, 1, mid, None, None, None, [(mid, b"A")], 5)
     assert completions(out)[(G, "sync", mid)] == SyncResult(E.NONE, "consumer", "range", b"A")
     assert s.groups[G].state is GroupState.STABLE
     [(key, value)] = out.records
     assert schema.decode_key(key) == schema.GroupKey(G)
     v = schema.decode_group_value(value)
     assert v.generation == 1 and v.leader == mid and v.members[0].assignment == b"A"
+
+
+def test_group_stays_completing_until_the_assignment_is_stored():
+    s = shard()
+    mid, _ = join_new(s)
+    out = s.sync(G, 1, mid, None, None, None, [(mid, b"A")], 5)
+    assert isinstance(out.response, PARKED_TYPE) and out.completions == []
+    assert s.groups[G].state is GroupState.COMPLETING_REBALANCE and out.records
+    out.write_failed(E.NOT_COORDINATOR)  # the append failed: everyone waiting is told, rebalance
+    assert completions(out)[(G, "sync", mid)].error == E.NOT_COORDINATOR
+    g = s.groups[G]
+    assert g.state is GroupState.PREPARING_REBALANCE and g.members[mid].assignment == b""
 
 
 def test_second_member_triggers_rebalance_and_both_get_assignments():
@@ -163,10 +182,10 @@ def test_leave_group_batch_and_last_member_leaves_group_empty():
 def test_sync_errors():
     s = shard()
     [a] = stable_group(s)
-    assert s.sync(G, 1, "x", None, None, None, [], 1).response.error == E.UNKNOWN_MEMBER_ID
-    assert s.sync(G, 7, a, None, None, None, [], 1).response.error == E.ILLEGAL_GENERATION
-    assert s.sync(G, 1, a, None, "consumer", "roundrobin", [], 1).response.error == E.INCONSISTENT_GROUP_PROTOCOL
-    assert s.sync(G, 1, a, None, None, None, [], 1).response.assignment == a.encode()
+    assert sync(s, G, 1, "x", None, None, None, [], 1).response.error == E.UNKNOWN_MEMBER_ID
+    assert sync(s, G, 7, a, None, None, None, [], 1).response.error == E.ILLEGAL_GENERATION
+    assert sync(s, G, 1, a, None, "consumer", "roundrobin", [], 1).response.error == E.INCONSISTENT_GROUP_PROTOCOL
+    assert sync(s, G, 1, a, None, None, None, [], 1).response.assignment == a.encode()
 
 
 def test_rejoin_during_completing_rebalance_tells_waiting_syncs_to_rejoin():
@@ -177,7 +196,7 @@ def test_rejoin_during_completing_rebalance_tells_waiting_syncs_to_rejoin():
     out = s.join(jreq(b), 10)
     gen = s.groups[G].generation
     assert s.groups[G].state is GroupState.COMPLETING_REBALANCE
-    parked = s.sync(G, gen, b, None, None, None, [], 11)
+    parked = sync(s, G, gen, b, None, None, None, [], 11)
     assert isinstance(parked.response, PARKED_TYPE)
     # c changes its subscription before the leader synced: back to PreparingRebalance
     out = s.join(jreq(c, protocols=(("range", b"other"),)), 12)
@@ -230,8 +249,8 @@ def test_static_member_restart_keeps_assignment_without_rebalance():
     b_id = b_out.response.key[2]
     s.join(jreq(a_id, instance="i-a"), 0)
     gen = s.groups[G].generation
-    s.sync(G, gen, a_id, "i-a", None, None, [(a_id, b"A"), (b_id, b"B")], 1)
-    s.sync(G, gen, b_id, "i-b", None, None, [], 1)
+    sync(s, G, gen, a_id, "i-a", None, None, [(a_id, b"A"), (b_id, b"B")], 1)
+    sync(s, G, gen, b_id, "i-b", None, None, [], 1)
     assert s.groups[G].state is GroupState.STABLE
     # b restarts: unknown member id, same instance id and subscription
     out = s.join(jreq(instance="i-b", v4=True), 100)
@@ -239,7 +258,7 @@ def test_static_member_restart_keeps_assignment_without_rebalance():
     assert isinstance(res, JoinResult) and res.error == E.NONE and res.generation == gen
     new_b = res.member_id
     assert new_b != b_id and s.groups[G].state is GroupState.STABLE
-    assert s.sync(G, gen, new_b, "i-b", None, None, [], 101).response.assignment == b"B"
+    assert sync(s, G, gen, new_b, "i-b", None, None, [], 101).response.assignment == b"B"
     # the old incarnation is fenced
     assert s.heartbeat(G, gen, b_id, "i-b", 102).response == E.FENCED_INSTANCE_ID
     assert s.join(jreq(b_id, instance="i-b"), 102).response.error == E.FENCED_INSTANCE_ID
@@ -254,7 +273,7 @@ def test_static_leader_restart_keeps_assignment(skip):
     s = shard()
     out = s.join(jreq(instance="i-a", v4=False), 0)
     a_id = out.response.key[2]
-    s.sync(G, 1, a_id, "i-a", None, None, [(a_id, b"A")], 1)
+    sync(s, G, 1, a_id, "i-a", None, None, [(a_id, b"A")], 1)
     req = jreq(instance="i-a", v4=False)
     req.supports_skip_assignment = skip
     res = s.join(req, 10).response
@@ -263,7 +282,7 @@ def test_static_leader_restart_keeps_assignment(skip):
         assert res.skip_assignment and res.leader == res.member_id and len(res.members) == 1
     else:
         assert not res.skip_assignment and res.leader == a_id and res.members == []
-    assert s.sync(G, 1, res.member_id, "i-a", None, None, [], 11).response.assignment == b"A"
+    assert sync(s, G, 1, res.member_id, "i-a", None, None, [], 11).response.assignment == b"A"
 
 
 def test_standalone_commit_fetch_and_member_checks():
@@ -330,7 +349,7 @@ def test_offset_delete_refuses_subscribed_topics():
     first = s.join(jreq(protocols=(("range", sub),)), 0)
     mid = first.response.member_id
     s.join(jreq(mid, protocols=(("range", sub),)), 0)
-    s.sync(G, 1, mid, None, None, None, [], 0)
+    sync(s, G, 1, mid, None, None, None, [], 0)
     commit(s, G, [("t", 0, 1, -1, ""), ("u", 0, 2, -1, "")], 0)
     out = s.delete_offsets(G, [("t", 0), ("u", 0)])
     assert out.response == (E.NONE, [E.GROUP_SUBSCRIBED_TO_TOPIC, E.NONE])

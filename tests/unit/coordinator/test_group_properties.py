@@ -27,6 +27,7 @@ op = st.one_of(
     st.tuples(st.just("leave"), st.integers(0, CLIENTS - 1)),
     st.tuples(st.just("commit"), st.integers(0, CLIENTS - 1)),
     st.tuples(st.just("wait"), st.integers(1, 3000)),
+    st.tuples(st.just("fail_next_write")),
     st.tuples(st.just("wait"), st.integers(1, 25_000)),
 )
 
@@ -40,8 +41,14 @@ class Driver:
         self.parked: set[tuple] = set()
         self.answered: list[tuple] = []
         self.last_generation = 0
+        self.fail_next_write = False
 
     def absorb(self, outcome) -> None:
+        if self.fail_next_write and outcome.records:
+            self.fail_next_write = False
+            outcome.write_failed(15)  # COORDINATOR_NOT_AVAILABLE: the append did not happen
+        else:
+            outcome.written()  # the records are in the log: effects and completions waiting on it
         if isinstance(outcome.response, PARKED_TYPE):
             # A repeated request of a parked member parks under the same key; the edge answers
             # every waiter of a key with the one result.
@@ -53,7 +60,6 @@ class Driver:
                 cid = next((c for c, m in self.member_ids.items() if m == key[2]), None)
                 if cid is not None:
                     self.member_ids[cid] = result.member_id
-        outcome.written()
 
     def group(self):
         return self.shard.groups.get(G)
@@ -63,6 +69,9 @@ class Driver:
         s = self.shard
         g = self.group()
         gen = g.generation if g else -1
+        if kind == "fail_next_write":
+            self.fail_next_write = True
+            return
         if kind == "act":
             _, c, static = action
             mid = self.member_ids.get(c, "")
