@@ -1,4 +1,5 @@
-"""Consumer groups with the stock clients: subscribe, commit, resume, rebalance, static members, admin.
+"""Consumer groups with the stock clients: subscribe, commit, resume, rebalance, static members, admin
+(confluent-kafka, kafka-python, aiokafka, the Java client; kcat's balanced consumer too).
 
 Each group member is its own client process (``drivers/group_driver.py`` for the Python clients,
 ``drivers/java/GroupDriver.java`` for the Java client) reporting assignments and records as JSON
@@ -406,3 +407,22 @@ def test_node_restart_keeps_committed_offsets(tmp_path_factory, members, client)
         assert m2.values() == third
     finally:
         node.cleanup()
+
+
+def test_kcat_balanced_consumer_resumes_from_committed_offsets(gnode):
+    """kcat -G (librdkafka's balanced consumer, auto-commit on close) twice in one group."""
+    topic = create_topic(gnode, 2, "kcat")
+    group = unique_topic("g-kcat")
+    first = produce(gnode, topic, 10, 2, "k1")
+
+    def consume(count: int) -> set[str]:
+        # No -o: in -G mode kcat would seek every assigned partition there, ignoring commits.
+        done = clients.run_kcat(["-b", gnode.bootstrap, "-G", group, "-c", str(count), "-f", "%s\\n", "-q",
+                                 "-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=3000", topic],
+                                timeout=60)
+        assert done.returncode == 0, done.describe()
+        return set(done.text.split())
+
+    assert consume(10) == first
+    second = produce(gnode, topic, 6, 2, "k2")
+    assert consume(6) == second  # nothing consumed twice: kcat committed on its way out
