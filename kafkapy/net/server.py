@@ -131,13 +131,15 @@ class _Close(Exception):
 # ---------------------------------------------------------------------------------------------
 
 
-async def write_parts(stream: trio.abc.SendStream, parts: Sequence[Part]) -> None:
+async def write_parts(stream: trio.abc.SendStream, parts: Sequence[Part], *,
+                      yield_: bool = True) -> None:
     """Write ``parts`` in order: bytes with scatter/gather writes, file regions with ``sendfile``.
 
     On a plain :class:`trio.SocketStream` bytes go out with ``os.writev`` and regions with
     ``os.sendfile`` straight from the page cache, each tried at once and waiting for writability
     only when the socket buffer is full; on any other stream (TLS, in-memory test streams) regions
     are read and sent as bytes. Raises ``trio.BrokenResourceError`` when the peer is gone.
+    ``yield_=False`` skips the final checkpoint for a caller that yields next anyway.
     """
     sock = stream.socket if isinstance(stream, trio.SocketStream) else None
     if sock is None:
@@ -156,6 +158,8 @@ async def write_parts(stream: trio.abc.SendStream, parts: Sequence[Part]) -> Non
             pending.append(part)
     if pending:
         await _writev(fd, pending)
+    if not yield_:
+        return
     # A reply that never blocked still yields once, so one busy connection can't starve the rest.
     await trio.lowlevel.checkpoint()
 
@@ -363,7 +367,9 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                 parts = _reply_parts(event, reply, info) if event.expects_response else None
                 if parts:
                     with trio.move_on_after(send_timeout) as scope:
-                        await write_parts(stream, parts)
+                        # With no complete request buffered the next step is a receive, which
+                        # yields to the other connections anyway; skip the extra scheduler pass.
+                        await write_parts(stream, parts, yield_=conn.buffered_frames > 0)
                     if scope.cancelled_caught:
                         log.warning("Closing connection %s: sending the response to %s took over "
                                     "%.0f s", info.connection_id, event.describe(), send_timeout)
