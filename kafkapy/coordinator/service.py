@@ -30,20 +30,6 @@ from kafkapy.records.reader import iter_batches, iter_records
 
 log = logging.getLogger("kafkapy.coordinator")
 
-# Settings Kafka has that the broker config table may not list yet: (name, default).
-_GROUP_SETTINGS = {
-    "group.min.session.timeout.ms": 6000,
-    "group.max.session.timeout.ms": 1_800_000,
-    "group.max.size": 2**31 - 1,
-    "group.initial.rebalance.delay.ms": 3000,
-    "offset.metadata.max.bytes": 4096,
-    "offsets.retention.minutes": 10080,
-    "offsets.retention.check.interval.ms": 600_000,
-    "offsets.topic.num.partitions": 50,
-    "offsets.topic.replication.factor": 3,
-    "offsets.topic.segment.bytes": 104_857_600,
-    "offsets.load.buffer.size": 5 * 1024 * 1024,
-}
 
 
 def _coordinator_write_error(code: int) -> int:
@@ -57,13 +43,8 @@ def _coordinator_write_error(code: int) -> int:
 
 
 def setting(config: Any, name: str) -> int:
-    """An integer broker setting, by Kafka's name, whether or not config.py declares it."""
-    try:
-        value = config.get(name)
-    except KeyError:
-        raw = getattr(config, "props", {}).get(name)
-        value = None if raw is None else int(str(raw).strip())
-    return int(_GROUP_SETTINGS[name] if value is None else value)  # type: ignore[arg-type]
+    """An integer broker setting by Kafka's name (declared with its default in kafkapy.config)."""
+    return int(config.get(name))
 
 
 def group_config(config: Any) -> GroupConfig:

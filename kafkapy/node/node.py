@@ -193,14 +193,6 @@ class Node:
                 self.log_manager.checkpoint()
                 next_checkpoint = trio.current_time() + CHECKPOINT_INTERVAL_S
 
-    def _raw_setting(self, name: str, default: str) -> str:
-        """A setting config.py may not declare yet (Kafka's name, its default)."""
-        try:
-            value = self.config.get(name)
-        except KeyError:
-            value = self.config.props.get(name)
-        return default if value is None else str(value)
-
     async def _cleaner_loop(self) -> None:
         """Compact logs with cleanup.policy=compact (``__consumer_offsets`` among them).
 
@@ -208,11 +200,11 @@ class Node:
         thread; the swap into the live log is quick and runs here, between requests, so it never
         interleaves with an append or a roll. Kafka's log.cleaner.backoff.ms paces it.
         """
-        if self._raw_setting("log.cleaner.enable", "true").lower() != "true":
+        if not self.config.get("log.cleaner.enable"):
             return
         for d in self.config.log_dirs:
             shutil.rmtree(os.path.join(d, CLEANER_TMP_DIR), ignore_errors=True)  # a crash's leftovers
-        interval = int(self._raw_setting("log.cleaner.backoff.ms", "15000")) / 1000.0
+        interval = int(self.config.get("log.cleaner.backoff.ms")) / 1000.0  # type: ignore[arg-type]
         cleaner = LogCleaner()
         while True:
             await trio.sleep(interval)
