@@ -204,6 +204,19 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"| seconds | {gcell(a)} | {gcell(b)} | {rcell(n, 'first_record_s')} |")
             lines.append("")
 
+        elif kind == "rebalance":
+            lines += [
+                "## Group rebalance, 10 members (9 settle, a 10th joins)",
+                "",
+                f"| metric | {a} | {b} | {rl} |",
+                "|---|---:|---:|---:|",
+            ]
+            for metric, label in (("settle_s", "9 members: subscribe -> all partitions assigned, s"),
+                                  ("rebalance_s", "10th member joins -> all 10 reassigned, s")):
+                lines.append(f"| {label} | {cell(n, a, metric, 3)} | {cell(n, b, metric, 3)} "
+                             f"| {rcell(n, metric)} |")
+            lines.append("")
+
     checks = result.get("targets") or []
     if checks and b:
         lines += ["## Targets (from the issue)", "", "| target | workload | value | met |",

@@ -379,6 +379,38 @@ def group_workload() -> Workload:
                     run, setup, teardown)
 
 
+def rebalance_workload() -> Workload:
+    state: dict[str, str] = {}
+    members = 10
+
+    def setup(ctx: RunContext) -> None:
+        state.clear()
+        state["topic"] = topic_name(ctx, "rebalance")
+        create_topic(ctx, state["topic"], members)
+
+    def run(ctx: RunContext) -> dict:
+        v = ctx.volumes
+        probe = find_coordinator(ctx.broker.bootstrap, f"bench-probe-{uuid.uuid4().hex[:8]}",
+                                 deadline_s=v.coordinator_probe_s)
+        if probe.error_code != 0:
+            return {"status": "n/a (no group coordinator)", "rebalance_s": None}
+        # Same timeouts as group-first-record, for the same reason (Tansu's initial join hold).
+        res = run_client({"op": "rebalance", "bootstrap": ctx.broker.bootstrap, "topic": state["topic"],
+                          "members": members, "timeout_s": v.group_timeout_s * 2,
+                          "config": {"max.poll.interval.ms": 6000, "session.timeout.ms": 6000}},
+                         timeout=v.group_timeout_s * 2 + 30)
+        res["status"] = "timed out" if res.get("timed_out") else "ok"
+        return res
+
+    def teardown(ctx: RunContext) -> None:
+        if "topic" in state:
+            delete_topics(ctx, [state["topic"]])
+
+    return Workload("group-rebalance-10", "rebalance",
+                    "10 confluent-kafka members on 10 partitions: 9 settle, a 10th joins -> all reassigned",
+                    run, setup, teardown)
+
+
 def _size_label(size: int) -> str:
     return f"{size // KIB}k" if size >= KIB and size % KIB == 0 else f"{size}b"
 
@@ -395,6 +427,7 @@ def all_workloads() -> list[Workload]:
     out.extend(java_workloads())
     out.append(partitions_workload())
     out.append(group_workload())
+    out.append(rebalance_workload())
     return out
 
 

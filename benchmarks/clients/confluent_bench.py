@@ -345,8 +345,61 @@ def op_group(job: dict) -> dict:
         consumer.close()
 
 
+def op_rebalance(job: dict) -> dict:
+    """Time a rebalance of a 10-member group: 9 members settle, a 10th joins, every member re-assigned.
+
+    All members live in this process and are polled round-robin, as each must keep polling for
+    librdkafka to serve its rebalance callbacks. ``settle_s`` is 9 members' first join to a full
+    assignment; ``rebalance_s`` is the 10th member's subscribe() until all 10 hold one partition.
+    """
+    deadline = Deadline(job.get("timeout_s", 60))
+    topic, members = job["topic"], job.get("members", 10)
+    group_id = f"bench-rebalance-{uuid.uuid4()}"
+    owned: list[set[int]] = [set() for _ in range(members)]
+    consumers: list[Consumer] = []
+
+    def subscribe(i: int) -> None:
+        def on_assign(consumer, partitions, i=i):
+            owned[i] = {p.partition for p in partitions}
+
+        def on_revoke(consumer, partitions, i=i):
+            owned[i] = set()
+
+        consumer = Consumer(consumer_conf(job, group_id=group_id))
+        consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+        consumers.append(consumer)
+
+    def poll_until(done) -> bool:
+        while not deadline.expired():
+            for consumer in consumers:
+                consumer.poll(0)
+            if done():
+                return True
+            time.sleep(0.005)
+        return False
+
+    try:
+        t0 = time.perf_counter()
+        for i in range(members - 1):
+            subscribe(i)
+        first = consumers[:]
+        if not poll_until(lambda: sum(len(owned[i]) for i in range(len(first))) == members
+                          and all(owned[i] for i in range(len(first)))):
+            return {"settle_s": None, "rebalance_s": None, "timed_out": True}
+        settle_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        subscribe(members - 1)
+        if not poll_until(lambda: all(len(o) == 1 for o in owned)):
+            return {"settle_s": settle_s, "rebalance_s": None, "timed_out": True}
+        return {"settle_s": settle_s, "rebalance_s": time.perf_counter() - t1, "timed_out": False}
+    finally:
+        for consumer in consumers:
+            consumer.close()
+
+
 OPS = {"create": op_create, "delete": op_delete, "produce": op_produce, "consume": op_consume,
-       "latency": op_latency, "partitions": op_partitions, "group": op_group}
+       "latency": op_latency, "partitions": op_partitions, "group": op_group,
+       "rebalance": op_rebalance}
 
 
 def main() -> None:
