@@ -73,6 +73,18 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return hosted
 
+    def leader(self, topic: str, partition: int, current_leader_epoch: int = -1) -> HostedPartition:
+        """The partition if this broker leads it at the client's leader epoch (-1: any), as Kafka checks."""
+        hosted = self.get(topic, partition)
+        if hosted.leader_id != self._node_id:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if current_leader_epoch >= 0 and current_leader_epoch != hosted.leader_epoch:
+            raise KafkaError(
+                ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < hosted.leader_epoch
+                else ErrorCode.UNKNOWN_LEADER_EPOCH
+            )
+        return hosted
+
     def log_config(self, image: MetadataImage, topic: str) -> LogConfig:
         return topic_log_config(self._config, image, topic)
 

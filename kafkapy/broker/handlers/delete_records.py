@@ -30,9 +30,7 @@ async def handle_delete_records(ctx: BrokerContext, request: Request) -> object:
         for p in topic.partitions:
             out = PartResult(partition_index=p.partition_index, low_watermark=-1, error_code=0)
             try:
-                hosted = ctx.replicas.get(topic.name, p.partition_index)
-                if hosted.leader_id != ctx.node_id:
-                    raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                hosted = ctx.replicas.leader(topic.name, p.partition_index)
                 plog = hosted.log
                 target = plog.high_watermark if p.offset == HIGH_WATERMARK else p.offset
                 if target < 0:

@@ -76,13 +76,7 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
     for p in partitions:
         key = (p.topic, p.partition)
         try:
-            hosted = ctx.replicas.get(p.topic, p.partition)
-            if hosted.leader_id != ctx.node_id:
-                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            if p.current_leader_epoch >= 0 and p.current_leader_epoch != hosted.leader_epoch:
-                raise KafkaError(
-                    ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < hosted.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
-                )
+            hosted = ctx.replicas.leader(p.topic, p.partition, p.current_leader_epoch)
             plog = hosted.log
             hw = plog.high_watermark
             limit = min(p.max_bytes, max(0, max_bytes - total))

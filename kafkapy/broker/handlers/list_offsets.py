@@ -32,13 +32,7 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
         for p in topic.partitions:
             out = PartResp(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1, leader_epoch=-1)
             try:
-                hosted = ctx.replicas.get(topic.name, p.partition_index)
-                if hosted.leader_id != ctx.node_id:
-                    raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                if p.current_leader_epoch >= 0 and p.current_leader_epoch != hosted.leader_epoch:
-                    raise KafkaError(
-                        ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < hosted.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
-                    )
+                hosted = ctx.replicas.leader(topic.name, p.partition_index, p.current_leader_epoch)
                 plog = hosted.log
                 ts = p.timestamp
                 if ts == LATEST:
