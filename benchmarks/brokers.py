@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkapy.testing.node import KafkaNode, TansuNode, _ProcessNode
+from kafkapy.testing.node import KafkaNode, TansuNode, _ProcessNode, recv_exactly
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -226,20 +226,10 @@ def _find_coordinator_once(host: str, port: int, group: str, timeout: float = 3.
     with socket.create_connection((host, port), timeout=timeout) as s:
         s.settimeout(timeout)
         s.sendall(struct.pack(">i", len(body)) + body)
-        size = struct.unpack(">i", _recv_exactly(s, 4))[0]
-        payload = _recv_exactly(s, size)
+        size = struct.unpack(">i", recv_exactly(s, 4))[0]
+        payload = recv_exactly(s, size)
     got_id, _throttle, error_code = struct.unpack(">iih", payload[:10])
     if got_id != correlation_id:
         raise ConnectionError(f"correlation id {got_id} != {correlation_id}")
     return error_code
 
-
-def _recv_exactly(s: socket.socket, n: int) -> bytes:
-    chunks = []
-    while n:
-        chunk = s.recv(n)
-        if not chunk:
-            raise ConnectionError("connection closed")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)

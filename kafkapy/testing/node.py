@@ -73,17 +73,18 @@ def api_versions_round_trip(host: str, port: int, timeout: float = 2.0) -> bool:
         with socket.create_connection((host, port), timeout=timeout) as s:
             s.settimeout(timeout)
             s.sendall(struct.pack(">i", len(body)) + body)
-            size = struct.unpack(">i", _recv_exactly(s, 4))[0]
+            size = struct.unpack(">i", recv_exactly(s, 4))[0]
             if not 6 <= size <= 1 << 20:
                 return False
-            payload = _recv_exactly(s, size)
+            payload = recv_exactly(s, size)
     except (OSError, ConnectionError, struct.error):
         return False
     got_id, error_code = struct.unpack(">ih", payload[:6])
     return got_id == correlation_id and error_code in (0, 35)
 
 
-def _recv_exactly(s: socket.socket, n: int) -> bytes:
+def recv_exactly(s: socket.socket, n: int) -> bytes:
+    """Exactly ``n`` bytes from a blocking socket (ConnectionError if it closes first)."""
     chunks = []
     while n:
         chunk = s.recv(n)

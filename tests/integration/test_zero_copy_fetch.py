@@ -14,6 +14,7 @@ import struct
 import pytest
 from helpers import batch, create_topics, produce, run_client
 
+from kafkapy.testing.node import recv_exactly
 from kafkapy.protocol import ApiKey, Request, RequestHeader, encode_response
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import response_class
@@ -57,16 +58,6 @@ def _fetch_request(topic_ids, version: int, *, offset: int, partition_max: int, 
                rack_id="")
 
 
-def _recv_exactly(s: socket.socket, n: int) -> bytes:
-    chunks = []
-    while n:
-        chunk = s.recv(n)
-        assert chunk, "connection closed"
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
 @pytest.mark.parametrize("version", [4, 7, 11, 12, 13, 15, 16])
 @pytest.mark.parametrize("offset,partition_max,max_bytes", [
     (0, 1 << 20, 1 << 20),       # everything
@@ -82,8 +73,8 @@ def test_sendfile_fetch_is_byte_exact(node, loaded, version, offset, partition_m
     frame = request.encode(version=version, header=True, framed=True)
     with socket.create_connection((node.host, node.port), timeout=10) as s:
         s.sendall(frame)
-        (size,) = struct.unpack(">i", _recv_exactly(s, 4))
-        wire = _recv_exactly(s, size)
+        (size,) = struct.unpack(">i", recv_exactly(s, 4))
+        wire = recv_exactly(s, size)
     flexible = version >= 12
     header_len = 5 if flexible else 4
     (got_id,) = struct.unpack_from(">i", wire)
