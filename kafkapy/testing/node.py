@@ -11,6 +11,8 @@ group, waits (bounded) and then SIGKILLs it, so nothing is left behind even when
 
 from __future__ import annotations
 
+import abc
+
 import os
 import re
 import shutil
@@ -95,7 +97,7 @@ def recv_exactly(s: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-class _ProcessNode:
+class _ProcessNode(abc.ABC):
     """A broker in a child process with its own process group, data dir and log file."""
 
     name = "node"
@@ -122,8 +124,9 @@ class _ProcessNode:
         self.starts = 0
 
     # -- what subclasses provide -------------------------------------------------------------------
+    @abc.abstractmethod
     def command(self) -> list[str]:
-        raise NotImplementedError
+        """The broker's command line."""
 
     # -- public interface --------------------------------------------------------------------------
     @property
