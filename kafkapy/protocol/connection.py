@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kafkapy.protocol.codec import Bytes, StructField, UnsignedVarInt32
+from kafkapy.protocol.wire import uvarint
 from kafkapy.protocol.apis import (
     ApiKey,
     ApiMessage,
@@ -689,7 +690,7 @@ def encode_response_parts(request: Request, body: Any) -> list[Part]:
             len_start = marker_at - 1
             if payload[len_start] != 17:
                 raise LocalProtocolError("file region marker without its compact length")
-            length = _uvarint(region.count + 1)
+            length = uvarint(region.count + 1)
         else:
             len_start = marker_at - 4
             if payload[len_start:marker_at] != b"\x00\x00\x00\x10":
@@ -716,15 +717,6 @@ def _find_markers(payload: bytes, regions: list[FileRegion]) -> Iterator[tuple[i
             raise LocalProtocolError("file region markers out of order")
         yield at, regions[index]
         at += 16
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def frame_parts(request: Request, body_parts: list[Part]) -> list[Part]:

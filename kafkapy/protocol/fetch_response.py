@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
+from kafkapy.protocol.wire import I16, I32, I64, uuid_bytes, uvarint
 from kafkapy.protocol.connection import FileRegion, Part, Request, frame_parts
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "FetchPartitionResult", "FetchTopicResult",
@@ -25,13 +26,10 @@ __all__ = ["FIRST_VERSION", "LAST_VERSION", "FetchPartitionResult", "FetchTopicR
 FIRST_VERSION: Final = 4
 LAST_VERSION: Final = 16
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _PART_HEAD = struct.Struct(">ihq")     # partition_index, error_code, high_watermark
-_Q = struct.Struct(">q")
 _QQ = struct.Struct(">qq")             # last_stable_offset, log_start_offset
-_NULL_ARRAY: Final = _I32.pack(-1)
-_NO_REPLICA: Final = _I32.pack(-1)
+_NULL_ARRAY: Final = I32.pack(-1)
+_NO_REPLICA: Final = I32.pack(-1)
 
 
 class FetchPartitionResult(NamedTuple):
@@ -53,28 +51,6 @@ class FetchTopicResult(NamedTuple):
     partitions: Sequence[FetchPartitionResult]
 
 
-def _uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _uuid_bytes(topic_id: uuid.UUID | bytes | None) -> bytes:
-    if topic_id is None:
-        return bytes(16)
-    if isinstance(topic_id, uuid.UUID):
-        return topic_id.bytes
-    raw = bytes(topic_id)
-    if len(raw) != 16:
-        raise ValueError(f"a topic id has 16 bytes, not {len(raw)}")
-    return raw
-
-
 def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code: int,
                          session_id: int, topics: Sequence[FetchTopicResult]) -> list[Part]:
     """The complete response frame to the Fetch ``request`` (v4-v16), as bytes and regions."""
@@ -84,26 +60,26 @@ def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code:
                          f"not v{version}")
     flexible = version >= 12
     parts: list[Part] = []
-    out = bytearray(_I32.pack(throttle_time_ms))
+    out = bytearray(I32.pack(throttle_time_ms))
     if version >= 7:
-        out += _I16.pack(error_code)
-        out += _I32.pack(session_id)
-    out += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+        out += I16.pack(error_code)
+        out += I32.pack(session_id)
+    out += uvarint(len(topics) + 1) if flexible else I32.pack(len(topics))
     for topic in topics:
         if version >= 13:
-            out += _uuid_bytes(topic.topic_id)
+            out += uuid_bytes(topic.topic_id)
         else:
             name = (topic.name or "").encode()
-            out += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+            out += uvarint(len(name) + 1) if flexible else I16.pack(len(name))
             out += name
         plist = topic.partitions
-        out += _uvarint(len(plist) + 1) if flexible else _I32.pack(len(plist))
+        out += uvarint(len(plist) + 1) if flexible else I32.pack(len(plist))
         for p in plist:
             out += _PART_HEAD.pack(p.partition_index, p.error_code, p.high_watermark)
             if version >= 5:
                 out += _QQ.pack(p.last_stable_offset, p.log_start_offset)
             else:
-                out += _Q.pack(p.last_stable_offset)
+                out += I64.pack(p.last_stable_offset)
             out += b"\x00" if flexible else _NULL_ARRAY  # aborted_transactions: null
             if version >= 11:
                 out += _NO_REPLICA
@@ -112,7 +88,7 @@ def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code:
                 out += b"\x00" if flexible else _NULL_ARRAY
             else:
                 n = len(records)
-                out += _uvarint(n + 1) if flexible else _I32.pack(n)
+                out += uvarint(n + 1) if flexible else I32.pack(n)
                 if isinstance(records, FileRegion):
                     if n:
                         parts.append(bytes(out))

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
+from kafkapy.protocol.wire import I16, I32, I64, uuid_bytes, uvarint
 from kafkapy.protocol.connection import Request, frame_parts
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "ProducePartitionResult", "ProduceTopicResult",
@@ -23,10 +24,7 @@ __all__ = ["FIRST_VERSION", "LAST_VERSION", "ProducePartitionResult", "ProduceTo
 FIRST_VERSION: Final = 3
 LAST_VERSION: Final = 13
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _PART = struct.Struct(">ihqq")   # index, error_code, base_offset, log_append_time_ms
-_Q = struct.Struct(">q")
 
 
 class ProducePartitionResult(NamedTuple):
@@ -46,28 +44,6 @@ class ProduceTopicResult(NamedTuple):
     partitions: Sequence[ProducePartitionResult]
 
 
-def _uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _uuid_bytes(topic_id: uuid.UUID | bytes | None) -> bytes:
-    if topic_id is None:
-        return bytes(16)
-    if isinstance(topic_id, uuid.UUID):
-        return topic_id.bytes
-    raw = bytes(topic_id)
-    if len(raw) != 16:
-        raise ValueError(f"a topic id has 16 bytes, not {len(raw)}")
-    return raw
-
-
 def produce_response_frame(request: Request, topics: Sequence[ProduceTopicResult], *,
                            throttle_time_ms: int = 0) -> bytes:
     """The complete response frame (size prefix, header, body) to the Produce ``request``."""
@@ -76,20 +52,20 @@ def produce_response_frame(request: Request, topics: Sequence[ProduceTopicResult
         raise ValueError(f"produce_response_frame writes Produce v{FIRST_VERSION}-"
                          f"{LAST_VERSION}, not v{version}")
     flexible = version >= 9
-    out = bytearray(_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics)))
+    out = bytearray(uvarint(len(topics) + 1) if flexible else I32.pack(len(topics)))
     for topic in topics:
         if version >= 13:
-            out += _uuid_bytes(topic.topic_id)
+            out += uuid_bytes(topic.topic_id)
         else:
             name = (topic.name or "").encode()
-            out += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+            out += uvarint(len(name) + 1) if flexible else I16.pack(len(name))
             out += name
         plist = topic.partitions
-        out += _uvarint(len(plist) + 1) if flexible else _I32.pack(len(plist))
+        out += uvarint(len(plist) + 1) if flexible else I32.pack(len(plist))
         for p in plist:
             out += _PART.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms)
             if version >= 5:
-                out += _Q.pack(p.log_start_offset)
+                out += I64.pack(p.log_start_offset)
             if version >= 8:
                 out += b"\x01" if flexible else b"\x00\x00\x00\x00"  # record_errors: empty
                 msg = p.error_message
@@ -97,13 +73,13 @@ def produce_response_frame(request: Request, topics: Sequence[ProduceTopicResult
                     out += b"\x00" if flexible else b"\xff\xff"
                 else:
                     raw = msg.encode()
-                    out += _uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))
+                    out += uvarint(len(raw) + 1) if flexible else I16.pack(len(raw))
                     out += raw
             if flexible:
                 out += b"\x00"  # partition tagged fields
         if flexible:
             out += b"\x00"  # topic tagged fields
-    out += _I32.pack(throttle_time_ms)
+    out += I32.pack(throttle_time_ms)
     if flexible:
         out += b"\x00"  # response tagged fields
     parts = frame_parts(request, [bytes(out)])
