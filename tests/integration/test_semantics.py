@@ -139,3 +139,43 @@ def test_idempotent_producer_sequences(node):
     assert (dup.error_code, dup.base_offset) == (0, 0)  # de-duplicated: original offset, nothing written
     assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert (nxt.error_code, nxt.base_offset) == (0, 2)
+
+
+def test_describe_topic_partitions_pages_without_empty_entries(node):
+    from kafkapy.protocol import messages as m
+
+    _create(node, "sem-page-a", partitions=2)
+    _create(node, "sem-page-b", partitions=2)
+    Req = m.DescribeTopicPartitionsRequest
+
+    def page(cursor):
+        return Req(topics=[Req.TopicRequest(name="sem-page-a"), Req.TopicRequest(name="sem-page-b")],
+                   response_partition_limit=2, cursor=cursor)
+
+    first = run_client(node, lambda c: c.send(page(None)))
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in first.topics] == [("sem-page-a", [0, 1])]
+    cur = first.next_cursor
+    assert (cur.topic_name, cur.partition_index) == ("sem-page-b", 0)
+    second = run_client(node, lambda c: c.send(page(Req.Cursor(topic_name=cur.topic_name, partition_index=0))))
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in second.topics] == [("sem-page-b", [0, 1])]
+    assert second.next_cursor is None
+
+
+def test_read_committed_sees_up_to_the_last_stable_offset(node):
+    _create(node, "sem-lso")
+
+    async def scenario(c):
+        await c.send(produce("sem-lso", 0, batch([b"a", b"b"])))
+        req = list_offsets("sem-lso", 0, -1)
+        req.isolation_level = 1
+        latest = await c.send(req)
+        f = fetch("sem-lso", 0, 0)
+        f.isolation_level = 1
+        fetched = await c.send(f, version=12)
+        return latest, fetched
+
+    latest, fetched = run_client(node, scenario)
+    # No open transactions: the last stable offset is the high watermark.
+    assert latest.topics[0].partitions[0].offset == 2
+    part = fetched.responses[0].partitions[0]
+    assert (part.error_code, part.last_stable_offset) == (0, 2) and part.records

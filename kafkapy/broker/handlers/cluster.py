@@ -163,8 +163,10 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
             fields = _partition_fields(reg, image)
             parts.append(PartOut(partition_index=idx, eligible_leader_replicas=list(reg.elr), last_known_elr=list(reg.last_known_elr), **fields))
             budget -= 1
-        out.append(TopicOut(error_code=0, name=name, topic_id=topic.id, is_internal=name in INTERNAL_TOPICS,
-                            partitions=parts))
+        if parts or next_cursor is None:
+            # A page that ends exactly before this topic leaves it wholly to the next page.
+            out.append(TopicOut(error_code=0, name=name, topic_id=topic.id, is_internal=name in INTERNAL_TOPICS,
+                                partitions=parts))
         if next_cursor is not None:
             break
     return Resp(throttle_time_ms=0, topics=out, next_cursor=next_cursor)

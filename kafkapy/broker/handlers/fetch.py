@@ -79,17 +79,20 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
             hosted = ctx.replicas.leader(p.topic, p.partition, p.current_leader_epoch)
             plog = hosted.log
             hw = plog.high_watermark
+            lso = min(plog.last_stable_offset, hw)
             limit = min(p.max_bytes, max(0, max_bytes - total))
             records: FileRegion | bytes = b""
             if limit > 0 or total == 0:
-                fslice = plog.read(p.fetch_offset, limit, max_offset=hw, min_one_message=(total == 0))
+                # read_committed consumers stop at the last stable offset, as in Kafka.
+                fslice = plog.read(p.fetch_offset, limit, max_offset=lso if read_committed else hw,
+                                   min_one_message=(total == 0))
                 if fslice is not None and fslice.size > 0:
                     # Zero-copy: the listener sends the segment bytes with os.sendfile (or reads
                     # them itself on streams that aren't plain sockets). The region owns the slice,
                     # and so the segment's descriptor, until the reply has been written.
                     records = FileRegion.of(fslice)
             total += len(records)
-            results[key] = (records, ErrorCode.NONE, hw, plog.log_start_offset, hw)
+            results[key] = (records, ErrorCode.NONE, hw, plog.log_start_offset, lso)
         except KafkaError as exc:
             hw = lso = start = -1
             try:

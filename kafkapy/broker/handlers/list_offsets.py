@@ -21,11 +21,13 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+READ_COMMITTED = 1
 
 
 async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
     body = request.body
     version = request.api_version
+    read_committed = version >= 2 and body.isolation_level == READ_COMMITTED
     topics = []
     for topic in body.topics:
         parts = []
@@ -36,7 +38,8 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                 plog = hosted.log
                 ts = p.timestamp
                 if ts == LATEST:
-                    out.offset = plog.high_watermark
+                    # read_committed clients see the end of committed data (Kafka's LSO).
+                    out.offset = min(plog.last_stable_offset, plog.high_watermark) if read_committed else plog.high_watermark
                 elif ts in (EARLIEST, EARLIEST_LOCAL):
                     out.offset = plog.log_start_offset
                 elif ts == LATEST_TIERED:
