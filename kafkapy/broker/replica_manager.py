@@ -58,8 +58,8 @@ class ReplicaManager:
         self._node_id = node_id
         self._partitions: dict[tuple[str, int], HostedPartition] = {}
         self._appended = trio.Event()
-        # The dynamic topic configs each running log was last given, to spot changes.
-        self._applied_configs: dict[str, dict[str, str]] = {}
+        # The image last applied: its configs tell whether a running log's settings changed.
+        self._applied: MetadataImage | None = None
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -102,8 +102,8 @@ class ReplicaManager:
                 if hosted is not None and hosted.topic_id == topic.id:
                     hosted.leader_id, hosted.leader_epoch = reg.leader, reg.leader_epoch
                     hosted.replicas, hosted.isr = list(reg.replicas), list(reg.isr)
-                    dynamic = image.configs.topic(topic.name)
-                    if dynamic != self._applied_configs.get(topic.name):
+                    previous = self._applied
+                    if previous is None or previous.configs.topic(topic.name) != image.configs.topic(topic.name):
                         # A config change (AlterConfigs) applies to the running log at once.
                         config = config or self.log_config(image, topic.name)
                         hosted.log.update_config(config)
@@ -119,7 +119,7 @@ class ReplicaManager:
                 )
         for key in [k for k in self._partitions if k not in wanted]:
             self._drop(key)
-        self._applied_configs = {name: dict(image.configs.topic(name)) for name in image.topics.by_name}
+        self._applied = image
 
     def _drop(self, key: tuple[str, int]) -> None:
         hosted = self._partitions.pop(key)

@@ -120,16 +120,19 @@ class Node:
         self.quorum.register_listener(self.broker_metadata.on_commit)
         log.info("Replayed the metadata log up to offset %d (epoch %d)", self.quorum.end_offset, self.quorum.epoch)
 
-    async def controller_call(self, operation: Callable[[QuorumController], Any]) -> Any:
-        """Run ``operation`` on the controller, commit its records, and return its response.
+    def _commit(self, result: Any) -> Any:
+        """Commit a ControllerResult's records and return its response.
 
-        The records are applied to the controller and this broker (through the quorum's commit
-        listeners) before this returns, so the caller's next read sees them.
+        The records reach the controller and this broker (through the quorum's commit listeners)
+        before this returns, so the caller's next read sees them.
         """
-        result = operation(self.controller)
         if result.records:
             self.quorum.append(list(result.records), now_ms=self.clock.now_ms())
         return result.response
+
+    async def controller_call(self, operation: Callable[[QuorumController], Any]) -> Any:
+        """Run ``operation`` on the controller (the broker handlers' door to it) and commit it."""
+        return self._commit(operation(self.controller))
 
     def _register_broker(self, cluster_id: str, advertised: list[Listener]) -> None:
         now_ms = self.clock.now_ms()
@@ -147,9 +150,7 @@ class Node:
         result = self.controller.register_broker(request, now_ms=now_ms, next_offset=self.quorum.end_offset)
         if result.response.error_code != ErrorCode.NONE:
             raise RuntimeError(f"Broker registration failed: {result.response.error_message}")
-        if result.records:
-            self.quorum.append(list(result.records), now_ms=now_ms)
-        self.broker_epoch = result.response.broker_epoch
+        self.broker_epoch = self._commit(result).broker_epoch
         self._heartbeat()
 
     def _directory_ids(self) -> list[uuid.UUID]:
@@ -166,10 +167,7 @@ class Node:
             broker_id=self.node_id, broker_epoch=self.broker_epoch,
             current_metadata_offset=self.quorum.high_watermark - 1,
         )
-        result = self.controller.broker_heartbeat(request, now_ms=now_ms)
-        if result.records:
-            self.quorum.append(list(result.records), now_ms=now_ms)
-        reply = result.response
+        reply = self._commit(self.controller.broker_heartbeat(request, now_ms=now_ms))
         if reply.error_code != ErrorCode.NONE:
             log.warning("Heartbeat refused: %s", reply.error_message or ErrorCode(reply.error_code).name)
 
@@ -178,9 +176,7 @@ class Node:
         while True:
             await trio.sleep(interval)
             self._heartbeat()
-            fenced = self.controller.fence_stale_brokers(self.clock.now_ms())
-            if fenced.records:
-                self.quorum.append(list(fenced.records), now_ms=self.clock.now_ms())
+            self._commit(self.controller.fence_stale_brokers(self.clock.now_ms()))
 
     async def _maintenance_loop(self) -> None:
         """Periodic log work: time-based flushes (flush.ms) and offset checkpoints."""
@@ -236,7 +232,7 @@ class Node:
         self._open_metadata(cluster_id, now_ms)
         boot = self.controller.bootstrap()
         if boot.records:
-            self.quorum.append(list(boot.records), now_ms=now_ms)
+            self._commit(boot)
             log.info("Bootstrapped a new cluster %s", cluster_id)
 
         listeners = self.config.listeners
