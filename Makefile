@@ -4,7 +4,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install tools bench clean
+.PHONY: run test install tools bench report-card clean
+MODE   ?= quick
 
 run: install
 	$(VENV)/bin/kafkapy server
@@ -27,6 +28,11 @@ tools: install
 
 bench: install tools
 	$(PY) -m benchmarks.run
+
+# The client libraries' own test suites against a fresh node each; rewrites docs/compatibility.md
+# and the README's numbers. MODE=full runs librdkafka's whole suite (long).
+report-card: install tools
+	$(PY) compat-tests/report_card.py run --mode $(MODE) --report
 
 clean:
 	rm -rf $(VENV) .tools build kafkapy/*/_fast*.so kafkapy/*/_fast*.c

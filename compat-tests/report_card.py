@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""The compatibility report card: stock client libraries' own test suites against kafkapy.
+
+Each suite lives in ``compat-tests/<suite>/`` with
+
+* ``run.sh <quick|full> <host:port> <results.tsv>`` — fetches and builds the suite (cached under
+  ``.tools/suites/<suite>/``), runs it against the broker, and writes one line per test:
+  ``test_id<TAB>passed|failed|skipped<TAB>seconds<TAB>detail``;
+* ``broker.properties`` (optional) — broker overrides for the node the suite runs against;
+* ``allow-list.txt`` — tests that must pass; one that does not breaks the run;
+* ``FINDINGS.md`` — every test that is not passing, by id in backticks, with the reason.
+
+``run`` starts a fresh node per suite (one after another: the CI box has two cores), runs the
+suite, and checks the results against the allow-list and the findings. It fails when an allowed
+test does not pass, when a non-passing test has no finding, or when the broker died or logged an
+unhandled exception during the suite. Tests that pass without being on the allow-list are reported
+so the list only grows. ``report`` turns the last results into ``docs/compatibility.md`` and the
+numbers block in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITES_DIR = ROOT / "compat-tests"
+OUT_DIR = ROOT / ".tools" / "report-card"
+DOC = ROOT / "docs" / "compatibility.md"
+README = ROOT / "README.md"
+README_START = "<!-- report-card:start -->"
+README_END = "<!-- report-card:end -->"
+
+# Each suite's own per-test timeouts bound the individual tests; this bounds a suite that wedges
+# as a whole (build included), so CI never hangs.
+SUITE_TIMEOUT = {"quick": 30 * 60, "full": 3 * 60 * 60}
+STATUSES = ("passed", "failed", "skipped")
+# What the broker writes when a request handler or task dies unexpectedly.
+BROKER_TRACEBACK = re.compile(r"^Traceback \(most recent call last\)", re.M)
+
+sys.path.insert(0, str(ROOT))
+
+
+@dataclass
+class Outcome:
+    test_id: str
+    status: str
+    seconds: float
+    detail: str = ""
+
+
+@dataclass
+class SuiteSummary:
+    """What one run of one suite showed; stored as JSON beside the raw results."""
+
+    suite: str
+    mode: str
+    commit: str
+    finished: str
+    seconds: float
+    counts: dict[str, int]
+    allow_listed: int
+    regressions: list[str] = field(default_factory=list)
+    newly_passing: list[str] = field(default_factory=list)
+    undocumented: list[str] = field(default_factory=list)
+    broker_problems: list[str] = field(default_factory=list)
+    setup_error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not (self.regressions or self.undocumented or self.broker_problems or self.setup_error)
+
+
+def discover() -> list[str]:
+    return sorted(p.parent.name for p in SUITES_DIR.glob("*/run.sh"))
+
+
+def read_list(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    items = []
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            items.append(line)
+    return items
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    props = {}
+    for line in read_list(path):
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise SystemExit(f"{path}: not key=value: {line!r}")
+        props[key.strip()] = value.strip()
+    return props
+
+
+def finding_ids(path: Path) -> set[str]:
+    """Test ids named in FINDINGS.md: every `backticked` token counts."""
+    if not path.exists():
+        return set()
+    return set(re.findall(r"`([^`\n]+)`", path.read_text()))
+
+
+def finding_groups(path: Path) -> list[tuple[str, int]]:
+    """(heading, number of test ids under it) for each `## ` section of FINDINGS.md."""
+    if not path.exists():
+        return []
+    groups: list[tuple[str, int]] = []
+    heading, ids = None, set()
+    for line in path.read_text().splitlines() + ["## "]:
+        if line.startswith("## "):
+            if heading:
+                groups.append((heading, len(ids)))
+            heading, ids = line[3:].strip(), set()
+        elif heading:
+            ids.update(re.findall(r"`([^`\n]+)`", line))
+    return groups
+
+
+def parse_results(path: Path) -> list[Outcome]:
+    results: dict[str, Outcome] = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) < 2 or parts[1] not in STATUSES:
+            raise ValueError(f"{path}:{n}: expected 'id<TAB>passed|failed|skipped<TAB>s<TAB>detail'")
+        seconds = float(parts[2]) if len(parts) > 2 and parts[2] else 0.0
+        # A test reported twice (a retried pytest item, say) counts by its last outcome.
+        results[parts[0]] = Outcome(parts[0], parts[1], seconds, parts[3] if len(parts) > 3 else "")
+    return list(results.values())
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _run_suite_process(suite: str, mode: str, bootstrap: str, results: Path, log: Path) -> str:
+    """Runs run.sh in its own process group; returns an error message, or '' when it completed."""
+    cmd = ["bash", str(SUITES_DIR / suite / "run.sh"), mode, bootstrap, str(results)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = proc.wait(timeout=SUITE_TIMEOUT[mode])
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            # Whatever the suite left behind (test processes, helpers) goes with its group.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+    if code is None:
+        return f"run.sh did not finish within {SUITE_TIMEOUT[mode]} s"
+    if code != 0:
+        return f"run.sh exited with {code} (setup or build failed; see {log})"
+    return ""
+
+
+def run_suite(suite: str, mode: str) -> SuiteSummary:
+    from kafkapy.testing.node import KafkaNode, NodeError
+
+    folder = SUITES_DIR / suite
+    out = OUT_DIR / suite
+    out.mkdir(parents=True, exist_ok=True)
+    results_path, suite_log = out / "results.tsv", out / "suite.log"
+    results_path.unlink(missing_ok=True)
+    overrides = read_properties(folder / "broker.properties")
+    started = time.monotonic()
+    problems: list[str] = []
+    setup_error = ""
+
+    print(f"== {suite} ({mode}): starting a kafkapy node", flush=True)
+    node = KafkaNode(overrides=overrides)
+    try:
+        node.start()
+        print(f"   node {node.bootstrap}; suite output in {suite_log}", flush=True)
+        setup_error = _run_suite_process(suite, mode, node.bootstrap, results_path, suite_log)
+        if not node.running:
+            problems.append("the broker process died during the suite")
+    except NodeError as e:
+        setup_error = f"the node did not start: {e}"
+    finally:
+        node_log = node.log_tail(50_000_000)
+        (out / "node.log").write_text(node_log)
+        node.cleanup()
+    tracebacks = len(BROKER_TRACEBACK.findall(node_log))
+    if tracebacks:
+        problems.append(f"the broker logged {tracebacks} unhandled exception(s); see {out / 'node.log'}")
+
+    results: list[Outcome] = []
+    if results_path.exists():
+        try:
+            results = parse_results(results_path)
+        except ValueError as e:
+            setup_error = setup_error or str(e)
+    elif not setup_error:
+        setup_error = "run.sh wrote no results"
+    if not results and not setup_error:
+        # Zero tests must not look like success, as pytest's exit code 5 must not.
+        setup_error = "the suite reported no tests"
+
+    summary = classify(
+        suite, mode, results,
+        allowed=read_list(folder / "allow-list.txt"),
+        documented=finding_ids(folder / "FINDINGS.md"),
+        seconds=time.monotonic() - started,
+    )
+    summary.broker_problems, summary.setup_error = problems, setup_error
+    (out / "summary.json").write_text(json.dumps(asdict(summary), indent=2) + "\n")
+    _print_summary(summary, {r.test_id: r for r in results})
+    return summary
+
+
+def classify(suite: str, mode: str, results: list[Outcome], *, allowed: list[str],
+             documented: set[str], seconds: float = 0.0) -> SuiteSummary:
+    """Holds one run's results against the suite's allow-list and findings."""
+    by_id = {r.test_id: r for r in results}
+    passed = {r.test_id for r in results if r.status == "passed"}
+    counts = {s: sum(r.status == s for r in results) for s in STATUSES}
+    counts["total"] = len(results)
+    return SuiteSummary(
+        suite=suite, mode=mode, commit=git_commit(),
+        finished=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        seconds=round(seconds, 1), counts=counts, allow_listed=len(allowed),
+        # Quick mode runs a subset: an allowed test it did not run is no regression there, one it
+        # ran and did not pass is. A full run must run every allowed test.
+        regressions=[t for t in allowed if t not in passed and (t in by_id or mode == "full")],
+        newly_passing=sorted(passed - set(allowed)),
+        undocumented=sorted(r.test_id for r in results
+                            if r.status != "passed" and r.test_id not in documented),
+    )
+
+
+def _print_summary(s: SuiteSummary, by_id: dict[str, Outcome]) -> None:
+    c = s.counts
+    print(f"   {s.suite}: {c.get('passed', 0)} passed, {c.get('failed', 0)} failed, "
+          f"{c.get('skipped', 0)} skipped of {c.get('total', 0)} in {s.seconds:.0f} s "
+          f"({s.allow_listed} on the allow-list)", flush=True)
+    for t in s.regressions:
+        r = by_id.get(t)
+        print(f"   REGRESSION {t}: {r.status + ' ' + r.detail if r else 'not run'}")
+    for t in s.undocumented:
+        print(f"   UNDOCUMENTED {t}: {by_id[t].status} {by_id[t].detail} (add it to FINDINGS.md)")
+    for t in s.newly_passing:
+        print(f"   now passing, add to allow-list.txt: {t}")
+    for p in s.broker_problems:
+        print(f"   BROKER {p}")
+    if s.setup_error:
+        print(f"   SETUP {s.setup_error}")
+    print(f"   {'ok' if s.ok else 'FAILED'}", flush=True)
+
+
+# -- the report --------------------------------------------------------------------------------
+
+SUITE_SOURCES = {
+    "librdkafka": "librdkafka 2.0.2 `tests/` (Debian bookworm source package)",
+    "kafka-python": "kafka-python 3.0.12 `test/integration` (PyPI sdist)",
+    "confluent-kafka-python": "confluent-kafka-python 1.4.2 `tests/integration` (PyPI sdist) "
+                              "on the confluent-kafka 2.16.1 client",
+}
+
+
+def load_summaries() -> list[SuiteSummary]:
+    summaries = []
+    for suite in discover():
+        path = OUT_DIR / suite / "summary.json"
+        if path.exists():
+            summaries.append(SuiteSummary(**json.loads(path.read_text())))
+    return summaries
+
+
+def render_table(summaries: list[SuiteSummary]) -> str:
+    lines = ["| suite | mode | passed | failed | skipped | total | on the allow-list |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for s in summaries:
+        c = s.counts
+        lines.append(f"| [{s.suite}](../compat-tests/{s.suite}/FINDINGS.md) | {s.mode} | "
+                     f"{c.get('passed', 0)} | {c.get('failed', 0)} | {c.get('skipped', 0)} | "
+                     f"{c.get('total', 0)} | {s.allow_listed} |")
+    return "\n".join(lines)
+
+
+def render_doc(summaries: list[SuiteSummary]) -> str:
+    parts = [
+        "# Compatibility report card",
+        "",
+        "The client libraries' own test suites, written by the people who know every corner of "
+        "the protocol, run against a fresh single-node kafkapy. Every test that does not pass has "
+        "a line in its suite's `FINDINGS.md` saying why: a broker gap, or a feature that does not "
+        "apply yet. CI runs the quick selection on every commit and fails if a test on an "
+        "allow-list stops passing.",
+        "",
+        "Regenerate this page (and the numbers in the README) with `make report-card` "
+        "(quick selection) or `make report-card MODE=full`.",
+        "",
+        render_table(summaries),
+        "",
+    ]
+    for s in summaries:
+        folder = SUITES_DIR / s.suite
+        parts += [f"## {s.suite}", "",
+                  f"Source: {SUITE_SOURCES.get(s.suite, s.suite)}. Last run: {s.mode} mode, "
+                  f"commit `{s.commit}`, {s.finished}, {s.seconds:.0f} s.", ""]
+        groups = finding_groups(folder / "FINDINGS.md")
+        if groups:
+            parts += ["Why the rest do not pass (tests per reason; details in "
+                      f"[FINDINGS.md](../compat-tests/{s.suite}/FINDINGS.md)):", ""]
+            parts += [f"- {heading} — {n}" for heading, n in groups]
+            parts.append("")
+        if s.newly_passing:
+            parts += [f"Passing but not yet on the allow-list: {len(s.newly_passing)}.", ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def render_readme_block(summaries: list[SuiteSummary]) -> str:
+    cells = [f"{s.suite} {s.counts.get('passed', 0)}/{s.counts.get('total', 0)}" for s in summaries]
+    return (f"{README_START}\nClient test suites passing against kafkapy ({summaries[0].mode} "
+            f"selection, commit `{summaries[0].commit}`): " + ", ".join(cells) +
+            ". Per-test detail and every known gap: [docs/compatibility.md](docs/compatibility.md)."
+            f"\n{README_END}")
+
+
+def write_report() -> int:
+    summaries = load_summaries()
+    if not summaries:
+        print("no results yet: run `report_card.py run` first", file=sys.stderr)
+        return 1
+    DOC.write_text(render_doc(summaries))
+    text = README.read_text()
+    block = render_readme_block(summaries)
+    if README_START in text and README_END in text:
+        head, rest = text.split(README_START, 1)
+        text = head + block + rest.split(README_END, 1)[1]
+        README.write_text(text)
+    else:
+        print(f"README has no {README_START} block; only {DOC} written", file=sys.stderr)
+    print(f"wrote {DOC.relative_to(ROOT)} and the README block")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="run suites against a fresh node each and check them")
+    run_p.add_argument("suites", nargs="*", help=f"default: all ({', '.join(discover())})")
+    run_p.add_argument("--mode", choices=("quick", "full"), default="quick")
+    run_p.add_argument("--report", action="store_true", help="then regenerate the report")
+    sub.add_parser("report", help="write docs/compatibility.md and the README block")
+    args = parser.parse_args(argv)
+
+    if args.command == "report":
+        return write_report()
+    suites = args.suites or discover()
+    if not suites:
+        parser.error("no suites found (compat-tests/*/run.sh)")
+    unknown = set(suites) - set(discover())
+    if unknown:
+        parser.error(f"no such suite: {', '.join(sorted(unknown))}")
+    summaries = [run_suite(s, args.mode) for s in suites]
+    if args.report:
+        write_report()
+    failed = [s.suite for s in summaries if not s.ok]
+    print(f"== report card: {len(summaries) - len(failed)}/{len(summaries)} suites as expected"
+          + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
