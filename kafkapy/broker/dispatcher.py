@@ -22,7 +22,9 @@ from kafkapy.broker.handlers.groups import (
     handle_delete_groups, handle_describe_groups, handle_heartbeat, handle_join_group, handle_leave_group,
     handle_list_groups, handle_sync_group,
 )
+from kafkapy.broker.handlers.leader_epochs import handle_offset_for_leader_epoch
 from kafkapy.broker.handlers.list_offsets import handle_list_offsets
+from kafkapy.broker.handlers.log_dirs import handle_describe_log_dirs
 from kafkapy.broker.handlers.offsets import handle_offset_commit, handle_offset_delete, handle_offset_fetch
 from kafkapy.broker.handlers.produce import handle_produce
 from kafkapy.broker.handlers.producer_ids import handle_init_producer_id
@@ -52,6 +54,8 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.CREATE_PARTITIONS, 0, 3, handle_create_partitions),
     (ApiKey.DESCRIBE_CLUSTER, 0, 1, handle_describe_cluster),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle_describe_topic_partitions),
+    (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, handle_offset_for_leader_epoch),
+    (ApiKey.DESCRIBE_LOG_DIRS, 1, 4, handle_describe_log_dirs),
     # Consumer groups (classic protocol) and committed offsets.
     (ApiKey.OFFSET_COMMIT, 2, 9, handle_offset_commit),
     (ApiKey.OFFSET_FETCH, 1, 9, handle_offset_fetch),

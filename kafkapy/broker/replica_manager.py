@@ -64,6 +64,10 @@ class ReplicaManager:
     def __len__(self) -> int:
         return len(self._partitions)
 
+    @property
+    def log_dirs(self) -> list[str]:
+        return list(self._log_manager.log_dirs)
+
     def partitions(self) -> list[HostedPartition]:
         return list(self._partitions.values())
 

@@ -8,6 +8,7 @@ from Kafka and where Spark silently loses data when they do.
 import pytest
 
 from helpers import batch, create_topics, fetch, list_offsets, metadata, partition_response, produce, run_client
+from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.reader import iter_batches
 
@@ -179,3 +180,54 @@ def test_read_committed_sees_up_to_the_last_stable_offset(node):
     assert latest.topics[0].partitions[0].offset == 2
     part = fetched.responses[0].partitions[0]
     assert (part.error_code, part.last_stable_offset) == (0, 2) and part.records
+
+
+def test_offset_for_leader_epoch_answers_where_each_epoch_ends(node):
+    _create(node, "sem-epochs", partitions=2)
+
+    def req(epoch: int, current: int = -1, partition: int = 0):
+        Req = m.OffsetForLeaderEpochRequest
+        return Req(replica_id=-1, topics=[Req.OffsetForLeaderTopic(topic="sem-epochs", partitions=[
+            Req.OffsetForLeaderTopic.OffsetForLeaderPartition(
+                partition=partition, current_leader_epoch=current, leader_epoch=epoch)])])
+
+    async def scenario(c):
+        await c.send(produce("sem-epochs", 0, batch([b"a", b"b", b"c"])))
+        meta = await c.send(metadata("sem-epochs"))
+        epoch = meta.topics[0].partitions[0].leader_epoch
+        return (epoch, await c.send(req(epoch)), await c.send(req(epoch, current=epoch + 1)),
+                await c.send(req(epoch, partition=1)), await c.send(req(epoch, partition=9)))
+
+    epoch, latest, future, empty, unknown = run_client(node, scenario)
+    part = latest.topics[0].partitions[0]
+    # The latest epoch ends at the log end offset: a consumer at offset <= 3 is still valid.
+    assert (part.error_code, part.leader_epoch, part.end_offset) == (0, epoch, 3)
+    assert future.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+    # Nothing written yet: no epoch is known, as Kafka answers for an empty log.
+    e = empty.topics[0].partitions[0]
+    assert (e.error_code, e.leader_epoch, e.end_offset) == (0, -1, -1)
+    assert unknown.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_describe_log_dirs_reports_partition_sizes(node):
+    _create(node, "sem-logdirs", partitions=2)
+
+    def req(topics):
+        Req = m.DescribeLogDirsRequest
+        return Req(topics=None if topics is None else [
+            Req.DescribableLogDirTopic(topic=t, partitions=ps) for t, ps in topics])
+
+    async def scenario(c):
+        await c.send(produce("sem-logdirs", 1, batch([b"x" * 100] * 5)))
+        return await c.send(req([("sem-logdirs", [0, 1, 7])])), await c.send(req(None))
+
+    some, every = run_client(node, scenario)
+    [d] = some.results
+    assert d.error_code == 0 and d.log_dir == str(node.data_dir.resolve())
+    assert d.total_bytes > 0 and 0 <= d.usable_bytes <= d.total_bytes
+    [t] = d.topics
+    sizes = {p.partition_index: p.partition_size for p in t.partitions}
+    # Partition 7 does not exist: left out, as Kafka does.
+    assert t.name == "sem-logdirs" and set(sizes) == {0, 1} and sizes[0] == 0 and sizes[1] > 500
+    names = {t.name for t in every.results[0].topics}
+    assert "sem-logdirs" in names
