@@ -17,6 +17,7 @@ from kafkapy.broker.handlers.configs import (
 )
 from kafkapy.broker.handlers.delete_records import handle_delete_records
 from kafkapy.broker.handlers.coordinator import handle_find_coordinator
+from kafkapy.broker.handlers.elections import handle_elect_leaders
 from kafkapy.broker.handlers.fetch import handle_fetch
 from kafkapy.broker.handlers.groups import (
     handle_delete_groups, handle_describe_groups, handle_heartbeat, handle_join_group, handle_leave_group,
@@ -28,6 +29,7 @@ from kafkapy.broker.handlers.log_dirs import handle_describe_log_dirs
 from kafkapy.broker.handlers.offsets import handle_offset_commit, handle_offset_delete, handle_offset_fetch
 from kafkapy.broker.handlers.produce import handle_produce
 from kafkapy.broker.handlers.producer_ids import handle_init_producer_id
+from kafkapy.broker.handlers.reassignments import handle_list_partition_reassignments
 from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
@@ -56,6 +58,8 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle_describe_topic_partitions),
     (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, handle_offset_for_leader_epoch),
     (ApiKey.DESCRIBE_LOG_DIRS, 1, 4, handle_describe_log_dirs),
+    (ApiKey.ELECT_LEADERS, 0, 2, handle_elect_leaders),
+    (ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, handle_list_partition_reassignments),
     # Consumer groups (classic protocol) and committed offsets.
     (ApiKey.OFFSET_COMMIT, 2, 9, handle_offset_commit),
     (ApiKey.OFFSET_FETCH, 1, 9, handle_offset_fetch),

@@ -35,6 +35,8 @@ from kafkapy.controller.types import (
     CreatePartitionsResult,
     CreatePartitionsTopic,
     DeleteTopicResult,
+    ElectionResult,
+    ElectionType,
     NewTopic,
     OpType,
     ProducerIdsBlock,
@@ -842,6 +844,61 @@ class QuorumController:
                 out.append(PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=leader,
                                                  version=PARTITION_CHANGE_RECORD_VERSION))
         return out
+
+    def elect_leaders(self, partitions: Sequence[tuple[str, int]] | None,
+                      election_type: ElectionType) -> ControllerResult[list[ElectionResult]]:
+        """ElectLeaders: move leadership to the preferred replica, or elect an unclean leader for
+        leaderless partitions. ``partitions`` None means all of them, and then (as Kafka does)
+        only the partitions where something happened or failed are reported."""
+        cluster = self.image.cluster
+        every = partitions is None
+        if every:
+            partitions = [(t.name, i) for t in sorted(self.image.topics.by_id.values(), key=lambda t: t.name)
+                          for i in sorted(t.partitions)]
+        results: list[ElectionResult] = []
+        records: list[MetadataRecord] = []
+        for name, index in dict.fromkeys(partitions):
+            topic = self.image.topics.by_name.get(name)
+            p = topic.partitions.get(index) if topic is not None else None
+            if p is None:
+                results.append(ElectionResult(name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                              f"No such topic partition {name}-{index}"))
+                continue
+            change, code, message = None, ErrorCode.NONE, None
+            if election_type == ElectionType.PREFERRED:
+                preferred = p.replicas[0] if p.replicas else NO_LEADER
+                if p.leader == preferred:
+                    code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+                elif preferred not in p.isr or not cluster.is_active(preferred):
+                    code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+                    message = f"Failed to elect leader for {name}-{index}: the preferred replica is not available."
+                else:
+                    change = PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=preferred,
+                                                   version=PARTITION_CHANGE_RECORD_VERSION)
+            else:
+                if p.leader != NO_LEADER:
+                    code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+                else:
+                    clean = next((r for r in p.replicas if r in p.isr and cluster.is_active(r)), NO_LEADER)
+                    unclean = next((r for r in p.replicas if cluster.is_active(r)), NO_LEADER)
+                    if clean != NO_LEADER:
+                        change = PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=clean,
+                                                       version=PARTITION_CHANGE_RECORD_VERSION)
+                    elif unclean != NO_LEADER:
+                        # An out-of-sync leader: its log becomes the truth, and the ISR restarts
+                        # from it, recovering (KIP-704) until it has written its first batch.
+                        change = PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=unclean,
+                                                       isr=(unclean,), leader_recovery_state=1,
+                                                       version=PARTITION_CHANGE_RECORD_VERSION)
+                    else:
+                        code = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+                        message = f"Failed to elect leader for {name}-{index}: no live replica."
+            if change is not None:
+                records.append(change)
+            if every and code == ErrorCode.ELECTION_NOT_NEEDED:
+                continue
+            results.append(ElectionResult(name, index, code, message))
+        return ControllerResult(tuple(records), results)
 
     def _fence_records(self, broker_id: int, epoch: int) -> list[MetadataRecord]:
         # Kafka's order: leave the ISRs first, then mark the broker fenced.

@@ -203,9 +203,27 @@ class ProducerIdsBlock:
     size: int = 0
 
 
+class ElectionType(IntEnum):
+    """ElectLeaders' election types, numbered as on the wire."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+@dataclass(frozen=True)
+class ElectionResult:
+    """The outcome of ElectLeaders for one partition."""
+
+    topic: str
+    partition: int
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+
+
 __all__ = [
     "AlterConfigOp", "AlterConfigsResource", "AlterConfigsResult", "BrokerHeartbeatReply",
     "BrokerHeartbeatRequest", "BrokerRegistrationReply", "BrokerRegistrationRequest",
     "ControllerResult", "CreatePartitionsResult", "CreatePartitionsTopic", "DeleteTopicResult",
+    "ElectionResult", "ElectionType",
     "NewTopic", "OpType", "ProducerIdsBlock", "TopicConfigEntry", "TopicDefaults", "TopicResult",
 ]

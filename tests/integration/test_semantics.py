@@ -231,3 +231,24 @@ def test_describe_log_dirs_reports_partition_sizes(node):
     assert t.name == "sem-logdirs" and set(sizes) == {0, 1} and sizes[0] == 0 and sizes[1] > 500
     names = {t.name for t in every.results[0].topics}
     assert "sem-logdirs" in names
+
+
+def test_elect_leaders_and_reassignments_on_one_node(node):
+    _create(node, "sem-elect", partitions=2)
+    Elect = m.ElectLeadersRequest
+
+    async def scenario(c):
+        named = await c.send(Elect(election_type=0, timeout_ms=5000, topic_partitions=[
+            Elect.TopicPartitions(topic="sem-elect", partitions=[0, 1]),
+            Elect.TopicPartitions(topic="sem-missing", partitions=[0])]))
+        every = await c.send(Elect(election_type=1, timeout_ms=5000, topic_partitions=None))
+        listed = await c.send(m.ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None))
+        return named, every, listed
+
+    named, every, listed = run_client(node, scenario)
+    codes = {(t.topic, p.partition_id): p.error_code for t in named.replica_election_results for p in t.partition_result}
+    # One replica each, already the leader: nothing to elect.
+    assert codes == {("sem-elect", 0): ErrorCode.ELECTION_NOT_NEEDED, ("sem-elect", 1): ErrorCode.ELECTION_NOT_NEEDED,
+                     ("sem-missing", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert every.error_code == 0 and every.replica_election_results == []
+    assert listed.error_code == 0 and listed.topics == []

@@ -12,7 +12,9 @@ from kafkapy.controller import (
     AlterConfigsResource,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
+    ControllerResult,
     CreatePartitionsTopic,
+    ElectionType,
     NewTopic,
     OpType,
     QuorumController,
@@ -26,6 +28,7 @@ from kafkapy.metadata.records import (
     BrokerFeature,
     ConfigRecord,
     FeatureLevelRecord,
+    PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RemoveTopicRecord,
@@ -580,3 +583,45 @@ def test_excessively_large_operations_fail_as_a_whole(h) -> None:
     create(h, NewTopic("t", 1, 1))
     res = h.commit(h.controller.create_partitions([CreatePartitionsTopic("t", 20_000)]))
     assert E(res[0].error_code) == E.POLICY_VIOLATION
+
+
+# -- leader elections --------------------------------------------------------------------------
+
+def test_preferred_election_moves_leadership_back() -> None:
+    h = make_harness()
+    epochs = {b: h.add_broker(b) for b in (1, 2)}
+    create(h, NewTopic("t", assignments={0: [1, 2], 1: [2, 1]}))
+    c = h.controller
+    # Broker 1 steps away and back: partition 0 stays on broker 2, not its preferred replica.
+    h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, epochs[1], 10**6, want_fence=True), now_ms=1))
+    h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, epochs[1], 10**6), now_ms=2))
+    assert c.image.topics.partition("t", 0).leader == 2
+    # It is not back in the ISR yet (replication puts it back): the preferred leader is unavailable.
+    results = h.commit(c.elect_leaders([("t", 0)], ElectionType.PREFERRED))
+    assert [r.error_code for r in results] == [E.PREFERRED_LEADER_NOT_AVAILABLE]
+    h.commit(ControllerResult((PartitionChangeRecord(partition_id=0, topic_id=c.image.topics.by_name["t"].id,
+                                                     isr=(2, 1)),), None))
+    results = h.commit(c.elect_leaders([("t", 0), ("t", 1), ("nope", 0)], ElectionType.PREFERRED))
+    assert [(r.partition, r.error_code) for r in results] == [
+        (0, E.NONE), (1, E.ELECTION_NOT_NEEDED), (0, E.UNKNOWN_TOPIC_OR_PARTITION)]
+    p0 = c.image.topics.partition("t", 0)
+    assert (p0.leader, p0.leader_epoch) == (1, 2)
+    # Every partition: only those where something happened are reported.
+    assert h.commit(c.elect_leaders(None, ElectionType.PREFERRED)) == []
+
+
+def test_unclean_election_only_for_leaderless_partitions() -> None:
+    h = make_harness()
+    epochs = {b: h.add_broker(b) for b in (1, 2)}
+    create(h, NewTopic("t", assignments={0: [1, 2]}))
+    c = h.controller
+    assert [r.error_code for r in h.commit(c.elect_leaders([("t", 0)], ElectionType.UNCLEAN))] == [
+        E.ELECTION_NOT_NEEDED]
+    # Broker 2 leaves the ISR, then broker 1 (the last ISR member) is fenced: leaderless.
+    tid = c.image.topics.by_name["t"].id
+    h.commit(ControllerResult((PartitionChangeRecord(partition_id=0, topic_id=tid, isr=(1,)),), None))
+    h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, epochs[1], 10**6, want_fence=True), now_ms=1))
+    assert c.image.topics.partition("t", 0).leader == -1
+    [r] = h.commit(c.elect_leaders([("t", 0)], ElectionType.UNCLEAN))
+    p0 = c.image.topics.partition("t", 0)
+    assert r.error_code == E.NONE and (p0.leader, p0.isr, p0.leader_recovery_state) == (2, (2,), 1)
