@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from kafkapy.broker.context import BrokerContext, client_address
+from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from kafkapy.broker.handlers.cluster import handle_describe_cluster, handle_describe_topic_partitions, handle_metadata
 from kafkapy.broker.handlers.configs import (
     handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs,
@@ -60,6 +61,10 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.DESCRIBE_LOG_DIRS, 1, 4, handle_describe_log_dirs),
     (ApiKey.ELECT_LEADERS, 0, 2, handle_elect_leaders),
     (ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, handle_list_partition_reassignments),
+    # No authorizer yet: SECURITY_DISABLED, as a Kafka broker without authorizer.class.name.
+    (ApiKey.DESCRIBE_ACLS, 1, 3, handle_describe_acls),
+    (ApiKey.CREATE_ACLS, 1, 3, handle_create_acls),
+    (ApiKey.DELETE_ACLS, 1, 3, handle_delete_acls),
     # Consumer groups (classic protocol) and committed offsets.
     (ApiKey.OFFSET_COMMIT, 2, 9, handle_offset_commit),
     (ApiKey.OFFSET_FETCH, 1, 9, handle_offset_fetch),

@@ -252,3 +252,24 @@ def test_elect_leaders_and_reassignments_on_one_node(node):
                      ("sem-missing", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert every.error_code == 0 and every.replica_election_results == []
     assert listed.error_code == 0 and listed.topics == []
+
+
+def test_acl_apis_answer_security_disabled_without_an_authorizer(node):
+    async def scenario(c):
+        d = await c.send(m.DescribeAclsRequest(
+            resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+            host_filter=None, operation=1, permission_type=1))
+        Create = m.CreateAclsRequest
+        cr = await c.send(Create(creations=[Create.AclCreation(
+            resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a", host="*",
+            operation=3, permission_type=3)]))
+        Delete = m.DeleteAclsRequest
+        dl = await c.send(Delete(filters=[Delete.DeleteAclsFilter(
+            resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+            host_filter=None, operation=1, permission_type=1)] * 2))
+        return d, cr, dl
+
+    d, cr, dl = run_client(node, scenario)
+    assert d.error_code == ErrorCode.SECURITY_DISABLED and "Authorizer" in d.error_message
+    assert [r.error_code for r in cr.results] == [ErrorCode.SECURITY_DISABLED]
+    assert [r.error_code for r in dl.filter_results] == [ErrorCode.SECURITY_DISABLED] * 2
