@@ -112,20 +112,29 @@ def finding_ids(path: Path) -> set[str]:
     return set(re.findall(r"`([^`\n]+)`", path.read_text()))
 
 
-def finding_groups(path: Path) -> list[tuple[str, int]]:
-    """(heading, number of test ids under it) for each `## ` section of FINDINGS.md."""
+def finding_groups(path: Path, test_ids: set[str]) -> list[tuple[str, int]]:
+    """(reason, number of tests under it) per heading of FINDINGS.md that lists tests.
+
+    Only backticked tokens that are test ids of ``test_ids`` count (findings also quote config
+    names and commands).
+    A reason under a ``##`` section (``###``) is named with its section, e.g. "Failing, broker
+    gap: client quotas", so the report keeps the finding's own wording.
+    """
     if not path.exists():
         return []
-    groups: list[tuple[str, int]] = []
-    heading, ids = None, set()
-    for line in path.read_text().splitlines() + ["## "]:
+    groups: dict[str, set[str]] = {}
+    section, heading = "", ""
+    for line in path.read_text().splitlines():
         if line.startswith("## "):
-            if heading:
-                groups.append((heading, len(ids)))
-            heading, ids = line[3:].strip(), set()
+            section = heading = line[3:].strip()
+        elif line.startswith("### "):
+            heading = f"{section}: {line[4:].strip()}" if section else line[4:].strip()
         elif heading:
-            ids.update(re.findall(r"`([^`\n]+)`", line))
-    return groups
+            ids = set(re.findall(r"`([^`\n]+)`", line)) & test_ids
+            if ids:
+                groups.setdefault(heading, set()).update(ids)
+    # A heading may carry its own count ("Schema Registry (35)"); the table gives the real one.
+    return [(re.sub(r"\s*\(\d+[^)]*\)\s*$", "", heading), len(ids)) for heading, ids in groups.items()]
 
 
 def parse_results(path: Path) -> list[Outcome]:
@@ -319,11 +328,13 @@ def render_doc(summaries: list[SuiteSummary]) -> str:
         parts += [f"## {s.suite}", "",
                   f"Source: {SUITE_SOURCES.get(s.suite, s.suite)}. Last run: {s.mode} mode, "
                   f"commit `{s.commit}`, {s.finished}, {s.seconds:.0f} s.", ""]
-        groups = finding_groups(folder / "FINDINGS.md")
+        results_path = OUT_DIR / s.suite / "results.tsv"
+        ids = {r.test_id for r in parse_results(results_path)} if results_path.exists() else set()
+        groups = finding_groups(folder / "FINDINGS.md", ids)
         if groups:
             parts += ["Why the rest do not pass (tests per reason; details in "
                       f"[FINDINGS.md](../compat-tests/{s.suite}/FINDINGS.md)):", ""]
-            parts += [f"- {heading} — {n}" for heading, n in groups]
+            parts += [f"- {heading}: {n}" for heading, n in groups]
             parts.append("")
         if s.newly_passing:
             parts += [f"Passing but not yet on the allow-list: {len(s.newly_passing)}.", ""]
