@@ -270,7 +270,12 @@ _KAFKA_PYTHON_MODULES = (
 )
 
 # Our own schemas (``kafkapy/protocol/schemas/<Name>.json``), for APIs kafka-python lacks.
-_OWN_SCHEMAS = ("BrokerHeartbeatRequest", "BrokerHeartbeatResponse")
+_OWN_SCHEMAS = tuple(
+    f"{api}{kind}"
+    for api in ("Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "AlterPartition", "FetchSnapshot",
+                "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker", "ControllerRegistration")
+    for kind in ("Request", "Response")
+)
 _SCHEMA_PACKAGE = "kafkapy.protocol.schemas"
 
 _REQUESTS: dict[int, type[ApiMessage]] = {}
