@@ -26,11 +26,13 @@ from kafkapy.broker.handlers.groups import (
 )
 from kafkapy.broker.handlers.leader_epochs import handle_offset_for_leader_epoch
 from kafkapy.broker.handlers.list_offsets import handle_list_offsets
-from kafkapy.broker.handlers.log_dirs import handle_describe_log_dirs
+from kafkapy.broker.handlers.log_dirs import handle_alter_replica_log_dirs, handle_describe_log_dirs
 from kafkapy.broker.handlers.offsets import handle_offset_commit, handle_offset_delete, handle_offset_fetch
 from kafkapy.broker.handlers.produce import handle_produce
 from kafkapy.broker.handlers.producer_ids import handle_init_producer_id
-from kafkapy.broker.handlers.reassignments import handle_list_partition_reassignments
+from kafkapy.broker.handlers.reassignments import (
+    handle_alter_partition_reassignments, handle_list_partition_reassignments,
+)
 from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
@@ -43,8 +45,8 @@ Handler = Callable[[BrokerContext, Request], Awaitable[object | None]]
 # (api key, min version, max version, handler). ApiVersions itself is answered by dispatch().
 BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.PRODUCE, 3, 11, handle_produce),
-    (ApiKey.FETCH, 4, 16, handle_fetch),
-    (ApiKey.LIST_OFFSETS, 1, 8, handle_list_offsets),
+    (ApiKey.FETCH, 4, 17, handle_fetch),
+    (ApiKey.LIST_OFFSETS, 1, 9, handle_list_offsets),
     (ApiKey.METADATA, 0, 12, handle_metadata),
     (ApiKey.FIND_COORDINATOR, 0, 6, handle_find_coordinator),
     (ApiKey.CREATE_TOPICS, 2, 7, handle_create_topics),
@@ -60,6 +62,8 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, handle_offset_for_leader_epoch),
     (ApiKey.DESCRIBE_LOG_DIRS, 1, 4, handle_describe_log_dirs),
     (ApiKey.ELECT_LEADERS, 0, 2, handle_elect_leaders),
+    (ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, handle_alter_replica_log_dirs),
+    (ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, handle_alter_partition_reassignments),
     (ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, handle_list_partition_reassignments),
     # No authorizer yet: SECURITY_DISABLED, as a Kafka broker without authorizer.class.name.
     (ApiKey.DESCRIBE_ACLS, 1, 3, handle_describe_acls),

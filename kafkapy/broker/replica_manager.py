@@ -68,6 +68,10 @@ class ReplicaManager:
     def log_dirs(self) -> list[str]:
         return list(self._log_manager.log_dirs)
 
+    def move_to_log_dir(self, topic: str, partition: int, log_dir: str) -> bool:
+        """AlterReplicaLogDirs for one replica: see ``LogManager.move``."""
+        return self._log_manager.move(topic, partition, log_dir)
+
     def partitions(self) -> list[HostedPartition]:
         return list(self._partitions.values())
 

@@ -20,7 +20,6 @@ DEVELOPMENT_DEFAULTS: dict[str, str] = {
     "process.roles": "broker,controller",
     "node.id": "1",
     "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
-    "advertised.listeners": "PLAINTEXT://127.0.0.1:9092",
     "controller.listener.names": "CONTROLLER",
     "controller.quorum.voters": "1@127.0.0.1:9093",
     "inter.broker.listener.name": "PLAINTEXT",

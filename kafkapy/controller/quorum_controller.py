@@ -38,6 +38,7 @@ from kafkapy.controller.types import (
     ElectionResult,
     ElectionType,
     NewTopic,
+    ReassignmentResult,
     OpType,
     ProducerIdsBlock,
     TopicConfigEntry,
@@ -898,6 +899,45 @@ class QuorumController:
             if every and code == ErrorCode.ELECTION_NOT_NEEDED:
                 continue
             results.append(ElectionResult(name, index, code, message))
+        return ControllerResult(tuple(records), results)
+
+    def alter_partition_reassignments(
+            self, targets: Sequence[tuple[str, int, Sequence[int] | None]]
+    ) -> ControllerResult[list[ReassignmentResult]]:
+        """AlterPartitionReassignments: give partitions new replica lists (None cancels).
+
+        A new order of the same replicas takes effect at once (it changes the preferred leader,
+        as in Kafka). Moving data to other brokers needs followers that copy it, which arrive
+        with replication; until then such a target is refused with a message saying so.
+        """
+        results: list[ReassignmentResult] = []
+        records: list[MetadataRecord] = []
+        for name, index, replicas in targets:
+            topic = self.image.topics.by_name.get(name)
+            p = topic.partitions.get(index) if topic is not None else None
+            try:
+                if p is None:
+                    raise _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {name}-{index}.")
+                if replicas is None:
+                    # Nothing can be in progress: every accepted target completes at once.
+                    raise _error(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                                 f"No ongoing reassignment for {name}-{index}.")
+                self._validate_manual_assignment(replicas, None)
+                if set(replicas) != set(p.replicas):
+                    raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                                 f"Moving {name}-{index} to other brokers needs replica movement, "
+                                 "which kafkapy does not support yet; only a new order of the "
+                                 "current replicas is accepted.")
+                if tuple(replicas) != tuple(p.replicas):
+                    records.append(PartitionChangeRecord(
+                        partition_id=index, topic_id=topic.id, replicas=tuple(replicas),
+                        directories=tuple(p.directories[p.replicas.index(r)] for r in replicas)
+                        if len(p.directories) == len(p.replicas) else None,
+                        version=PARTITION_CHANGE_RECORD_VERSION))
+                results.append(ReassignmentResult(name, index))
+            except KafkaError as e:
+                code, msg = _code_message(e)
+                results.append(ReassignmentResult(name, index, code, msg))
         return ControllerResult(tuple(records), results)
 
     def _fence_records(self, broker_id: int, epoch: int) -> list[MetadataRecord]:

@@ -220,10 +220,20 @@ class ElectionResult:
     error_message: str | None = None
 
 
+@dataclass(frozen=True)
+class ReassignmentResult:
+    """The outcome of AlterPartitionReassignments for one partition."""
+
+    topic: str
+    partition: int
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+
+
 __all__ = [
     "AlterConfigOp", "AlterConfigsResource", "AlterConfigsResult", "BrokerHeartbeatReply",
     "BrokerHeartbeatRequest", "BrokerRegistrationReply", "BrokerRegistrationRequest",
     "ControllerResult", "CreatePartitionsResult", "CreatePartitionsTopic", "DeleteTopicResult",
-    "ElectionResult", "ElectionType",
+    "ElectionResult", "ElectionType", "ReassignmentResult",
     "NewTopic", "OpType", "ProducerIdsBlock", "TopicConfigEntry", "TopicDefaults", "TopicResult",
 ]

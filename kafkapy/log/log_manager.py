@@ -20,6 +20,7 @@ from kafkapy.log import files
 from kafkapy.log.checkpoint import (
     CorruptCheckpointError,
     atomic_write,
+    fsync_dir,
     read_offsets_checkpoint,
     write_offsets_checkpoint,
 )
@@ -155,6 +156,38 @@ class LogManager:
         self._logs[tp] = plog
         self._dir_of[tp] = d
         return plog
+
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._dir_of.get((topic, partition))
+
+    def move(self, topic: str, partition: int, dest_dir: str) -> bool:
+        """Move a partition's directory to another of our log dirs; False if it is there already.
+
+        Only a rename on one file system, which moves every file at once, so a crash leaves the
+        partition wholly in one dir or the other. Kafka copies across file systems with a
+        "-future" replica in the background; that is not built yet and is refused.
+        """
+        tp = (topic, partition)
+        dest_dir = os.path.abspath(dest_dir)
+        if dest_dir not in self.log_dirs:
+            raise KafkaError(ErrorCode.LOG_DIR_NOT_FOUND, f"{dest_dir} is not one of this broker's log dirs")
+        plog, src = self._logs.get(tp), self._dir_of.get(tp)
+        if plog is None or src is None:
+            raise KafkaError(ErrorCode.REPLICA_NOT_AVAILABLE, f"{topic}-{partition} has no replica here")
+        if src == dest_dir:
+            return False
+        if os.stat(src).st_dev != os.stat(dest_dir).st_dev:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"moving {topic}-{partition} from {src} to {dest_dir} crosses file systems, "
+                             "which kafkapy does not support yet")
+        plog.flush()
+        plog.rename_dir(os.path.join(dest_dir, files.dir_name(topic, partition)))
+        fsync_dir(src)
+        fsync_dir(dest_dir)
+        self._dir_of[tp] = dest_dir
+        self.checkpoint()
+        log.info("Moved %s-%d from %s to %s", topic, partition, src, dest_dir)
+        return True
 
     def delete(self, topic: str, partition: int) -> bool:
         """Rename the directory to ``<tp>.<uuid>-delete`` (as Kafka), then remove it."""

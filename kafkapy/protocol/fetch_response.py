@@ -24,7 +24,7 @@ __all__ = ["FIRST_VERSION", "LAST_VERSION", "FetchPartitionResult", "FetchTopicR
 
 #: The versions this encoder writes (the ones the broker serves).
 FIRST_VERSION: Final = 4
-LAST_VERSION: Final = 16
+LAST_VERSION: Final = 17
 
 _PART_HEAD = struct.Struct(">ihq")     # partition_index, error_code, high_watermark
 _QQ = struct.Struct(">qq")             # last_stable_offset, log_start_offset
@@ -53,7 +53,7 @@ class FetchTopicResult(NamedTuple):
 
 def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code: int,
                          session_id: int, topics: Sequence[FetchTopicResult]) -> list[Part]:
-    """The complete response frame to the Fetch ``request`` (v4-v16), as bytes and regions."""
+    """The complete response frame to the Fetch ``request`` (v4-v17), as bytes and regions."""
     version = request.response_version
     if not FIRST_VERSION <= version <= LAST_VERSION:
         raise ValueError(f"fetch_response_parts writes Fetch v{FIRST_VERSION}-{LAST_VERSION}, "

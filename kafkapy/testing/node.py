@@ -329,13 +329,15 @@ class KafkaNode(_ProcessNode):
         # A failure here shows up as a startup failure with this log.
 
     def _settings(self) -> dict[str, str]:
+        # advertised.listeners stays unset, as in most Kafka test setups: the broker advertises
+        # its non-controller listeners, and DescribeConfigs reports the key as a default.
+        node_id = str(self.overrides.get("node.id", 1))
         base = {
-            "node.id": "1",
+            "node.id": node_id,
             "process.roles": "broker,controller",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "controller.listener.names": "CONTROLLER",
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "controller.quorum.voters": f"{node_id}@127.0.0.1:{self.controller_port}",
             "log.dirs": str(self.data_dir),
         }
         base.update({k: str(v) for k, v in self.overrides.items()})

@@ -273,3 +273,41 @@ def test_acl_apis_answer_security_disabled_without_an_authorizer(node):
     assert d.error_code == ErrorCode.SECURITY_DISABLED and "Authorizer" in d.error_message
     assert [r.error_code for r in cr.results] == [ErrorCode.SECURITY_DISABLED]
     assert [r.error_code for r in dl.filter_results] == [ErrorCode.SECURITY_DISABLED] * 2
+
+
+def test_replicas_move_between_log_dirs_and_reassignment_reorders(tmp_path):
+    from kafkapy.testing.node import KafkaNode
+
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    with KafkaNode(tmp_path / "n", overrides={"log.dirs": ",".join(map(str, dirs))}) as n:
+        resp = run_client(n, lambda c: c.send(create_topics(("sem-move", 1, 1))))
+        assert resp.topics[0].error_code == 0
+        Alter = m.AlterReplicaLogDirsRequest
+        Reassign = m.AlterPartitionReassignmentsRequest
+
+        def alter(path):
+            return Alter(dirs=[Alter.AlterReplicaLogDir(path=str(path), topics=[
+                Alter.AlterReplicaLogDir.AlterReplicaLogDirTopic(name="sem-move", partitions=[0])])])
+
+        async def scenario(c):
+            await c.send(produce("sem-move", 0, batch([b"a", b"b"])))
+            where = await c.send(m.DescribeLogDirsRequest(topics=None))
+            home = next(d.log_dir for d in where.results if d.topics)
+            other = next(str(d) for d in dirs if str(d) != home)
+            moved = await c.send(alter(other))
+            again = await c.send(alter(other))
+            missing = await c.send(alter(tmp_path / "not-a-log-dir"))
+            after = await c.send(m.DescribeLogDirsRequest(topics=None))
+            fetched = await c.send(fetch("sem-move", 0, 0), version=12)
+            reassigned = await c.send(Reassign(timeout_ms=5000, topics=[Reassign.ReassignableTopic(
+                name="sem-move", partitions=[Reassign.ReassignableTopic.ReassignablePartition(
+                    partition_index=0, replicas=[1])])]))
+            return other, moved, again, missing, after, fetched, reassigned
+
+        other, moved, again, missing, after, fetched, reassigned = run_client(n, scenario)
+    code = lambda r: r.results[0].partitions[0].error_code  # noqa: E731
+    assert (code(moved), code(again), code(missing)) == (0, 0, ErrorCode.LOG_DIR_NOT_FOUND)
+    assert [d.log_dir for d in after.results if d.topics] == [other]
+    part = fetched.responses[0].partitions[0]
+    assert part.error_code == 0 and part.high_watermark == 2 and part.records
+    assert reassigned.error_code == 0 and reassigned.responses[0].partitions[0].error_code == 0

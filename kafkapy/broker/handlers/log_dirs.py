@@ -1,8 +1,10 @@
-"""DescribeLogDirs: the log directories of this broker and the size of each partition in them.
+"""DescribeLogDirs and AlterReplicaLogDirs: where this broker's replicas live on disk.
 
 Admin tools (``kafka-log-dirs.sh``, AdminClient ``describeLogDirs``/``describeReplicaLogDirs``) use
-it to see where replicas live and how much disk they take. Requested partitions this broker does
-not host are left out, as Kafka does; ``topics`` null means every partition.
+DescribeLogDirs to see where replicas live and how much disk they take. Requested partitions this
+broker does not host are left out, as Kafka does; ``topics`` null means every partition.
+AlterReplicaLogDirs (``kafka-reassign-partitions.sh`` with log dirs) moves a replica to another
+log dir of the broker.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 from kafkapy.broker.context import BrokerContext
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
+from kafkapy.protocol.errors import KafkaError
 
 Resp = m.DescribeLogDirsResponse
 DirResult = Resp.DescribeLogDirsResult
@@ -52,3 +55,21 @@ async def handle_describe_log_dirs(ctx: BrokerContext, request: Request) -> obje
             topics=[TopicResult(name=name, partitions=sorted(parts, key=lambda p: p.partition_index))
                     for name, parts in sorted(topics.items())]))
     return Resp(throttle_time_ms=0, error_code=0, results=results)
+
+
+async def handle_alter_replica_log_dirs(ctx: BrokerContext, request: Request) -> object:
+    Resp2 = m.AlterReplicaLogDirsResponse
+    TopicOut = Resp2.AlterReplicaLogDirTopicResult
+    PartOut = TopicOut.AlterReplicaLogDirPartitionResult
+    results: dict[str, list[object]] = {}
+    for d in request.body.dirs:
+        for t in d.topics:
+            for index in t.partitions:
+                code = 0
+                try:
+                    ctx.replicas.move_to_log_dir(t.name, index, d.path)
+                except KafkaError as exc:
+                    code = exc.code
+                results.setdefault(t.name, []).append(PartOut(partition_index=index, error_code=code))
+    return Resp2(throttle_time_ms=0, results=[TopicOut(topic_name=name, partitions=parts)
+                                             for name, parts in results.items()])

@@ -123,3 +123,30 @@ def test_topic_configs_apply_at_load(dirs):
                      topic_configs=lambda t: small if t == "small" else None)
     assert lm2.get("small", 0).config.segment_bytes == 1000
     lm2.shutdown()
+
+
+def test_move_to_another_log_dir_keeps_the_log_and_survives_a_restart(dirs):
+    lm = LogManager(dirs, CFG, now_ms=0)
+    tid = uuid.uuid4()
+    plog = lm.get_or_create("moving", 0, tid)
+    plog.append_as_leader(make_batch(5), now_ms=0, leader_epoch=0)
+    src = lm.log_dir_of("moving", 0)
+    dest = next(d for d in dirs if d != src)
+    assert lm.move("moving", 0, src) is False            # already there
+    assert lm.move("moving", 0, dest) is True
+    assert lm.log_dir_of("moving", 0) == dest and plog.dir == os.path.join(dest, "moving-0")
+    assert not os.path.exists(os.path.join(src, "moving-0"))
+    # The open log keeps working after the move: appends and reads land in the new dir.
+    plog.append_as_leader(make_batch(2), now_ms=0, leader_epoch=0)
+    assert plog.log_end_offset == 7
+    for bad, code in ((os.path.join(dest, "elsewhere"), ErrorCode.LOG_DIR_NOT_FOUND),):
+        with pytest.raises(KafkaError) as e:
+            lm.move("moving", 0, bad)
+        assert e.value.code == code
+    with pytest.raises(KafkaError) as e:
+        lm.move("absent", 0, dest)
+    assert e.value.code == ErrorCode.REPLICA_NOT_AVAILABLE
+    # A crash right after the move (no clean shutdown) finds the partition in its new dir.
+    lm2 = LogManager(dirs, CFG, now_ms=0)
+    assert lm2.log_dir_of("moving", 0) == dest and lm2.get("moving", 0).log_end_offset == 7
+    lm2.shutdown()
