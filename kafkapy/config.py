@@ -9,6 +9,7 @@ default. Unknown broker keys are logged and ignored, as Kafka does.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -57,6 +58,26 @@ def at_least(minimum: int | float) -> Validator:
         return None if value >= minimum else f"Value must be at least {minimum}"
 
     return check
+
+
+def between(low: int, high: int, *also: int) -> Validator:
+    def check(value: object) -> str | None:
+        assert isinstance(value, int)
+        if low <= value <= high or value in also:
+            return None
+        extra = "".join(f" or {a}" for a in also)
+        return f"Value must be between {low} and {high}{extra}"
+
+    return check
+
+
+def message_format_version(value: object) -> str | None:
+    # Kafka 3.x still accepts the (deprecated) setting and ignores it: from
+    # inter.broker.protocol.version 3.0 every batch is written in format v2 (KIP-724).
+    return None if _VERSION_RE.match(str(value)) else "not a valid Kafka version like 2.8 or 3.0-IV1"
+
+
+_VERSION_RE = re.compile(r"^\d+\.\d+(\.\d+)?(-IV\d+)?$")
 
 
 def one_of(*choices: str) -> Validator:
@@ -130,6 +151,9 @@ _TS_TYPE = one_of("CreateTime", "LogAppendTime")
 TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("cleanup.policy", T.LIST, "delete", "Retention policy for old log segments.", _CLEANUP),
     ConfigDef("compression.type", T.STRING, "producer", "Final compression type for the topic.", _COMPRESSION),
+    ConfigDef("compression.gzip.level", T.INT, "-1", "gzip level when the topic recompresses.", between(1, 9, -1)),
+    ConfigDef("compression.lz4.level", T.INT, "9", "lz4 level when the topic recompresses.", between(1, 17)),
+    ConfigDef("compression.zstd.level", T.INT, "3", "zstd level when the topic recompresses.", between(-131072, 22)),
     ConfigDef("delete.retention.ms", T.LONG, "86400000", "How long tombstones are kept for compacted topics.", at_least(0)),
     ConfigDef("file.delete.delay.ms", T.LONG, "60000", "Wait before deleting a file from the filesystem.", at_least(0)),
     ConfigDef("flush.messages", T.LONG, str(LONG_MAX), "Messages between forced fsyncs.", at_least(1)),
@@ -141,13 +165,20 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("local.retention.ms", T.LONG, "-2", "Local time kept before tiering deletes segments.", at_least(-2)),
     ConfigDef("max.compaction.lag.ms", T.LONG, str(LONG_MAX), "Longest a message stays uncompacted.", at_least(1)),
     ConfigDef("max.message.bytes", T.INT, "1048588", "Largest record batch size allowed.", at_least(0)),
+    ConfigDef("message.downconversion.enable", T.BOOLEAN, "true", "Down-convert for old fetch versions."),
+    ConfigDef("message.format.version", T.STRING, "3.0-IV1", "Deprecated; ignored, batches are always v2.",
+              message_format_version),
     ConfigDef("message.timestamp.after.max.ms", T.LONG, str(LONG_MAX), "Allowed future skew of timestamps.", at_least(0)),
     ConfigDef("message.timestamp.before.max.ms", T.LONG, str(LONG_MAX), "Allowed past skew of timestamps.", at_least(0)),
+    ConfigDef("message.timestamp.difference.max.ms", T.LONG, str(LONG_MAX),
+              "Deprecated: allowed skew either way; see the before/after settings.", at_least(0)),
     ConfigDef("message.timestamp.type", T.STRING, "CreateTime", "Which timestamp records carry.", _TS_TYPE),
     ConfigDef("min.cleanable.dirty.ratio", T.DOUBLE, "0.5", "Dirty ratio that triggers compaction."),
     ConfigDef("min.compaction.lag.ms", T.LONG, "0", "Shortest a message stays uncompacted.", at_least(0)),
     ConfigDef("min.insync.replicas", T.INT, "1", "Replicas that must acknowledge acks=all writes.", at_least(1)),
     ConfigDef("preallocate", T.BOOLEAN, "false", "Preallocate segment files."),
+    ConfigDef("remote.log.copy.disable", T.BOOLEAN, "false", "Stop copying segments to remote storage."),
+    ConfigDef("remote.log.delete.on.disable", T.BOOLEAN, "false", "Delete remote data when tiering is disabled."),
     ConfigDef("remote.storage.enable", T.BOOLEAN, "false", "Tier this topic's segments to remote storage."),
     ConfigDef("retention.bytes", T.LONG, "-1", "Largest size a partition may grow to.", at_least(-1)),
     ConfigDef("retention.ms", T.LONG, "604800000", "Longest a segment is kept.", at_least(-1)),
@@ -162,6 +193,9 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
 TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "cleanup.policy": ("log.cleanup.policy",),
     "compression.type": ("compression.type",),
+    "compression.gzip.level": ("compression.gzip.level",),
+    "compression.lz4.level": ("compression.lz4.level",),
+    "compression.zstd.level": ("compression.zstd.level",),
     "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
     "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
     "flush.messages": ("log.flush.interval.messages",),
@@ -171,6 +205,9 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "local.retention.ms": ("log.local.retention.ms",),
     "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
     "max.message.bytes": ("message.max.bytes",),
+    "message.downconversion.enable": ("log.message.downconversion.enable",),
+    "message.format.version": ("log.message.format.version",),
+    "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.type": ("log.message.timestamp.type",),
@@ -227,6 +264,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("num.recovery.threads.per.data.dir", T.INT, "2", "Kept for compatibility.", read_only=True),
     ConfigDef("log.cleanup.policy", T.LIST, "delete", "Default cleanup policy.", _CLEANUP),
     ConfigDef("compression.type", T.STRING, "producer", "Default compression of topics.", _COMPRESSION),
+    ConfigDef("compression.gzip.level", T.INT, "-1", "Default compression.gzip.level.", between(1, 9, -1)),
+    ConfigDef("compression.lz4.level", T.INT, "9", "Default compression.lz4.level.", between(1, 17)),
+    ConfigDef("compression.zstd.level", T.INT, "3", "Default compression.zstd.level.", between(-131072, 22)),
+    ConfigDef("log.message.downconversion.enable", T.BOOLEAN, "true", "Default message.downconversion.enable."),
+    ConfigDef("log.message.format.version", T.STRING, "3.0-IV1", "Default message.format.version (ignored).",
+              message_format_version),
+    ConfigDef("log.message.timestamp.difference.max.ms", T.LONG, str(LONG_MAX),
+              "Default message.timestamp.difference.max.ms."),
     ConfigDef("log.cleaner.delete.retention.ms", T.LONG, "86400000", "Default delete.retention.ms."),
     ConfigDef("log.segment.delete.delay.ms", T.LONG, "60000", "Default file.delete.delay.ms."),
     ConfigDef("log.flush.interval.messages", T.LONG, str(LONG_MAX), "Default flush.messages."),
