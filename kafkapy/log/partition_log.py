@@ -631,8 +631,7 @@ class PartitionLog:
         those that take the log over retention.bytes. Only segments entirely below the high
         watermark go; if every segment goes, the log rolls first so an empty active one stays.
         """
-        deleted = self._delete_segments_while(
-            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
+        deleted = self.delete_segments_below_start()
         if not self.config.delete:
             return deleted
         if self.config.retention_ms >= 0:
@@ -649,6 +648,11 @@ class PartitionLog:
 
             deleted += self._delete_segments_while(over_size)
         return deleted
+
+    def delete_segments_below_start(self) -> int:
+        """Delete the segments wholly below the log start offset (no retention rules)."""
+        return self._delete_segments_while(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
 
     @staticmethod
     def _largest_timestamp(seg: LogSegment) -> int:

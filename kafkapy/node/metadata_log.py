@@ -52,3 +52,23 @@ class PartitionLogStore:
 
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    def delete_before(self, offset: int) -> None:
+        """Drop the prefix a snapshot covers: whole segments go at once.
+
+        After a restart the log may start at the first kept segment, a little before
+        ``offset``; the quorum deletes up to its newest snapshot again when it loads, so only the
+        snapshot's end offset needs to be durable, and the snapshot file is.
+        """
+        if offset <= self.log.log_start_offset:
+            return
+        self.log.increment_log_start_offset(offset)
+        self.log.delete_segments_below_start()
+
+    def reset_to(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+        self.log.flush()

@@ -1,8 +1,14 @@
-"""The metadata quorum. Today a single voter (``LocalQuorum``) that commits on append; the
-seams — ``RaftLogStore``, the ``quorum-state`` store, commit listeners — are the ones the
-multi-voter Raft (KIP-595) will use.
+"""The metadata quorum (KIP-595): a Raft of controllers replicating ``__cluster_metadata``.
+
+``RaftReplica`` is the multi-voter Raft as a sans-I/O state machine (messages and ticks in;
+messages, persisted state and committed batches out); ``simulation`` drives it through a lossy,
+partitioned, crashing network to check Raft's safety properties. ``LocalQuorum`` is the single
+voter the node runs today; the wiring of ``RaftReplica`` onto the wire and into the node replaces it.
+Storage seams: ``RaftLogStore`` (batches), ``SnapshotStore``, the ``quorum-state`` file.
 """
 
+from kafkapy.raft.core import RaftReplica
+from kafkapy.raft.events import CommittedBatch, SnapshotLoad
 from kafkapy.raft.local import CommitListener, LocalQuorum, MetadataRecordCodec, NotLeaderError
 from kafkapy.raft.quorum_state import (
     QUORUM_STATE_FILENAME,
@@ -10,10 +16,12 @@ from kafkapy.raft.quorum_state import (
     MemoryQuorumStateStore,
     QuorumState,
 )
+from kafkapy.raft.snapshot_store import MemorySnapshotStore, SnapshotStore
 from kafkapy.raft.store import MemoryLogStore, RaftLogStore
 
 __all__ = [
-    "CommitListener", "FileQuorumStateStore", "LocalQuorum", "MemoryLogStore",
-    "MemoryQuorumStateStore", "MetadataRecordCodec", "NotLeaderError", "QUORUM_STATE_FILENAME",
-    "QuorumState", "RaftLogStore",
+    "CommitListener", "CommittedBatch", "FileQuorumStateStore", "LocalQuorum", "MemoryLogStore",
+    "MemoryQuorumStateStore", "MemorySnapshotStore", "MetadataRecordCodec", "NotLeaderError",
+    "QUORUM_STATE_FILENAME", "QuorumState", "RaftLogStore", "RaftReplica", "SnapshotLoad",
+    "SnapshotStore",
 ]

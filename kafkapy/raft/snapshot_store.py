@@ -1,0 +1,52 @@
+"""Where the Raft keeps snapshots (KIP-630): opaque bytes keyed by (end offset, epoch).
+
+``MemorySnapshotStore`` is the in-memory version for tests and simulations; its writes survive a
+simulated crash of the log store, since a snapshot is durable once written.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kafkapy.raft.messages import SnapshotId
+
+
+class SnapshotStore(Protocol):
+    """Opaque, durable snapshot bytes keyed by ``SnapshotId`` (end offset, epoch)."""
+
+    def write(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        """Store a complete snapshot; durable when this returns."""
+        ...
+
+    def read(self, snapshot_id: SnapshotId) -> bytes | None: ...
+
+    def latest(self) -> SnapshotId | None: ...
+
+    def delete_before(self, snapshot_id: SnapshotId) -> None:
+        """Forget snapshots ending before ``snapshot_id``'s end offset."""
+        ...
+
+
+class MemorySnapshotStore:
+    """Snapshots kept in a dict (they survive ``crash()`` of the log store: write is durable)."""
+
+    def __init__(self) -> None:
+        self.snapshots: dict[SnapshotId, bytes] = {}
+
+    def write(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        self.snapshots[snapshot_id] = bytes(data)
+
+    def read(self, snapshot_id: SnapshotId) -> bytes | None:
+        return self.snapshots.get(snapshot_id)
+
+    def latest(self) -> SnapshotId | None:
+        if not self.snapshots:
+            return None
+        return max(self.snapshots, key=lambda s: (s.end_offset, s.epoch))
+
+    def delete_before(self, snapshot_id: SnapshotId) -> None:
+        for sid in [s for s in self.snapshots if s.end_offset < snapshot_id.end_offset]:
+            del self.snapshots[sid]
+
+
+__all__ = ["MemorySnapshotStore", "SnapshotStore"]
