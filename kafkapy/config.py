@@ -77,7 +77,8 @@ def message_format_version(value: object) -> str | None:
     return None if _VERSION_RE.match(str(value)) else "not a valid Kafka version like 2.8 or 3.0-IV1"
 
 
-_VERSION_RE = re.compile(r"^\d+\.\d+(\.\d+)?(-IV\d+)?$")
+# What Kafka's MetadataVersion.fromVersionString takes: "0.10.0.0", "2.8.1", "3.0-IV1", ...
+_VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}(-IV\d+)?$")
 
 
 def one_of(*choices: str) -> Validator:

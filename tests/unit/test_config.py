@@ -73,3 +73,14 @@ def test_topic_config_types():
     assert TOPIC_CONFIGS["cleanup.policy"].parse("compact,delete") == ["compact", "delete"]
     assert TOPIC_CONFIGS["segment.bytes"].type == ConfigType.INT
     validate_topic_configs({"retention.ms": "-1", "compression.type": "zstd"})
+
+
+def test_deprecated_message_format_version_is_accepted_as_kafka_3_9_does():
+    from kafkapy.config import TOPIC_CONFIGS, validate_topic_configs
+    from kafkapy.protocol.errors import KafkaError
+
+    for value in ("0.10.0.0", "0.10.0", "2.8.1", "3.0-IV1"):
+        validate_topic_configs({"message.format.version": value})
+    with pytest.raises(KafkaError):
+        validate_topic_configs({"message.format.version": "latest"})
+    assert TOPIC_CONFIGS["message.format.version"].default == "3.0-IV1"
