@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# librdkafka's own test suite (Debian bookworm source package librdkafka 2.0.2-1) against a broker.
+#
+# usage: run.sh <quick|full> <bootstrap host:port> <results.tsv>
+#
+# Setup (cached under .tools/suites/librdkafka/, stamp files make a second call fast):
+#   deb-src entry for deb.debian.org bookworm (added if missing), `apt-get source librdkafka`,
+#   `apt-get build-dep librdkafka`, ./configure (no SSL/SASL/curl: the broker has none) + make libs,
+#   make -C tests build (tests/test-runner).
+# Run: run_tests.py runs `test-runner -L -p1 [-Q]` once per test number with TESTS=<number>,
+#   TEST_KAFKA_VERSION=3.9.0 and a generated test.conf, each under a timeout, and writes results.tsv.
+set -euo pipefail
+
+MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv>}
+BOOTSTRAP=${2:?bootstrap host:port}
+RESULTS=${3:?results.tsv}
+case "$MODE" in quick|full) ;; *) echo "mode must be quick or full" >&2; exit 2 ;; esac
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CACHE="$ROOT/.tools/suites/librdkafka"
+VERSION=2.0.2
+DEBVERSION=2.0.2-1
+SRC="$CACHE/src/librdkafka-$VERSION"
+RESULTS=$(cd "$(dirname "$RESULTS")" && pwd)/$(basename "$RESULTS")
+mkdir -p "$CACHE/src"
+
+if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+
+log() { echo "[librdkafka] $*" >&2; }
+
+have_deb_src() {
+    grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null
+}
+
+# 1. source package
+if [ ! -f "$CACHE/source.stamp" ] || [ ! -x "$SRC/configure" ]; then
+    if ! have_deb_src; then
+        log "adding deb-src entry for deb.debian.org bookworm"
+        $SUDO tee /etc/apt/sources.list.d/debian-src.sources >/dev/null <<'EOF'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    fi
+    log "apt-get update + apt-get source librdkafka=$DEBVERSION"
+    $SUDO apt-get update -q >/dev/null
+    command -v dpkg-source >/dev/null || $SUDO apt-get install -y -q dpkg-dev >/dev/null
+    rm -rf "$CACHE/src" && mkdir -p "$CACHE/src"
+    (cd "$CACHE/src" && apt-get source -q "librdkafka=$DEBVERSION" >/dev/null 2>&1 \
+        || apt-get source -q librdkafka >/dev/null)
+    [ -x "$SRC/configure" ] || { log "apt-get source did not produce $SRC"; exit 1; }
+    rm -f "$CACHE/build.stamp"
+    touch "$CACHE/source.stamp"
+fi
+
+# 2. build dependencies (dpkg-checkbuilddeps is quick when they are all installed)
+if ! (cd "$SRC" && dpkg-checkbuilddeps >/dev/null 2>&1); then
+    log "apt-get build-dep librdkafka"
+    if ! $SUDO apt-get build-dep -y -q librdkafka >/dev/null; then
+        $SUDO apt-get update -q >/dev/null
+        $SUDO apt-get build-dep -y -q librdkafka >/dev/null
+    fi
+fi
+
+# 3. build the libraries and tests/test-runner
+if [ ! -f "$CACHE/build.stamp" ] || [ ! -x "$SRC/tests/test-runner" ]; then
+    log "building librdkafka $VERSION and its test-runner (make -j2)"
+    (
+        cd "$SRC"
+        ./configure --disable-ssl --disable-gssapi --disable-curl >"$CACHE/configure.log" 2>&1
+        make -j2 libs >"$CACHE/make.log" 2>&1
+        make -j2 -C tests build >"$CACHE/make-tests.log" 2>&1
+    ) || { log "build failed, see $CACHE/*.log"; exit 1; }
+    [ -x "$SRC/tests/test-runner" ] || { log "no test-runner after build"; exit 1; }
+    touch "$CACHE/build.stamp"
+fi
+
+# 4. run
+PY=python3
+[ -x "$ROOT/.venv/bin/python" ] && PY="$ROOT/.venv/bin/python"
+exec "$PY" "$HERE/run_tests.py" "$MODE" "$BOOTSTRAP" "$RESULTS" "$SRC" "$CACHE/work"

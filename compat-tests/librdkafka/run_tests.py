@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Run librdkafka's own test-runner against an external broker, one test number per process.
+
+usage: run_tests.py <quick|full> <bootstrap> <results.tsv> <librdkafka source dir> <work dir>
+
+The test table is read from tests/test.c (names, TEST_F_LOCAL flag, scenario); what to do with
+each broker test number comes from tests.txt next to this script:
+    NNNN <TAB> quick|quick-noQ|full|exclude <TAB> reason (for exclude)
+`quick` numbers run in both modes (with the runner's -Q in quick mode: fewer messages, and only the
+SUB_TEST_QUICK sub-tests), `quick-noQ` run in both modes without -Q (tests whose sub-tests are all
+non-quick, so -Q would make them pass without doing anything), `full` only in full mode, `exclude`
+never (written to the results as skipped with the reason). Results: one line per test *name*
+(e.g. 0001_multiobj). A -Q run that passes without starting any sub-test although the test defines
+non-quick SUB_TEST()s is reported as skipped, not passed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import glob
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+KAFKA_VERSION = "3.9.0"
+TIMEOUT = {"quick": 180, "full": 420}
+
+
+def parse_test_table(test_c: str) -> list[dict]:
+    text = open(test_c, encoding="utf-8", errors="replace").read()
+    start = text.index("struct test tests[] = {")
+    end = text.index("{NULL}", start)
+    body = text[start:end]
+    tests = []
+    # each entry: _TEST(NAME, FLAGS, ...) possibly spanning lines; split on "_TEST("
+    for chunk in body.split("_TEST(")[1:]:
+        depth, i = 1, 0
+        while depth and i < len(chunk):
+            depth += {"(": 1, ")": -1}.get(chunk[i], 0)
+            i += 1
+        args = chunk[: i - 1]
+        name, _, rest = args.partition(",")
+        name = name.strip()
+        flags = rest.split(",")[0]
+        scen = re.search(r'\.scenario\s*=\s*"([^"]*)"', rest)
+        tests.append(
+            {
+                "name": name,
+                "num": name.split("_")[0],
+                "local": "TEST_F_LOCAL" in flags,
+                "manual": "TEST_F_MANUAL" in flags,
+                "scenario": scen.group(1) if scen else "default",
+            }
+        )
+    return tests
+
+
+def read_plan() -> dict[str, tuple[str, str]]:
+    plan = {}
+    for line in open(os.path.join(HERE, "tests.txt"), encoding="utf-8"):
+        line = line.rstrip("\n")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = line.split("\t")
+        plan[parts[0].strip()] = (parts[1].strip(), parts[2].strip() if len(parts) > 2 else "")
+    return plan
+
+
+SUMMARY = re.compile(r"^\|\s*(\S+)\s*\|\s*(\w+)\s*\|\s*([0-9.]+)s\s*\|\s*(.*)$")
+
+
+def parse_summary(out: str) -> dict[str, tuple[str, float, str]]:
+    res = {}
+    for raw in out.splitlines():
+        line = ANSI.sub("", raw)
+        m = SUMMARY.match(line)
+        if m:
+            res[m.group(1)] = (m.group(2), float(m.group(3)), m.group(4).strip())
+    return res
+
+
+def first_failure(out: str, name: str | None = None) -> str:
+    """The first '### Test "X" failed at file:line:func() ...' line and the message line after it."""
+    lines = [ANSI.sub("", raw).strip() for raw in out.splitlines()]
+    for i, line in enumerate(lines):
+        m = re.match(r'### Test "([^"]+)" failed at (\S+) at ', line)
+        if m and m.group(1) != "<MAIN>" and (name is None or m.group(1) == name or m.group(1).startswith(name + " (")):
+            msg = lines[i + 1] if i + 1 < len(lines) else ""
+            sub = m.group(1)[len(name or m.group(1)):].strip()
+            return f"{sub} {m.group(2)}: {msg}".strip()
+    return ""
+
+
+def has_nonquick_subtests(tests_dir: str, num: str) -> bool:
+    for fn in os.listdir(tests_dir):
+        if fn.startswith(num + "-") and fn.endswith((".c", ".cpp")):
+            if "SUB_TEST(" in open(os.path.join(tests_dir, fn), encoding="utf-8", errors="replace").read():
+                return True
+    return False
+
+
+SUBTEST_START = re.compile(r"^\[(\S+)\s+/\s*[0-9.]+s\] \[ [A-Za-z_0-9]+:[0-9]+")
+
+
+def ran_subtests(out: str, name: str) -> bool:
+    for raw in out.splitlines():
+        m = SUBTEST_START.match(ANSI.sub("", raw))
+        if m and m.group(1) == name:
+            return True
+    return False
+
+
+def one_line(s: str) -> str:
+    return " ".join(s.replace("\t", " ").split())[:400]
+
+
+CURRENT: list = [None]  # the running test-runner, killed with its process group if we are stopped
+
+
+def _stop(signum, _frame):
+    proc = CURRENT[0]
+    if proc is not None and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    raise SystemExit(128 + signum)
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    mode, bootstrap, results, srcdir, workdir = sys.argv[1:6]
+    results, srcdir, workdir = (os.path.abspath(p) for p in (results, srcdir, workdir))
+    only = os.environ.get("LIBRDKAFKA_TESTS")  # optional comma list of numbers (debugging)
+    tests_dir = os.path.join(srcdir, "tests")
+    runner = os.path.join(tests_dir, "test-runner")
+    table = [t for t in parse_test_table(os.path.join(tests_dir, "test.c")) if not t["local"] and not t["manual"]]
+    plan = read_plan()
+    os.makedirs(workdir, exist_ok=True)
+    logdir = os.path.join(workdir, "logs")
+    os.makedirs(logdir, exist_ok=True)
+    with open(os.path.join(workdir, "test.conf"), "w") as f:
+        f.write(
+            f"metadata.broker.list={bootstrap}\n"
+            "test.topic.random=true\n"
+            "test.timeout.multiplier=2\n"
+        )
+    env = dict(os.environ)
+    env.update(
+        {
+            "TEST_KAFKA_VERSION": KAFKA_VERSION,
+            "RDKAFKA_TEST_CONF": os.path.join(workdir, "test.conf"),
+            "LD_LIBRARY_PATH": os.path.join(srcdir, "src") + ":" + os.path.join(srcdir, "src-cpp"),
+            "BROKERS": bootstrap,
+        }
+    )
+    for var in ("KAFKA_PATH", "ZK_ADDRESS", "CI", "TESTS_SKIP", "SUBTESTS", "TEST_DEBUG"):
+        env.pop(var, None)
+
+    numbers: list[str] = []
+    for t in table:
+        if t["num"] not in numbers:
+            numbers.append(t["num"])
+    rows: list[tuple[str, str, float, str]] = []
+    for num in numbers:
+        names = [t for t in table if t["num"] == num]
+        action, reason = plan.get(num, ("exclude", "not classified in tests.txt (new upstream test)"))
+        if only is not None and num not in only.split(","):
+            continue
+        if action not in ("quick", "quick-noQ", "full", "exclude"):
+            raise SystemExit(f"tests.txt: unknown action {action!r} for {num}")
+        if action == "exclude" or (action == "full" and mode == "quick"):
+            why = f"excluded: {reason}" if action == "exclude" else "full mode only"
+            for t in names:
+                rows.append((t["name"], "skipped", 0.0, why))
+            continue
+        env["TESTS"] = num
+        use_q = mode == "quick" and action == "quick"
+        cmd = [runner, "-L", "-p1"] + (["-Q"] if use_q else [])
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            cmd, cwd=tests_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        CURRENT[0] = proc
+        try:
+            out_b, _ = proc.communicate(timeout=TIMEOUT[mode])
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out_b, _ = proc.communicate()
+            timed_out = True
+        CURRENT[0] = None
+        elapsed = time.monotonic() - t0
+        out = out_b.decode("utf-8", "replace")
+        # the runner leaves per-test stats/offset files in its directory (cwd for ../src/*.json)
+        for junk in glob.glob(os.path.join(tests_dir, "stats_*.json")) + glob.glob(os.path.join(tests_dir, "*.offset")):
+            try:
+                os.unlink(junk)
+            except OSError:
+                pass
+        with open(os.path.join(logdir, f"{num}.log"), "w") as f:
+            f.write(out)
+        summary = parse_summary(out)
+        for t in names:
+            name = t["name"]
+            if t["scenario"] != "default" and "default" not in t["scenario"].split(","):
+                rows.append((name, "skipped", 0.0, f"requires test scenario {t['scenario']}"))
+                continue
+            if timed_out:
+                rows.append((name, "failed", elapsed, f"timed out after {TIMEOUT[mode]}s (runner killed)"))
+                continue
+            st = summary.get(name)
+            if st is None:
+                detail = first_failure(out) or f"no summary line (exit code {proc.returncode})"
+                rows.append((name, "failed", elapsed, one_line(detail)))
+                continue
+            state, dur, extra = st
+            if state == "PASSED" and use_q and has_nonquick_subtests(tests_dir, num) and not ran_subtests(out, name):
+                rows.append((name, "skipped", dur, "quick mode (-Q) skipped all of its sub-tests (SUB_TEST, not SUB_TEST_QUICK)"))
+            elif state == "PASSED":
+                rows.append((name, "passed", dur, ""))
+            elif state == "SKIPPED":
+                rows.append((name, "skipped", dur, one_line(extra)))
+            else:
+                rows.append((name, "failed", dur, one_line(first_failure(out, name) or extra or state)))
+        print(f"{num}: " + ", ".join(f"{r[0]}={r[1]}" for r in rows if r[0].startswith(num)) + f" ({elapsed:.1f}s)", flush=True)
+    with open(results, "w") as f:
+        for name, status, secs, detail in rows:
+            f.write(f"{name}\t{status}\t{secs:.3f}\t{detail}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
