@@ -14,46 +14,15 @@ the old file, so a crash leaves either the old or the new checkpoint, never a to
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
+
+from kafkapy.durable import atomic_write
 
 CURRENT_VERSION = 0
 
 
 class CorruptCheckpointError(ValueError):
     """A checkpoint file does not parse (bad version, count or entry)."""
-
-
-def fsync_dir(path: str) -> None:
-    """fsync a directory so a rename/create inside it survives a crash."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; Kafka ignores that too
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: str, data: bytes, *, sync: bool = True) -> None:
-    """Replace ``path`` with ``data`` via a temp file and rename (Kafka's atomicMoveWithFallback)."""
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if sync:
-        fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def write_checkpoint(path: str, lines: Iterable[str], *, version: int = CURRENT_VERSION,

@@ -39,6 +39,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafkapy.durable import fsync_dir
 from kafkapy.log import files
 from kafkapy.log.segment import AppendBatch, LogSegment
 from kafkapy.records import format as fmt
@@ -258,7 +259,7 @@ def _swap_in(plog, cg: _CleanedGroup, now_ms: int) -> LogSegment:  # noqa: ANN00
     target = files.log_file(plog.dir, base)
     swap = target + files.SWAP_SUFFIX
     os.replace(files.log_file(cg.tmp_dir, base), swap)
-    _fsync_dir(plog.dir)
+    fsync_dir(plog.dir)
     # From here a crash is completed by the loader: the swap file replaces the group (and the
     # indexes are rebuilt from it).
     first = cg.segments[0]
@@ -270,18 +271,10 @@ def _swap_in(plog, cg: _CleanedGroup, now_ms: int) -> LogSegment:  # noqa: ANN00
     os.replace(files.index_file(cg.tmp_dir, base), files.index_file(plog.dir, base))
     os.replace(files.time_index_file(cg.tmp_dir, base), files.time_index_file(plog.dir, base))
     os.replace(swap, target)
-    _fsync_dir(plog.dir)
+    fsync_dir(plog.dir)
     shutil.rmtree(cg.tmp_dir, ignore_errors=True)
     return LogSegment(plog.dir, base, index_interval_bytes=plog.config.index_interval_bytes,
                       max_index_size=plog.config.segment_index_bytes, now_ms=now_ms)
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class LogCleaner:

@@ -16,11 +16,10 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterable
 
+from kafkapy.durable import atomic_write, fsync_dir
 from kafkapy.log import files
 from kafkapy.log.checkpoint import (
     CorruptCheckpointError,
-    atomic_write,
-    fsync_dir,
     read_offsets_checkpoint,
     write_offsets_checkpoint,
 )

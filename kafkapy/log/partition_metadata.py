@@ -15,7 +15,7 @@ import base64
 import os
 import uuid
 
-from kafkapy.log.checkpoint import atomic_write
+from kafkapy.durable import atomic_write
 from kafkapy.log.files import PARTITION_METADATA
 
 VERSION = 0

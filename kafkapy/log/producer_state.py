@@ -31,7 +31,7 @@ from typing import NamedTuple
 import crc32c as _crc32c
 
 from kafkapy.log import files
-from kafkapy.log.checkpoint import atomic_write
+from kafkapy.durable import atomic_write
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 

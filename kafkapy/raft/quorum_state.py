@@ -20,6 +20,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Protocol
 
+from kafkapy.durable import atomic_write
+
 DATA_VERSION_KEY = "data_version"
 QUORUM_STATE_FILENAME = "quorum-state"
 ZERO_UUID = uuid.UUID(int=0)
@@ -126,18 +128,7 @@ class FileQuorumStateStore:
         return QuorumState.from_json(text)
 
     def write(self, state: QuorumState) -> None:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(state.to_json())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        # Persist the rename itself (POSIX: fsync the directory).
-        dir_fd = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write(self.path, state.to_json().encode("utf-8"))
 
 
 __all__ = ["FileQuorumStateStore", "MemoryQuorumStateStore", "QUORUM_STATE_FILENAME",

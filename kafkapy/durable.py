@@ -1,0 +1,44 @@
+"""Durable file updates shared by the log and the Raft stores: atomic replace and directory fsync.
+
+A rename or a new file survives a crash only once its directory is fsynced (POSIX); Kafka does
+the same in ``Utils.atomicMoveWithFallback`` and ``Utils.flushDir``.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory so a rename/create inside it survives a crash."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on directories; Kafka ignores that too
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str, data: bytes, *, sync: bool = True) -> None:
+    """Replace ``path`` with ``data`` via a temp file and rename (Kafka's atomicMoveWithFallback)."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if sync:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+__all__ = ["atomic_write", "fsync_dir"]
