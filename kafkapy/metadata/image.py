@@ -17,7 +17,6 @@ from typing import Any
 from kafkapy.metadata.records import (
     BrokerEndpoint,
     BrokerFeature,
-    MetadataRecord,
     PartitionChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -285,37 +284,5 @@ __all__ = [
     "METADATA_VERSION_FEATURE", "MetadataImage", "MetadataReplayError", "NO_LEADER",
     "PartitionRegistration", "ProducerIdsImage", "RESOURCE_BROKER", "RESOURCE_BROKER_LOGGER",
     "RESOURCE_CLIENT_METRICS", "RESOURCE_TOPIC", "RESOURCE_UNKNOWN", "TopicImage", "TopicsImage",
-    "frozen_map", "image_records",
+    "frozen_map",
 ]
-
-
-def image_records(image: MetadataImage, *, partition_record_version: int = 1,
-                  register_broker_record_version: int = 3) -> list[MetadataRecord]:
-    """Records that rebuild ``image`` from empty (a snapshot's content), in Kafka's order:
-    features (metadata.version first, since it tells readers how to read the rest), brokers,
-    topics with their partitions, configs, then the producer id block."""
-    from kafkapy.metadata.records import (
-        ConfigRecord,
-        FeatureLevelRecord,
-        ProducerIdsRecord,
-        TopicRecord,
-    )
-
-    out: list[MetadataRecord] = []
-    levels = image.features.levels
-    if METADATA_VERSION_FEATURE in levels:
-        out.append(FeatureLevelRecord(METADATA_VERSION_FEATURE, levels[METADATA_VERSION_FEATURE]))
-    out.extend(FeatureLevelRecord(name, level) for name, level in sorted(levels.items())
-               if name != METADATA_VERSION_FEATURE)
-    out.extend(b.to_record(register_broker_record_version)
-               for _, b in sorted(image.cluster.brokers.items()))
-    for topic in sorted(image.topics.by_id.values(), key=lambda t: t.name):
-        out.append(TopicRecord(topic.name, topic.id))
-        out.extend(p.to_record(topic.id, index, partition_record_version)
-                   for index, p in sorted(topic.partitions.items()))
-    for (rtype, rname), configs in sorted(image.configs.resources.items()):
-        out.extend(ConfigRecord(rtype, rname, k, v) for k, v in sorted(configs.items()))
-    pids = image.producer_ids
-    if pids.next_producer_id >= 0:
-        out.append(ProducerIdsRecord(pids.broker_id, pids.broker_epoch, pids.next_producer_id))
-    return out

@@ -1,4 +1,5 @@
-"""KRaft control records: the LeaderChange batch a new leader writes first in its epoch.
+"""KRaft control records: the LeaderChange batch a new leader writes first in its epoch, and the
+SnapshotHeader / SnapshotFooter batches that open and close a snapshot (KIP-630).
 
 A control record's key is Kafka's ``ControlRecordType`` key (int16 version 0, int16 type); its
 value for LEADER_CHANGE is ``LeaderChangeMessage`` v0 serialized without a version prefix (the
@@ -6,6 +7,11 @@ message carries its own ``Version`` field) in the flexible encoding: compact arr
 varint length + 1) and an empty tagged-field section after each struct. The batch has the
 control attribute bit and the leader's epoch as partition leader epoch, as
 ``MemoryRecords.withLeaderChangeMessage`` writes it.
+
+SnapshotHeaderRecord v0 (int16 Version, int64 LastContainedLogTimestamp) and SnapshotFooterRecord
+v0 (int16 Version) are flexible too and likewise carry no version prefix. Their batches are what
+Kafka 3.9's ``RecordsSnapshotWriter`` writes: uncompressed CreateTime control batches, the
+snapshot's epoch as partition leader epoch, no producer id; the header batch starts at offset 0.
 """
 
 from __future__ import annotations
@@ -26,9 +32,14 @@ SNAPSHOT_FOOTER = 4
 KRAFT_VERSION = 5
 KRAFT_VOTERS = 6
 
+# ControlRecordUtils.SNAPSHOT_HEADER_CURRENT_VERSION / SNAPSHOT_FOOTER_CURRENT_VERSION in 3.9.
+SNAPSHOT_HEADER_VERSION = 0
+SNAPSHOT_FOOTER_VERSION = 0
+
 _KEY = struct.Struct(">hh")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 
 
 class LeaderChange(NamedTuple):
@@ -117,8 +128,123 @@ def read_leader_change(batch: bytes) -> LeaderChange | None:
     return None
 
 
+# --------------------------------------------------------------------------------------------
+# Snapshot header and footer (KIP-630)
+
+class SnapshotHeader(NamedTuple):
+    """Kafka's ``SnapshotHeaderRecord``: the first control record of every snapshot.
+    ``last_contained_log_timestamp`` is the append time of the last log batch the snapshot
+    covers."""
+
+    version: int
+    last_contained_log_timestamp: int
+
+
+class SnapshotFooter(NamedTuple):
+    """Kafka's ``SnapshotFooterRecord``: the last control record of a complete snapshot."""
+
+    version: int
+
+
+def _skip_tagged_fields(data: bytes, pos: int) -> int:
+    """Skip a flexible struct's tagged-field section (fields we do not know are ignored, as
+    Kafka's generated readers do with unknown tags)."""
+    count, pos = _read_uvarint(data, pos)
+    for _ in range(count):
+        _tag, pos = _read_uvarint(data, pos)
+        size, pos = _read_uvarint(data, pos)
+        pos += size
+    if pos > len(data):
+        raise ValueError("tagged fields overrun the record")
+    return pos
+
+
+def encode_snapshot_header(header: SnapshotHeader) -> bytes:
+    return _I16.pack(header.version) + _I64.pack(header.last_contained_log_timestamp) + b"\x00"
+
+
+def decode_snapshot_header(data: bytes) -> SnapshotHeader:
+    """Parse a SnapshotHeaderRecord value; ValueError if it is malformed."""
+    data = bytes(data)
+    if len(data) < 11:
+        raise ValueError(f"SnapshotHeaderRecord needs 11 bytes, got {len(data)}")
+    (version,) = _I16.unpack_from(data, 0)
+    (timestamp,) = _I64.unpack_from(data, 2)
+    try:
+        end = _skip_tagged_fields(data, 10)
+    except IndexError:
+        raise ValueError("SnapshotHeaderRecord is truncated") from None
+    if end != len(data):
+        raise ValueError(f"{len(data) - end} trailing byte(s) after SnapshotHeaderRecord")
+    return SnapshotHeader(version, timestamp)
+
+
+def encode_snapshot_footer(footer: SnapshotFooter) -> bytes:
+    return _I16.pack(footer.version) + b"\x00"
+
+
+def decode_snapshot_footer(data: bytes) -> SnapshotFooter:
+    """Parse a SnapshotFooterRecord value; ValueError if it is malformed."""
+    data = bytes(data)
+    if len(data) < 3:
+        raise ValueError(f"SnapshotFooterRecord needs 3 bytes, got {len(data)}")
+    (version,) = _I16.unpack_from(data, 0)
+    try:
+        end = _skip_tagged_fields(data, 2)
+    except IndexError:
+        raise ValueError("SnapshotFooterRecord is truncated") from None
+    if end != len(data):
+        raise ValueError(f"{len(data) - end} trailing byte(s) after SnapshotFooterRecord")
+    return SnapshotFooter(version)
+
+
+def build_snapshot_header_batch(
+    *, epoch: int, last_contained_log_timestamp: int, now_ms: int, base_offset: int = 0,
+) -> bytes:
+    """The control batch opening a snapshot of ``epoch``: one SNAPSHOT_HEADER record stamped
+    ``now_ms`` (Kafka stamps it when the writer is created). At kraft.version 0, which is what we
+    run, Kafka puts nothing else in it; at kraft.version 1 KRaftVersion and Voters records would
+    follow the header in the same batch."""
+    value = encode_snapshot_header(SnapshotHeader(SNAPSHOT_HEADER_VERSION,
+                                                  last_contained_log_timestamp))
+    return build_batch([Record(control_key(SNAPSHOT_HEADER), value, (), now_ms)],
+                       base_offset=base_offset, partition_leader_epoch=epoch, control=True,
+                       now_ms=now_ms)
+
+
+def build_snapshot_footer_batch(*, base_offset: int, epoch: int, now_ms: int) -> bytes:
+    """The control batch closing a snapshot: one SNAPSHOT_FOOTER record at ``base_offset`` (the
+    offset after the snapshot's last record), as ``MemoryRecords.withSnapshotFooterRecord``."""
+    value = encode_snapshot_footer(SnapshotFooter(SNAPSHOT_FOOTER_VERSION))
+    return build_batch([Record(control_key(SNAPSHOT_FOOTER), value, (), now_ms)],
+                       base_offset=base_offset, partition_leader_epoch=epoch, control=True,
+                       now_ms=now_ms)
+
+
+def read_snapshot_header(batch: bytes) -> SnapshotHeader | None:
+    """The SnapshotHeader a control batch starts with, or None if its first record is not one
+    (Kafka requires the header to be the first record of the first batch)."""
+    for rec in iter_records(batch):
+        if rec.key is not None and control_type(rec.key) == SNAPSHOT_HEADER and rec.value:
+            return decode_snapshot_header(rec.value)
+        return None
+    return None
+
+
+def read_snapshot_footer(batch: bytes) -> SnapshotFooter | None:
+    """The SnapshotFooter in a control batch, or None if it holds none."""
+    for rec in iter_records(batch):
+        if rec.key is not None and control_type(rec.key) == SNAPSHOT_FOOTER and rec.value:
+            return decode_snapshot_footer(rec.value)
+    return None
+
+
 __all__ = [
     "ABORT", "COMMIT", "KRAFT_VERSION", "KRAFT_VOTERS", "LEADER_CHANGE", "LeaderChange",
-    "SNAPSHOT_FOOTER", "SNAPSHOT_HEADER", "build_leader_change_batch", "control_key",
-    "control_type", "decode_leader_change", "encode_leader_change", "read_leader_change",
+    "SNAPSHOT_FOOTER", "SNAPSHOT_FOOTER_VERSION", "SNAPSHOT_HEADER", "SNAPSHOT_HEADER_VERSION",
+    "SnapshotFooter", "SnapshotHeader", "build_leader_change_batch",
+    "build_snapshot_footer_batch", "build_snapshot_header_batch", "control_key", "control_type",
+    "decode_leader_change", "decode_snapshot_footer", "decode_snapshot_header",
+    "encode_leader_change", "encode_snapshot_footer", "encode_snapshot_header",
+    "read_leader_change", "read_snapshot_footer", "read_snapshot_header",
 ]

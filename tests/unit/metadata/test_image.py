@@ -167,20 +167,3 @@ def test_images_are_immutable() -> None:
         img.topics.by_name["x"] = None  # type: ignore[index]
     with pytest.raises(AttributeError):
         img.offset = 3  # type: ignore[misc]
-
-
-def test_image_records_rebuild_the_image() -> None:
-    from kafkapy.metadata.image import image_records
-    img = build(base_records() + [
-        PartitionChangeRecord(0, T1, isr=(1,), leader=-1),
-        BrokerRegistrationChangeRecord(1, 1, fenced=-1),
-        ConfigRecord(RESOURCE_BROKER, "", "log.retention.ms", "5"),
-        ProducerIdsRecord(1, 1, 3000),
-        FeatureLevelRecord("group.version", 1),
-    ])
-    recs = image_records(img)
-    assert recs[0] == FeatureLevelRecord("metadata.version", 21)
-    rebuilt = build(recs)
-    assert rebuilt.offset == len(recs) - 1
-    from dataclasses import replace
-    assert replace(rebuilt, offset=img.offset) == img
