@@ -1,0 +1,160 @@
+"""``QuorumDispatcher``: the controller listener's requests, served from a ``QuorumDriver``.
+
+Serves ApiVersions, the Raft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch of
+``__cluster_metadata-0``, FetchSnapshot) and DescribeQuorum, with the interface of
+``net.server``'s dispatchers (``versions`` plus ``async handle(request, conn)``). Voters and
+observers (brokers) both fetch here.
+
+What is answered where follows Kafka's ``KafkaRaftClient``: cluster id and topic/partition checks
+happen before the core (``raft.wire.decode_request`` raises them as ``RejectedRequest``, whose
+response is sent as is: INCONSISTENT_CLUSTER_ID / INVALID_REQUEST at the top level); a request
+addressed to another voter (Vote/BeginQuorumEpoch v1 ``VoterId``) gets INVALID_VOTER_KEY and
+invalid field values (``wire.has_invalid_fields``) INVALID_REQUEST, both for the partition and
+naming our leader and epoch, as Kafka builds them; the rest is the core's answer.
+DescribeQuorum is answered from the leader's view; elsewhere it gets NOT_LEADER_OR_FOLLOWER for
+the partition, as Kafka answers it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkapy.net.server import ConnectionInfo
+from kafkapy.protocol import ApiKey, ApiVersionsTable, ErrorCode, Request, messages as m
+from kafkapy.quorum.driver import QuorumDriver, ReplicaDescription
+from kafkapy.raft import wire
+from kafkapy.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    LeaderIdAndEpoch,
+    VoteRequest,
+    VoteResponse,
+)
+
+#: DescribeQuorum versions (kafka-python's schema matches Kafka 3.9's 0-2).
+DESCRIBE_QUORUM_VERSIONS = (0, 2)
+
+
+class QuorumDispatcher:
+    """The controller listener of one quorum member (see the module docstring)."""
+
+    def __init__(self, driver: QuorumDriver) -> None:
+        self.driver = driver
+        self.versions = ApiVersionsTable()
+        self.versions.register(ApiKey.API_VERSIONS, 0, 4)
+        for api_key, (lo, hi) in wire.SUPPORTED.items():
+            self.versions.register(api_key, lo, hi)
+        self.versions.register(ApiKey.DESCRIBE_QUORUM, *DESCRIBE_QUORUM_VERSIONS)
+
+    async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
+        key = request.api_key
+        if key == ApiKey.API_VERSIONS:
+            return self.versions.response(request.api_version)
+        if key == ApiKey.DESCRIBE_QUORUM:
+            return self.describe_quorum(request.body, request.api_version)
+        version = request.api_version
+        try:
+            message = wire.decode_request(key, version, request.body,
+                                          cluster_id=self.driver.cluster_id)
+        except wire.RejectedRequest as rejected:
+            return rejected.response
+        replica = self.driver.replica
+        refusal: Any = None
+        if wire.has_invalid_fields(message):
+            refusal = _refusal(message, ErrorCode.INVALID_REQUEST, replica.leader_id,
+                               replica.epoch, replica.log_start_offset)
+        elif (isinstance(message, (VoteRequest, BeginQuorumEpochRequest))
+                and message.voter_id not in (-1, self.driver.node_id)):
+            # Kafka checks that a v1 request was meant for this replica.
+            refusal = _refusal(message, ErrorCode.INVALID_VOTER_KEY, replica.leader_id,
+                               replica.epoch, replica.log_start_offset)
+        response = refusal if refusal is not None else await self.driver.handle_request(message)
+        return wire.encode_response(response, version, endpoints=self.driver.voter_addresses)
+
+    # -- DescribeQuorum ------------------------------------------------------------------------
+
+    def describe_quorum(self, body: Any, version: int) -> Any:
+        """Kafka's ``handleDescribeQuorumRequest``: UNKNOWN_TOPIC_OR_PARTITION for anything but
+        ``__cluster_metadata-0``, NOT_LEADER_OR_FOLLOWER off the leader, else the leader's view."""
+        r = m.DescribeQuorumResponse
+        td, pd = r.TopicData, r.TopicData.PartitionData
+        topics = body.topics or []
+        valid = (len(topics) == 1 and topics[0].topic_name == wire.METADATA_TOPIC
+                 and len(topics[0].partitions) == 1
+                 and topics[0].partitions[0].partition_index == wire.METADATA_PARTITION)
+
+        def error_part(index: int, code: ErrorCode) -> Any:
+            part = pd(version=version, partition_index=index, error_code=int(code),
+                      leader_id=0, leader_epoch=0, high_watermark=0, current_voters=[],
+                      observers=[])
+            if version >= 2:
+                part.error_message = _MESSAGES.get(code)
+            return part
+
+        def response(topic_data: list[Any], nodes: list[Any] | None = None) -> Any:
+            resp = r(version=version, error_code=0, topics=topic_data)
+            if version >= 2:
+                resp.error_message = None
+                resp.nodes = nodes or []
+            return resp
+
+        if not valid:
+            return response([td(version=version, topic_name=t.topic_name, partitions=[
+                error_part(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                for p in t.partitions]) for t in topics])
+        view = self.driver.describe()
+        if view is None:
+            return response([td(version=version, topic_name=wire.METADATA_TOPIC, partitions=[
+                error_part(wire.METADATA_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER)])])
+
+        def state(row: ReplicaDescription) -> Any:
+            s = pd.ReplicaState(version=version, replica_id=row.replica_id,
+                                log_end_offset=row.log_end_offset)
+            if version >= 1:
+                s.last_fetch_timestamp = row.last_fetch_timestamp
+                s.last_caught_up_timestamp = row.last_caught_up_timestamp
+            if version >= 2:
+                s.replica_directory_id = wire.NO_DIRECTORY_ID
+            return s
+
+        part = pd(version=version, partition_index=wire.METADATA_PARTITION, error_code=0,
+                  leader_id=view.leader_id, leader_epoch=view.leader_epoch,
+                  high_watermark=view.high_watermark,
+                  current_voters=[state(v) for v in view.voters],
+                  observers=[state(o) for o in view.observers])
+        if version >= 2:
+            part.error_message = None
+        nodes = []
+        if version >= 2:
+            for voter in view.voters:
+                address = self.driver.voter_addresses.get(voter.replica_id)
+                if address is not None:
+                    nodes.append(r.Node(version=version, node_id=voter.replica_id, listeners=[
+                        r.Node.Listener(version=version, name=self.driver.listener_name,
+                                        host=address[0], port=address[1])]))
+        return response([td(version=version, topic_name=wire.METADATA_TOPIC, partitions=[part])],
+                        nodes)
+
+
+def _refusal(request: Any, code: ErrorCode, leader_id: int, epoch: int,
+             log_start_offset: int) -> Any:
+    """The partition-level error answer Kafka builds itself (with its leader and epoch)."""
+    if isinstance(request, VoteRequest):
+        return VoteResponse(code, leader_id, epoch, False)
+    if isinstance(request, BeginQuorumEpochRequest):
+        return BeginQuorumEpochResponse(code, leader_id, epoch)
+    assert isinstance(request, FetchRequest)
+    return FetchResponse(code, -1, log_start_offset, (), LeaderIdAndEpoch(leader_id, epoch))
+
+
+# Kafka's Errors.message() texts for the codes DescribeQuorum v2 reports.
+_MESSAGES = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: "For requests intended only for the leader, this error "
+    "indicates that the broker is not the current leader. For requests intended for any "
+    "replica, this error indicates that the broker is not a replica of the topic partition.",
+}
+
+__all__ = ["DESCRIBE_QUORUM_VERSIONS", "QuorumDispatcher"]

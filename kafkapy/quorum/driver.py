@@ -1,0 +1,441 @@
+"""``QuorumDriver``: the Trio task that owns a ``RaftReplica`` and connects it to the network.
+
+The replica is a synchronous state machine; the driver is the only code that calls it, and every
+call is followed at once (no ``await`` in between) by ``_process``, which drains what the call
+produced: outbound requests go to ``PeerSet`` (sent in background tasks), responses to inbound
+requests go to the dispatcher task waiting for them, committed batches go to ``on_commit`` in
+order, and the main loop is woken to re-read ``next_deadline_ms()``.
+
+Task structure (all in the nursery of :meth:`QuorumDriver.run`):
+
+* the main loop: ``tick`` at the core's next deadline (or when woken after another call);
+* one short task per outbound request (``peers.PeerSet``), which feeds the response back with
+  :meth:`_on_response` in its own task;
+* inbound requests arrive in the listener's connection tasks (``QuorumDispatcher``), which call
+  :meth:`handle_request` and wait for the core's answer.
+
+Matching: the core echoes the ``correlation_id`` it was given with a request in its response
+(``Outbound``). Inbound requests are given a driver-local token instead of the Kafka header's
+correlation id — two connections (a restarted peer, an observer) may reuse the same ids — and
+the response is routed back by that token. Responses from peers carry the core's own
+correlation id, so the core drops stale and duplicated answers itself.
+
+Time: every ``now_ms`` comes from the injected clock (``now_ms()``; default
+``clock.TrioClock``, which follows Trio's clock so ``MockClock`` works); sleeps use Trio.
+
+Pre-vote (KIP-996) does not exist on Kafka 3.9's wire (Vote v0-1). The core's pre-vote requests
+are therefore answered here, at once, with a grant: a replica whose election timer fires becomes
+a candidate straight away, which is exactly Kafka 3.9's behaviour. Real votes go on the wire.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import trio
+
+from kafkapy.protocol import ErrorCode, KafkaError
+from kafkapy.quorum.clock import TrioClock
+from kafkapy.quorum.peers import PeerSet
+from kafkapy.raft import wire
+from kafkapy.raft.core import RaftReplica
+from kafkapy.raft.events import CommitEvent, CommittedBatch, SnapshotLoad
+from kafkapy.raft.local import NotLeaderError
+from kafkapy.raft.messages import (
+    FetchRequest,
+    RaftRequest,
+    RaftResponse,
+    VoteRequest,
+    VoteResponse,
+    is_request,
+)
+from kafkapy.raft.roles import Leader
+from kafkapy.records import format as fmt
+
+log = logging.getLogger("kafkapy.quorum.driver")
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+
+class CommitLost(Exception):
+    """An appended entry will never commit: another leader's entry took its offset."""
+
+
+@dataclass(slots=True)
+class _Answer:
+    """An inbound request waiting for the core's response."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    response: RaftResponse | None = None
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _CommitWaiter:
+    offset: int
+    epoch: int | None
+    done: trio.Event = field(default_factory=trio.Event)
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _FetchTimes:
+    """Kafka's per-replica fetch bookkeeping in ``LeaderState`` (for DescribeQuorum)."""
+
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+    leader_end_at_last_fetch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaDescription:
+    """One row of DescribeQuorum: what the leader knows of a replica."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumDescription:
+    """The leader's view of the quorum, as DescribeQuorum reports it."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaDescription, ...]
+    observers: tuple[ReplicaDescription, ...]
+
+
+class QuorumDriver:
+    """Runs ``replica`` (node ``node_id``) on the network: see the module docstring.
+
+    ``voters`` maps every voter id to its controller listener (host, port) and may be filled in
+    after construction (it is read at connect time). ``on_commit`` receives each committed
+    ``CommittedBatch`` / ``SnapshotLoad`` exactly once, in order, from the task that caused the
+    commit; it must not block (a slow state machine should queue) but may call :meth:`append`.
+    """
+
+    def __init__(self, replica: RaftReplica, node_id: int, voters: Mapping[int, tuple[str, int]],
+                 cluster_id: str, clock: Clock | None = None, *,
+                 on_commit: Callable[[CommitEvent], None] | None = None,
+                 listener_name: str = "CONTROLLER", connect_timeout: float = 5.0,
+                 reconnect_backoff_max: float = 1.0) -> None:
+        if replica.node_id != node_id:
+            raise ValueError(f"the replica is node {replica.node_id}, not {node_id}")
+        if replica.cluster_id != cluster_id:
+            raise ValueError(f"the replica's cluster id is {replica.cluster_id!r}, "
+                             f"not {cluster_id!r}")
+        self.replica = replica
+        self.node_id = node_id
+        self.voter_addresses = voters
+        self.cluster_id = cluster_id
+        self.clock: Clock = clock if clock is not None else TrioClock()
+        self.on_commit = on_commit
+        self.listener_name = listener_name
+        self.peers = PeerSet(node_id, voters, self._on_response,
+                             request_timeout=replica.request_timeout_ms / 1000,
+                             connect_timeout=connect_timeout,
+                             reconnect_backoff=max(replica.retry_backoff_ms, 10) / 1000,
+                             reconnect_backoff_max=reconnect_backoff_max,
+                             listener_name=listener_name)
+        self._tokens = itertools.count(1)
+        self._answers: dict[int, _Answer] = {}
+        self._commit_waiters: list[_CommitWaiter] = []
+        self._committed_end = 0
+        self._wake = trio.Event()
+        self._started = trio.Event()
+        self._running = False
+        self._fatal: BaseException | None = None
+        self._processing = False
+        self._fetch_times: dict[int, _FetchTimes] = {}
+        self._fetch_times_epoch = -1
+
+    # -- the replica's view --------------------------------------------------------------------
+
+    @property
+    def leader_id(self) -> int:
+        return self.replica.leader_id
+
+    @property
+    def epoch(self) -> int:
+        return self.replica.epoch
+
+    @property
+    def is_leader(self) -> bool:
+        return self.replica.is_leader
+
+    @property
+    def high_watermark(self) -> int:
+        return self.replica.high_watermark
+
+    @property
+    def committed_end(self) -> int:
+        """One past the last offset delivered to ``on_commit``."""
+        return self._committed_end
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start the replica and drive it until cancelled. A core failure (an invariant broke)
+        is raised from here: the node must stop, as Kafka's fatal fault handler stops it."""
+        if self._running or self._started.is_set():
+            raise RuntimeError("a QuorumDriver runs once; make a new one (and replica) to restart")
+        try:
+            async with trio.open_nursery() as nursery:
+                self.peers.start(nursery)
+                self._running = True
+                self._call(lambda now: self.replica.start(now))
+                self._started.set()
+                task_status.started()
+                await self._loop()
+        finally:
+            self._running = False
+            self._fail_waiters(NotLeaderError(f"node {self.node_id}'s quorum driver stopped"))
+            with trio.CancelScope(shield=True):
+                await self.peers.aclose()
+
+    async def _loop(self) -> None:
+        due_in_a_row = 0
+        while True:
+            self._raise_fatal()
+            now = self.clock.now_ms()
+            deadline = self.replica.next_deadline_ms()
+            if deadline is not None and deadline <= now:
+                self._call(self.replica.tick)
+                due_in_a_row += 1
+                # A deadline that stays due would spin; yield for real now and then.
+                await (trio.sleep(0.001) if due_in_a_row > 3 else trio.lowlevel.checkpoint())
+                continue
+            due_in_a_row = 0
+            self._wake = trio.Event()
+            delay = math.inf if deadline is None else (deadline - now) / 1000
+            with trio.move_on_after(delay):
+                await self._wake.wait()
+            self._raise_fatal()
+            self._call(self.replica.tick)
+
+    def _raise_fatal(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+
+    def _fail_waiters(self, error: BaseException) -> None:
+        for answer in self._answers.values():
+            if not answer.done.is_set():
+                answer.error = error
+                answer.done.set()
+        self._answers.clear()
+        for waiter in self._commit_waiters:
+            waiter.error = error
+            waiter.done.set()
+        self._commit_waiters.clear()
+
+    # -- calling the core ----------------------------------------------------------------------
+
+    def _call(self, fn: Callable[[int], Any]) -> Any:
+        """Run one core call at the current time, then route everything it produced."""
+        if not self._running:
+            raise NotLeaderError(f"node {self.node_id}'s quorum driver is not running")
+        try:
+            result = fn(self.clock.now_ms())
+            self._process()
+        except BaseException as exc:
+            # NotLeaderError / ValueError: the caller's mistake (append off the leader, a bad
+            # snapshot boundary), raised before the core changed anything.
+            if self._fatal is None and not isinstance(exc, (NotLeaderError, ValueError,
+                                                            trio.Cancelled)):
+                log.critical("node %d: the Raft core failed: %r", self.node_id, exc)
+                self._fatal = exc
+                self._wake.set()
+            raise
+        return result
+
+    def _process(self) -> None:
+        """Route what the core produced until it has nothing more to say. Re-entrant calls
+        (``on_commit`` appending, say) only add output; the outermost call routes it, so
+        committed batches are still delivered in order."""
+        if self._processing:
+            return
+        self._processing = True
+        replica = self.replica
+        try:
+            while True:
+                outbound = replica.poll_outbound()
+                events = replica.take_committed()
+                if not outbound and not events:
+                    break
+                local_votes = []
+                for out in outbound:
+                    msg = out.message
+                    if not is_request(msg):
+                        answer = self._answers.pop(out.correlation_id, None)
+                        if answer is not None:  # else the asker has gone (connection closed)
+                            answer.response = msg  # type: ignore[assignment]
+                            answer.done.set()
+                    elif isinstance(msg, VoteRequest) and msg.pre_vote:
+                        local_votes.append(out)
+                    else:
+                        self.peers.send(out)
+                self._deliver(events)
+                now = self.clock.now_ms()
+                for out in local_votes:
+                    # Kafka 3.9 has no pre-vote: grant it here, so the core stands for election
+                    # exactly when a 3.9 controller would. Leader unknown, our own epoch.
+                    vote = out.message
+                    assert isinstance(vote, VoteRequest)
+                    replica.handle(out.destination_id,
+                                   VoteResponse(ErrorCode.NONE, -1, vote.replica_epoch, True),
+                                   now, out.correlation_id)
+        finally:
+            self._processing = False
+        self._wake.set()
+
+    def _deliver(self, events: list[CommitEvent]) -> None:
+        for event in events:
+            if isinstance(event, CommittedBatch):
+                header = fmt.parse_header(memoryview(event.batch))
+                end, base = header.next_offset, event.base_offset
+                epoch: int | None = header.partition_leader_epoch
+            else:
+                assert isinstance(event, SnapshotLoad)
+                end, epoch, base = event.snapshot_id.end_offset, None, -1
+            if self.on_commit is not None:
+                self.on_commit(event)
+            self._committed_end = end
+            still = []
+            for w in self._commit_waiters:
+                if w.offset >= end:
+                    still.append(w)
+                    continue
+                if w.epoch is not None and (epoch is None
+                                            or (w.offset >= base and epoch != w.epoch)):
+                    w.error = CommitLost(f"offset {w.offset} committed in epoch {epoch}, "
+                                         f"not {w.epoch}")
+                w.done.set()
+            self._commit_waiters = still
+
+    def _on_response(self, peer_id: int, response: RaftResponse, correlation_id: int) -> None:
+        if not self._running:
+            return
+        self._call(lambda now: self.replica.handle(peer_id, response, now, correlation_id))
+
+    # -- inbound requests (the dispatcher's calls) ---------------------------------------------
+
+    async def handle_request(self, request: RaftRequest) -> RaftResponse:
+        """Feed an inbound request to the core and wait for its answer (a Fetch may be parked
+        by the leader until there is data, a new high watermark or ``max_wait_ms``)."""
+        await self._started.wait()
+        if not self._running:
+            # This incarnation has stopped; the peer retries (and finds the next one).
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"node {self.node_id}'s quorum driver stopped")
+        source = wire.request_source(request)
+        token = next(self._tokens) & 0x7FFFFFFF
+        answer = self._answers[token] = _Answer()
+        try:
+            if isinstance(request, FetchRequest):
+                self._note_fetch(source, request)
+            self._call(lambda now: self.replica.handle(source, request, now, token))
+            await answer.done.wait()
+        finally:
+            self._answers.pop(token, None)
+        if answer.error is not None:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, str(answer.error))
+        assert answer.response is not None
+        return answer.response
+
+    def _note_fetch(self, replica_id: int, request: FetchRequest) -> None:
+        """Kafka's ``ReplicaState.updateFollowerState``: a replica is caught up at the time of
+        a fetch that reaches our end offset, or at its previous fetch if this one reaches what
+        our end offset was then."""
+        replica = self.replica
+        if not replica.is_leader or request.current_leader_epoch != replica.epoch:
+            return
+        if self._fetch_times_epoch != replica.epoch:
+            self._fetch_times, self._fetch_times_epoch = {}, replica.epoch
+        now = self.clock.now_ms()
+        times = self._fetch_times.setdefault(replica_id, _FetchTimes())
+        leader_end = replica.log_end_offset
+        if request.fetch_offset >= leader_end:
+            times.last_caught_up_ms = max(times.last_caught_up_ms, now)
+        elif 0 <= times.leader_end_at_last_fetch <= request.fetch_offset:
+            times.last_caught_up_ms = max(times.last_caught_up_ms, times.last_fetch_ms)
+        times.last_fetch_ms = now
+        times.leader_end_at_last_fetch = leader_end
+
+    # -- the leader's API ----------------------------------------------------------------------
+
+    def append(self, records: Sequence[bytes]) -> int:
+        """Leader only: append ``records`` (values) as one batch; return its last offset.
+        Raises ``NotLeaderError`` elsewhere. Use :meth:`wait_committed` to wait for it."""
+        last: int = self._call(lambda now: self.replica.append(records, now))
+        return last
+
+    async def wait_committed(self, offset: int, timeout: float, *,
+                             epoch: int | None = None) -> None:
+        """Wait until ``offset`` has been delivered to ``on_commit``. With ``epoch`` (the epoch
+        of the :meth:`append`), raise ``CommitLost`` if another leader's entry took the offset.
+        ``trio.TooSlowError`` after ``timeout`` seconds; ``NotLeaderError`` if the driver stops."""
+        if offset < self._committed_end:
+            return
+        waiter = _CommitWaiter(offset, epoch)
+        self._commit_waiters.append(waiter)
+        try:
+            with trio.fail_after(timeout):
+                await waiter.done.wait()
+        finally:
+            if waiter in self._commit_waiters:
+                self._commit_waiters.remove(waiter)
+        if waiter.error is not None:
+            raise waiter.error
+
+    def snapshot_written(self, end_offset: int, epoch: int, data: bytes) -> None:
+        """The state machine wrote a snapshot of everything below ``end_offset`` (a delivered
+        batch boundary; ``epoch`` is that batch's): the core stores it and drops the log prefix,
+        and replicas behind the new log start will fetch it with FetchSnapshot."""
+        self._call(lambda now: self.replica.snapshot_written(end_offset, epoch, data, now))
+
+    def resign(self) -> None:
+        """Graceful shutdown of a leader: resign and send EndQuorumEpoch (no-op otherwise)."""
+        if self._running:
+            self._call(self.replica.propose_resign)
+
+    # -- DescribeQuorum ------------------------------------------------------------------------
+
+    def describe(self) -> QuorumDescription | None:
+        """The leader's view of voters and observers, or None when we do not lead."""
+        replica = self.replica
+        st = replica.state
+        if not isinstance(st, Leader):
+            return None
+        now = self.clock.now_ms()
+        times = self._fetch_times if self._fetch_times_epoch == replica.epoch else {}
+
+        def row(rid: int) -> ReplicaDescription:
+            if rid == self.node_id:
+                # Kafka reports the leader as fetching and caught up "now".
+                return ReplicaDescription(rid, replica.log_end_offset, now, now)
+            prog = st.replicas.get(rid)
+            t = times.get(rid, _FetchTimes())
+            return ReplicaDescription(rid, prog.end_offset if prog is not None else -1,
+                                      t.last_fetch_ms, t.last_caught_up_ms)
+
+        voters = tuple(row(v) for v in sorted(replica.voters))
+        observers = tuple(row(r) for r in sorted(st.replicas) if r not in replica.voters)
+        return QuorumDescription(self.node_id, replica.epoch, replica.high_watermark, voters,
+                                 observers)
+
+
+__all__ = ["CommitLost", "QuorumDescription", "QuorumDriver", "ReplicaDescription"]
