@@ -250,6 +250,17 @@ class QuorumController:
         for record, offset in records_with_offsets:
             self.replay(record, offset)
 
+    def load_snapshot(self, image: MetadataImage) -> None:
+        """Start over from a snapshot's image (a standby that fell behind, or a restart).
+
+        Kafka replays a snapshot's records at its last offset, so every broker registration it
+        holds counts as made there; soft state (heartbeat times) starts afresh, giving each
+        broker a full session, as after a failover.
+        """
+        self._image, self._delta = image, None
+        self._registration_offsets = {broker_id: image.offset for broker_id in image.brokers}
+        self._last_contact_ms.clear()
+
     def bootstrap(self, metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION
                   ) -> ControllerResult[None]:
         """Records to write when the metadata log is empty (none otherwise)."""

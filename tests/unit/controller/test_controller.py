@@ -650,3 +650,24 @@ def test_reassignment_reorders_replicas_but_cannot_move_data_yet() -> None:
     assert p0.replicas == (2, 1) and p0.leader == 1       # leadership moves only by election
     assert [r.error_code for r in h.commit(c.elect_leaders([("t", 0)], ElectionType.PREFERRED))] == [E.NONE]
     assert c.image.topics.partition("t", 0).leader == 2
+
+
+def test_a_controller_loaded_from_a_snapshot_agrees_with_one_that_replayed_the_log() -> None:
+    from kafkapy.metadata.snapshot import image_from_snapshot, write_snapshot
+    from kafkapy.raft.messages import SnapshotId
+
+    h = make_harness()
+    epochs = {b: h.add_broker(b) for b in (1, 2)}
+    create(h, NewTopic("t", assignments={0: [1, 2]}))
+    image = h.controller.image
+    sid = SnapshotId(image.offset + 1, 3)
+    loaded = make_harness().controller
+    loaded.load_snapshot(image_from_snapshot(write_snapshot(image, sid, now_ms=0), sid,
+                                             cluster_id=CLUSTER_ID))
+    assert loaded.last_applied_offset == image.offset
+    # Both see broker 1 caught up at the same offset and give the same answers.
+    for c in (h.controller, loaded):
+        hb = c.broker_heartbeat(BrokerHeartbeatRequest(1, epochs[1], image.offset), now_ms=1)
+        assert hb.response.error_code == 0 and hb.response.is_caught_up
+        assert [r.error_code for r in c.elect_leaders([("t", 0)], ElectionType.PREFERRED).response] == [
+            E.ELECTION_NOT_NEEDED]
