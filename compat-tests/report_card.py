@@ -115,14 +115,16 @@ def finding_ids(path: Path) -> set[str]:
 def finding_groups(path: Path, test_ids: set[str]) -> list[tuple[str, int]]:
     """(reason, number of tests under it) per heading of FINDINGS.md that lists tests.
 
-    Only backticked tokens that are test ids of ``test_ids`` count (findings also quote config
-    names and commands).
+    Only backticked tokens in ``test_ids`` (the tests that did not pass) count, each under the
+    first heading that names it: findings also quote config names and commands, and mention a
+    test again where it is discussed.
     A reason under a ``##`` section (``###``) is named with its section, e.g. "Failing, broker
     gap: client quotas", so the report keeps the finding's own wording.
     """
     if not path.exists():
         return []
     groups: dict[str, set[str]] = {}
+    counted: set[str] = set()
     section, heading = "", ""
     for line in path.read_text().splitlines():
         if line.startswith("## "):
@@ -130,9 +132,10 @@ def finding_groups(path: Path, test_ids: set[str]) -> list[tuple[str, int]]:
         elif line.startswith("### "):
             heading = f"{section}: {line[4:].strip()}" if section else line[4:].strip()
         elif heading:
-            ids = set(re.findall(r"`([^`\n]+)`", line)) & test_ids
+            ids = set(re.findall(r"`([^`\n]+)`", line)) & test_ids - counted
             if ids:
                 groups.setdefault(heading, set()).update(ids)
+                counted |= ids
     # A heading may carry its own count ("Schema Registry (35)"); the table gives the real one.
     return [(re.sub(r"\s*\(\d+[^)]*\)\s*$", "", heading), len(ids)) for heading, ids in groups.items()]
 
@@ -329,7 +332,8 @@ def render_doc(summaries: list[SuiteSummary]) -> str:
                   f"Source: {SUITE_SOURCES.get(s.suite, s.suite)}. Last run: {s.mode} mode, "
                   f"commit `{s.commit}`, {s.finished}, {s.seconds:.0f} s.", ""]
         results_path = OUT_DIR / s.suite / "results.tsv"
-        ids = {r.test_id for r in parse_results(results_path)} if results_path.exists() else set()
+        ids = ({r.test_id for r in parse_results(results_path) if r.status != "passed"}
+               if results_path.exists() else set())
         groups = finding_groups(folder / "FINDINGS.md", ids)
         if groups:
             parts += ["Why the rest do not pass (tests per reason; details in "
@@ -342,11 +346,17 @@ def render_doc(summaries: list[SuiteSummary]) -> str:
 
 
 def render_readme_block(summaries: list[SuiteSummary]) -> str:
-    cells = [f"{s.suite} {s.counts.get('passed', 0)}/{s.counts.get('total', 0)}" for s in summaries]
-    return (f"{README_START}\nClient test suites passing against kafkapy ({summaries[0].mode} "
-            f"selection, commit `{summaries[0].commit}`): " + ", ".join(cells) +
-            ". Per-test detail and every known gap: [docs/compatibility.md](docs/compatibility.md)."
-            f"\n{README_END}")
+    lines = [README_START,
+             f"| suite ({summaries[0].mode} selection, commit `{summaries[0].commit}`) | passed | failed | not run |",
+             "|---|---:|---:|---:|"]
+    for s in summaries:
+        c = s.counts
+        lines.append(f"| {s.suite} | {c.get('passed', 0)} | {c.get('failed', 0)} | {c.get('skipped', 0)} |")
+    lines += ["",
+              "Every test that fails or is not run is explained, with the broker gap or the feature "
+              "it needs, in [docs/compatibility.md](docs/compatibility.md).",
+              README_END]
+    return "\n".join(lines)
 
 
 def write_report() -> int:

@@ -11,3 +11,5 @@ echo "== unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1)"
 KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider
 echo "== integration and compatibility tests"
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider
+echo "== client libraries' own test suites (the report card, quick selection)"
+"$PY" compat-tests/report_card.py run --mode quick
