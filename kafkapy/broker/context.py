@@ -57,6 +57,9 @@ class BrokerContext:
     producer_ids: Any = None
     # The group coordinator (kafkapy.coordinator.service.GroupCoordinator), None until it runs.
     groups: Any = None
+    # The id of the active controller (the metadata quorum's leader), -1 if unknown; None when
+    # the node does not know it (then handlers name a live broker, as before KRaft quorums).
+    active_controller: Callable[[], int] | None = None
 
     def topic_name(self, obj: Any, version: int, field: str = "name") -> str | None:
         """The topic a request entry names: by id from v13 of Produce/Fetch, else by name."""

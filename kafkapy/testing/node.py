@@ -286,13 +286,26 @@ class KafkaNode(_ProcessNode):
         overrides: Mapping[str, object] | Iterable[tuple[str, object]] = (),
         python: str | None = None,
         format_storage: bool = True,
+        controller_port: int | None = None,
+        cluster_id: str | None = None,
         **kwargs,
     ) -> None:
         super().__init__(workdir, **kwargs)
         self.format_storage = format_storage
-        self.controller_port = free_port()
-        while self.controller_port == self.port:
+        # The nodes of one multi-node cluster are formatted with the same cluster id (as
+        # `kafka-storage.sh format -t` on each); by default each node makes its own.
+        self.cluster_id = cluster_id
+        # A fixed controller port (a multi-node quorum names every voter's port in each node's
+        # controller.quorum.voters, so it must not change on a port-collision retry).
+        self._fixed_controller_port = controller_port is not None
+        if controller_port is not None:
+            self.controller_port = controller_port
+            while self.port == self.controller_port:
+                self.port = free_port()
+        else:
             self.controller_port = free_port()
+            while self.controller_port == self.port:
+                self.controller_port = free_port()
         self.python = python or _venv_python()
         self.overrides = dict(SINGLE_NODE_DEFAULTS)
         self.overrides.update(dict(overrides))
@@ -304,6 +317,10 @@ class KafkaNode(_ProcessNode):
 
     def _repick_ports(self) -> None:
         super()._repick_ports()
+        if self._fixed_controller_port:
+            while self.port == self.controller_port:
+                self.port = free_port()
+            return
         self.controller_port = free_port()
         while self.controller_port == self.port:
             self.controller_port = free_port()
@@ -316,6 +333,8 @@ class KafkaNode(_ProcessNode):
     def _format(self) -> None:
         """`kafkapy storage format` first, as a Kafka operator runs `kafka-storage.sh format`."""
         cmd = [self.python, "-m", "kafkapy", "storage", "format", "--ignore-formatted"]
+        if self.cluster_id is not None:
+            cmd += ["--cluster-id", self.cluster_id]
         for key, value in self._settings().items():
             cmd += ["--override", f"{key}={value}"]
         with open(self.log_path, "ab") as log:

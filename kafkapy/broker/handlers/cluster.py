@@ -100,7 +100,13 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
 
 def _controller_id_for_clients(ctx: BrokerContext, image: MetadataImage) -> int:
     # KRaft brokers tell clients some live broker is "the controller": clients send admin
-    # requests there and brokers forward them to the real quorum controller.
+    # requests there and brokers forward them to the real quorum controller. Until brokers
+    # forward (phase 2 of the multi-node quorum), only the active controller's own node can run
+    # controller operations, so a combined node names the active controller when it knows it.
+    if ctx.active_controller is not None:
+        active = ctx.active_controller()
+        if active >= 0:
+            return active
     alive = [b.id for b in image.brokers.values() if not b.fenced]
     return ctx.node_id if ctx.node_id in alive or not alive else min(alive)
 
