@@ -35,10 +35,9 @@ from kafkapy.controller.types import (
     CreatePartitionsResult,
     CreatePartitionsTopic,
     DeleteTopicResult,
-    ElectionResult,
     ElectionType,
     NewTopic,
-    ReassignmentResult,
+    PartitionResult,
     OpType,
     ProducerIdsBlock,
     TopicConfigEntry,
@@ -858,7 +857,7 @@ class QuorumController:
         return out
 
     def elect_leaders(self, partitions: Sequence[tuple[str, int]] | None,
-                      election_type: ElectionType) -> ControllerResult[list[ElectionResult]]:
+                      election_type: ElectionType) -> ControllerResult[list[PartitionResult]]:
         """ElectLeaders: move leadership to the preferred replica, or elect an unclean leader for
         leaderless partitions. ``partitions`` None means all of them, and then (as Kafka does)
         only the partitions where something happened or failed are reported."""
@@ -867,13 +866,13 @@ class QuorumController:
         if every:
             partitions = [(t.name, i) for t in sorted(self.image.topics.by_id.values(), key=lambda t: t.name)
                           for i in sorted(t.partitions)]
-        results: list[ElectionResult] = []
+        results: list[PartitionResult] = []
         records: list[MetadataRecord] = []
         for name, index in dict.fromkeys(partitions):
             topic = self.image.topics.by_name.get(name)
             p = topic.partitions.get(index) if topic is not None else None
             if p is None:
-                results.append(ElectionResult(name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                results.append(PartitionResult(name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                               f"No such topic partition {name}-{index}"))
                 continue
             change, code, message = None, ErrorCode.NONE, None
@@ -909,19 +908,19 @@ class QuorumController:
                 records.append(change)
             if every and code == ErrorCode.ELECTION_NOT_NEEDED:
                 continue
-            results.append(ElectionResult(name, index, code, message))
+            results.append(PartitionResult(name, index, code, message))
         return ControllerResult(tuple(records), results)
 
     def alter_partition_reassignments(
             self, targets: Sequence[tuple[str, int, Sequence[int] | None]]
-    ) -> ControllerResult[list[ReassignmentResult]]:
+    ) -> ControllerResult[list[PartitionResult]]:
         """AlterPartitionReassignments: give partitions new replica lists (None cancels).
 
         A new order of the same replicas takes effect at once (it changes the preferred leader,
         as in Kafka). Moving data to other brokers needs followers that copy it, which arrive
         with replication; until then such a target is refused with a message saying so.
         """
-        results: list[ReassignmentResult] = []
+        results: list[PartitionResult] = []
         records: list[MetadataRecord] = []
         for name, index, replicas in targets:
             topic = self.image.topics.by_name.get(name)
@@ -945,10 +944,10 @@ class QuorumController:
                         directories=tuple(p.directories[p.replicas.index(r)] for r in replicas)
                         if len(p.directories) == len(p.replicas) else None,
                         version=PARTITION_CHANGE_RECORD_VERSION))
-                results.append(ReassignmentResult(name, index))
+                results.append(PartitionResult(name, index))
             except KafkaError as e:
                 code, msg = _code_message(e)
-                results.append(ReassignmentResult(name, index, code, msg))
+                results.append(PartitionResult(name, index, code, msg))
         return ControllerResult(tuple(records), results)
 
     def _fence_records(self, broker_id: int, epoch: int) -> list[MetadataRecord]:

@@ -211,18 +211,8 @@ class ElectionType(IntEnum):
 
 
 @dataclass(frozen=True)
-class ElectionResult:
-    """The outcome of ElectLeaders for one partition."""
-
-    topic: str
-    partition: int
-    error_code: int = ErrorCode.NONE
-    error_message: str | None = None
-
-
-@dataclass(frozen=True)
-class ReassignmentResult:
-    """The outcome of AlterPartitionReassignments for one partition."""
+class PartitionResult:
+    """The outcome for one partition of ElectLeaders or AlterPartitionReassignments."""
 
     topic: str
     partition: int
@@ -234,6 +224,6 @@ __all__ = [
     "AlterConfigOp", "AlterConfigsResource", "AlterConfigsResult", "BrokerHeartbeatReply",
     "BrokerHeartbeatRequest", "BrokerRegistrationReply", "BrokerRegistrationRequest",
     "ControllerResult", "CreatePartitionsResult", "CreatePartitionsTopic", "DeleteTopicResult",
-    "ElectionResult", "ElectionType", "ReassignmentResult",
+    "ElectionType", "PartitionResult",
     "NewTopic", "OpType", "ProducerIdsBlock", "TopicConfigEntry", "TopicDefaults", "TopicResult",
 ]
