@@ -27,6 +27,13 @@ class BrokerMetadata:
         self._publishers.append(publisher)
         publisher(self.image)
 
+    def load_image(self, image: MetadataImage) -> None:
+        """Replace the image wholesale (a metadata snapshot was loaded) and publish it, as
+        Kafka's MetadataLoader publishes a snapshot's image."""
+        self.image = image
+        for publisher in self._publishers:
+            publisher(image)
+
     def on_commit(self, records: list[tuple[Any, int]]) -> None:
         delta = MetadataDelta(self.image)
         for record, offset in records:

@@ -258,6 +258,11 @@ class QuorumController:
         """
         self._image, self._delta = image, None
         self._registration_offsets = {broker_id: image.offset for broker_id in image.brokers}
+        self.reset_sessions()
+
+    def reset_sessions(self) -> None:
+        """Forget heartbeat times (soft state): a newly active controller gives every broker a
+        full session before fencing it, as Kafka's does after a failover."""
         self._last_contact_ms.clear()
 
     def bootstrap(self, metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION

@@ -60,7 +60,6 @@ from kafkapy.raft.events import CommitEvent, CommittedBatch, SnapshotLoad
 from kafkapy.raft.file_snapshots import FileSnapshotStore
 from kafkapy.raft.local import MetadataRecordCodec, NotLeaderError
 from kafkapy.raft.quorum_state import FileQuorumStateStore
-from kafkapy.raft.roles import Leader
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.storage import MetaProperties, ensure_formatted, kafka_uuid_to_uuid
 
@@ -181,7 +180,7 @@ class Node:
         if isinstance(event, SnapshotLoad):
             image = image_from_snapshot(event.data, event.snapshot_id, cluster_id=self.cluster_id)
             self.controller.load_snapshot(image)
-            self._load_broker_image(image)
+            self.broker_metadata.load_image(image)
             log.info("Loaded metadata snapshot %s", event.snapshot_id)
             return
         assert isinstance(event, CommittedBatch)
@@ -195,20 +194,12 @@ class Node:
             self.controller.replay_batch(records)
             self.broker_metadata.on_commit(records)
 
-    def _load_broker_image(self, image: Any) -> None:
-        # BrokerMetadata has no snapshot entry point: swap the image and tell its publishers,
-        # as Kafka's MetadataLoader publishes a snapshot's image.
-        self.broker_metadata.image = image
-        for publisher in list(self.broker_metadata._publishers):
-            publisher(image)
-
     def is_active_controller(self) -> bool:
         """Kafka's active controller: the quorum leader, once it has replayed every entry of
         earlier epochs (its epoch's LeaderChange has been delivered), so it acts on the whole
         committed state."""
-        st = self.replica.state
-        return (self.driver.running and isinstance(st, Leader)
-                and self.driver.committed_end > st.epoch_start_offset)
+        return (self.driver.running and self.replica.is_leader
+                and self.driver.committed_end > self.replica.leader_epoch_start_offset)
 
     def active_controller_id(self) -> int:
         """The active controller's id as far as this node knows (the quorum leader), or -1."""
@@ -298,9 +289,7 @@ class Node:
         cluster, then register this broker. Kafka's new active controller gives every broker a
         full session (soft state starts afresh), so heartbeat times from an earlier term go."""
         log.info("Node %d is the active controller (epoch %d)", self.node_id, self.driver.epoch)
-        # QuorumController has no public "became active" hook (load_snapshot resets this too, but
-        # also the registration offsets): clear the heartbeat times it kept from an earlier term.
-        self.controller._last_contact_ms.clear()
+        self.controller.reset_sessions()
         boot = self.controller.bootstrap()
         if boot.records:
             await self._commit(boot)

@@ -155,6 +155,13 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         return self._state.role is Role.LEADER
 
     @property
+    def leader_epoch_start_offset(self) -> int:
+        """Where this leader's epoch starts in the log (its LeaderChange batch); -1 when not
+        leading. Entries below it are from earlier epochs."""
+        st = self._state
+        return st.epoch_start_offset if isinstance(st, Leader) else -1
+
+    @property
     def is_voter(self) -> bool:
         return self.node_id in self.voters
 
