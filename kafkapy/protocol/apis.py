@@ -273,7 +273,8 @@ _KAFKA_PYTHON_MODULES = (
 _OWN_SCHEMAS = tuple(
     f"{api}{kind}"
     for api in ("Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "AlterPartition", "FetchSnapshot",
-                "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker", "ControllerRegistration")
+                "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker", "ControllerRegistration",
+                "AllocateProducerIds")
     for kind in ("Request", "Response")
 )
 _SCHEMA_PACKAGE = "kafkapy.protocol.schemas"

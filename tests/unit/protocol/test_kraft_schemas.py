@@ -212,6 +212,7 @@ def test_golden_files_cover_every_api_we_check() -> None:
     assert _kafka_range("VoteRequest") == (0, 1)
     assert _kafka_range("BrokerRegistrationRequest") == (0, 4)
     assert _kafka_range("AlterPartitionRequest") == (0, 3)
+    assert _kafka_range("AllocateProducerIdsRequest") == (0, 0)
     assert _kafka_range("FetchRequest") == (0, 17)
     assert "3.9" in (GOLDEN / "kraft_messages.txt").read_text().splitlines()[0]
 
@@ -242,7 +243,7 @@ def test_flexible_versions_follow_kafka() -> None:
     for api in ("BeginQuorumEpoch", "EndQuorumEpoch"):
         assert not is_flexible(ApiKey[api], 0) and is_flexible(ApiKey[api], 1)
     for api in ("Vote", "FetchSnapshot", "BrokerRegistration", "AlterPartition", "UnregisterBroker",
-                "ControllerRegistration"):
+                "ControllerRegistration", "AllocateProducerIds"):
         assert is_flexible(ApiKey[api], 0)
 
 

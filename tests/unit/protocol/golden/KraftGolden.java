@@ -32,6 +32,8 @@ import java.util.UUID;
 import java.util.function.Function;
 
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.message.AllocateProducerIdsRequestData;
+import org.apache.kafka.common.message.AllocateProducerIdsResponseData;
 import org.apache.kafka.common.message.AlterPartitionRequestData;
 import org.apache.kafka.common.message.AlterPartitionResponseData;
 import org.apache.kafka.common.message.BeginQuorumEpochRequestData;
@@ -354,6 +356,15 @@ public final class KraftGolden {
         return new ControllerRegistrationResponseData().setThrottleTimeMs(7).setErrorCode((short) 41).setErrorMessage(null);
     }
 
+    static ApiMessage allocateProducerIdsRequest(short v) {
+        return new AllocateProducerIdsRequestData().setBrokerId(1005 + v).setBrokerEpoch(7_000_000_123L + v);
+    }
+
+    static ApiMessage allocateProducerIdsResponse(short v) {
+        return new AllocateProducerIdsResponseData().setThrottleTimeMs(41 + v).setErrorCode((short) 41)
+            .setProducerIdStart(5_000_000_000L + v).setProducerIdLen(1000 + v);
+    }
+
     static ApiMessage describeQuorumRequest(short v) {
         return new DescribeQuorumRequestData().setTopics(Arrays.asList(
             new DescribeQuorumRequestData.TopicData().setTopicName("__cluster_metadata").setPartitions(Arrays.asList(
@@ -557,6 +568,8 @@ public final class KraftGolden {
         builders.put("AlterPartitionResponse", KraftGolden::alterPartitionResponse);
         builders.put("ControllerRegistrationRequest", KraftGolden::controllerRegistrationRequest);
         builders.put("ControllerRegistrationResponse", KraftGolden::controllerRegistrationResponse);
+        builders.put("AllocateProducerIdsRequest", KraftGolden::allocateProducerIdsRequest);
+        builders.put("AllocateProducerIdsResponse", KraftGolden::allocateProducerIdsResponse);
         builders.put("DescribeQuorumRequest", KraftGolden::describeQuorumRequest);
         builders.put("DescribeQuorumResponse", KraftGolden::describeQuorumResponse);
         builders.put("FetchRequest", KraftGolden::fetchRequest);
