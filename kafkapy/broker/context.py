@@ -36,6 +36,11 @@ class SystemClock:
 #: handlers that report it (DescribeGroups' client host).
 client_address: contextvars.ContextVar[tuple[Any, ...] | None] = contextvars.ContextVar("client_address", default=None)
 
+#: The listener the request being handled came in on (set by the dispatcher): Metadata and
+#: FindCoordinator answer with each broker's endpoint on that same listener, as Kafka does, so
+#: clients on a host-facing listener are not sent to an internal one.
+request_listener: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_listener", default=None)
+
 ControllerCall = Callable[[Callable[[Any], Any]], Awaitable[Any]]
 
 
@@ -49,17 +54,23 @@ class BrokerContext:
     clock: Clock
     replicas: ReplicaManager
     image: Callable[[], MetadataImage]
-    # Runs an operation on the active controller and returns its response once its records
-    # are committed and applied to this broker's image.
-    controller: ControllerCall
+    # Runs an operation on this node's controller (the controller listener's admin context,
+    # tests); a broker node leaves it unset and talks to the controller with controller_request.
+    controller: ControllerCall | None
     advertised: list[Listener]
     fetch_sessions: FetchSessionCache = field(default_factory=lambda: FetchSessionCache(new_id=_random_session_id))
     producer_ids: Any = None
     # The group coordinator (kafkapy.coordinator.service.GroupCoordinator), None until it runs.
     groups: Any = None
-    # The id of the active controller (the metadata quorum's leader), -1 if unknown; None when
-    # the node does not know it (then handlers name a live broker, as before KRaft quorums).
-    active_controller: Callable[[], int] | None = None
+    # Sends a request message to the active controller (over the controller listener, as Kafka's
+    # brokers forward admin requests) and returns its response once this broker's image shows
+    # what the response reports. None: handlers call ``controller`` directly.
+    controller_request: Callable[..., Awaitable[Any]] | None = None
+
+    def listener_name(self) -> str:
+        """The name of the listener the current request arrived on (the first advertised
+        listener outside a request)."""
+        return request_listener.get() or self.advertised[0].name
 
     def topic_name(self, obj: Any, version: int, field: str = "name") -> str | None:
         """The topic a request entry names: by id from v13 of Produce/Fetch, else by name."""

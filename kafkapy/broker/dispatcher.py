@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from kafkapy.broker.context import BrokerContext, client_address
+from kafkapy.broker.context import BrokerContext, client_address, request_listener
 from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from kafkapy.broker.handlers.cluster import handle_describe_cluster, handle_describe_topic_partitions, handle_metadata
 from kafkapy.broker.handlers.configs import (
@@ -83,6 +83,14 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
 ]
 API_VERSIONS_RANGE = (0, 4)
 
+#: Requests only the active controller may answer: a broker node forwards them to it (Kafka's
+#: forwarding of admin requests) rather than running the handler itself.
+FORWARDED_TO_CONTROLLER = frozenset({
+    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS,
+})
+
 
 class BrokerDispatcher:
     """The network edge's dispatcher for client listeners."""
@@ -101,7 +109,10 @@ class BrokerDispatcher:
             return self.versions.response(request.api_version)
         handler = self._handlers[request.api_key]
         client_address.set(getattr(conn, "peer", None))
+        request_listener.set(getattr(conn, "listener", None))
         try:
+            if request.api_key in FORWARDED_TO_CONTROLLER and self.ctx.controller_request is not None:
+                return await self.ctx.controller_request(request.body, request.api_version)
             return await handler(self.ctx, request)
         except KafkaError as exc:
             # Handlers turn expected failures into per-entry codes; one escaping here is a

@@ -1,26 +1,29 @@
-"""A kafkapy node: storage, metadata quorum, controller and broker, wired and run under Trio.
+"""A kafkapy node: storage, metadata quorum, controller and/or broker, wired and run under Trio.
 
-Start-up follows a KRaft combined node: check the storage format, open the metadata log, start
-the metadata quorum (``quorum.QuorumDriver`` running a ``raft.RaftReplica`` over the on-disk
-``__cluster_metadata-0``, served on the controller listener by ``quorum.QuorumDispatcher``), and
-replay what it commits into the controller and the broker image. The node whose replica leads
-the quorum, once it has replayed everything committed before its epoch, is the *active
-controller*: it bootstraps a fresh cluster, registers this broker, gets it unfenced, heartbeats
-and fences stale brokers. A single voter elects itself at once, so a one-node cluster starts as
-before: registered and unfenced before the broker listener opens. SIGTERM or SIGINT shuts down
-cleanly: listeners stop, logs are flushed and the clean-shutdown marker is written so the next
-start skips recovery.
+``process.roles`` decides what runs, as in KRaft:
 
-Phase 1 of the multi-node quorum: controller operations run only on the active controller's
-node; elsewhere they fail with NOT_CONTROLLER (brokers forwarding them to the active controller
-is phase 2), and Metadata/DescribeCluster name the active controller so clients go there. For
-the same reason a node registers its broker only while its own controller is active: a standby
-cannot reach the active controller's registration API yet (BrokerRegistration/BrokerHeartbeat
-over the controller listener is phase 2), so brokers on standby nodes stay unregistered.
+* ``controller``: a voter of the metadata quorum (``quorum.QuorumDriver`` running a
+  ``raft.RaftReplica`` over the on-disk ``__cluster_metadata-0``), replaying what it commits into
+  a ``QuorumController``. Its controller listener serves the quorum's RPCs and, on the *active*
+  controller (the quorum leader, once it has replayed everything committed before its epoch),
+  the brokers' requests (``node.controller_apis``): registrations, heartbeats, producer-id
+  blocks and forwarded admin requests. The active controller bootstraps a fresh cluster and
+  fences brokers whose sessions expire.
+* ``broker``: an observer of the quorum: it fetches the metadata log into its own on-disk copy
+  (a restart replays that copy and fetches only what it lacks), replays it into its image and
+  serves clients. It registers and heartbeats with the active controller over the controller
+  listener (``broker.lifecycle``) and forwards admin requests there (``net.controller_channel``),
+  exactly as when the controller is in the same process (combined mode, ``broker,controller``).
+
+A single voter elects itself at once, so a one-node cluster is registered and unfenced before its
+broker listener opens. SIGTERM or SIGINT shuts down cleanly: the broker asks the controller to
+move its leaderships away (controlled shutdown), a leading controller resigns, listeners stop,
+logs are flushed and the clean-shutdown marker is written so the next start skips recovery.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -40,9 +43,8 @@ from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
 from kafkapy.config import BrokerConfig, Listener, TOPIC_SYNONYMS
 from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.log.cleaner import CLEANER_TMP_DIR, LogCleaner, apply_clean, plan_clean
-from kafkapy.controller import (
-    BrokerHeartbeatRequest, BrokerRegistrationRequest, QuorumController, TopicDefaults,
-)
+from kafkapy.broker.lifecycle import BrokerLifecycleManager
+from kafkapy.controller import QuorumController, TopicDefaults
 from kafkapy.log import files as log_files
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
@@ -50,9 +52,11 @@ from kafkapy.log.partition_log import PartitionLog
 from kafkapy.controller.quorum_controller import LATEST_PRODUCTION_METADATA_VERSION, MINIMUM_KRAFT_METADATA_VERSION
 from kafkapy.metadata.image import METADATA_VERSION_FEATURE
 from kafkapy.metadata.snapshot import image_from_snapshot
-from kafkapy.metadata.records import BrokerEndpoint, BrokerFeature
+from kafkapy.net.controller_channel import ControllerChannel
 from kafkapy.net.server import serve
+from kafkapy.node.controller_apis import ControllerApis
 from kafkapy.node.metadata_log import METADATA_PARTITION_DIR, PartitionLogStore
+from kafkapy.protocol import ApiKey, messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum import CommitLost, QuorumDispatcher, QuorumDriver
 from kafkapy.raft.core import RaftReplica
@@ -74,6 +78,12 @@ COMMIT_TIMEOUT_S = 30.0
 LEADERSHIP_POLL_S = 0.05
 #: How long a single-voter node waits to elect itself and register before giving up.
 SINGLE_VOTER_STARTUP_TIMEOUT_S = 60.0
+#: How long a broker in a larger cluster waits to be unfenced before opening its listeners.
+CLUSTER_STARTUP_WAIT_S = 5.0
+#: How long a forwarded CreateTopics & co. waits for this broker's image to show its effect.
+FORWARD_VISIBILITY_TIMEOUT_S = 5.0
+#: The bound on a controlled shutdown (the controller moving this broker's leaderships away).
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 
 
 def parse_voters(entries: list[str]) -> dict[int, tuple[str, int]]:
@@ -93,23 +103,30 @@ def parse_voters(entries: list[str]) -> dict[int, tuple[str, int]]:
 
 
 class Node:
-    """One process with `process.roles` broker, controller or both (combined mode today)."""
+    """One process with ``process.roles`` broker, controller or both (see the module docstring)."""
 
     def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
         self.node_id = config.node_id
         roles = set(config.get("process.roles") or [])  # type: ignore[arg-type]
-        if roles != {"broker", "controller"}:
-            raise ValueError(
-                f"process.roles={','.join(sorted(roles)) or '(unset)'} is not supported yet: "
-                "this version runs combined-mode nodes (process.roles=broker,controller)"
-            )
+        if not roles or not roles <= {"broker", "controller"}:
+            raise ValueError(f"process.roles={','.join(sorted(roles)) or '(unset)'}: expected broker, "
+                             "controller or broker,controller")
+        self.is_broker = "broker" in roles
+        self.is_controller = "controller" in roles
         if self.node_id < 0:
             raise ValueError("node.id must be set")
         self.controller_listener_names = set(config.get("controller.listener.names") or [])  # type: ignore[arg-type]
+        if not self.controller_listener_names:
+            raise ValueError("controller.listener.names must name the controller listener")
         self.bound_ports: dict[str, int] = {}
         self.broker_epoch = -1
+        self.controller: QuorumController | None = None
+        self.broker_metadata: BrokerMetadata | None = None
+        self.lifecycle: BrokerLifecycleManager | None = None
+        self.channel: ControllerChannel | None = None
+        self._activated_epoch = -1
         self._started = trio.Event()
 
     # -- start-up -------------------------------------------------------------------------------
@@ -122,13 +139,17 @@ class Node:
         # The marker belongs to the log dir; read it before the LogManager consumes it.
         clean = os.path.exists(os.path.join(meta_root, log_files.CLEAN_SHUTDOWN_FILE))
         self.metadata_log = PartitionLog.open(meta_dir, LogConfig(), now_ms=now_ms, recover=not clean)
+        self.recovered_metadata_end = self.metadata_log.log_end_offset
         self.voters = parse_voters(list(self.config.get("controller.quorum.voters") or []))  # type: ignore[arg-type]
-        if self.node_id not in self.voters:
-            raise ValueError(
-                f"controller.quorum.voters does not name this node ({self.node_id}): a combined "
-                "node is a voter of the metadata quorum"
-            )
-        single = len(self.voters) == 1
+        if not self.voters:
+            raise ValueError("controller.quorum.voters must name the metadata quorum's voters")
+        if self.is_controller and self.node_id not in self.voters:
+            raise ValueError(f"controller.quorum.voters does not name this node ({self.node_id}): "
+                             "a controller is a voter of the metadata quorum")
+        if not self.is_controller and self.node_id in self.voters:
+            raise ValueError(f"node {self.node_id} has process.roles=broker but is one of "
+                             "controller.quorum.voters: a voter must have the controller role")
+        single = self.is_controller and len(self.voters) == 1
         election_ms = int(self.config.get("controller.quorum.election.timeout.ms"))  # type: ignore[arg-type]
         fetch_ms = int(self.config.get("controller.quorum.fetch.timeout.ms"))  # type: ignore[arg-type]
         self.replica = RaftReplica(
@@ -146,31 +167,33 @@ class Node:
         self.codec = MetadataRecordCodec()
         self.driver = QuorumDriver(
             self.replica, self.node_id, self.voters, cluster_id, on_commit=self._on_commit,
-            listener_name=sorted(self.controller_listener_names)[0] if self.controller_listener_names else "CONTROLLER",
+            listener_name=sorted(self.controller_listener_names)[0],
         )
-        broker_topic_configs = {}
-        for topic_key in TOPIC_SYNONYMS:
-            inherited = self.config.broker_synonym_value(topic_key)
-            if inherited is not None:
-                broker_topic_configs[topic_key] = inherited[1]
-        self.controller = QuorumController(
-            cluster_id=cluster_id,
-            uuid_source=uuid.uuid4,
-            rng=random.Random(),
-            defaults=TopicDefaults(
-                num_partitions=int(self.config.get("num.partitions")),  # type: ignore[arg-type]
-                replication_factor=int(self.config.get("default.replication.factor")),  # type: ignore[arg-type]
-            ),
-            broker_topic_configs=broker_topic_configs,
-            session_timeout_ms=int(self.config.get("broker.session.timeout.ms")),  # type: ignore[arg-type]
-            delete_topic_enable=bool(self.config.get("delete.topic.enable")),
-            controller_ids=sorted(self.voters),
-        )
-        self.broker_metadata = BrokerMetadata(cluster_id)
+        if self.is_controller:
+            broker_topic_configs = {}
+            for topic_key in TOPIC_SYNONYMS:
+                inherited = self.config.broker_synonym_value(topic_key)
+                if inherited is not None:
+                    broker_topic_configs[topic_key] = inherited[1]
+            self.controller = QuorumController(
+                cluster_id=cluster_id,
+                uuid_source=uuid.uuid4,
+                rng=random.Random(),
+                defaults=TopicDefaults(
+                    num_partitions=int(self.config.get("num.partitions")),  # type: ignore[arg-type]
+                    replication_factor=int(self.config.get("default.replication.factor")),  # type: ignore[arg-type]
+                ),
+                broker_topic_configs=broker_topic_configs,
+                session_timeout_ms=int(self.config.get("broker.session.timeout.ms")),  # type: ignore[arg-type]
+                delete_topic_enable=bool(self.config.get("delete.topic.enable")),
+                controller_ids=sorted(self.voters),
+            )
+        if self.is_broker:
+            self.broker_metadata = BrokerMetadata(cluster_id)
         # One controller operation at a time, from computing its records to their replay: the
         # controller's state changes only on replay, so the next operation must see it.
         self._controller_lock = trio.Lock()
-        self._registered = trio.Event()
+        self._metadata_changed = trio.Event()
 
     # -- the metadata quorum ------------------------------------------------------------------
 
@@ -179,26 +202,32 @@ class Node:
         controller and the broker image (in the driver's task, before any commit waiter wakes)."""
         if isinstance(event, SnapshotLoad):
             image = image_from_snapshot(event.data, event.snapshot_id, cluster_id=self.cluster_id)
-            self.controller.load_snapshot(image)
-            self.broker_metadata.load_image(image)
+            if self.controller is not None:
+                self.controller.load_snapshot(image)
+            if self.broker_metadata is not None:
+                self.broker_metadata.load_image(image)
             log.info("Loaded metadata snapshot %s", event.snapshot_id)
-            return
-        assert isinstance(event, CommittedBatch)
-        records = []
-        for header, view in iter_batches(event.batch):
-            if header.is_control:
-                continue  # LeaderChange and the like: the quorum's business
-            records.extend((self.codec.decode(r.value), r.offset)
-                           for r in iter_records(view) if r.value is not None)
-        if records:
-            self.controller.replay_batch(records)
-            self.broker_metadata.on_commit(records)
+        else:
+            assert isinstance(event, CommittedBatch)
+            records = []
+            for header, view in iter_batches(event.batch):
+                if header.is_control:
+                    continue  # LeaderChange and the like: the quorum's business
+                records.extend((self.codec.decode(r.value), r.offset)
+                               for r in iter_records(view) if r.value is not None)
+            if records:
+                if self.controller is not None:
+                    self.controller.replay_batch(records)
+                if self.broker_metadata is not None:
+                    self.broker_metadata.on_commit(records)
+        self._metadata_changed.set()
+        self._metadata_changed = trio.Event()
 
     def is_active_controller(self) -> bool:
         """Kafka's active controller: the quorum leader, once it has replayed every entry of
         earlier epochs (its epoch's LeaderChange has been delivered), so it acts on the whole
         committed state."""
-        return (self.driver.running and self.replica.is_leader
+        return (self.is_controller and self.driver.running and self.replica.is_leader
                 and self.driver.committed_end > self.replica.leader_epoch_start_offset)
 
     def active_controller_id(self) -> int:
@@ -226,44 +255,110 @@ class Node:
         return result.response
 
     async def controller_call(self, operation: Callable[[QuorumController], Any]) -> Any:
-        """Run ``operation`` on the controller (the broker handlers' door to it) and commit it.
-
-        Only the active controller runs operations. Phase 1: a standby fails fast with
-        NOT_CONTROLLER; forwarding the request to the active controller is the next phase (the
-        Metadata response already names the active controller, so admin clients go there).
-        """
+        """Run ``operation`` on this node's controller and commit its records (the controller
+        listener's door to it). Only the active controller, once it has bootstrapped in its
+        epoch, runs operations; elsewhere they fail with NOT_CONTROLLER and the sender (a
+        broker's controller channel) looks for the active one."""
         async with self._controller_lock:
-            if not self.is_active_controller():
+            if not self.is_active_controller() or self._activated_epoch != self.driver.epoch:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER,
                                  f"node {self.node_id} is not the active controller "
                                  f"(leader {self.active_controller_id()})")
+            assert self.controller is not None
             return await self._commit(operation(self.controller))
 
-    async def _register_broker(self) -> None:
-        """Register this broker with the (local, active) controller and heartbeat at once, so it
-        is unfenced as soon as it has caught up (it has: it replayed the registration)."""
-        now_ms = self.clock.now_ms()
-        request = BrokerRegistrationRequest(
+    def next_metadata_offset(self) -> int:
+        return self.replica.log_end_offset
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    async def _become_active(self) -> None:
+        """This node's controller just became active (in a new epoch): bootstrap a fresh
+        cluster. Kafka's new active controller gives every broker a full session (soft state
+        starts afresh), so heartbeat times from an earlier term go."""
+        assert self.controller is not None
+        log.info("Node %d is the active controller (epoch %d)", self.node_id, self.driver.epoch)
+        self.controller.reset_sessions()
+        boot = self.controller.bootstrap()
+        if boot.records:
+            await self._commit(boot)
+            log.info("Bootstrapped a new cluster %s", self.cluster_id)
+
+    async def _active_controller_loop(self) -> None:
+        """Follow the quorum's leadership: on becoming active, bootstrap; while active, fence
+        brokers whose sessions expired, every heartbeat interval."""
+        assert self.controller is not None
+        interval = int(self.config.get("broker.heartbeat.interval.ms")) / 1000.0  # type: ignore[arg-type]
+        next_check = 0.0
+        while True:
+            try:
+                if not self.is_active_controller():
+                    self._activated_epoch = -1
+                elif self.driver.epoch != self._activated_epoch:
+                    epoch = self.driver.epoch
+                    async with self._controller_lock:
+                        if self.is_active_controller() and self.driver.epoch == epoch:
+                            await self._become_active()
+                            self._activated_epoch = epoch
+                            next_check = trio.current_time() + interval
+                elif trio.current_time() >= next_check:
+                    next_check = trio.current_time() + interval
+                    async with self._controller_lock:
+                        if self.is_active_controller() and self._activated_epoch == self.driver.epoch:
+                            fenced = await self._commit(self.controller.fence_stale_brokers(self.clock.now_ms()))
+                            for broker_id in fenced:
+                                log.info("Fenced broker %d: its session expired", broker_id)
+            except KafkaError as exc:
+                # Leadership moved under us (NOT_CONTROLLER) or the quorum is slow: look again.
+                log.info("Controller work on node %d interrupted: %s", self.node_id, exc)
+                self._activated_epoch = -1
+            await trio.sleep(LEADERSHIP_POLL_S)
+
+    # -- the broker's side ----------------------------------------------------------------------
+
+    def _broker_image(self) -> Any:
+        assert self.broker_metadata is not None
+        return self.broker_metadata.image
+
+    def _make_lifecycle(self, advertised: list[Listener], previous_epoch: int) -> None:
+        assert self.broker_metadata is not None
+        self.channel = ControllerChannel(
+            self.voters, leader_hint=self.active_controller_id,
+            client_id=f"broker-{self.node_id}-to-controller")
+        self.lifecycle = BrokerLifecycleManager(
+            self.channel.call,
             broker_id=self.node_id,
             cluster_id=self.cluster_id,
-            incarnation_id=self.incarnation_id,
-            listeners=tuple(BrokerEndpoint(l.name, l.host, l.port, PLAINTEXT) for l in self.advertised),
+            incarnation_id=uuid.uuid4(),
+            listeners=[(l.name, l.host, l.port, PLAINTEXT) for l in advertised],
             rack=self.config.get("broker.rack"),  # type: ignore[arg-type]
-            features=(BrokerFeature(METADATA_VERSION_FEATURE, MINIMUM_KRAFT_METADATA_VERSION,
-                                    LATEST_PRODUCTION_METADATA_VERSION),),
-            log_dirs=tuple(self._directory_ids()),
-            previous_broker_epoch=self.broker_epoch,
+            features=[(METADATA_VERSION_FEATURE, MINIMUM_KRAFT_METADATA_VERSION,
+                       LATEST_PRODUCTION_METADATA_VERSION)],
+            log_dirs=self._directory_ids(),
+            # What this broker has replayed (Kafka: the broker's last applied offset).
+            metadata_offset=lambda: self.driver.committed_end - 1,
+            heartbeat_interval_s=int(self.config.get("broker.heartbeat.interval.ms")) / 1000.0,  # type: ignore[arg-type]
+            session_timeout_s=int(self.config.get("broker.session.timeout.ms")) / 1000.0,  # type: ignore[arg-type]
+            previous_broker_epoch=previous_epoch,
+            on_contact_lost=self._contact_lost,
+            on_contact_restored=self._contact_restored,
         )
-        # The broker epoch is the offset of the registration record: the leader's log end (the
-        # lock is held and everything appended before has committed).
-        result = self.controller.register_broker(request, now_ms=now_ms,
-                                                 next_offset=self.replica.log_end_offset)
-        if result.response.error_code != ErrorCode.NONE:
-            raise RuntimeError(f"Broker registration failed: {result.response.error_message}")
-        self.broker_epoch = (await self._commit(result)).broker_epoch
-        if getattr(self, "log_manager", None) is not None:
-            self.log_manager.broker_epoch = self.broker_epoch
-        await self._heartbeat()
+
+    def _contact_lost(self) -> None:
+        # Kafka: a broker that cannot reach the controller for a whole session has been fenced
+        # by now; serving as leader could only split the brain.
+        log.warning("Broker %d lost contact with the controllers: it stops serving as leader",
+                    self.node_id)
+        replicas = getattr(self, "replicas", None)
+        if replicas is not None:
+            replicas.leadership_suspended = True
+
+    def _contact_restored(self) -> None:
+        log.info("Broker %d is in contact with the controllers again", self.node_id)
+        replicas = getattr(self, "replicas", None)
+        if replicas is not None:
+            replicas.leadership_suspended = False
 
     def _directory_ids(self) -> list[uuid.UUID]:
         ids = []
@@ -273,62 +368,30 @@ class Node:
                 ids.append(kafka_uuid_to_uuid(meta.directory_id))
         return ids
 
-    async def _heartbeat(self) -> None:
-        now_ms = self.clock.now_ms()
-        request = BrokerHeartbeatRequest(
-            broker_id=self.node_id, broker_epoch=self.broker_epoch,
-            # What this broker has replayed (Kafka: the broker's last applied offset).
-            current_metadata_offset=self.driver.committed_end - 1,
-        )
-        reply = await self._commit(self.controller.broker_heartbeat(request, now_ms=now_ms))
-        if reply.error_code != ErrorCode.NONE:
-            log.warning("Heartbeat refused: %s", reply.error_message or ErrorCode(reply.error_code).name)
+    async def controller_request(self, body: Any, version: int | None = None) -> Any:
+        """Send a request to the active controller (forwarding, internal topic creation) and
+        return its answer once this broker's image shows the topics it created or deleted, so a
+        client that creates a topic and asks for metadata next sees it (the same order a
+        combined node gives for free)."""
+        assert self.channel is not None
+        response = await self.channel.call(body, version=version, timeout=COMMIT_TIMEOUT_S)
+        wanted = _visible_effects(body, response)
+        if wanted is not None:
+            with trio.move_on_after(FORWARD_VISIBILITY_TIMEOUT_S):
+                while not wanted(self._broker_image()):
+                    await self._metadata_changed.wait()
+        return response
 
-    async def _become_active(self) -> None:
-        """This node's controller just became active (in a new epoch): bootstrap a fresh
-        cluster, then register this broker. Kafka's new active controller gives every broker a
-        full session (soft state starts afresh), so heartbeat times from an earlier term go."""
-        log.info("Node %d is the active controller (epoch %d)", self.node_id, self.driver.epoch)
-        self.controller.reset_sessions()
-        boot = self.controller.bootstrap()
-        if boot.records:
-            await self._commit(boot)
-            log.info("Bootstrapped a new cluster %s", self.cluster_id)
-        await self._register_broker()
+    async def _allocate_producer_ids(self) -> tuple[int, int]:
+        assert self.channel is not None and self.lifecycle is not None
+        response = await self.channel.call(
+            m.AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.lifecycle.broker_epoch),
+            timeout=COMMIT_TIMEOUT_S)
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(ErrorCode(response.error_code), "AllocateProducerIds failed")
+        return response.producer_id_start, response.producer_id_len
 
-    async def _active_controller_loop(self) -> None:
-        """Follow the quorum's leadership: on becoming active, bootstrap and register; while
-        active, heartbeat this broker and fence stale brokers every heartbeat interval.
-
-        Phase 1: a node whose controller is not active does not register its broker (see the
-        module docstring); when its controller becomes active later, it registers then.
-        """
-        interval = int(self.config.get("broker.heartbeat.interval.ms")) / 1000.0  # type: ignore[arg-type]
-        active_epoch = -1
-        next_beat = 0.0
-        while True:
-            try:
-                if not self.is_active_controller():
-                    active_epoch = -1
-                elif self.driver.epoch != active_epoch:
-                    epoch = self.driver.epoch
-                    async with self._controller_lock:
-                        if self.is_active_controller() and self.driver.epoch == epoch:
-                            await self._become_active()
-                            active_epoch = epoch
-                            next_beat = trio.current_time() + interval
-                            self._registered.set()
-                elif trio.current_time() >= next_beat:
-                    next_beat = trio.current_time() + interval
-                    async with self._controller_lock:
-                        if self.is_active_controller():
-                            await self._heartbeat()
-                            await self._commit(self.controller.fence_stale_brokers(self.clock.now_ms()))
-            except KafkaError as exc:
-                # Leadership moved under us (NOT_CONTROLLER) or the quorum is slow: look again.
-                log.info("Controller work on node %d interrupted: %s", self.node_id, exc)
-                active_epoch = -1
-            await trio.sleep(LEADERSHIP_POLL_S)
+    # -- background work ------------------------------------------------------------------------
 
     async def _maintenance_loop(self) -> None:
         """Periodic log work: time-based flushes (flush.ms) and offset checkpoints."""
@@ -377,6 +440,8 @@ class Node:
         if groups is not None:
             groups.on_image(image)
 
+    # -- running --------------------------------------------------------------------------------
+
     async def run(self, *, task_status: trio.TaskStatus[dict[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
         now_ms = self.clock.now_ms()
         cluster_id = ensure_formatted(self.config)
@@ -385,34 +450,14 @@ class Node:
 
         listeners = self.config.listeners
         client_listeners = [l for l in listeners if l.name not in self.controller_listener_names]
-        if not client_listeners:
-            raise ValueError("listeners has no broker listener (only controller.listener.names)")
         controller_listeners = [l for l in listeners if l.name in self.controller_listener_names]
-        if not controller_listeners:
+        if self.is_broker and not client_listeners:
+            raise ValueError("listeners has no broker listener (only controller.listener.names)")
+        if self.is_controller and not controller_listeners:
             raise ValueError("listeners has no controller listener (controller.listener.names)")
-        advertised = self.config.advertised_listeners or client_listeners
-        self.advertised = advertised
-        self.incarnation_id = uuid.uuid4()
-
-        default_log_config = LogConfig.from_props(self.config.topic_defaults(), ignore_unknown=True)
-        self.log_manager = LogManager(
-            self.config.log_dirs, default_log_config, now_ms=now_ms,
-            topic_configs=lambda topic: topic_log_config(self.config, self.broker_metadata.image, topic),
-        )
-        self.replicas = ReplicaManager(self.log_manager, self.config, self.node_id)
-        ctx = BrokerContext(
-            node_id=self.node_id, cluster_id=cluster_id, config=self.config, clock=self.clock,
-            replicas=self.replicas, image=lambda: self.broker_metadata.image,
-            controller=self.controller_call, advertised=advertised,
-            active_controller=self.active_controller_id,
-        )
-        ctx.producer_ids = ProducerIdManager(self._allocate_producer_ids)
-        self.groups = GroupCoordinator(self.config, self.replicas, self.clock, self.node_id)
-        ctx.groups = self.groups
-        self.context = ctx
-
-        dispatcher = BrokerDispatcher(ctx)
-        quorum_dispatcher = QuorumDispatcher(self.driver)
+        if not self.is_broker and client_listeners:
+            raise ValueError(f"listeners names {', '.join(l.name for l in client_listeners)}, but a "
+                             "controller-only node serves only controller.listener.names")
         max_request = int(self.config.get("socket.request.max.bytes"))  # type: ignore[arg-type]
 
         async def listen(nursery: trio.Nursery, listener: Listener, target: Any) -> None:
@@ -426,41 +471,121 @@ class Node:
             self.bound_ports[listener.name] = port
             log.info("Listening for %s on %s:%d", listener.name, listener.host or "0.0.0.0", port)
 
+        if self.is_broker:
+            previous_epoch = _clean_shutdown_epoch(self.config.log_dirs)
+            self.advertised = self.config.advertised_listeners or client_listeners
+            self._make_broker(cluster_id, now_ms)
         try:
             async with trio.open_nursery() as nursery:
-                # The controller listener first: the other voters reach the quorum through it.
-                for listener in controller_listeners:
-                    await listen(nursery, listener, quorum_dispatcher)
+                if self.is_controller:
+                    # The controller listener first: the other voters reach the quorum through it.
+                    controller_apis = ControllerApis(QuorumDispatcher(self.driver), self,
+                                                     self._admin_context())
+                    for listener in controller_listeners:
+                        await listen(nursery, listener, controller_apis)
+                        if listener.port == 0:
+                            # An ephemeral port (tests): our own entry in the voter set must
+                            # name the port we got, for this node's broker to reach us.
+                            host = self.voters[self.node_id][0]
+                            self.voters[self.node_id] = (host, self.bound_ports[listener.name])
                 await nursery.start(self.driver.run)
-                nursery.start_soon(self._active_controller_loop)
-                if len(self.voters) == 1:
-                    # A lone voter elects itself at once: as before the quorum, the broker is
-                    # registered and unfenced (and the cluster bootstrapped) before clients can
-                    # connect, and its partitions open from an image that includes it.
-                    with trio.fail_after(SINGLE_VOTER_STARTUP_TIMEOUT_S):
-                        await self._registered.wait()
-                # A lone voter has replayed its whole log by now; a member of a larger quorum
-                # replays once the leader tells it the high watermark (in the background).
-                log.info("Metadata quorum running: applied up to offset %d (epoch %d, leader %d)",
-                         self.driver.committed_end, self.driver.epoch, self.driver.leader_id)
-                self.broker_metadata.add_publisher(self._publish)
-                self.log_manager.broker_epoch = self.broker_epoch
-                for listener in client_listeners:
-                    await listen(nursery, listener, dispatcher)
-                nursery.start_soon(self._maintenance_loop)
-                await nursery.start(self.groups.run)
-                nursery.start_soon(self._cleaner_loop)
-                log.info("[KafkaRaftServer nodeId=%d] Kafka Server started (cluster %s)", self.node_id, cluster_id)
+                log.info("Metadata log recovered to offset %d from disk; following the quorum",
+                         self.recovered_metadata_end)
+                if self.is_controller:
+                    nursery.start_soon(self._active_controller_loop)
+                if self.is_broker:
+                    await self._start_broker(nursery, client_listeners, listen, previous_epoch)
+                log.info("[KafkaRaftServer nodeId=%d] Kafka Server started (cluster %s, roles %s)",
+                         self.node_id, cluster_id, ",".join(self._roles()))
                 self._started.set()
                 task_status.started(dict(self.bound_ports))
         finally:
             self.shutdown()
 
-    async def _allocate_producer_ids(self) -> tuple[int, int]:
-        block = await self.controller_call(lambda c: c.allocate_producer_ids(self.node_id, self.broker_epoch))
-        if block.error_code != ErrorCode.NONE:
-            raise KafkaError(ErrorCode(block.error_code), block.error_message)
-        return block.first_producer_id, block.size
+    def _roles(self) -> list[str]:
+        return [r for r, on in (("broker", self.is_broker), ("controller", self.is_controller)) if on]
+
+    def _admin_context(self) -> BrokerContext:
+        """The context the controller listener's admin handlers run in: the controller's image
+        and config, and this node's controller as their door."""
+        assert self.controller is not None
+        controller = self.controller
+        return BrokerContext(
+            node_id=self.node_id, cluster_id=self.cluster_id, config=self.config, clock=self.clock,
+            replicas=None,  # type: ignore[arg-type]  (admin handlers touch no logs)
+            image=lambda: controller.image, controller=self.controller_call, advertised=[],
+        )
+
+    def _make_broker(self, cluster_id: str, now_ms: int) -> None:
+        assert self.broker_metadata is not None
+        broker_metadata = self.broker_metadata
+        default_log_config = LogConfig.from_props(self.config.topic_defaults(), ignore_unknown=True)
+        self.log_manager = LogManager(
+            self.config.log_dirs, default_log_config, now_ms=now_ms,
+            topic_configs=lambda topic: topic_log_config(self.config, broker_metadata.image, topic),
+        )
+        self.replicas = ReplicaManager(self.log_manager, self.config, self.node_id)
+        ctx = BrokerContext(
+            node_id=self.node_id, cluster_id=cluster_id, config=self.config, clock=self.clock,
+            replicas=self.replicas, image=lambda: broker_metadata.image,
+            controller=None, advertised=self.advertised, controller_request=self.controller_request,
+        )
+        ctx.producer_ids = ProducerIdManager(self._allocate_producer_ids)
+        self.groups = GroupCoordinator(self.config, self.replicas, self.clock, self.node_id)
+        ctx.groups = self.groups
+        self.context = ctx
+
+    async def _start_broker(self, nursery: trio.Nursery, client_listeners: list[Listener],
+                            listen: Callable[..., Any], previous_epoch: int) -> None:
+        """Register with the active controller, then serve clients.
+
+        A lone voter (or any quorum already running) registers and is unfenced in moments, so
+        the broker opens its listener with an image that includes itself, as a single Kafka node
+        does. In a cluster that is still forming the wait is bounded: the listener opens anyway
+        (the broker stays fenced, clients see it only once it is unfenced) rather than hold up
+        the start of the other nodes it needs for a quorum.
+        """
+        assert self.broker_metadata is not None
+        # Bound ports first: registration advertises them.
+        self._make_lifecycle(self.advertised, previous_epoch)
+        assert self.lifecycle is not None
+        nursery.start_soon(self.lifecycle.run)
+        wait = (SINGLE_VOTER_STARTUP_TIMEOUT_S if self.is_controller and len(self.voters) == 1
+                else CLUSTER_STARTUP_WAIT_S)
+        with trio.move_on_after(wait) as waited:
+            await self.lifecycle.wait_unfenced()
+        if waited.cancelled_caught:
+            if self.is_controller and len(self.voters) == 1:
+                raise RuntimeError("the broker was not unfenced by its own controller in time")
+            log.info("Broker %d is not unfenced yet; opening its listeners while it catches up",
+                     self.node_id)
+        self.broker_epoch = self.lifecycle.broker_epoch
+        log.info("Metadata quorum: applied up to offset %d (epoch %d, leader %d)",
+                 self.driver.committed_end, self.driver.epoch, self.driver.leader_id)
+        self.broker_metadata.add_publisher(self._publish)
+        self.log_manager.broker_epoch = self.broker_epoch
+        dispatcher = BrokerDispatcher(self.context)
+        for listener in client_listeners:
+            await listen(nursery, listener, dispatcher)
+        nursery.start_soon(self._maintenance_loop)
+        await nursery.start(self.groups.run)
+        nursery.start_soon(self._cleaner_loop)
+
+    async def stop_gracefully(self, timeout_s: float = CONTROLLED_SHUTDOWN_TIMEOUT_S) -> None:
+        """Kafka's controlled shutdown: the broker asks the controller to move its leaderships
+        away (bounded: an unreachable controller must not keep the process up), then a leading
+        controller resigns so the others elect a successor at once instead of timing out."""
+        if self.lifecycle is not None and self.lifecycle.broker_epoch >= 0:
+            with trio.move_on_after(timeout_s):
+                if await self.lifecycle.controlled_shutdown(timeout_s):
+                    log.info("Controlled shutdown of broker %d complete", self.node_id)
+        if self.is_controller and getattr(self, "driver", None) is not None and self.driver.is_leader:
+            try:
+                self.driver.resign()
+                # Let EndQuorumEpoch go out before the nursery is cancelled.
+                await trio.sleep(0.05)
+            except NotLeaderError:
+                pass
 
     def shutdown(self) -> None:
         """Flush and close every log and write the clean-shutdown markers."""
@@ -474,14 +599,51 @@ class Node:
             manager.shutdown()
             self.log_manager = None  # type: ignore[assignment]
         root = os.path.abspath(self.config.metadata_log_dir)
-        if meta is not None and root not in [os.path.abspath(d) for d in self.config.log_dirs]:
+        if meta is not None and (not self.is_broker or root not in [os.path.abspath(d) for d in self.config.log_dirs]):
             with open(os.path.join(root, log_files.CLEAN_SHUTDOWN_FILE), "w") as f:
                 f.write('{"version":0,"brokerEpoch":%d}' % self.broker_epoch)
         log.info("[KafkaRaftServer nodeId=%d] shut down cleanly", self.node_id)
 
 
+def _clean_shutdown_epoch(log_dirs: list[str]) -> int:
+    """The broker epoch a clean shutdown recorded in its marker (Kafka sends it as
+    PreviousBrokerEpoch so the controller can tell a clean restart), or -1."""
+    for d in log_dirs:
+        try:
+            with open(os.path.join(d, log_files.CLEAN_SHUTDOWN_FILE)) as f:
+                return int(json.load(f).get("brokerEpoch", -1))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return -1
+
+
+def _visible_effects(body: Any, response: Any) -> Callable[[Any], bool] | None:
+    """For a CreateTopics/DeleteTopics/CreatePartitions answer: a test of a broker image that
+    says the image shows what succeeded; None for other requests."""
+    key = body.API_KEY
+    if key == ApiKey.CREATE_TOPICS and not getattr(body, "validate_only", False):
+        names = [t.name for t in response.topics if t.error_code == ErrorCode.NONE]
+        return (lambda image: all(n in image.topics.by_name for n in names)) if names else None
+    if key == ApiKey.DELETE_TOPICS:
+        names = [r.name for r in response.responses if r.error_code == ErrorCode.NONE and r.name]
+        return (lambda image: not any(n in image.topics.by_name for n in names)) if names else None
+    if key == ApiKey.CREATE_PARTITIONS and not getattr(body, "validate_only", False):
+        counts = {t.name: t.count for t in body.topics}
+        done = [r.name for r in response.results if r.error_code == ErrorCode.NONE]
+
+        def grown(image: Any) -> bool:
+            for name in done:
+                topic = image.topics.by_name.get(name)
+                if topic is None or len(topic.partitions) < counts.get(name, 0):
+                    return False
+            return True
+        return grown if done else None
+    return None
+
+
 async def run_until_signalled(node: Node) -> None:
-    """Run ``node`` until SIGTERM or SIGINT, then shut it down cleanly."""
+    """Run ``node`` until SIGTERM or SIGINT, then shut it down cleanly (controlled shutdown
+    first)."""
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(node.run)
@@ -489,6 +651,8 @@ async def run_until_signalled(node: Node) -> None:
             async def watch() -> None:
                 async for signum in signals:
                     log.info("Received %s, shutting down", signal.Signals(signum).name)
+                    if node._started.is_set():
+                        await node.stop_gracefully()
                     nursery.cancel_scope.cancel()
                     return
 

@@ -27,12 +27,12 @@ MResp = m.MetadataResponse
 
 def _alive_brokers(ctx: BrokerContext, image: MetadataImage) -> list[tuple[int, str, int, str | None]]:
     """(id, host, port, rack) of unfenced brokers, for the listener clients use."""
-    listener = ctx.advertised[0]
+    listener_name = ctx.listener_name()
     out = []
     for broker in sorted(image.brokers.values(), key=lambda b: b.id):
         if broker.fenced:
             continue
-        endpoint = broker.listener(listener.name)
+        endpoint = broker.listener(listener_name)
         if endpoint is not None:
             out.append((broker.id, endpoint.host, endpoint.port, broker.rack))
     return out
@@ -99,14 +99,9 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
 
 
 def _controller_id_for_clients(ctx: BrokerContext, image: MetadataImage) -> int:
-    # KRaft brokers tell clients some live broker is "the controller": clients send admin
-    # requests there and brokers forward them to the real quorum controller. Until brokers
-    # forward (phase 2 of the multi-node quorum), only the active controller's own node can run
-    # controller operations, so a combined node names the active controller when it knows it.
-    if ctx.active_controller is not None:
-        active = ctx.active_controller()
-        if active >= 0:
-            return active
+    # Clients cannot reach KRaft controllers, so a KRaft broker names a live broker as "the
+    # controller" (Kafka picks one at random; we prefer ourselves, which is stable): admin
+    # requests sent there are forwarded to the active controller.
     alive = [b.id for b in image.brokers.values() if not b.fenced]
     return ctx.node_id if ctx.node_id in alive or not alive else min(alive)
 
@@ -120,11 +115,11 @@ async def handle_describe_cluster(ctx: BrokerContext, request: Request) -> objec
     Resp = m.DescribeClusterResponse
     include_fenced = request.api_version >= 2 and request.body.include_fenced_brokers
     brokers = []
-    listener = ctx.advertised[0]
+    listener_name = ctx.listener_name()
     for broker in sorted(image.brokers.values(), key=lambda b: b.id):
         if broker.fenced and not include_fenced:
             continue
-        endpoint = broker.listener(listener.name)
+        endpoint = broker.listener(listener_name)
         if endpoint is None:
             continue
         brokers.append(Resp.DescribeClusterBroker(broker_id=broker.id, host=endpoint.host, port=endpoint.port,

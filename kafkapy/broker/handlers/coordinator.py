@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.handlers.topics import create_topics_internal
 from kafkapy.controller import NewTopic
 from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import setting
@@ -37,13 +38,13 @@ async def ensure_offsets_topic(ctx: BrokerContext) -> bool:
         "compression.type": "producer",
         "segment.bytes": str(setting(ctx.config, "offsets.topic.segment.bytes")),
     }
-    results = await ctx.controller(lambda c: c.create_topics(
-        [NewTopic(OFFSETS_TOPIC, partitions, replication, configs=configs)]))
-    for r in results:
-        if r.error_code == ErrorCode.NONE:
+    results = await create_topics_internal(
+        ctx, [NewTopic(OFFSETS_TOPIC, partitions, replication, configs=configs)])
+    for _, code, message in results:
+        if code == ErrorCode.NONE:
             log.info("Created %s with %d partitions, replication factor %d", OFFSETS_TOPIC, partitions, replication)
-        elif r.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("Could not create %s: %s %s", OFFSETS_TOPIC, ErrorCode(r.error_code).name, r.error_message)
+        elif code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.warning("Could not create %s: %s %s", OFFSETS_TOPIC, ErrorCode(code).name, message)
     return OFFSETS_TOPIC in ctx.image().topics.by_name
 
 
@@ -60,7 +61,7 @@ async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> tuple[int, str
     reg = topic.partitions.get(partition)
     leader = reg.leader if reg is not None else -1
     broker = ctx.image().brokers.get(leader) if leader >= 0 else None
-    endpoint = broker.listener(ctx.advertised[0].name) if broker is not None else None
+    endpoint = broker.listener(ctx.listener_name()) if broker is not None else None
     if endpoint is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
     return ErrorCode.NONE, None, leader, endpoint.host, endpoint.port

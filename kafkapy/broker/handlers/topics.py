@@ -67,13 +67,42 @@ async def handle_create_topics(ctx: BrokerContext, request: Request) -> object:
     return CreateResp(throttle_time_ms=0, topics=out)
 
 
+async def create_topics_internal(ctx: BrokerContext, topics: list[NewTopic]) -> list[tuple[str, int, str | None]]:
+    """Create topics on the broker's own behalf (auto-creation, internal topics): (name, error
+    code, message) per topic.
+
+    A broker node sends the controller a CreateTopics request with explicit partition counts and
+    replication factors taken from its own config, as Kafka's AutoTopicCreationManager does.
+    """
+    defaults = _defaults(ctx)
+    if ctx.controller_request is None:
+        assert ctx.controller is not None
+        results = await ctx.controller(lambda c: c.create_topics(topics, defaults=defaults))
+        return [(r.name, r.error_code, r.error_message) for r in results]
+    req = m.CreateTopicsRequest
+    body = req(timeout_ms=30_000, validate_only=False, topics=[
+        req.CreatableTopic(
+            name=t.name,
+            num_partitions=t.num_partitions if t.num_partitions is not None and t.num_partitions > 0
+            else defaults.num_partitions,
+            replication_factor=t.replication_factor if t.replication_factor is not None and t.replication_factor > 0
+            else defaults.replication_factor,
+            assignments=[],
+            configs=[req.CreatableTopic.CreatableTopicConfig(name=k, value=v) for k, v in (t.configs or {}).items()],
+        )
+        for t in topics
+    ])
+    response = await ctx.controller_request(body)
+    return [(r.name, r.error_code, r.error_message) for r in response.topics]
+
+
 async def auto_create_topics(ctx: BrokerContext, names: list[str]) -> None:
     """Create topics a Metadata request named, with the broker defaults (auto.create.topics.enable)."""
-    defaults = _defaults(ctx)
-    results = await ctx.controller(lambda c: c.create_topics([NewTopic(name=n) for n in names], defaults=defaults))
-    for r in results:
-        if r.error_code == ErrorCode.NONE:
-            log.info("Auto-created topic %s with %d partitions", r.name, r.num_partitions)
+    for name, code, message in await create_topics_internal(ctx, [NewTopic(name=n) for n in names]):
+        if code == ErrorCode.NONE:
+            log.info("Auto-created topic %s", name)
+        elif code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.info("Auto-creating topic %s failed: %s %s", name, ErrorCode(code).name, message or "")
 
 
 async def handle_delete_topics(ctx: BrokerContext, request: Request) -> object:

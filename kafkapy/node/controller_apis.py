@@ -1,0 +1,160 @@
+"""``ControllerApis``: what a controller answers on its controller listener.
+
+Kafka's controllers serve two kinds of request on ``controller.listener.names``:
+
+* the quorum's own RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot of
+  ``__cluster_metadata``, DescribeQuorum) — ``quorum.QuorumDispatcher`` answers those;
+* the brokers' requests to the active controller: BrokerRegistration, BrokerHeartbeat,
+  UnregisterBroker, AllocateProducerIds, and the admin requests a broker forwards because only
+  the controller may write metadata (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+  IncrementalAlterConfigs, ElectLeaders, Alter/ListPartitionReassignments).
+
+The admin requests run the very handlers a broker listener uses (``broker.handlers``), with a
+context whose ``controller`` door is this node's controller, so a request answers the same
+whether a combined node runs it locally or a broker forwards it here. A controller that is not
+the active one fails them with NOT_CONTROLLER, which the server turns into the request's error
+response; the forwarding broker then finds the new active controller and retries, as Kafka's
+forwarding manager does.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.dispatcher import BROKER_APIS, FORWARDED_TO_CONTROLLER
+from kafkapy.controller import BrokerHeartbeatRequest, BrokerRegistrationRequest, QuorumController
+from kafkapy.metadata.records import BrokerEndpoint, BrokerFeature
+from kafkapy.net.server import ConnectionInfo
+from kafkapy.protocol import ApiKey, ErrorCode, KafkaError, Request, messages as m
+from kafkapy.protocol.apis import request_class
+from kafkapy.quorum.dispatcher import QuorumDispatcher
+
+log = logging.getLogger("kafkapy.node.controller_apis")
+
+Handler = Callable[[BrokerContext, Request], Awaitable[object]]
+
+#: The admin APIs a broker forwards to the active controller, served with the broker
+#: listener's handlers and versions (a forwarded request keeps the client's version).
+FORWARDED_APIS: dict[int, tuple[int, int, Handler]] = {
+    key: (lo, hi, handler) for key, lo, hi, handler in BROKER_APIS if key in FORWARDED_TO_CONTROLLER
+}
+
+
+class ControllerHost(Protocol):
+    """What ``ControllerApis`` needs from its node."""
+
+    async def controller_call(self, operation: Callable[[QuorumController], Any]) -> Any:
+        """Run ``operation`` on the active controller here and commit its records (raises
+        KafkaError(NOT_CONTROLLER) when this node's controller is not active)."""
+
+    def next_metadata_offset(self) -> int:
+        """The offset the next metadata record will get (the leader's log end)."""
+
+    def now_ms(self) -> int: ...
+
+
+class ControllerApis:
+    """The controller listener's dispatcher (see the module docstring)."""
+
+    def __init__(self, quorum: QuorumDispatcher, host: ControllerHost, admin_context: BrokerContext) -> None:
+        self.quorum = quorum
+        self.host = host
+        self.admin_context = admin_context
+        self.versions = quorum.versions
+        self._handlers: dict[int, Callable[[Request], Awaitable[object]]] = {
+            ApiKey.BROKER_REGISTRATION: self._broker_registration,
+            ApiKey.BROKER_HEARTBEAT: self._broker_heartbeat,
+            ApiKey.UNREGISTER_BROKER: self._unregister_broker,
+            ApiKey.ALLOCATE_PRODUCER_IDS: self._allocate_producer_ids,
+        }
+        for key in self._handlers:
+            request_cls = _request_class(key)
+            self.versions.register(key, request_cls.min_version, request_cls.max_version)
+        for key, (lo, hi, _) in FORWARDED_APIS.items():
+            self.versions.register(key, lo, hi)
+
+    async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
+        key = request.api_key
+        handler = self._handlers.get(key)
+        if handler is not None:
+            return await handler(request)
+        forwarded = FORWARDED_APIS.get(key)
+        if forwarded is not None:
+            return await forwarded[2](self.admin_context, request)
+        return await self.quorum.handle(request, conn)
+
+    # -- the brokers' lifecycle RPCs -------------------------------------------------------------
+
+    async def _broker_registration(self, request: Request) -> object:
+        body, version = request.body, request.api_version
+        req = BrokerRegistrationRequest(
+            broker_id=body.broker_id,
+            cluster_id=body.cluster_id,
+            incarnation_id=_as_uuid(body.incarnation_id),
+            listeners=tuple(BrokerEndpoint(l.name, l.host, l.port, l.security_protocol) for l in body.listeners),
+            features=tuple(BrokerFeature(f.name, f.min_supported_version, f.max_supported_version)
+                           for f in body.features),
+            rack=body.rack,
+            log_dirs=tuple(_as_uuid(d) for d in (body.log_dirs or [])) if version >= 2 else (),
+            is_migrating_zk_broker=bool(body.is_migrating_zk_broker) if version >= 1 else False,
+            previous_broker_epoch=body.previous_broker_epoch if version >= 3 else -1,
+        )
+        # The broker epoch is the offset of the registration record, so the offset is read
+        # inside the call (under the controller lock, after everything before it committed).
+        reply = await self.host.controller_call(lambda c: c.register_broker(
+            req, now_ms=self.host.now_ms(), next_offset=self.host.next_metadata_offset()))
+        if reply.error_code == ErrorCode.NONE:
+            log.info("Registered broker %d (incarnation %s) with broker epoch %d",
+                     req.broker_id, req.incarnation_id, reply.broker_epoch)
+        else:
+            log.warning("Refused registration of broker %d: %s", req.broker_id,
+                        reply.error_message or ErrorCode(reply.error_code).name)
+        return m.BrokerRegistrationResponse(throttle_time_ms=0, error_code=reply.error_code,
+                                            broker_epoch=reply.broker_epoch)
+
+    async def _broker_heartbeat(self, request: Request) -> object:
+        body = request.body
+        req = BrokerHeartbeatRequest(
+            broker_id=body.broker_id, broker_epoch=body.broker_epoch,
+            current_metadata_offset=body.current_metadata_offset,
+            want_fence=bool(body.want_fence), want_shut_down=bool(body.want_shut_down),
+        )
+        reply = await self.host.controller_call(
+            lambda c: c.broker_heartbeat(req, now_ms=self.host.now_ms()))
+        return m.BrokerHeartbeatResponse(
+            throttle_time_ms=0, error_code=reply.error_code, is_caught_up=reply.is_caught_up,
+            is_fenced=reply.is_fenced, should_shut_down=reply.should_shut_down)
+
+    async def _unregister_broker(self, request: Request) -> object:
+        broker_id = request.body.broker_id
+        reply = await self.host.controller_call(lambda c: c.unregister_broker(broker_id))
+        if reply.error_code == ErrorCode.NONE:
+            log.info("Unregistered broker %d", broker_id)
+        return m.UnregisterBrokerResponse(throttle_time_ms=0, error_code=reply.error_code,
+                                          error_message=reply.error_message)
+
+    async def _allocate_producer_ids(self, request: Request) -> object:
+        body = request.body
+        block = await self.host.controller_call(
+            lambda c: c.allocate_producer_ids(body.broker_id, body.broker_epoch))
+        return m.AllocateProducerIdsResponse(
+            throttle_time_ms=0, error_code=block.error_code,
+            producer_id_start=block.first_producer_id, producer_id_len=block.size)
+
+
+def _request_class(api_key: int) -> Any:
+    cls = request_class(api_key)
+    if cls is None:
+        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"no schema for api key {api_key}")
+    return cls
+
+
+def _as_uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+__all__ = ["ControllerApis", "ControllerHost", "FORWARDED_APIS"]
