@@ -12,6 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
+from kafkapy.cli import cluster
 from kafkapy.config import BrokerConfig, parse_properties
 
 # The single-node development defaults: what Kafka's config/kraft/server.properties sample sets,
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     fmt.add_argument("--cluster-id", "-t")
     fmt.add_argument("--ignore-formatted", "-g", action="store_true")
     storage_sub.add_parser("random-uuid", help="print a new cluster id")
+    cluster.add_parser(sub, _override)
 
     args = parser.parse_args(argv)
     if args.command == "server":
@@ -100,4 +102,6 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"Formatted {', '.join(config.log_dirs)} with cluster id {cluster_id}")
         return 0
+    if args.command == "cluster":
+        return cluster.run(args)
     return 2
