@@ -318,7 +318,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("replica.lag.time.max.ms", T.LONG, "30000", "Lag after which a follower leaves the ISR."),
     ConfigDef("broker.session.timeout.ms", T.INT, "9000", "Heartbeat silence after which a broker is fenced."),
     ConfigDef("broker.heartbeat.interval.ms", T.INT, "2000", "Broker heartbeat interval."),
-    ConfigDef("metadata.log.max.record.bytes.between.snapshots", T.LONG, "20971520", "Metadata bytes between snapshots."),
+    ConfigDef("metadata.log.max.record.bytes.between.snapshots", T.LONG, "20971520", "Metadata bytes between snapshots.", at_least(1)),
     ConfigDef("metadata.log.max.snapshot.interval.ms", T.LONG, "3600000",
               "Longest time between metadata snapshots when new records arrived.", at_least(0)),
     ConfigDef("request.timeout.ms", T.INT, "30000", "Inter-node request timeout."),

@@ -19,7 +19,8 @@ import re
 import struct
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -139,6 +140,10 @@ class Struct:
     """A struct: its fields in schema order."""
 
     fields: tuple[Field, ...]
+    # Per-version decode plans (see ``_plan``), built on first use. A metadata snapshot of 100k
+    # partitions decodes 100k records: resolving each field's type and version once per
+    # version rather than once per record roughly halves the decode time.
+    _plans: dict[int, "_Plan"] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_json(cls, fields_json: list[dict[str, Any]]) -> "Struct":
@@ -185,17 +190,30 @@ class Struct:
 
     # -- decode ------------------------------------------------------------------------------
 
+    def _plan(self, version: int) -> "_Plan":
+        plan = self._plans.get(version)
+        if plan is None:
+            regular = []
+            by_tag: dict[int, Field] = {}
+            defaults: dict[str, Any] = {}
+            for f in self.fields:
+                if not f.present(version):
+                    continue
+                if f.tagged(version):
+                    by_tag[f.tag] = f  # type: ignore[index]
+                    defaults[f.name] = f.default
+                else:
+                    regular.append((f.name, _reader(f, version)))
+            plan = self._plans[version] = _Plan(tuple(regular), by_tag, defaults)
+        return plan
+
     def decode(self, buf: bytes, pos: int, version: int) -> tuple[dict[str, Any], int]:
+        plan = self._plan(version)
         values: dict[str, Any] = {}
-        by_tag = {}
-        for f in self.fields:
-            if not f.present(version):
-                continue
-            if f.tagged(version):
-                by_tag[f.tag] = f
-                values[f.name] = f.default
-                continue
-            values[f.name], pos = _decode_value(f, buf, pos, version)
+        for name, read in plan.regular:
+            values[name], pos = read(buf, pos)
+        values.update(plan.tagged_defaults)
+        by_tag = plan.by_tag
         count, pos = read_uvarint(buf, pos)
         for _ in range(count):
             tag, pos = read_uvarint(buf, pos)
@@ -210,6 +228,80 @@ class Struct:
                     raise SchemaError(f"tagged field {tag} has {end - used} stray byte(s)")
             pos = end
         return values, pos
+
+
+_Reader = Callable[[bytes, int], tuple[Any, int]]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How to decode a struct at one version: its untagged fields in order, each with its
+    reader, then the tagged fields by tag and their defaults."""
+
+    regular: tuple[tuple[str, _Reader], ...]
+    by_tag: dict[int, Field]
+    tagged_defaults: dict[str, Any]
+
+
+def _fixed_reader(f: Field, t: str) -> _Reader:
+    codec = _FIXED[t]
+    size = codec.size
+    unpack = codec.unpack_from
+
+    def read(buf: bytes, pos: int) -> tuple[Any, int]:
+        end = pos + size
+        if end > len(buf):
+            raise SchemaError(f"{f.name}: truncated {t}")
+        return unpack(buf, pos)[0], end
+
+    return read
+
+
+def _uuid_reader(f: Field) -> _Reader:
+    def read(buf: bytes, pos: int) -> tuple[Any, int]:
+        end = pos + 16
+        if end > len(buf):
+            raise SchemaError(f"{f.name}: truncated uuid")
+        return uuid.UUID(bytes=bytes(buf[pos:end])), end
+
+    return read
+
+
+def _simple_reader(f: Field, t: str, version: int) -> _Reader:
+    if t in _FIXED:
+        return _fixed_reader(f, t)
+    if t == "uuid":
+        return _uuid_reader(f)
+    return lambda buf, pos: _decode_simple(t, f, buf, pos, version)
+
+
+def _reader(f: Field, version: int) -> _Reader:
+    """``_decode_value`` for ``f`` at ``version``, with the type dispatch done up front."""
+    t = f.type
+    if not t.startswith("[]"):
+        return _simple_reader(f, t, version)
+    nullable = _within(version, f.nullable_versions)
+    struct = f.struct
+    item_reader: _Reader = (
+        (lambda buf, pos: struct.decode(buf, pos, version)) if struct is not None
+        else _simple_reader(f, t[2:], version))
+
+    def read(buf: bytes, pos: int) -> tuple[Any, int]:
+        n, pos = read_uvarint(buf, pos)
+        if n == 0:
+            if not nullable:
+                raise SchemaError(f"{f.name} is null but not nullable")
+            return None, pos
+        n -= 1
+        if n > len(buf) - pos:  # every element takes at least one byte
+            raise SchemaError(f"{f.name}: {n} elements cannot fit")
+        items = []
+        for _ in range(n):
+            item, pos = item_reader(buf, pos)
+            items.append(item)
+        return tuple(items), pos
+
+    return read
 
 
 def _same(value: Any, default: Any) -> bool:

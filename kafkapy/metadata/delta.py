@@ -4,15 +4,19 @@ The delta keeps only what changed (per broker, per topic, per partition, per con
 ``apply()`` builds new sub-images for the changed areas and hands back the base image's objects
 for everything else, so consecutive images share most of their memory and identity checks
 (``new.topics is old.topics``) tell a listener whether an area changed at all.
+``apply_update()`` also says exactly what changed (a ``MetadataUpdate``), so listeners can
+follow a one-record batch with work proportional to that record rather than to the cluster.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Callable
 
 from kafkapy.metadata.image import (
+    EMPTY_MAP,
     METADATA_VERSION_FEATURE,
     RESOURCE_TOPIC,
     BrokerRegistration,
@@ -27,6 +31,7 @@ from kafkapy.metadata.image import (
     TopicsImage,
     frozen_map,
 )
+from kafkapy.metadata.pmap import ShardedMap, sharded
 from kafkapy.metadata.records import (
     BrokerRegistrationChangeRecord,
     ConfigRecord,
@@ -43,6 +48,7 @@ from kafkapy.metadata.records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from kafkapy.metadata.update import MetadataUpdate
 
 _REMOVED = None  # marks a broker removed in ``MetadataDelta._brokers``
 
@@ -80,6 +86,9 @@ class MetadataDelta:
         self._brokers: dict[int, BrokerRegistration | None] = {}
         self._topics: dict[uuid.UUID, _TopicChange] = {}
         self._deleted_topics: dict[uuid.UUID, str] = {}  # ids of base-image topics removed
+        # Names of topics created in this delta and still live: a TopicRecord checks it rather
+        # than scanning every change (a snapshot load creates all topics in one delta).
+        self._created_names: dict[str, uuid.UUID] = {}
         self._configs: dict[tuple[int, str], _ConfigChange] = {}
         self._producer_ids: ProducerIdsImage | None = None
         self._handlers: dict[type, Callable[[MetadataRecord], None]] = {
@@ -118,16 +127,47 @@ class MetadataDelta:
 
     def apply(self) -> MetadataImage:
         """The image after everything replayed so far."""
+        return self._build()[0]
+
+    def apply_update(self) -> MetadataUpdate:
+        """The image after everything replayed so far, with what changed since ``self.image``."""
+        image, changed_configs = self._build()
         base = self.image
-        return MetadataImage(
+        changed_partitions: dict[uuid.UUID, frozenset[int]] = {}
+        created: list[uuid.UUID] = []
+        for topic_id, change in self._topics.items():
+            if change.created:
+                created.append(topic_id)
+                changed_partitions[topic_id] = frozenset(change.partitions)
+            elif change.partitions:
+                changed_partitions[topic_id] = frozenset(change.partitions)
+        changed_brokers = frozenset(
+            broker_id for broker_id, reg in self._brokers.items()
+            if base.cluster.brokers.get(broker_id) != reg)
+        return MetadataUpdate(
+            previous=base, image=image,
+            changed_partitions=frozen_map(changed_partitions),
+            created_topics=frozenset(created),
+            deleted_topics=frozen_map(self._deleted_topics),
+            changed_configs=changed_configs,
+            changed_brokers=changed_brokers,
+            features_changed=image.features is not base.features,
+            producer_ids_changed=image.producer_ids is not base.producer_ids,
+        )
+
+    def _build(self) -> tuple[MetadataImage, frozenset[tuple[int, str]]]:
+        base = self.image
+        configs, changed_configs = self._apply_configs()
+        image = MetadataImage(
             cluster_id=base.cluster_id,
             offset=self._offset,
             features=self._apply_features(),
             cluster=self._apply_cluster(),
             topics=self._apply_topics(),
-            configs=self._apply_configs(),
+            configs=configs,
             producer_ids=self._producer_ids if self._producer_ids is not None else base.producer_ids,
         )
+        return image, changed_configs
 
     # -- lookups through the delta ---------------------------------------------------------
 
@@ -158,9 +198,8 @@ class MetadataDelta:
         return self.image.topics.by_id[change.id].partitions.get(index)
 
     def _topic_name_live(self, name: str) -> bool:
-        for change in self._topics.values():
-            if change.name == name:
-                return True
+        if name in self._created_names:
+            return True
         base = self.image.topics.by_name.get(name)
         return base is not None and base.id not in self._deleted_topics
 
@@ -173,6 +212,7 @@ class MetadataDelta:
                 rec.topic_id in self.image.topics.by_id and rec.topic_id not in self._deleted_topics):
             raise MetadataReplayError(f"topic id {rec.topic_id} already exists")
         self._topics[rec.topic_id] = _TopicChange(rec.name, rec.topic_id, created=True)
+        self._created_names[rec.name] = rec.topic_id
 
     def _replay_partition(self, rec: PartitionRecord) -> None:
         change = self._topic_change(rec.topic_id)
@@ -195,7 +235,9 @@ class MetadataDelta:
         if change is None:
             raise MetadataReplayError(f"RemoveTopicRecord for unknown topic id {rec.topic_id}")
         del self._topics[rec.topic_id]
-        if not change.created:
+        if change.created:
+            del self._created_names[change.name]
+        else:
             self._deleted_topics[rec.topic_id] = change.name
         # A topic's configs die with it (Kafka drops them when it replays the removal).
         self._configs[(RESOURCE_TOPIC, change.name)] = _ConfigChange(cleared=True)
@@ -293,41 +335,53 @@ class MetadataDelta:
         base = self.image.topics
         if not self._topics and not self._deleted_topics:
             return base
-        by_id = dict(base.by_id)
-        by_name = dict(base.by_name)
-        for topic_id, name in self._deleted_topics.items():
-            del by_id[topic_id]
-            del by_name[name]
+        by_id: dict[uuid.UUID, TopicImage] = {}
+        by_name: dict[str, TopicImage] = {}
         for topic_id, change in self._topics.items():
             if change.created:
-                parts = change.partitions
+                parts = dict(sorted(change.partitions.items()))
             else:
-                old = base.by_id[topic_id]
                 if not change.partitions:
                     continue  # touched but unchanged: keep the old object
-                parts = {**old.partitions, **change.partitions}
-            topic = TopicImage(change.name, topic_id, frozen_map(dict(sorted(parts.items()))))
+                old = base.by_id[topic_id].partitions
+                parts = {**old, **change.partitions}
+                if len(parts) != len(old):
+                    parts = dict(sorted(parts.items()))  # new partitions: keep index order
+            # ``parts`` is a fresh dict nobody else holds: wrap it rather than copy it again.
+            topic = TopicImage(change.name, topic_id, MappingProxyType(parts) if parts else EMPTY_MAP)
             by_id[topic_id] = topic
             by_name[change.name] = topic
-        return TopicsImage(frozen_map(by_id), frozen_map(by_name))
+        # Only the changed entries are copied (ShardedMap): this runs for every committed batch.
+        return TopicsImage(
+            sharded(base.by_id).updated(by_id, removed=self._deleted_topics),
+            sharded(base.by_name).updated(by_name, removed=self._deleted_topics.values()),
+        )
 
-    def _apply_configs(self) -> ConfigurationsImage:
+    def _apply_configs(self) -> tuple[ConfigurationsImage, frozenset[tuple[int, str]]]:
+        """The new configs, and the resources whose settings differ from the base's."""
         base = self.image.configs
         if not self._configs:
-            return base
-        resources = dict(base.resources)
+            return base, frozenset()
+        updates: dict[tuple[int, str], object] = {}
+        removed: list[tuple[int, str]] = []
         for key, change in self._configs.items():
-            current = {} if change.cleared else dict(base.resources.get(key, {}))
+            before = base.resources.get(key, {})
+            current = {} if change.cleared else dict(before)
             for name, value in change.changes.items():
                 if value is None:
                     current.pop(name, None)
                 else:
                     current[name] = value
+            if current == before:
+                continue
             if current:
-                resources[key] = frozen_map(dict(sorted(current.items())))
+                updates[key] = frozen_map(dict(sorted(current.items())))
             else:
-                resources.pop(key, None)
-        return ConfigurationsImage(frozen_map(resources))
+                removed.append(key)
+        if not updates and not removed:
+            return base, frozenset()
+        resources: ShardedMap = sharded(base.resources).updated(updates, removed=removed)
+        return ConfigurationsImage(resources), frozenset(updates) | frozenset(removed)
 
 
 def replay_all(image: MetadataImage, records_with_offsets) -> MetadataImage:

@@ -3,7 +3,9 @@
 A ``MetadataImage`` is built from the previous image plus a ``MetadataDelta`` (see
 ``kafkapy.metadata.delta``). Every part is immutable (frozen dataclasses, tuples and read-only
 mappings), so readers on other tasks can hold an image while the next one is being built, and
-an ``apply()`` can share every sub-image it did not touch with the image before it.
+an ``apply()`` can share every sub-image it did not touch with the image before it. The maps
+that grow with the cluster (topics, config resources) are ``ShardedMap``s, so a change to one
+topic copies a small part of them rather than the whole; their iteration order is unspecified.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from kafkapy.metadata.pmap import EMPTY_SHARDED, ShardedMap
 from kafkapy.metadata.records import (
     BrokerEndpoint,
     BrokerFeature,
@@ -196,8 +199,8 @@ class TopicImage:
 class TopicsImage:
     """Topics by id and by name (both views over the same TopicImage objects)."""
 
-    by_id: Mapping[uuid.UUID, TopicImage] = field(default_factory=lambda: EMPTY_MAP)
-    by_name: Mapping[str, TopicImage] = field(default_factory=lambda: EMPTY_MAP)
+    by_id: ShardedMap[uuid.UUID, TopicImage] = field(default_factory=lambda: EMPTY_SHARDED)
+    by_name: ShardedMap[str, TopicImage] = field(default_factory=lambda: EMPTY_SHARDED)
 
     def get(self, name: str) -> TopicImage | None:
         return self.by_name.get(name)
@@ -226,7 +229,8 @@ class FeaturesImage:
 class ConfigurationsImage:
     """Dynamic configs: (resource_type, resource_name) -> {key: value}."""
 
-    resources: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=lambda: EMPTY_MAP)
+    resources: ShardedMap[tuple[int, str], Mapping[str, str]] = field(
+        default_factory=lambda: EMPTY_SHARDED)
 
     def get(self, resource_type: int, name: str) -> Mapping[str, str]:
         return self.resources.get((resource_type, name), EMPTY_MAP)

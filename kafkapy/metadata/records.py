@@ -285,6 +285,9 @@ def encode_record(rec: MetadataRecord) -> bytes:
     return bytes(out)
 
 
+_FIELD_NAMES: dict[type[MetadataRecord], frozenset[str]] = {}
+
+
 def decode_record(data: bytes | bytearray | memoryview) -> MetadataRecord:
     """Decode one framed metadata record. Raises ValueError on a malformed frame."""
     buf = bytes(data)
@@ -304,7 +307,9 @@ def decode_record(data: bytes | bytearray | memoryview) -> MetadataRecord:
         raise ValueError(f"malformed {cls.__name__} v{version}: {e}") from e
     if pos != len(buf):
         raise ValueError(f"{len(buf) - pos} trailing byte(s) after {cls.__name__} v{version}")
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
     kwargs: dict[str, Any] = {"version": version}
     for name, value in values.items():
         if name not in names:
