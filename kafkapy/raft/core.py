@@ -121,6 +121,7 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         self._leader_id = NO_LEADER
         self._state: RoleState = Unattached(election_deadline=None)
         self._hw = 0
+        self._leader_hw = -1
         self._delivered = 0
         self._events: list[CommitEvent] = []
         self._outbound: list[Outbound] = []
@@ -169,6 +170,13 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
     def high_watermark(self) -> int:
         """One past the last committed offset known here (monotonic within a run)."""
         return self._hw
+
+    @property
+    def leader_high_watermark(self) -> int:
+        """The highest high watermark a leader has reported to this follower or observer (not
+        capped by our own log end, unlike :attr:`high_watermark`), or -1 before the first
+        answer: how far this replica must get to be caught up."""
+        return self._leader_hw
 
     @property
     def log_end_offset(self) -> int:

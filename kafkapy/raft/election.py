@@ -74,7 +74,13 @@ class ElectionMixin:
         if req.replica_epoch < self._epoch:
             return reply(ErrorCode.FENCED_LEADER_EPOCH, False)
         if req.replica_epoch > self._epoch and not req.pre_vote:
-            self._become_unattached(req.replica_epoch, now_ms)
+            # The epoch moves on but the election timer does not restart (Raft's rule: only a
+            # granted vote or a live leader resets it). A voter whose log is behind can then not
+            # hold the others back forever by standing again and again — without pre-vote on
+            # Kafka 3.9's wire that livelocked a loaded 3-node quorum; a granted vote below
+            # still draws a fresh timeout.
+            self._become_unattached(req.replica_epoch, now_ms,
+                                    deadline=self._pending_election_deadline(now_ms))
         up_to_date = ((req.last_offset_epoch, req.last_offset)
                       >= (self.log.last_fetched_epoch, self.log.end_offset))
         if req.replica_epoch > self._epoch:  # a pre-vote from a later epoch: only the log counts
@@ -86,6 +92,18 @@ class ElectionMixin:
             if isinstance(self._state, Unattached):
                 self._state.election_deadline = self._random_election_deadline(now_ms)
         return reply(ErrorCode.NONE, granted)
+
+    def _pending_election_deadline(self, now_ms: int) -> int:
+        """When this voter would stand for election on its own, as things are now (the next
+        timer of its role), or a fresh random timeout when it has none (a leader)."""
+        st = self._state
+        if isinstance(st, Follower):
+            return st.fetch_deadline
+        if isinstance(st, Candidate):
+            return st.backoff_until if st.backoff_until is not None else st.election_deadline
+        if isinstance(st, (Unattached, Prospective, Resigned)) and st.election_deadline is not None:
+            return st.election_deadline
+        return self._random_election_deadline(now_ms)
 
     def _can_grant(self, candidate: int, pre_vote: bool, up_to_date: bool, now_ms: int) -> bool:
         st = self._state

@@ -59,6 +59,7 @@ class ReplicationMixin:
     _leader_id: int
     _state: RoleState
     _hw: int
+    _leader_hw: int
     _delivered: int
     _events: list[CommitEvent]
     _send: Callable[[int, RaftRequest, int], None]
@@ -246,6 +247,7 @@ class ReplicationMixin:
 
     def _update_follower_hw(self, leader_hw: int) -> None:
         if leader_hw >= 0:
+            self._leader_hw = max(self._leader_hw, leader_hw)
             self._hw = max(self._hw, min(leader_hw, self.log.end_offset))
 
     def _on_fetch_snapshot_response(self, source: int, resp: FetchSnapshotResponse,

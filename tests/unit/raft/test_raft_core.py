@@ -628,3 +628,37 @@ def test_answering_parked_fetches_that_move_the_hw_is_safe() -> None:
     net[leader].append([b"x"], net.now)
     net.advance(20)
     assert all(net[i].high_watermark == net[leader].log_end_offset for i in range(1, 6))
+
+
+
+def test_a_rejected_vote_moves_the_epoch_but_not_the_election_timer():
+    """Without pre-vote (Kafka 3.9's wire) a voter whose log is behind stands again and again,
+    its backoff shorter than the others' election timeout, and each Vote moves the others to its
+    epoch. If that restarted their election timers, the up-to-date voters would never stand and
+    the quorum would stay leaderless (seen on a loaded 3-controller cluster). Raft's rule: only
+    a granted vote (or a live leader) restarts the timer."""
+    net = Net()
+    net.start()
+    leader = net.elect()
+    stale, fresh = sorted(v for v in (1, 2, 3) if v != leader)
+    net.isolate(stale)
+    net[leader].append([b"v"], net.now)
+    net.advance(20)
+    assert net[fresh].log_end_offset > net[stale].log_end_offset
+    deadline = net[fresh].state.fetch_deadline  # when it would give up on the leader
+    epoch = net[fresh].epoch
+    stale_vote = VoteRequest("test", fresh, epoch + 1, stale, 0, net[stale].log_end_offset, False)
+    net[fresh].handle(stale, stale_vote, net.now, 1)
+    answer = net[fresh].poll_outbound()[-1].message
+    assert isinstance(answer, VoteResponse) and not answer.vote_granted
+    assert net[fresh].epoch == epoch + 1 and net[fresh].role == Role.UNATTACHED
+    assert net[fresh].state.election_deadline == deadline  # the same timer keeps running
+
+    # A vote it grants does restart it.
+    granted_vote = VoteRequest("test", fresh, epoch + 2, leader, net[leader].log.last_fetched_epoch,
+                               net[leader].log_end_offset, False)
+    net.now += 1
+    net[fresh].handle(leader, granted_vote, net.now, 2)
+    answer = net[fresh].poll_outbound()[-1].message
+    assert isinstance(answer, VoteResponse) and answer.vote_granted
+    assert net[fresh].state.election_deadline >= net.now + CONFIG["election_timeout_ms"]
