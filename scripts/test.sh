@@ -5,8 +5,9 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 export PATH="$PWD/.tools/bin:$PATH"
 
-echo "== unit tests (Cython extensions)"
-KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider
+echo "== unit tests (Cython extensions; the Raft simulation over 2000 seeds)"
+# The simulation is pure Python either way: the thousands of seeds run once, here.
+KAFKAPY_RAFT_SEEDS=2000 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider
 echo "== unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1)"
 KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider
 echo "== integration and compatibility tests"

@@ -23,6 +23,7 @@ logs are flushed and the clean-shutdown marker is written so the next start skip
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -41,6 +42,7 @@ from kafkapy.broker.metadata_publisher import BrokerMetadata
 from kafkapy.broker.producer_id_manager import ProducerIdManager
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
 from kafkapy.config import BrokerConfig, Listener, TOPIC_SYNONYMS
+from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.log.cleaner import CLEANER_TMP_DIR, LogCleaner, apply_clean, plan_clean
 from kafkapy.broker.lifecycle import BrokerLifecycleManager
@@ -52,10 +54,12 @@ from kafkapy.log.partition_log import PartitionLog
 from kafkapy.controller.quorum_controller import LATEST_PRODUCTION_METADATA_VERSION, MINIMUM_KRAFT_METADATA_VERSION
 from kafkapy.metadata.image import METADATA_VERSION_FEATURE
 from kafkapy.metadata.snapshot import image_from_snapshot
+from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.net.controller_channel import ControllerChannel
 from kafkapy.net.server import serve
 from kafkapy.node.controller_apis import ControllerApis
 from kafkapy.node.metadata_log import METADATA_PARTITION_DIR, PartitionLogStore
+from kafkapy.node.snapshots import MetadataSnapshotter, encode_in_thread
 from kafkapy.protocol import ApiKey, messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum import CommitLost, QuorumDispatcher, QuorumDriver
@@ -82,6 +86,8 @@ SINGLE_VOTER_STARTUP_TIMEOUT_S = 60.0
 CLUSTER_STARTUP_WAIT_S = 5.0
 #: How long a forwarded CreateTopics & co. waits for this broker's image to show its effect.
 FORWARD_VISIBILITY_TIMEOUT_S = 5.0
+#: How often a starting broker looks whether it has caught up with the metadata quorum.
+CATCH_UP_POLL_S = 0.01
 #: The bound on a controlled shutdown (the controller moving this broker's leaderships away).
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 
@@ -169,6 +175,10 @@ class Node:
             self.replica, self.node_id, self.voters, cluster_id, on_commit=self._on_commit,
             listener_name=sorted(self.controller_listener_names)[0],
         )
+        # Every node snapshots its own metadata (KIP-630): the log before a snapshot goes, and
+        # a restart loads the newest snapshot and replays only the tail.
+        self.snapshotter = MetadataSnapshotter.from_config(self.config, self.driver.snapshot_written,
+                                                           now_ms=now_ms)
         if self.is_controller:
             broker_topic_configs = {}
             for topic_key in TOPIC_SYNONYMS:
@@ -207,6 +217,7 @@ class Node:
             if self.broker_metadata is not None:
                 self.broker_metadata.load_image(image)
             log.info("Loaded metadata snapshot %s", event.snapshot_id)
+            self.snapshotter.snapshot_loaded(event.snapshot_id, self.clock.now_ms())
         else:
             assert isinstance(event, CommittedBatch)
             records = []
@@ -220,6 +231,10 @@ class Node:
                     self.controller.replay_batch(records)
                 if self.broker_metadata is not None:
                     self.broker_metadata.on_commit(records)
+            image = (self.broker_metadata.image if self.broker_metadata is not None
+                     else self.controller.image if self.controller is not None else None)
+            if image is not None:
+                self.snapshotter.observe_batch(image, event.batch, self.clock.now_ms())
         self._metadata_changed.set()
         self._metadata_changed = trio.Event()
 
@@ -234,17 +249,20 @@ class Node:
         """The active controller's id as far as this node knows (the quorum leader), or -1."""
         return self.driver.leader_id if self.driver.running else -1
 
-    async def _commit(self, result: Any) -> Any:
-        """Commit a ControllerResult's records and return its response.
+    async def _commit(self, result: Any, encoded: list[bytes] | None = None) -> Any:
+        """Commit a ControllerResult's records (``encoded``: already encoded) and return its
+        response.
 
         The records go to the quorum as one batch; this returns once they are committed and
         replayed into the controller and this broker's image (``_on_commit`` runs before the
         waiter wakes), so the caller's next read sees them. Callers hold ``_controller_lock``.
         """
         if result.records:
+            if encoded is None:
+                encoded = [self.codec.encode(r) for r in result.records]
             epoch = self.driver.epoch
             try:
-                last = self.driver.append([self.codec.encode(r) for r in result.records])
+                last = self.driver.append(encoded)
                 await self.driver.wait_committed(last, COMMIT_TIMEOUT_S, epoch=epoch)
             except (NotLeaderError, CommitLost) as exc:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER, f"node {self.node_id} lost the "
@@ -253,6 +271,26 @@ class Node:
                 raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
                                  "the metadata quorum did not commit in time") from None
         return result.response
+
+    async def _run(self, operation: Callable[[QuorumController], Any]) -> Any:
+        """Compute a controller operation and encode its records on a worker thread, then
+        commit them.
+
+        Fencing a broker that leads 30k partitions, or creating 5k partitions, is seconds of
+        Python; on the event loop it would starve the quorum's fetches and heartbeats until the
+        followers think the leader dead. On a thread, the interpreter's switch interval keeps
+        handing the loop its turn. The controller changes only on replay, on the loop, and the
+        lock keeps every other operation out, so the thread reads a stable controller.
+        """
+        controller, codec = self.controller, self.codec
+        assert controller is not None
+
+        def compute() -> tuple[Any, list[bytes]]:
+            result = operation(controller)
+            return result, [codec.encode(r) for r in result.records]
+
+        result, encoded = await trio.to_thread.run_sync(compute)
+        return await self._commit(result, encoded)
 
     async def controller_call(self, operation: Callable[[QuorumController], Any]) -> Any:
         """Run ``operation`` on this node's controller and commit its records (the controller
@@ -264,8 +302,7 @@ class Node:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER,
                                  f"node {self.node_id} is not the active controller "
                                  f"(leader {self.active_controller_id()})")
-            assert self.controller is not None
-            return await self._commit(operation(self.controller))
+            return await self._run(operation)
 
     def next_metadata_offset(self) -> int:
         return self.replica.log_end_offset
@@ -306,7 +343,8 @@ class Node:
                     next_check = trio.current_time() + interval
                     async with self._controller_lock:
                         if self.is_active_controller() and self._activated_epoch == self.driver.epoch:
-                            fenced = await self._commit(self.controller.fence_stale_brokers(self.clock.now_ms()))
+                            now_ms = self.clock.now_ms()
+                            fenced = await self._run(lambda c: c.fence_stale_brokers(now_ms))
                             for broker_id in fenced:
                                 log.info("Fenced broker %d: its session expired", broker_id)
             except KafkaError as exc:
@@ -430,15 +468,17 @@ class Node:
                     result = None
                 cleaner.cleaned(plog, end, result, now_ms=now_ms)
 
-    def _publish(self, image: Any) -> None:
+    def _publish(self, update: MetadataUpdate) -> None:
+        """Apply one metadata change to the hosted logs: only what it touched (a snapshot
+        load is one full update)."""
         try:
-            self.replicas.apply_image(image, now_ms=self.clock.now_ms())
+            self.replicas.apply_update(update, now_ms=self.clock.now_ms())
         except KafkaError as exc:
             # A log that cannot be opened must not take the broker down with it.
-            log.error("Applying metadata offset %d failed: %s", image.offset, exc)
+            log.error("Applying metadata offset %d failed: %s", update.image.offset, exc)
         groups = getattr(self, "groups", None)
-        if groups is not None:
-            groups.on_image(image)
+        if groups is not None and update.topic_touched(OFFSETS_TOPIC):
+            groups.on_image(update.image)
 
     # -- running --------------------------------------------------------------------------------
 
@@ -477,6 +517,10 @@ class Node:
             self._make_broker(cluster_id, now_ms)
         try:
             async with trio.open_nursery() as nursery:
+                # Snapshots are encoded on a worker thread (seconds at 100k partitions).
+                self.snapshotter.schedule = lambda job: nursery.start_soon(
+                    encode_in_thread, self.snapshotter, job,
+                    functools.partial(trio.to_thread.run_sync, abandon_on_cancel=True))
                 if self.is_controller:
                     # The controller listener first: the other voters reach the quorum through it.
                     controller_apis = ControllerApis(QuorumDispatcher(self.driver), self,
@@ -488,9 +532,13 @@ class Node:
                             # name the port we got, for this node's broker to reach us.
                             host = self.voters[self.node_id][0]
                             self.voters[self.node_id] = (host, self.bound_ports[listener.name])
+                quorum_started = trio.current_time()
                 await nursery.start(self.driver.run)
-                log.info("Metadata log recovered to offset %d from disk; following the quorum",
-                         self.recovered_metadata_end)
+                if self.is_broker:
+                    nursery.start_soon(self._report_catch_up, quorum_started)
+                self.recovered_metadata_start = self.replica.log_start_offset
+                log.info("Metadata log recovered from disk: offsets %d..%d; following the quorum",
+                         self.recovered_metadata_start, self.recovered_metadata_end)
                 if self.is_controller:
                     nursery.start_soon(self._active_controller_loop)
                 if self.is_broker:
@@ -562,7 +610,7 @@ class Node:
         self.broker_epoch = self.lifecycle.broker_epoch
         log.info("Metadata quorum: applied up to offset %d (epoch %d, leader %d)",
                  self.driver.committed_end, self.driver.epoch, self.driver.leader_id)
-        self.broker_metadata.add_publisher(self._publish)
+        self.broker_metadata.add_update_publisher(self._publish)
         self.log_manager.broker_epoch = self.broker_epoch
         dispatcher = BrokerDispatcher(self.context)
         for listener in client_listeners:
@@ -570,6 +618,23 @@ class Node:
         nursery.start_soon(self._maintenance_loop)
         await nursery.start(self.groups.run)
         nursery.start_soon(self._cleaner_loop)
+
+    async def _report_catch_up(self, started: float) -> None:
+        """Say, once, how this broker's metadata came to be current: how much it had on its own
+        disk (snapshot and metadata log) and how much it fetched from the quorum (a restart
+        fetches only the delta), and how long loading took — until it had replayed up to the
+        high watermark the leader reported, registration and unfencing aside."""
+        while not (self.replica.leader_high_watermark > 0
+                   and self.driver.committed_end >= self.replica.leader_high_watermark):
+            await trio.sleep(CATCH_UP_POLL_S)
+        end = self.driver.committed_end
+        local = self.recovered_metadata_end
+        fetched = max(0, end - self.recovered_metadata_end)
+        log.info("Broker %d caught up with the metadata quorum at offset %d: offsets 0..%d from "
+                 "its local snapshot and metadata log (log from %d), %d fetched from the quorum "
+                 "(metadata_load local_offsets=%d fetched_offsets=%d elapsed_ms=%d)",
+                 self.node_id, end, local, self.recovered_metadata_start, fetched, local, fetched,
+                 round((trio.current_time() - started) * 1000))
 
     async def stop_gracefully(self, timeout_s: float = CONTROLLED_SHUTDOWN_TIMEOUT_S) -> None:
         """Kafka's controlled shutdown: the broker asks the controller to move its leaderships

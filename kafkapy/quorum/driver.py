@@ -158,6 +158,7 @@ class QuorumDriver:
         self._processing = False
         self._fetch_times: dict[int, _FetchTimes] = {}
         self._fetch_times_epoch = -1
+        self._last_transition: tuple[Any, int, int] | None = None
 
     # -- the replica's view --------------------------------------------------------------------
 
@@ -300,7 +301,19 @@ class QuorumDriver:
                                    now, out.correlation_id)
         finally:
             self._processing = False
+        self._log_transition()
         self._wake.set()
+
+    def _log_transition(self) -> None:
+        """One line per role or epoch change, as Kafka's "Completed transition to ..." lines:
+        what an operator reads to follow elections."""
+        replica = self.replica
+        now = (replica.role, replica.epoch, replica.leader_id)
+        if now != self._last_transition:
+            self._last_transition = now
+            log.info("node %d: %s in epoch %d (leader %d, voted for %d, log end %d, high watermark %d)",
+                     self.node_id, replica.role.name.lower(), replica.epoch, replica.leader_id,
+                     replica.voted_id, replica.log_end_offset, replica.high_watermark)
 
     def _deliver(self, events: list[CommitEvent]) -> None:
         for event in events:

@@ -24,6 +24,7 @@ import trio
 
 from helpers import metadata
 from kafkapy.net.client import KafkaClient
+from kafkapy.testing.cluster import process_alive as node_alive
 
 REPO = Path(__file__).resolve().parents[2]
 UP_TIMEOUT_S = 90
@@ -64,15 +65,6 @@ def one_active_controller(directory: Path) -> dict[str, Any] | None:
     doc = status(directory)
     active = [n for n in doc["nodes"] if n["active_controller"]]
     return doc if len(active) == 1 else None
-
-
-def node_alive(pid: int) -> bool:
-    """The process exists and is not a zombie waiting to be reaped."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def broker_ids(bootstrap: str) -> set[int]:

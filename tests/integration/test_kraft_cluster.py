@@ -11,7 +11,6 @@ a couple of seconds.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ import trio
 from helpers import create_topics, metadata
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import ErrorCode, messages
+from kafkapy.testing.cluster import eventually
 from kafkapy.testing.node import KafkaNode, free_port
 
 CLUSTER_ID = "S3JhZnRQaGFzZU9uZVRzdA"
@@ -44,21 +44,6 @@ def _send(port: int, request: Any, *, timeout: float = 10.0) -> Any:
             async with await KafkaClient.connect("127.0.0.1", port, client_id="kraft-it") as client:
                 return await client.send(request)
     return trio.run(main)
-
-
-def _eventually(fn: Callable[[], Any], *, timeout: float, what: str) -> Any:
-    """Call ``fn`` until it returns something truthy (exceptions count as "not yet")."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            result = fn()
-        except Exception as exc:  # a node still starting, a connection refused...
-            result, last = None, exc
-        if result:
-            return result
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout}s waiting for {what} (last error: {last!r})")
 
 
 def _quorum_view(nodes: dict[int, KafkaNode]) -> tuple[int, int, Any] | None:
@@ -133,16 +118,16 @@ def cluster(tmp_path):
 def test_three_combined_nodes_elect_fail_over_and_rejoin(cluster):
     nodes = cluster
     started = time.monotonic()
-    leader, epoch, part = _eventually(lambda: _quorum_view(nodes), timeout=20, what="a leader")
+    leader, epoch, part = eventually(lambda: _quorum_view(nodes), timeout=20, what="a leader")
     assert sorted(v.replica_id for v in part.current_voters) == list(NODE_IDS)
-    _eventually(lambda: _brokers_everywhere(nodes), timeout=20,
+    eventually(lambda: _brokers_everywhere(nodes), timeout=20,
                 what="every broker registered and unfenced")
     print(f"leader {leader} (epoch {epoch}) after {time.monotonic() - started:.1f}s")
 
     active = nodes[leader]
-    assert _eventually(lambda: _create(active, "kraft-a", 3) == ErrorCode.NONE, timeout=20,
+    assert eventually(lambda: _create(active, "kraft-a", 3) == ErrorCode.NONE, timeout=20,
                        what="CreateTopics on the active controller's node")
-    _eventually(lambda: _topic_everywhere(nodes, "kraft-a", 3), timeout=10,
+    eventually(lambda: _topic_everywhere(nodes, "kraft-a", 3), timeout=10,
                 what="kraft-a in every node's Metadata")
 
     # A standby's broker forwards admin requests to the active controller.
@@ -153,7 +138,7 @@ def test_three_combined_nodes_elect_fail_over_and_rejoin(cluster):
     # kill -9 the active controller: the two others elect a new leader within a few seconds.
     killed_at = time.monotonic()
     active.kill9()
-    new_leader, new_epoch, _ = _eventually(
+    new_leader, new_epoch, _ = eventually(
         lambda: (v := _quorum_view(nodes)) and v[0] != leader and v, timeout=10,
         what="a new leader after the kill")
     failover = time.monotonic() - killed_at
@@ -162,9 +147,9 @@ def test_three_combined_nodes_elect_fail_over_and_rejoin(cluster):
     print(f"new leader {new_leader} (epoch {new_epoch}) {failover:.1f}s after the kill")
     assert _topic_everywhere(nodes, "kraft-a", 3)
     survivor = next(n for i, n in nodes.items() if i not in (leader, new_leader))
-    assert _eventually(lambda: _create(survivor, "kraft-b", 2) == ErrorCode.NONE,
+    assert eventually(lambda: _create(survivor, "kraft-b", 2) == ErrorCode.NONE,
                        timeout=20, what="CreateTopics forwarded to the new active controller")
-    _eventually(lambda: _topic_everywhere(nodes, "kraft-b", 2), timeout=10,
+    eventually(lambda: _topic_everywhere(nodes, "kraft-b", 2), timeout=10,
                 what="kraft-b in every running node's Metadata")
 
     # The killed node restarts, rejoins as a follower and catches up.
@@ -178,9 +163,9 @@ def test_three_combined_nodes_elect_fail_over_and_rejoin(cluster):
         voters = {v.replica_id: v for v in part.current_voters}
         return voters[leader].log_end_offset >= part.high_watermark > 0
 
-    _eventually(caught_up, timeout=20, what=f"node {leader} to catch up as a follower")
-    _eventually(lambda: _brokers_everywhere(nodes), timeout=20,
+    eventually(caught_up, timeout=20, what=f"node {leader} to catch up as a follower")
+    eventually(lambda: _brokers_everywhere(nodes), timeout=20,
                 what="the restarted node's broker registered again")
-    _eventually(lambda: _topic_everywhere(nodes, "kraft-a", 3)
+    eventually(lambda: _topic_everywhere(nodes, "kraft-a", 3)
                 and _topic_everywhere(nodes, "kraft-b", 2), timeout=10,
                 what="both topics in every node's Metadata")

@@ -39,8 +39,8 @@ def test_parse_voters():
         parse_voters(["1@nohostport"])
 
 
-def _config(data_dir: str) -> BrokerConfig:
-    return BrokerConfig.from_sources({
+def _config(data_dir: str, **extra: str) -> BrokerConfig:
+    return BrokerConfig.from_sources({**extra,
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": "1@127.0.0.1:9093",  # a lone voter never dials itself
@@ -99,4 +99,36 @@ async def test_restart_loads_the_metadata_snapshot_and_replays_the_tail(tmp_path
         # The broker came back registered and unfenced, leading its partitions.
         assert [b.node_id for b in meta.brokers] == [1]
         assert all(p.leader_id == 1 for t in meta.topics for p in t.partitions)
+        nursery.cancel_scope.cancel()
+
+
+@run_trio(90)
+async def test_node_writes_snapshots_by_policy_and_restarts_from_the_newest(tmp_path):
+    """KIP-630 with Kafka's policy: every ``metadata.log.max.record.bytes.between.snapshots``
+    bytes the node snapshots its image, the log before the snapshot goes, and a restart loads the
+    newest snapshot and replays only the tail."""
+    data = str(tmp_path / "data")
+    settings = {"metadata.log.max.record.bytes.between.snapshots": "4000"}
+    names = [f"policy-{i}" for i in range(12)]
+    async with trio.open_nursery() as nursery:
+        node = Node(_config(data, **settings))
+        ports = await nursery.start(node.run)
+        for name in names:
+            resp = await _send(ports["PLAINTEXT"], create_topics((name, 3, 1)))
+            assert resp.topics[0].error_code == ErrorCode.NONE
+        with trio.fail_after(30):
+            while node.replica.log.latest_snapshot is None or node.replica.log_start_offset == 0:
+                await trio.sleep(0.05)
+        newest = node.replica.log.latest_snapshot
+        assert node.replica.log_start_offset == newest.end_offset  # the prefix is gone
+        nursery.cancel_scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        node = Node(_config(data, **settings))
+        ports = await nursery.start(node.run)
+        assert node.replica.log.latest_snapshot.end_offset >= newest.end_offset
+        assert node.recovered_metadata_start >= newest.end_offset  # loaded, not replayed
+        meta = await _send(ports["PLAINTEXT"], metadata(*names, allow_auto_create=False))
+        assert [(t.name, t.error_code, len(t.partitions)) for t in meta.topics] == [
+            (n, 0, 3) for n in names]
         nursery.cancel_scope.cancel()

@@ -1,0 +1,174 @@
+"""``LocalCluster``: a multi-node cluster for tests and benchmarks, driven through the CLI.
+
+It runs ``kafkapy cluster up/status/down`` as a user would (each command bounded), and on exit
+stops every node it started, SIGKILLing any that outlive ``down``, so a failing test leaves no
+process behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class ClusterCommandError(AssertionError):
+    """A ``kafkapy cluster`` command failed; the message carries its output."""
+
+
+class LocalCluster:
+    """Nodes under ``directory``: ``controllers`` voters and ``brokers`` broker-only nodes
+    (or ``combined`` broker,controller nodes), with ``overrides`` on every node."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, controllers: int = 3, brokers: int = 3,
+                 combined: int = 0, overrides: Mapping[str, object] | None = None,
+                 up_timeout: float = 90.0) -> None:
+        self.directory = Path(directory)
+        self.layout = (["--combined", str(combined)] if combined
+                       else ["--controllers", str(controllers), "--brokers", str(brokers)])
+        self.overrides = [f"{k}={v}" for k, v in (overrides or {}).items()]
+        self.up_timeout = up_timeout
+        self.bootstrap = ""
+
+    # -- commands --------------------------------------------------------------------------------
+
+    def _cli(self, *args: str, timeout: float) -> str:
+        try:
+            done = subprocess.run([sys.executable, "-m", "kafkapy", "cluster", *args], cwd=REPO,
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise ClusterCommandError(f"`kafkapy cluster {' '.join(args)}` took over {timeout}s") from exc
+        if done.returncode != 0:
+            raise ClusterCommandError(f"`kafkapy cluster {' '.join(args)}` exited {done.returncode}\n"
+                                      f"{done.stdout}\n{done.stderr}")
+        return done.stdout
+
+    def up(self) -> str:
+        """Start every node that is not running; the bootstrap servers."""
+        args = ["up", *self.layout, "--dir", str(self.directory), "--timeout", str(self.up_timeout)]
+        for override in self.overrides:
+            args += ["--override", override]
+        out = self._cli(*args, timeout=self.up_timeout + 30)
+        self.bootstrap = out.strip().splitlines()[-1]
+        return self.bootstrap
+
+    def status(self) -> dict[str, Any]:
+        return json.loads(self._cli("status", "--dir", str(self.directory), timeout=60))
+
+    def down(self) -> None:
+        self._cli("down", "--dir", str(self.directory), timeout=120)
+
+    # -- nodes -----------------------------------------------------------------------------------
+
+    def nodes(self) -> dict[int, dict[str, Any]]:
+        return {n["id"]: n for n in self.status()["nodes"]}
+
+    def active_controller(self) -> int | None:
+        active = [i for i, n in self.nodes().items() if n["active_controller"]]
+        return active[0] if len(active) == 1 else None
+
+    def broker_ids(self) -> list[int]:
+        return sorted(i for i, n in self.nodes().items() if "broker" in n["roles"])
+
+    def node_dir(self, node_id: int) -> Path:
+        return self.directory / f"node-{node_id}"
+
+    def properties_path(self, node_id: int) -> Path:
+        return self.node_dir(node_id) / "server.properties"
+
+    def log(self, node_id: int) -> str:
+        try:
+            return (self.node_dir(node_id) / "node.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def broker_address(self, node_id: int) -> tuple[str, int]:
+        host, _, port = self.nodes()[node_id]["listeners"]["PLAINTEXT"].rpartition(":")
+        return host, int(port)
+
+    def controller_address(self, node_id: int) -> tuple[str, int]:
+        host, _, port = self.nodes()[node_id]["listeners"]["CONTROLLER"].rpartition(":")
+        return host, int(port)
+
+    def kill9(self, node_id: int) -> None:
+        """kill -9 a node and wait (bounded) until it is gone."""
+        pid = self.nodes()[node_id]["pid"]
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        eventually(lambda: not process_alive(pid), timeout=10, what=f"node {node_id} (pid {pid}) to exit")
+
+    def set_property(self, node_id: int, key: str, value: str) -> None:
+        """Rewrite one setting in a node's server.properties (it applies at the next start)."""
+        path = self.properties_path(node_id)
+        lines = [l for l in path.read_text().splitlines() if not l.startswith(f"{key}=")]
+        lines.append(f"{key}={value}")
+        path.write_text("\n".join(lines) + "\n")
+
+    # -- cleanup ---------------------------------------------------------------------------------
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            self.down()
+        except ClusterCommandError:
+            pass
+        finally:
+            self._kill_leftovers()
+
+    def _kill_leftovers(self) -> None:
+        state = self.directory / "cluster.json"
+        if not state.exists():
+            return
+        for node in json.loads(state.read_text())["nodes"]:
+            pid = node.get("pid")
+            if not pid or not process_alive(pid):
+                continue
+            config = str(self.properties_path(node["id"])).encode()
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
+                if config in f.read().split(b"\0"):
+                    os.killpg(pid, signal.SIGKILL)
+
+
+def eventually(fn: Callable[[], T], *, timeout: float, what: str, interval: float = 0.1) -> T:
+    """Call ``fn`` until it returns something truthy (exceptions count as "not yet")."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            result = fn()
+        except Exception as exc:  # a node still starting, a connection refused...
+            result, last = None, exc  # type: ignore[assignment]
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last error: {last!r})")
+
+
+def process_alive(pid: int) -> bool:
+    """The process exists and is not a zombie waiting to be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+__all__ = ["ClusterCommandError", "LocalCluster", "eventually", "process_alive"]
