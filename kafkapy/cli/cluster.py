@@ -40,6 +40,9 @@ DEFAULT_UP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 PROBE_TIMEOUT_S = 2.0
 LOG_TAIL_LINES = 30
+#: offsets.topic / transaction.state.log replication factor of launched clusters (see
+#: node_properties).
+INTERNAL_TOPIC_REPLICATION = 1
 
 
 class ClusterError(Exception):
@@ -175,8 +178,10 @@ def node_properties(state: ClusterState, node: NodeState, node_dir: Path) -> dic
     voters = ",".join(f"{n.id}@{n.address(CONTROLLER_LISTENER)}" for n in state.nodes if n.is_controller)
     listeners = [f"{name}://{node.address(name)}" for name in (BROKER_LISTENER, CONTROLLER_LISTENER)
                  if name in node.ports]
-    # The internal topics cannot ask for more replicas than there are brokers (one broker: 1).
-    replication = max(1, min(3, state.layout.broker_count()))
+    # One replica per internal-topic partition until followers replicate (the replication
+    # issue): with three, a controlled shutdown would hand a partition's leadership to a
+    # replica that never received its data, and the group offsets in it would be gone.
+    replication = INTERNAL_TOPIC_REPLICATION
     props = {
         "process.roles": ",".join(node.roles),
         "node.id": str(node.id),

@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -171,4 +173,74 @@ def process_alive(pid: int) -> bool:
         return False
 
 
-__all__ = ["ClusterCommandError", "LocalCluster", "eventually", "process_alive"]
+
+
+class KafkaClusterNode:
+    """A whole cluster as the compat suite's broker under test (``KAFKAPY_COMPAT_TARGET=
+    kafkapy-cluster``): three controllers and three brokers from ``kafkapy cluster up``, with
+    the node interface the suite uses (bootstrap, running, kill9/restart of every node, log
+    tails). The stock clients then meet forwarding, several brokers and partition leaders spread
+    over them."""
+
+    name = "kafkapy-cluster"
+    durable = True
+
+    def __init__(self, workdir: str | os.PathLike[str] | None = None, *,
+                 overrides: Mapping[str, object] | None = None, controllers: int = 3,
+                 brokers: int = 3, **_: object) -> None:
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kafkapy-cluster-"))
+        self.cluster = LocalCluster(self.workdir / "cluster", controllers=controllers,
+                                    brokers=brokers, overrides=overrides)
+        self.log_path = self.cluster.directory
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    def _pids(self) -> list[int | None]:
+        state = self.cluster.directory / "cluster.json"
+        if not state.exists():
+            return []
+        return [n.get("pid") for n in json.loads(state.read_text())["nodes"]]
+
+    def running(self) -> bool:
+        pids = self._pids()
+        return bool(pids) and all(p is not None and process_alive(p) for p in pids)
+
+    def start(self) -> KafkaClusterNode:
+        self.cluster.up()
+        return self
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """Stop every node as an operator would (SIGTERM, brokers first); 0 once done."""
+        self.cluster.down()
+        return 0
+
+    def kill9(self) -> None:
+        for pid in self._pids():
+            if pid is not None and process_alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+        for pid in self._pids():
+            if pid is not None:
+                eventually(lambda pid=pid: not process_alive(pid), timeout=10, what=f"pid {pid} to exit")
+
+    def restart(self, *, kill: bool = False) -> KafkaClusterNode:
+        self.kill9() if kill else self.stop()
+        return self.start()
+
+    def cleanup(self) -> None:
+        self.cluster.__exit__(None, None, None)
+        if self._own_workdir and not os.environ.get("KAFKAPY_KEEP_NODE_DIRS"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def log_tail(self, max_bytes: int = 20_000) -> str:
+        parts = []
+        for path in sorted(self.cluster.directory.glob("node-*/node.log")):
+            text = path.read_text(errors="replace")
+            parts.append(f"--- {path.parent.name} ---\n{text[-max_bytes // 6:]}")
+        return "\n".join(parts)
+
+
+__all__ = ["ClusterCommandError", "KafkaClusterNode", "LocalCluster", "eventually", "process_alive"]

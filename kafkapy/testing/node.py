@@ -420,7 +420,9 @@ def _find_tansu() -> str:
     return found
 
 
-TARGETS = {"kafkapy": KafkaNode, "tansu": TansuNode}
+from kafkapy.testing.cluster import KafkaClusterNode  # noqa: E402  (it does not import this module)
+
+TARGETS = {"kafkapy": KafkaNode, "tansu": TansuNode, "kafkapy-cluster": KafkaClusterNode}
 
 
 def compat_target() -> str:
@@ -430,5 +432,5 @@ def compat_target() -> str:
     return target
 
 
-def node_class_for_target(target: str | None = None) -> type[_ProcessNode]:
+def node_class_for_target(target: str | None = None) -> type[_ProcessNode] | type[KafkaClusterNode]:
     return TARGETS[target or compat_target()]

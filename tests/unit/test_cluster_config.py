@@ -103,8 +103,8 @@ def test_controller_and_broker_properties():
     assert broker["listeners"] == f"PLAINTEXT://127.0.0.1:{state.node(5).ports['PLAINTEXT']}"
     assert broker["controller.quorum.voters"] == voters
     assert broker["inter.broker.listener.name"] == "PLAINTEXT"
-    assert broker["offsets.topic.replication.factor"] == "3"
-    assert broker["transaction.state.log.replication.factor"] == "3"
+    assert broker["offsets.topic.replication.factor"] == "1"
+    assert broker["transaction.state.log.replication.factor"] == "1"
     assert broker["group.initial.rebalance.delay.ms"] == "0"
 
 
@@ -119,12 +119,12 @@ def test_combined_node_properties():
     assert props["inter.broker.listener.name"] == "PLAINTEXT"
 
 
-@pytest.mark.parametrize("brokers, factor", [(1, "1"), (2, "2"), (5, "3")])
-def test_internal_topic_replication_never_exceeds_the_brokers(brokers, factor):
+@pytest.mark.parametrize("brokers", [1, 2, 5])
+def test_internal_topics_have_one_replica_until_followers_replicate(brokers):
     props = _props(_plan(Layout(controllers=1, brokers=brokers)), 2)
-    assert props["offsets.topic.replication.factor"] == factor
-    assert props["transaction.state.log.replication.factor"] == factor
-    assert int(props["transaction.state.log.min.isr"]) <= int(factor)
+    assert props["offsets.topic.replication.factor"] == "1"
+    assert props["transaction.state.log.replication.factor"] == "1"
+    assert props["transaction.state.log.min.isr"] == "1"
 
 
 def test_overrides_go_to_every_node_and_win():
