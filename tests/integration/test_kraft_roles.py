@@ -117,6 +117,8 @@ def test_broker_restart_replays_only_the_delta(cluster):
 def test_cut_off_broker_is_fenced_and_fences_itself(cluster):
     victim = 6
     proxies = {cid: TcpProxy(*cluster.controller_address(cid)) for cid in CONTROLLERS}
+    direct = next(l for l in cluster.properties_path(victim).read_text().splitlines()
+                  if l.startswith("controller.quorum.voters=")).split("=", 1)[1]
     try:
         # The victim reaches the controllers only through the proxies (its next start).
         cluster.set_property(victim, "controller.quorum.voters",
@@ -158,8 +160,14 @@ def test_cut_off_broker_is_fenced_and_fences_itself(cluster):
         eventually(lambda: victim in live_brokers(cluster, 4), timeout=30,
                    what="the healed broker to be unfenced again")
     finally:
+        # The victim goes back to reaching the controllers directly (the next test kills one).
+        cluster.set_property(victim, "controller.quorum.voters", direct)
+        cluster.kill9(victim)
         for proxy in proxies.values():
             proxy.close()
+        cluster.up()
+        eventually(lambda: victim in live_brokers(cluster, 4), timeout=30,
+                   what="the victim back on direct connections")
 
 
 def test_kill_active_controller_new_leader_writes_resume_old_rejoins(cluster):
