@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -79,3 +80,17 @@ def run_client(node: Any, fn: Callable[[KafkaClient], Awaitable[Any]], *, timeou
                 await client.aclose()
 
     return trio.run(main)
+
+
+def run_trio(limit: float) -> Callable[[Callable[..., Awaitable[None]]], Callable[..., None]]:
+    """Run an async test (fixtures passed through) under ``trio.run`` with a hard deadline."""
+
+    def wrap(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+        @functools.wraps(fn)
+        def test(*args: Any, **kwargs: Any) -> None:
+            async def main() -> None:
+                with trio.fail_after(limit):
+                    await fn(*args, **kwargs)
+            trio.run(main)
+        return test
+    return wrap

@@ -11,15 +11,14 @@ answers, and can be stopped: its listener and every connection close. Every test
 
 from __future__ import annotations
 
-import functools
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 import trio
 
+from helpers import run_trio
 from kafkapy.broker.lifecycle import BrokerLifecycleManager, BrokerState
 from kafkapy.net.controller_channel import ControllerChannel
 from kafkapy.net.server import ConnectionInfo, serve
@@ -29,18 +28,6 @@ from kafkapy.protocol.apis import response_class
 
 HOST = "127.0.0.1"
 FAST = dict(retry_backoff=0.01, retry_backoff_max=0.05, connect_timeout=2.0)
-
-
-def bounded(limit: float) -> Callable[[Callable[[], Awaitable[None]]], Callable[[], None]]:
-    def wrap(fn: Callable[[], Awaitable[None]]) -> Callable[[], None]:
-        @functools.wraps(fn)
-        def test() -> None:
-            async def main() -> None:
-                with trio.fail_after(limit):
-                    await fn()
-            trio.run(main)
-        return test
-    return wrap
 
 
 class TestController:
@@ -144,7 +131,7 @@ def requests_with_entries() -> list[Any]:
 
 @pytest.mark.parametrize("body", requests_with_entries(), ids=lambda b: type(b).__name__)
 def test_not_controller_from_the_hinted_controller_moves_on(body: Any) -> None:
-    @bounded(20)
+    @run_trio(20)
     async def scenario() -> None:
         standby, active = TestController(1, active=False), TestController(2, active=True)
         async with trio.open_nursery() as nursery:
@@ -164,7 +151,7 @@ def test_not_controller_from_the_hinted_controller_moves_on(body: Any) -> None:
     scenario()
 
 
-@bounded(20)
+@run_trio(20)
 async def test_without_a_hint_voters_are_tried_in_turn_and_the_answerer_remembered() -> None:
     c1, c2, c3 = (TestController(1, active=False), TestController(2, active=False),
                   TestController(3, active=True))
@@ -186,7 +173,7 @@ async def test_without_a_hint_voters_are_tried_in_turn_and_the_answerer_remember
         nursery.cancel_scope.cancel()
 
 
-@bounded(20)
+@run_trio(20)
 async def test_concurrent_calls_share_one_connection() -> None:
     active = TestController(1, active=True)
     async with trio.open_nursery() as nursery:
@@ -210,7 +197,7 @@ async def test_concurrent_calls_share_one_connection() -> None:
         nursery.cancel_scope.cancel()
 
 
-@bounded(20)
+@run_trio(20)
 async def test_fails_over_when_the_controller_goes_away_mid_call() -> None:
     first, second = TestController(1, active=True), TestController(2, active=False)
     async with trio.open_nursery() as nursery:
@@ -252,7 +239,7 @@ async def test_fails_over_when_the_controller_goes_away_mid_call() -> None:
 
 @pytest.mark.parametrize("situation", ["unreachable", "all standby"])
 def test_no_active_controller_times_out_within_its_bound(situation: str) -> None:
-    @bounded(20)
+    @run_trio(20)
     async def scenario() -> None:
         async with trio.open_nursery() as nursery:
             if situation == "unreachable":
@@ -280,7 +267,7 @@ def test_no_active_controller_times_out_within_its_bound(situation: str) -> None
     scenario()
 
 
-@bounded(20)
+@run_trio(20)
 async def test_unsupported_api_fails_at_once() -> None:
     active = TestController(1, active=True)
     active.versions.remove(ApiKey.ALLOCATE_PRODUCER_IDS)
@@ -297,7 +284,7 @@ async def test_unsupported_api_fails_at_once() -> None:
         nursery.cancel_scope.cancel()
 
 
-@bounded(20)
+@run_trio(20)
 async def test_closed_channel_refuses_calls() -> None:
     channel = ControllerChannel({1: (HOST, closed_port())}, **FAST)
     await channel.aclose()
@@ -305,7 +292,7 @@ async def test_closed_channel_refuses_calls() -> None:
         await channel.call(m.AllocateProducerIdsRequest(broker_id=7, broker_epoch=3))
 
 
-@bounded(30)
+@run_trio(30)
 async def test_broker_lifecycle_over_the_channel() -> None:
     """A broker registers and heartbeats through the channel; the hint names the standby."""
     standby, active = TestController(1, active=False), TestController(2, active=True)

@@ -4,13 +4,10 @@ listener (DescribeQuorum), and a restart that loads a metadata snapshot and repl
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
-
 import pytest
 import trio
 
-from helpers import create_topics, metadata
+from helpers import create_topics, metadata, run_trio
 from kafkapy.config import BrokerConfig
 from kafkapy.metadata.snapshot import write_snapshot
 from kafkapy.net.client import KafkaClient
@@ -18,18 +15,6 @@ from kafkapy.node.node import Node, parse_voters
 from kafkapy.protocol import ErrorCode, messages
 from kafkapy.raft.messages import SnapshotId
 from kafkapy.records import format as fmt
-
-
-def run_trio(limit: float) -> Callable[[Callable[..., Awaitable[None]]], Callable[..., None]]:
-    def wrap(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-        @functools.wraps(fn)
-        def test(*args: object, **kwargs: object) -> None:
-            async def main() -> None:
-                with trio.fail_after(limit):
-                    await fn(*args, **kwargs)
-            trio.run(main)
-        return test
-    return wrap
 
 
 def test_parse_voters():

@@ -12,11 +12,12 @@ import functools
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 
 import pytest
 import trio
 import trio.testing
+
+from helpers import run_trio
 
 from kafkapy.net.client import KafkaClient
 from kafkapy.net.server import serve
@@ -41,20 +42,6 @@ CONFIG = dict(election_timeout_ms=ELECTION_MS, fetch_timeout_ms=FETCH_MS,
 VOTERS = (1, 2, 3)
 OBSERVER = 100
 HOST = "127.0.0.1"
-
-
-def run_trio(limit: float) -> Callable[[Callable[[], Awaitable[None]]], Callable[[], None]]:
-    """Run an async test under ``trio.run`` with a hard deadline."""
-
-    def wrap(fn: Callable[[], Awaitable[None]]) -> Callable[[], None]:
-        @functools.wraps(fn)
-        def test() -> None:
-            async def main() -> None:
-                with trio.fail_after(limit):
-                    await fn()
-            trio.run(main)
-        return test
-    return wrap
 
 
 class Member:
