@@ -30,7 +30,7 @@ from kafkapy.controller import BrokerHeartbeatRequest, BrokerRegistrationRequest
 from kafkapy.metadata.records import BrokerEndpoint, BrokerFeature
 from kafkapy.net.server import ConnectionInfo
 from kafkapy.protocol import ApiKey, ErrorCode, KafkaError, Request, messages as m
-from kafkapy.protocol.apis import request_class
+from kafkapy.protocol.apis import ApiVersionsTable, request_class
 from kafkapy.quorum.dispatcher import QuorumDispatcher
 
 log = logging.getLogger("kafkapy.node.controller_apis")
@@ -64,7 +64,9 @@ class ControllerApis:
         self.quorum = quorum
         self.host = host
         self.admin_context = admin_context
-        self.versions = quorum.versions
+        # Our own table: the quorum dispatcher's ranges plus the brokers' APIs (its table stays
+        # as it is).
+        self.versions = ApiVersionsTable((r.api_key, r.min_version, r.max_version) for r in quorum.versions)
         self._handlers: dict[int, Callable[[Request], Awaitable[object]]] = {
             ApiKey.BROKER_REGISTRATION: self._broker_registration,
             ApiKey.BROKER_HEARTBEAT: self._broker_heartbeat,
@@ -79,6 +81,8 @@ class ControllerApis:
 
     async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
         key = request.api_key
+        if key == ApiKey.API_VERSIONS:
+            return self.versions.response(request.api_version)
         handler = self._handlers.get(key)
         if handler is not None:
             return await handler(request)

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kafkapy.cli.cluster import BROKER_LISTENER, CONTROLLER_LISTENER, HOST, ClusterState, load_state
+
 T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,8 +84,16 @@ class LocalCluster:
         active = [i for i, n in self.nodes().items() if n["active_controller"]]
         return active[0] if len(active) == 1 else None
 
+    def state(self) -> ClusterState:
+        """``cluster.json`` as the launcher wrote it: roles, fixed ports, last pids. Reading it
+        costs no subprocess (``status`` also asks every controller who leads)."""
+        state = load_state(self.directory)
+        if state is None:
+            raise ClusterCommandError(f"no cluster in {self.directory} (run up first)")
+        return state
+
     def broker_ids(self) -> list[int]:
-        return sorted(i for i, n in self.nodes().items() if "broker" in n["roles"])
+        return sorted(n.id for n in self.state().nodes if n.is_broker)
 
     def node_dir(self, node_id: int) -> Path:
         return self.directory / f"node-{node_id}"
@@ -98,16 +108,18 @@ class LocalCluster:
             return ""
 
     def broker_address(self, node_id: int) -> tuple[str, int]:
-        host, _, port = self.nodes()[node_id]["listeners"]["PLAINTEXT"].rpartition(":")
-        return host, int(port)
+        return HOST, self.state().node(node_id).ports[BROKER_LISTENER]
 
     def controller_address(self, node_id: int) -> tuple[str, int]:
-        host, _, port = self.nodes()[node_id]["listeners"]["CONTROLLER"].rpartition(":")
-        return host, int(port)
+        return HOST, self.state().node(node_id).ports[CONTROLLER_LISTENER]
+
+    def pids(self) -> list[int]:
+        """The recorded pids of the nodes that run."""
+        return [n.pid for n in self.state().nodes if n.pid is not None and process_alive(n.pid)]
 
     def kill9(self, node_id: int) -> None:
         """kill -9 a node and wait (bounded) until it is gone."""
-        pid = self.nodes()[node_id]["pid"]
+        pid = self.state().node(node_id).pid
         if pid is None:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -136,17 +148,16 @@ class LocalCluster:
             self._kill_leftovers()
 
     def _kill_leftovers(self) -> None:
-        state = self.directory / "cluster.json"
-        if not state.exists():
+        state = load_state(self.directory)
+        if state is None:
             return
-        for node in json.loads(state.read_text())["nodes"]:
-            pid = node.get("pid")
-            if not pid or not process_alive(pid):
+        for node in state.nodes:
+            if node.pid is None or not process_alive(node.pid):
                 continue
-            config = str(self.properties_path(node["id"])).encode()
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
+            config = str(self.properties_path(node.id)).encode()
+            with contextlib.suppress(OSError), open(f"/proc/{node.pid}/cmdline", "rb") as f:
                 if config in f.read().split(b"\0"):
-                    os.killpg(pid, signal.SIGKILL)
+                    os.killpg(node.pid, signal.SIGKILL)
 
 
 def eventually(fn: Callable[[], T], *, timeout: float, what: str, interval: float = 0.1) -> T:
@@ -198,15 +209,9 @@ class KafkaClusterNode:
     def bootstrap(self) -> str:
         return self.cluster.bootstrap
 
-    def _pids(self) -> list[int | None]:
-        state = self.cluster.directory / "cluster.json"
-        if not state.exists():
-            return []
-        return [n.get("pid") for n in json.loads(state.read_text())["nodes"]]
-
     def running(self) -> bool:
-        pids = self._pids()
-        return bool(pids) and all(p is not None and process_alive(p) for p in pids)
+        state = load_state(self.cluster.directory)
+        return state is not None and all(n.pid is not None and process_alive(n.pid) for n in state.nodes)
 
     def start(self) -> KafkaClusterNode:
         self.cluster.up()
@@ -218,13 +223,12 @@ class KafkaClusterNode:
         return 0
 
     def kill9(self) -> None:
-        for pid in self._pids():
-            if pid is not None and process_alive(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
-        for pid in self._pids():
-            if pid is not None:
-                eventually(lambda pid=pid: not process_alive(pid), timeout=10, what=f"pid {pid} to exit")
+        pids = self.cluster.pids()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        for pid in pids:
+            eventually(lambda pid=pid: not process_alive(pid), timeout=10, what=f"pid {pid} to exit")
 
     def restart(self, *, kill: bool = False) -> KafkaClusterNode:
         self.kill9() if kill else self.stop()
