@@ -7,13 +7,21 @@ here so that fetches parked in a long poll wake on new data instead of polling.
 Two ways in: ``apply_image`` walks the whole image (a snapshot load, the first image), and
 ``apply_delta`` looks only at what one committed batch changed, so that following the metadata
 log costs O(changes) per batch, not O(partitions). Both leave the same hosted partitions behind.
+
+Replication: a partition this broker leads carries a ``PartitionLeaderState`` (followers'
+progress, ISR, high watermark); one it follows is handed to the ``ReplicaFetcherManager``, which
+pulls the leader's batches into the local log. Becoming leader starts a new leader epoch at the log
+end offset; becoming follower stops serving and lets the fetcher truncate any divergent tail.
+ISR changes the leader wants go to the controller through the ``AlterPartitionManager``; until the
+controller commits them the metadata image stays the truth. ``acks=all`` produce requests and
+consumers wait for the high watermark, which moves only when the whole (maximal) ISR has the data.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
@@ -24,6 +32,9 @@ from kafkapy.log.partition_log import LogAppendResult, PartitionLog
 from kafkapy.metadata.image import RESOURCE_TOPIC, MetadataImage, PartitionRegistration, TopicImage
 from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.replication.alter_partition import AlterPartitionManager
+from kafkapy.replication.fetcher import FollowTarget, ReplicaFetcherManager
+from kafkapy.replication.leader_state import PartitionLeaderState
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +51,30 @@ class HostedPartition:
     leader_epoch: int
     replicas: list[int]
     isr: list[int]
+    partition_epoch: int = 0
+    # Set while this broker leads the partition (None as a follower).
+    leader_state: PartitionLeaderState | None = None
+    # Replaced (after being set) whenever the high watermark moves or leadership changes, so
+    # acks=all produce requests waiting in the purgatory look again.
+    hw_changed: trio.Event = field(default_factory=trio.Event)
 
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    def is_leader(self, node_id: int) -> bool:
+        return self.leader_id == node_id and self.leader_state is not None
+
+    def wake(self) -> None:
+        self.hw_changed.set()
+        self.hw_changed = trio.Event()
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 def topic_log_config(config: BrokerConfig, image: MetadataImage, topic: str) -> LogConfig:
@@ -73,6 +104,11 @@ class ReplicaManager:
         self.leadership_suspended = False
         # The image last applied: its configs tell whether a running log's settings changed.
         self._applied: MetadataImage | None = None
+        # Replication edges, attached by the node (unit tests run without them: then only
+        # single-replica partitions make progress).
+        self.fetchers: ReplicaFetcherManager | None = None
+        self.alter_partition: AlterPartitionManager | None = None
+        self._lag_time_max_ms = int(config.get("replica.lag.time.max.ms") or 30000)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -97,7 +133,7 @@ class ReplicaManager:
     def leader(self, topic: str, partition: int, current_leader_epoch: int = -1) -> HostedPartition:
         """The partition if this broker leads it at the client's leader epoch (-1: any), as Kafka checks."""
         hosted = self.get(topic, partition)
-        if hosted.leader_id != self._node_id or self.leadership_suspended:
+        if not hosted.is_leader(self._node_id) or self.leadership_suspended:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if current_leader_epoch >= 0 and current_leader_epoch != hosted.leader_epoch:
             raise KafkaError(
@@ -200,6 +236,10 @@ class ReplicaManager:
 
     def _drop(self, key: tuple[str, int]) -> None:
         hosted = self._partitions.pop(key)
+        if self.fetchers is not None:
+            self.fetchers.unfollow([key])
+        hosted.leader_state = None
+        hosted.wake()
         indexes = self._by_topic[key[0]]
         indexes.discard(key[1])
         if not indexes:
@@ -207,17 +247,187 @@ class ReplicaManager:
         log.info("Deleting log of %s-%d", hosted.topic, hosted.index)
         self._log_manager.delete(hosted.topic, hosted.index)
 
-    def append(self, hosted: HostedPartition, records: bytearray | memoryview, *, now_ms: int) -> LogAppendResult:
-        """Append a produce request's batches as leader and wake fetches waiting for data."""
-        if hosted.leader_id != self._node_id or self.leadership_suspended:
+    def append(self, hosted: HostedPartition, records: bytearray | memoryview, *, now_ms: int,
+               from_client: bool = True) -> LogAppendResult:
+        """Append a produce request's batches (or, ``from_client=False``, the broker's own
+        records) as leader and wake fetches waiting for data."""
+        state = hosted.leader_state
+        if not hosted.is_leader(self._node_id) or state is None or self.leadership_suspended:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        result = hosted.log.append_as_leader(records, now_ms=now_ms, leader_epoch=hosted.leader_epoch)
+        result = hosted.log.append_as_leader(records, now_ms=now_ms, leader_epoch=hosted.leader_epoch,
+                                             from_client=from_client)
         if not result.duplicate:
-            # The log moves its high watermark with the log end offset until replication
-            # tracks followers; waiting fetches can read the new data now.
-            self._appended.set()
-            self._appended = trio.Event()
+            # Followers parked in a long poll read the new batches now; with the leader alone
+            # in the ISR the high watermark moves at once.
+            if state.on_leader_append(hosted.log.log_end_offset):
+                self._set_high_watermark(hosted, state.high_watermark)
+            self._wake_fetches()
         return result
+
+    def check_min_insync(self, hosted: HostedPartition) -> None:
+        """acks=all's check before appending: the committed ISR must have min.insync.replicas."""
+        state = hosted.leader_state
+        needed = hosted.log.config.min_insync_replicas
+        if state is not None and not state.enough_replicas(needed):
+            raise KafkaError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {list(state.isr)} is insufficient to satisfy the "
+                f"min.isr requirement of {needed} for partition {hosted.topic}-{hosted.index}")
+
+    async def wait_for_replication(self, hosted: HostedPartition, required_offset: int,
+                                   deadline: float) -> ErrorCode:
+        """The produce purgatory for acks=all: wait until the high watermark reaches
+        ``required_offset`` (the end of the appended batch), leadership is lost, or ``deadline``
+        (trio time) passes; answer as Kafka's DelayedProduce does."""
+        while True:
+            current = self._partitions.get((hosted.topic, hosted.index))
+            state = hosted.leader_state
+            if current is not hosted or state is None or not hosted.is_leader(self._node_id):
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if hosted.log.high_watermark >= required_offset:
+                if not state.enough_replicas(hosted.log.config.min_insync_replicas):
+                    return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                return ErrorCode.NONE
+            if trio.current_time() >= deadline:
+                return ErrorCode.REQUEST_TIMED_OUT
+            event = hosted.hw_changed
+            with trio.move_on_at(deadline):
+                await event.wait()
+
+    # -- the leader's side of follower fetches ---------------------------------------------------
+
+    def on_follower_fetch(self, hosted: HostedPartition, replica_id: int, fetch_offset: int,
+                          now_ms: int) -> None:
+        """A follower fetched at ``fetch_offset`` (its log end): track it for the ISR and HW."""
+        state = hosted.leader_state
+        if state is None:
+            return
+        if state.on_follower_fetch(replica_id, fetch_offset, hosted.log.log_end_offset, now_ms):
+            self._set_high_watermark(hosted, state.high_watermark)
+        self._send_proposal(hosted)
+
+    def check_isr(self, now_ms: int) -> None:
+        """Shrink the ISR of every led partition whose followers fell behind for longer than
+        replica.lag.time.max.ms (Kafka's isr-expiration task)."""
+        for hosted in list(self._partitions.values()):
+            state = hosted.leader_state
+            if state is None:
+                continue
+            state.maybe_shrink(now_ms, self._lag_time_max_ms)
+            self._send_proposal(hosted)
+
+    def _send_proposal(self, hosted: HostedPartition) -> None:
+        state = hosted.leader_state
+        if state is None or self.alter_partition is None:
+            return
+        proposal = state.take_proposal()
+        if proposal is None:
+            return
+        log.info("Proposing ISR %s for %s-%d (leader epoch %d, partition epoch %d)",
+                 list(proposal.new_isr), hosted.topic, hosted.index, proposal.leader_epoch,
+                 proposal.partition_epoch)
+
+        def on_result(error: int, data: object) -> None:
+            if hosted.leader_state is not state:
+                return  # leadership moved on meanwhile: the image is the truth now
+            if error == ErrorCode.NONE and data is not None:
+                state.on_alter_partition_result(
+                    error=error, isr=list(getattr(data, "isr")),
+                    leader_epoch=getattr(data, "leader_epoch"),
+                    partition_epoch=getattr(data, "partition_epoch"))
+            else:
+                if error != ErrorCode.NONE:
+                    log.info("ISR change of %s-%d refused: %s", hosted.topic, hosted.index,
+                             _error_name(error))
+                state.on_alter_partition_result(error=error)
+            if state.high_watermark > hosted.log.high_watermark:
+                self._set_high_watermark(hosted, state.high_watermark)
+            hosted.wake()
+
+        self.alter_partition.submit(hosted.topic_id, hosted.index, proposal, on_result)
+
+    def _set_high_watermark(self, hosted: HostedPartition, hw: int) -> None:
+        if hw > hosted.log.high_watermark:
+            hosted.log.high_watermark = hw
+            hosted.wake()
+            self._wake_fetches()  # consumers read up to the high watermark
+
+    def _wake_fetches(self) -> None:
+        self._appended.set()
+        self._appended = trio.Event()
+
+    # -- the follower's side (the fetcher's host) ------------------------------------------------
+
+    def follower_log(self, topic: str, partition: int, leader_epoch: int) -> PartitionLog | None:
+        hosted = self._partitions.get((topic, partition))
+        if hosted is None or hosted.leader_state is not None or hosted.leader_epoch != leader_epoch:
+            return None
+        return hosted.log
+
+    def on_follower_progress(self, topic: str, partition: int) -> None:
+        hosted = self._partitions.get((topic, partition))
+        if hosted is not None:
+            hosted.wake()
+
+    # -- leadership transitions ------------------------------------------------------------------
+
+    def _become_leader(self, hosted: HostedPartition, now_ms: int) -> None:
+        plog = hosted.log
+        plog.hw_follows_leo = False
+        if self.fetchers is not None:
+            self.fetchers.unfollow([(hosted.topic, hosted.index)])
+        leo = plog.log_end_offset
+        # A new leader epoch starts at our log end: followers ahead of it in an older epoch
+        # will find their tail diverges from here and truncate.
+        plog.leader_epoch_cache.assign(hosted.leader_epoch, leo)
+        state = PartitionLeaderState(
+            node_id=self._node_id, replicas=hosted.replicas, isr=hosted.isr,
+            leader_epoch=hosted.leader_epoch, partition_epoch=hosted.partition_epoch,
+            log_end_offset=leo, high_watermark=plog.high_watermark,
+            leader_epoch_start_offset=leo, now_ms=now_ms)
+        hosted.leader_state = state
+        # A brand-new partition taking its first leader is not news; a leader change is.
+        log.log(logging.INFO if hosted.leader_epoch > 0 or leo > 0 else logging.DEBUG,
+                "Leading %s-%d at leader epoch %d from offset %d (high watermark %d, ISR %s)",
+                hosted.topic, hosted.index, hosted.leader_epoch, leo, plog.high_watermark, hosted.isr)
+        if state.high_watermark > plog.high_watermark:
+            plog.high_watermark = state.high_watermark
+        hosted.wake()
+        self._wake_fetches()
+
+    def _become_follower(self, hosted: HostedPartition) -> None:
+        was_leader = hosted.leader_state is not None
+        hosted.leader_state = None
+        hosted.log.hw_follows_leo = False
+        hosted.wake()  # acks=all waiters answer NOT_LEADER_OR_FOLLOWER
+        key = (hosted.topic, hosted.index)
+        if self.fetchers is not None:
+            if hosted.leader_id >= 0 and hosted.leader_id != self._node_id:
+                self.fetchers.follow({key: FollowTarget(hosted.leader_id, hosted.leader_epoch)})
+            else:
+                self.fetchers.unfollow([key])
+        if was_leader:
+            log.info("Following %s-%d: leader %d at epoch %d", hosted.topic, hosted.index,
+                     hosted.leader_id, hosted.leader_epoch)
+
+    def _apply_registration(self, hosted: HostedPartition, reg: PartitionRegistration, now_ms: int,
+                            new: bool) -> None:
+        changed = new or reg.leader != hosted.leader_id or reg.leader_epoch != hosted.leader_epoch
+        hosted.leader_id, hosted.leader_epoch = reg.leader, reg.leader_epoch
+        hosted.replicas, hosted.isr = list(reg.replicas), list(reg.isr)
+        hosted.partition_epoch = reg.partition_epoch
+        if reg.leader == self._node_id:
+            if changed or hosted.leader_state is None:
+                self._become_leader(hosted, now_ms)
+            else:
+                state = hosted.leader_state
+                if state.update_registration(replicas=reg.replicas, isr=reg.isr,
+                                             leader_epoch=reg.leader_epoch,
+                                             partition_epoch=reg.partition_epoch, now_ms=now_ms):
+                    self._set_high_watermark(hosted, state.high_watermark)
+                hosted.wake()  # the ISR size changed: min.insync.replicas may be met or not
+        elif changed or hosted.leader_state is not None:
+            self._become_follower(hosted)
 
     async def wait_for_append(self, deadline: float) -> None:
         """Sleep until some partition gets new data or ``deadline`` (trio time) passes."""
@@ -225,6 +435,9 @@ class ReplicaManager:
             await self._appended.wait()
 
     def shutdown(self) -> None:
+        for hosted in self._partitions.values():
+            hosted.leader_state = None
+            hosted.wake()
         self._partitions.clear()
         self._by_topic.clear()
 
@@ -263,8 +476,7 @@ class _TopicSync:
                 manager._drop(key)  # moved away, or a stale replica of an older topic id
             return
         if hosted is not None and hosted.topic_id == topic.id:
-            hosted.leader_id, hosted.leader_epoch = reg.leader, reg.leader_epoch
-            hosted.replicas, hosted.isr = list(reg.replicas), list(reg.isr)
+            manager._apply_registration(hosted, reg, self._now_ms, new=False)
             self.refresh_config(hosted)
             return
         if hosted is not None:
@@ -277,5 +489,7 @@ class _TopicSync:
             manager._retry.add(key)
             failures.append(exc)
             return
-        manager._host(HostedPartition(topic.name, topic.id, index, plog, reg.leader,
-                                      reg.leader_epoch, list(reg.replicas), list(reg.isr)))
+        hosted = HostedPartition(topic.name, topic.id, index, plog, reg.leader, reg.leader_epoch,
+                                 list(reg.replicas), list(reg.isr), reg.partition_epoch)
+        manager._host(hosted)
+        manager._apply_registration(hosted, reg, self._now_ms, new=True)

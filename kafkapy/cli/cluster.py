@@ -40,9 +40,9 @@ DEFAULT_UP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 PROBE_TIMEOUT_S = 2.0
 LOG_TAIL_LINES = 30
-#: offsets.topic / transaction.state.log replication factor of launched clusters (see
-#: node_properties).
-INTERNAL_TOPIC_REPLICATION = 1
+#: offsets.topic / transaction.state.log replication factor of launched clusters (Kafka's
+#: default; fewer when the cluster has fewer brokers).
+INTERNAL_TOPIC_REPLICATION = 3
 
 
 class ClusterError(Exception):
@@ -178,10 +178,8 @@ def node_properties(state: ClusterState, node: NodeState, node_dir: Path) -> dic
     voters = ",".join(f"{n.id}@{n.address(CONTROLLER_LISTENER)}" for n in state.nodes if n.is_controller)
     listeners = [f"{name}://{node.address(name)}" for name in (BROKER_LISTENER, CONTROLLER_LISTENER)
                  if name in node.ports]
-    # One replica per internal-topic partition until followers replicate (the replication
-    # issue): with three, a controlled shutdown would hand a partition's leadership to a
-    # replica that never received its data, and the group offsets in it would be gone.
-    replication = INTERNAL_TOPIC_REPLICATION
+    # Group offsets survive the loss of a broker only with replicas on others.
+    replication = min(INTERNAL_TOPIC_REPLICATION, sum(1 for n in state.nodes if n.is_broker))
     props = {
         "process.roles": ",".join(node.roles),
         "node.id": str(node.id),

@@ -21,12 +21,17 @@ import base64
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from kafkapy import config as kconfig
 from kafkapy.controller.placement import RandomSource, StripedReplicaPlacer, UsableBroker
 from kafkapy.controller.types import (
     AlterConfigsResource,
     AlterConfigsResult,
+    AlterPartitionPartitionResult,
+    AlterPartitionReply,
+    AlterPartitionRequestTopic,
+    AlterPartitionTopicResult,
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
@@ -81,6 +86,7 @@ MINIMUM_KRAFT_METADATA_VERSION = 1
 REGISTER_BROKER_RECORD_VERSION = 3
 PARTITION_RECORD_VERSION = 1
 PARTITION_CHANGE_RECORD_VERSION = 1
+UNCLEAN_ELECTION = "unclean.leader.election.enable"
 # Kafka writes (un)fencing BrokerRegistrationChangeRecords as version 0 and the controlled
 # shutdown one as version 1.
 FENCING_CHANGE_RECORD_VERSION = 0
@@ -197,6 +203,7 @@ class QuorumController:
         delete_topic_enable: bool = True,
         place_on_fenced_brokers: bool = False,
         controller_ids: Iterable[int] = (),
+        leader_imbalance_percentage: int = 10,
     ) -> None:
         """``broker_topic_configs``: topic config keys the node's static config sets (by topic
         name, e.g. ``retention.ms``), reported as STATIC_BROKER_CONFIG in CreateTopics results.
@@ -216,6 +223,7 @@ class QuorumController:
         self.place_on_fenced_brokers = place_on_fenced_brokers
         # Controller node ids: BROKER config resources may name them even when unregistered.
         self.controller_ids = frozenset(controller_ids)
+        self.leader_imbalance_percentage = leader_imbalance_percentage
         # Replay-derived: offset of each broker's latest RegisterBrokerRecord, used to decide
         # when a broker has caught up (its metadata offset reached its own registration).
         self._registration_offsets: dict[int, int] = {}
@@ -832,6 +840,11 @@ class QuorumController:
                 leader = p.leader
                 if leader == broker_id or leader not in new_isr:
                     leader = next((r for r in p.replicas if r in new_isr and acceptable(r)), NO_LEADER)
+                if leader == NO_LEADER:
+                    unclean = self._unclean_change(topic, index, p, acceptable)
+                    if unclean is not None:
+                        out.append(unclean)
+                        continue
                 if new_isr == p.isr and leader == p.leader:
                     continue
                 out.append(PartitionChangeRecord(
@@ -852,7 +865,14 @@ class QuorumController:
         out = []
         for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
             for index, p in topic.partitions.items():
-                if p.leader != NO_LEADER or broker_id not in p.isr:
+                if p.leader != NO_LEADER or broker_id not in p.replicas:
+                    continue
+                if broker_id not in p.isr:
+                    # Only an unclean election can use an out-of-sync replica.
+                    if not any(acceptable(r) for r in p.isr):
+                        unclean = self._unclean_change(topic, index, p, acceptable)
+                        if unclean is not None:
+                            out.append(unclean)
                     continue
                 leader = next((r for r in p.replicas if r in p.isr and acceptable(r)), NO_LEADER)
                 if leader == NO_LEADER:
@@ -915,6 +935,163 @@ class QuorumController:
                 continue
             results.append(PartitionResult(name, index, code, message))
         return ControllerResult(tuple(records), results)
+
+    # -- replication: ISR changes and elections ---------------------------------------------------
+
+    def alter_partition(self, broker_id: int, broker_epoch: int,
+                        topics: Sequence[AlterPartitionRequestTopic], *,
+                        version: int) -> ControllerResult[AlterPartitionReply]:
+        """AlterPartition: a leader's proposed ISRs, checked as Kafka's ReplicationControlManager
+        does: the sender's broker epoch (else STALE_BROKER_EPOCH for the whole request), that it
+        leads the partition at that leader epoch and partition epoch, and that every proposed
+        member is an unfenced replica, not shutting down, at the broker epoch the leader knew."""
+        cluster = self.image.cluster
+        reg = cluster.brokers.get(broker_id)
+        if reg is None or reg.epoch != broker_epoch or reg.fenced:
+            return ControllerResult((), AlterPartitionReply(ErrorCode.STALE_BROKER_EPOCH))
+        records: list[MetadataRecord] = []
+        out_topics = []
+        for t in topics:
+            topic = (self.image.topics.by_id.get(t.topic_id) if t.topic_id is not None
+                     else self.image.topics.by_name.get(t.name or ""))
+            results = []
+            for req in t.partitions:
+                p = topic.partitions.get(req.partition_index) if topic is not None else None
+                if p is None:
+                    code = (ErrorCode.UNKNOWN_TOPIC_ID if topic is None and version >= 2
+                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    results.append(AlterPartitionPartitionResult(req.partition_index, code))
+                    continue
+                code = self._check_alter_partition(broker_id, p, req)
+                if code != ErrorCode.NONE:
+                    results.append(AlterPartitionPartitionResult(req.partition_index, code))
+                    continue
+                new_isr = tuple(req.new_isr)
+                recovery = req.leader_recovery_state
+                if new_isr == p.isr and recovery == p.leader_recovery_state:
+                    after = p
+                else:
+                    change = PartitionChangeRecord(
+                        partition_id=req.partition_index, topic_id=topic.id,
+                        isr=new_isr if new_isr != p.isr else None,
+                        leader_recovery_state=recovery if recovery != p.leader_recovery_state else -1,
+                        version=PARTITION_CHANGE_RECORD_VERSION)
+                    records.append(change)
+                    after = p.merge(change)
+                results.append(AlterPartitionPartitionResult(
+                    req.partition_index, ErrorCode.NONE, after.leader, after.leader_epoch, after.isr,
+                    after.leader_recovery_state, after.partition_epoch))
+            out_topics.append(AlterPartitionTopicResult(t.topic_id, t.name, tuple(results)))
+        return ControllerResult(tuple(records), AlterPartitionReply(ErrorCode.NONE, tuple(out_topics)))
+
+    def _check_alter_partition(self, broker_id: int, p: PartitionRegistration, req: Any) -> int:
+        if p.leader != broker_id:
+            return ErrorCode.INVALID_REQUEST
+        if req.leader_epoch < p.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if req.leader_epoch > p.leader_epoch:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if req.partition_epoch != p.partition_epoch:
+            return ErrorCode.INVALID_UPDATE_VERSION
+        if req.leader_recovery_state not in (0, 1) or \
+                (p.leader_recovery_state == 0 and req.leader_recovery_state == 1):
+            return ErrorCode.INVALID_REQUEST
+        if broker_id not in req.new_isr or len(set(req.new_isr)) != len(req.new_isr):
+            return ErrorCode.INVALID_REQUEST
+        cluster = self.image.cluster
+        epochs = dict(req.new_isr_epochs) if req.new_isr_epochs is not None else {}
+        for r in req.new_isr:
+            reg = cluster.brokers.get(r)
+            if r not in p.replicas or reg is None or reg.fenced or \
+                    (reg.in_controlled_shutdown and r not in p.isr):
+                return ErrorCode.INELIGIBLE_REPLICA
+            if epochs.get(r, -1) not in (-1, reg.epoch):
+                return ErrorCode.INELIGIBLE_REPLICA
+        return ErrorCode.NONE
+
+    def unclean_election_enabled(self, topic: str) -> bool:
+        """``unclean.leader.election.enable`` for ``topic``: its own config, else the cluster
+        default (a BROKER config with the empty name), else the brokers' static setting."""
+        value = self.image.configs.topic(topic).get(UNCLEAN_ELECTION)
+        if value is None:
+            value = self.image.configs.get(RESOURCE_BROKER, "").get(UNCLEAN_ELECTION)
+        if value is None:
+            value = self._broker_topic_configs.get(UNCLEAN_ELECTION, "false")
+        return str(value).strip().lower() == "true"
+
+    def _unclean_change(self, topic: Any, index: int, p: PartitionRegistration,
+                        usable: Callable[[int], bool]) -> PartitionChangeRecord | None:
+        """An out-of-sync leader for a leaderless partition, where its topic allows it. Its log
+        becomes the truth: whatever only the lost ISR had is gone (Kafka's documented risk), and
+        the ISR restarts from it, RECOVERING (KIP-704) until it leads normally."""
+        if not self.unclean_election_enabled(topic.name):
+            return None
+        leader = next((r for r in p.replicas if usable(r)), NO_LEADER)
+        if leader == NO_LEADER:
+            return None
+        return PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=leader,
+                                     isr=(leader,), leader_recovery_state=1,
+                                     version=PARTITION_CHANGE_RECORD_VERSION)
+
+    def elect_unclean_leaders(self) -> ControllerResult[int]:
+        """Unclean elections for every leaderless partition whose topic allows one and that
+        has no live ISR member (the node calls this periodically, so a config change to
+        ``unclean.leader.election.enable=true`` takes effect without a broker event)."""
+        cluster = self.image.cluster
+        records: list[MetadataRecord] = []
+        for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
+            enabled: bool | None = None
+            for index, p in topic.partitions.items():
+                if p.leader != NO_LEADER:
+                    continue
+                if enabled is None:
+                    enabled = self.unclean_election_enabled(topic.name)
+                if not enabled:
+                    break
+                if any(cluster.is_active(r) for r in p.isr):
+                    change = PartitionChangeRecord(
+                        partition_id=index, topic_id=topic.id,
+                        leader=next(r for r in p.replicas if r in p.isr and cluster.is_active(r)),
+                        version=PARTITION_CHANGE_RECORD_VERSION)
+                else:
+                    change = self._unclean_change(topic, index, p, cluster.is_active)
+                if change is not None:
+                    records.append(change)
+        return ControllerResult(tuple(records), len(records))
+
+    def balance_leaders(self, max_elections: int = 1000) -> ControllerResult[int]:
+        """Move leadership back to preferred replicas (``auto.leader.rebalance.enable``).
+
+        As Kafka's imbalance check: only for brokers whose share of partitions where they are
+        preferred but do not lead exceeds ``leader.imbalance.per.broker.percentage`` (so a few
+        stragglers after a restart don't each cost an election), and only where the preferred
+        replica is in the ISR, unfenced and not shutting down.
+        """
+        cluster = self.image.cluster
+        preferred_count: dict[int, int] = {}
+        candidates: dict[int, list[tuple[Any, int]]] = {}
+        for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
+            for index, p in topic.partitions.items():
+                if not p.replicas:
+                    continue
+                preferred = p.replicas[0]
+                preferred_count[preferred] = preferred_count.get(preferred, 0) + 1
+                if p.leader != preferred:
+                    candidates.setdefault(preferred, []).append((topic, index))
+        records: list[MetadataRecord] = []
+        for broker, parts in sorted(candidates.items()):
+            if len(parts) * 100 <= self.leader_imbalance_percentage * preferred_count[broker]:
+                continue
+            reg = cluster.brokers.get(broker)
+            if reg is None or reg.fenced or reg.in_controlled_shutdown:
+                continue
+            for topic, index in parts:
+                p = topic.partitions[index]
+                if broker in p.isr and len(records) < max_elections:
+                    records.append(PartitionChangeRecord(partition_id=index, topic_id=topic.id,
+                                                         leader=broker,
+                                                         version=PARTITION_CHANGE_RECORD_VERSION))
+        return ControllerResult(tuple(records), len(records))
 
     def alter_partition_reassignments(
             self, targets: Sequence[tuple[str, int, Sequence[int] | None]]

@@ -221,9 +221,61 @@ class PartitionResult:
 
 
 __all__ = [
-    "AlterConfigOp", "AlterConfigsResource", "AlterConfigsResult", "BrokerHeartbeatReply",
+    "AlterConfigOp", "AlterConfigsResource", "AlterConfigsResult", "AlterPartitionPartitionResult",
+    "AlterPartitionReply", "AlterPartitionRequestPartition", "AlterPartitionRequestTopic",
+    "AlterPartitionTopicResult", "BrokerHeartbeatReply",
     "BrokerHeartbeatRequest", "BrokerRegistrationReply", "BrokerRegistrationRequest",
     "ControllerResult", "CreatePartitionsResult", "CreatePartitionsTopic", "DeleteTopicResult",
     "ElectionType", "PartitionResult",
     "NewTopic", "OpType", "ProducerIdsBlock", "TopicConfigEntry", "TopicDefaults", "TopicResult",
 ]
+
+
+@dataclass(frozen=True)
+class AlterPartitionRequestPartition:
+    """One partition of an AlterPartition request: the leader's proposed ISR."""
+
+    partition_index: int
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+    # (broker id, broker epoch) pairs from v3 (KIP-903); None before.
+    new_isr_epochs: tuple[tuple[int, int], ...] | None = None
+    leader_recovery_state: int = 0
+
+
+@dataclass(frozen=True)
+class AlterPartitionRequestTopic:
+    """A topic of an AlterPartition request: by id from v2, by name before."""
+
+    topic_id: uuid.UUID | None
+    name: str | None
+    partitions: tuple[AlterPartitionRequestPartition, ...]
+
+
+@dataclass(frozen=True)
+class AlterPartitionPartitionResult:
+    """The controller's verdict on one proposed ISR, with the partition's state after it."""
+
+    partition_index: int
+    error_code: int = 0
+    leader_id: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    leader_recovery_state: int = 0
+    partition_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class AlterPartitionTopicResult:
+    topic_id: uuid.UUID | None
+    name: str | None
+    partitions: tuple[AlterPartitionPartitionResult, ...]
+
+
+@dataclass(frozen=True)
+class AlterPartitionReply:
+    """AlterPartition's answer: a top-level error (STALE_BROKER_EPOCH) or per-partition ones."""
+
+    error_code: int
+    topics: tuple[AlterPartitionTopicResult, ...] = ()

@@ -77,6 +77,7 @@ class GroupCoordinator:
         self.node_id = node_id
         self.group_config = group_config(config)
         self.num_partitions = setting(config, "offsets.topic.num.partitions")
+        self.commit_timeout_ms = setting(config, "offsets.commit.timeout.ms")
         self._new_uuid = new_uuid or (lambda: str(uuid.uuid4()))
         self.shards: dict[int, GroupShard] = {}
         self.loading: set[int] = set()
@@ -186,11 +187,15 @@ class GroupCoordinator:
             self._wake.set()
 
     # ---------------------------------------------------------------- applying outcomes
-    def apply(self, shard: GroupShard, outcome: Outcome) -> None:
-        """Write the outcome's records, then answer the parked requests it completed."""
+    def apply(self, shard: GroupShard, outcome: Outcome) -> tuple[Any, int] | None:
+        """Write the outcome's records, then answer the parked requests it completed.
+
+        Returns (hosted partition, offset after the write) when records were written, so the
+        caller can wait for them to replicate."""
+        written = None
         if outcome.records:
             try:
-                self._append(shard.partition, outcome.records)
+                written = self._append(shard.partition, outcome.records)
             except (KafkaError, OSError) as exc:
                 code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
                 log.error("Writing to %s-%d failed: %s", schema.OFFSETS_TOPIC, shard.partition, exc)
@@ -198,9 +203,10 @@ class GroupCoordinator:
                     raise
                 outcome.write_failed(_coordinator_write_error(code))
                 self._complete(outcome)
-                return
+                return None
         outcome.written()
         self._complete(outcome)
+        return written
 
     def _complete(self, outcome: Outcome) -> None:
         for key, result in outcome.completions:
@@ -212,15 +218,15 @@ class GroupCoordinator:
         if outcome.completions or isinstance(outcome.response, PARKED_TYPE):
             self._wake.set()
 
-    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
+    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> tuple[Any, int]:
         now = self.clock.now_ms()
         try:
             hosted = self.replicas.get(schema.OFFSETS_TOPIC, partition)
         except KafkaError:
             raise KafkaError(ErrorCode.NOT_COORDINATOR) from None
         batch = build_batch([Record(k, v, timestamp=now) for k, v in records], now_ms=now)
-        hosted.log.append_as_leader(bytearray(batch), now_ms=now, leader_epoch=hosted.leader_epoch,
-                                    from_client=False)
+        result = self.replicas.append(hosted, bytearray(batch), now_ms=now, from_client=False)
+        return hosted, result.last_offset + 1
 
     async def run_op(self, shard: GroupShard, outcome: Outcome, *, timeout_ms: int,
                      on_timeout: object) -> object:
@@ -231,7 +237,16 @@ class GroupCoordinator:
             waiter = _Waiter()
             self._waiters.setdefault(response.key, []).append(waiter)
         try:
-            self.apply(shard, outcome)
+            written = self.apply(shard, outcome)
+            if written is not None:
+                # As Kafka's coordinator (offsets.commit.required.acks=-1): the request is
+                # answered once every in-sync replica has the records, so a committed offset
+                # survives the loss of this broker.
+                hosted, required = written
+                deadline = trio.current_time() + self.commit_timeout_ms / 1000.0
+                code = await self.replicas.wait_for_replication(hosted, required, deadline)
+                if code != ErrorCode.NONE:
+                    raise KafkaError(code)
             if waiter is None:
                 return response
             with trio.move_on_after(timeout_ms / 1000.0):

@@ -41,12 +41,15 @@ class LogManager:
     def __init__(self, log_dirs: list[str], default_config: LogConfig, *, now_ms: int,
                  topic_configs: Callable[[str], LogConfig | None] | None = None,
                  skip_topics: Iterable[str] = (METADATA_TOPIC,),
-                 broker_epoch: int = -1) -> None:
+                 broker_epoch: int = -1, restore_high_watermarks: bool = False) -> None:
         """Open every partition directory under ``log_dirs``.
 
         ``topic_configs(topic)`` gives a topic's config when it overrides the default.
         Directories of ``skip_topics`` are left alone: by default ``__cluster_metadata-0``,
         which the raft layer opens itself (``PartitionLog.open`` works on it like on any log).
+        ``restore_high_watermarks``: open each log at the high watermark in its dir's
+        ``replication-offset-checkpoint`` (a replicating broker must not expose what its
+        followers may lack); otherwise logs start with the high watermark at their end.
         """
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -55,6 +58,7 @@ class LogManager:
         self._topic_configs = topic_configs
         self.skip_topics = frozenset(skip_topics)
         self.broker_epoch = broker_epoch
+        self.restore_high_watermarks = restore_high_watermarks
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self.had_clean_shutdown: dict[str, bool] = {}
@@ -85,6 +89,8 @@ class LogManager:
         self.had_clean_shutdown[d] = clean
         recovery_points = self._read_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT))
         start_offsets = self._read_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT))
+        high_watermarks = (self._read_checkpoint(os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT))
+                           if self.restore_high_watermarks else None)
         for name in sorted(os.listdir(d)):
             path = os.path.join(d, name)
             if not os.path.isdir(path):
@@ -105,7 +111,8 @@ class LogManager:
             plog = PartitionLog.open(
                 path, self.config_for(tp[0]), now_ms=now_ms, recover=not clean,
                 recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=start_offsets.get(tp))
+                log_start_offset=start_offsets.get(tp),
+                high_watermark=None if high_watermarks is None else high_watermarks.get(tp, 0))
             self._logs[tp] = plog
             self._dir_of[tp] = d
         if clean:
@@ -230,8 +237,17 @@ class LogManager:
         for plog in self._logs.values():
             plog.producer_state.remove_expired(now_ms)
 
+    def checkpoint_high_watermarks(self) -> None:
+        """Write ``replication-offset-checkpoint`` (every log's high watermark) in each dir."""
+        for d in self.log_dirs:
+            write_offsets_checkpoint(
+                os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT),
+                {tp: plog.high_watermark for tp, plog in self._logs.items()
+                 if self._dir_of.get(tp) == d})
+
     def checkpoint(self) -> None:
-        """Write both offset checkpoints of every log dir."""
+        """Write the offset checkpoints of every log dir (high watermarks included)."""
+        self.checkpoint_high_watermarks()
         for d in self.log_dirs:
             rps: dict[TopicPartition, int] = {}
             lsos: dict[TopicPartition, int] = {}

@@ -107,8 +107,12 @@ class PartitionLog:
     def open(cls, dir: str, config: LogConfig, *, now_ms: int, recover: bool,
              topic_id: uuid.UUID | None = None, recovery_point: int = 0,
              log_start_offset: int | None = None,
-             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> PartitionLog:
+             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+             high_watermark: int | None = None) -> PartitionLog:
         """Open (creating if needed) the log in ``dir``.
+
+        ``high_watermark``: the checkpointed high watermark (clamped into [log start, log end]);
+        None starts it at the log end, for logs nobody replicates.
 
         ``recover=True`` means the previous shutdown was not clean: every segment from the one
         holding ``recovery_point`` on is scanned, CRC-checked, its indexes rebuilt and a torn or
@@ -123,6 +127,8 @@ class PartitionLog:
         log._check_topic_id(topic_id)
         log._load(now_ms=now_ms, recover=recover, recovery_point=recovery_point,
                   log_start_offset=log_start_offset)
+        if high_watermark is not None:
+            log.high_watermark = max(log.log_start_offset, min(high_watermark, log.log_end_offset))
         return log
 
     def _check_topic_id(self, topic_id: uuid.UUID | bytes | None) -> None:

@@ -5,7 +5,7 @@ Kafka's controllers serve two kinds of request on ``controller.listener.names``:
 * the quorum's own RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot of
   ``__cluster_metadata``, DescribeQuorum) — ``quorum.QuorumDispatcher`` answers those;
 * the brokers' requests to the active controller: BrokerRegistration, BrokerHeartbeat,
-  UnregisterBroker, AllocateProducerIds, and the admin requests a broker forwards because only
+  UnregisterBroker, AllocateProducerIds, AlterPartition (a partition leader's ISR change), and the admin requests a broker forwards because only
   the controller may write metadata (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
   IncrementalAlterConfigs, ElectLeaders, Alter/ListPartitionReassignments).
 
@@ -26,7 +26,13 @@ from typing import Any, Protocol
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BROKER_APIS, FORWARDED_TO_CONTROLLER
-from kafkapy.controller import BrokerHeartbeatRequest, BrokerRegistrationRequest, QuorumController
+from kafkapy.controller import (
+    AlterPartitionRequestPartition,
+    AlterPartitionRequestTopic,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    QuorumController,
+)
 from kafkapy.metadata.records import BrokerEndpoint, BrokerFeature
 from kafkapy.net.server import ConnectionInfo
 from kafkapy.protocol import ApiKey, ErrorCode, KafkaError, Request, messages as m
@@ -72,6 +78,7 @@ class ControllerApis:
             ApiKey.BROKER_HEARTBEAT: self._broker_heartbeat,
             ApiKey.UNREGISTER_BROKER: self._unregister_broker,
             ApiKey.ALLOCATE_PRODUCER_IDS: self._allocate_producer_ids,
+            ApiKey.ALTER_PARTITION: self._alter_partition,
         }
         for key in self._handlers:
             request_cls = _request_class(key)
@@ -140,6 +147,49 @@ class ControllerApis:
             log.info("Unregistered broker %d", broker_id)
         return m.UnregisterBrokerResponse(throttle_time_ms=0, error_code=reply.error_code,
                                           error_message=reply.error_message)
+
+    async def _alter_partition(self, request: Request) -> object:
+        body, version = request.body, request.api_version
+        topics = []
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                if version >= 3:
+                    pairs = tuple((b.broker_id, b.broker_epoch) for b in p.new_isr_with_epochs)
+                    new_isr, epochs = tuple(b for b, _ in pairs), pairs
+                else:
+                    new_isr, epochs = tuple(p.new_isr), None
+                parts.append(AlterPartitionRequestPartition(
+                    p.partition_index, p.leader_epoch, new_isr, p.partition_epoch, epochs,
+                    p.leader_recovery_state if version >= 1 else 0))
+            topics.append(AlterPartitionRequestTopic(
+                _as_uuid(t.topic_id) if version >= 2 else None,
+                t.topic_name if version < 2 else None, tuple(parts)))
+        reply = await self.host.controller_call(
+            lambda c: c.alter_partition(body.broker_id, body.broker_epoch, topics, version=version))
+        Resp = m.AlterPartitionResponse
+        if reply.error_code != ErrorCode.NONE:
+            log.info("AlterPartition from broker %d refused: %s", body.broker_id,
+                     ErrorCode(reply.error_code).name)
+            return Resp(throttle_time_ms=0, error_code=reply.error_code, topics=[])
+        out = []
+        for t in reply.topics:
+            parts = []
+            for r in t.partitions:
+                if r.error_code == ErrorCode.NONE:
+                    log.info("ISR of %s-%d: %s (leader %d, partition epoch %d)",
+                             t.name or t.topic_id, r.partition_index, list(r.isr), r.leader_id,
+                             r.partition_epoch)
+                else:
+                    log.info("ISR change of %s-%d from broker %d refused: %s", t.name or t.topic_id,
+                             r.partition_index, body.broker_id, ErrorCode(r.error_code).name)
+                parts.append(Resp.TopicData.PartitionData(
+                    partition_index=r.partition_index, error_code=r.error_code, leader_id=r.leader_id,
+                    leader_epoch=r.leader_epoch, isr=list(r.isr),
+                    leader_recovery_state=r.leader_recovery_state, partition_epoch=r.partition_epoch))
+            out.append(Resp.TopicData(topic_name=t.name, topic_id=t.topic_id, partitions=parts)
+                       if version < 2 else Resp.TopicData(topic_id=t.topic_id, partitions=parts))
+        return Resp(throttle_time_ms=0, error_code=ErrorCode.NONE, topics=out)
 
     async def _allocate_producer_ids(self, request: Request) -> object:
         body = request.body

@@ -60,6 +60,9 @@ from kafkapy.net.server import serve
 from kafkapy.node.controller_apis import ControllerApis
 from kafkapy.node.metadata_log import METADATA_PARTITION_DIR, PartitionLogStore
 from kafkapy.node.snapshots import MetadataSnapshotter, encode_in_thread
+from kafkapy.net.client import KafkaClient
+from kafkapy.replication.alter_partition import AlterPartitionManager
+from kafkapy.replication.fetcher import FetcherSettings, ReplicaFetcherManager
 from kafkapy.protocol import ApiKey, messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum import CommitLost, QuorumDispatcher, QuorumDriver
@@ -80,6 +83,9 @@ CHECKPOINT_INTERVAL_S = 60.0
 COMMIT_TIMEOUT_S = 30.0
 #: How often the active-controller task looks at the quorum's leadership.
 LEADERSHIP_POLL_S = 0.05
+#: How often the active controller looks for leaderless partitions it may elect an unclean
+#: leader for (a walk over every partition, so not on every heartbeat interval).
+UNCLEAN_ELECTION_CHECK_S = 5.0
 #: How long a single-voter node waits to elect itself and register before giving up.
 SINGLE_VOTER_STARTUP_TIMEOUT_S = 60.0
 #: How long a broker in a larger cluster waits to be unfenced before opening its listeners.
@@ -197,6 +203,7 @@ class Node:
                 session_timeout_ms=int(self.config.get("broker.session.timeout.ms")),  # type: ignore[arg-type]
                 delete_topic_enable=bool(self.config.get("delete.topic.enable")),
                 controller_ids=sorted(self.voters),
+                leader_imbalance_percentage=int(self.config.get("leader.imbalance.per.broker.percentage")),  # type: ignore[arg-type]
             )
         if self.is_broker:
             self.broker_metadata = BrokerMetadata(cluster_id)
@@ -328,6 +335,10 @@ class Node:
         assert self.controller is not None
         interval = int(self.config.get("broker.heartbeat.interval.ms")) / 1000.0  # type: ignore[arg-type]
         next_check = 0.0
+        rebalance_every = float(self.config.get("leader.imbalance.check.interval.seconds")) \
+            if self.config.get("auto.leader.rebalance.enable") else 0.0  # type: ignore[arg-type]
+        next_rebalance = trio.current_time() + rebalance_every
+        next_unclean = 0.0
         while True:
             try:
                 if not self.is_active_controller():
@@ -347,6 +358,21 @@ class Node:
                             fenced = await self._run(lambda c: c.fence_stale_brokers(now_ms))
                             for broker_id in fenced:
                                 log.info("Fenced broker %d: its session expired", broker_id)
+                            # Leaderless partitions whose topic allows unclean election (the
+                            # setting may have just changed) get a live out-of-sync leader.
+                            elected = 0
+                            if trio.current_time() >= next_unclean:
+                                next_unclean = trio.current_time() + UNCLEAN_ELECTION_CHECK_S
+                                elected = await self._run(lambda c: c.elect_unclean_leaders())
+                            if elected:
+                                log.warning("Elected %d unclean leader(s): records the old ISR had "
+                                            "and the new leader lacks are lost", elected)
+                            if rebalance_every > 0 and trio.current_time() >= next_rebalance:
+                                next_rebalance = trio.current_time() + rebalance_every
+                                moved = await self._run(lambda c: c.balance_leaders())
+                                if moved:
+                                    log.info("Moved %d partition leadership(s) back to preferred "
+                                             "replicas", moved)
             except KafkaError as exc:
                 # Leadership moved under us (NOT_CONTROLLER) or the quorum is slow: look again.
                 log.info("Controller work on node %d interrupted: %s", self.node_id, exc)
@@ -432,15 +458,51 @@ class Node:
     # -- background work ------------------------------------------------------------------------
 
     async def _maintenance_loop(self) -> None:
-        """Periodic log work: time-based flushes (flush.ms) and offset checkpoints."""
+        """Periodic log work: time-based flushes (flush.ms), offset checkpoints and the
+        high-watermark checkpoint (replica.high.watermark.checkpoint.interval.ms)."""
         next_checkpoint = trio.current_time() + CHECKPOINT_INTERVAL_S
+        hw_interval = int(self.config.get("replica.high.watermark.checkpoint.interval.ms")) / 1000.0  # type: ignore[arg-type]
+        next_hw_checkpoint = trio.current_time() + hw_interval
         while True:
-            await trio.sleep(1.0)
+            await trio.sleep(min(1.0, hw_interval))
             now_ms = self.clock.now_ms()
             self.log_manager.flush_due(now_ms)
             if trio.current_time() >= next_checkpoint:
                 self.log_manager.checkpoint()
                 next_checkpoint = trio.current_time() + CHECKPOINT_INTERVAL_S
+                next_hw_checkpoint = trio.current_time() + hw_interval
+            elif trio.current_time() >= next_hw_checkpoint:
+                self.log_manager.checkpoint_high_watermarks()
+                next_hw_checkpoint = trio.current_time() + hw_interval
+
+    async def _isr_loop(self) -> None:
+        """Kafka's isr-expiration task: every half replica.lag.time.max.ms, followers that fell
+        behind for longer than that leave the ISRs of the partitions this broker leads."""
+        interval = int(self.config.get("replica.lag.time.max.ms")) / 2000.0  # type: ignore[arg-type]
+        while True:
+            await trio.sleep(interval)
+            self.replicas.check_isr(self.clock.now_ms())
+
+    async def _connect_to_broker(self, broker_id: int) -> KafkaClient:
+        """A connection to another broker's inter-broker listener, for its replica fetcher."""
+        image = self._broker_image()
+        reg = image.cluster.brokers.get(broker_id)
+        if reg is None:
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not registered")
+        wanted = self.config.get("inter.broker.listener.name")
+        endpoint = next((e for e in reg.listeners if e.name == wanted), None) if wanted else None
+        if endpoint is None:
+            endpoint = next((e for e in reg.listeners if e.name not in self.controller_listener_names), None)
+        if endpoint is None:
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} has no broker listener")
+        client = await KafkaClient.connect(endpoint.host, endpoint.port,
+                                           client_id=f"broker-{self.node_id}-fetcher-{broker_id}")
+        try:
+            await client.negotiate()
+        except BaseException:
+            await client.aclose()
+            raise
+        return client
 
     async def _cleaner_loop(self) -> None:
         """Compact logs with cleanup.policy=compact (``__consumer_offsets`` among them).
@@ -571,6 +633,7 @@ class Node:
         self.log_manager = LogManager(
             self.config.log_dirs, default_log_config, now_ms=now_ms,
             topic_configs=lambda topic: topic_log_config(self.config, broker_metadata.image, topic),
+            restore_high_watermarks=True,
         )
         self.replicas = ReplicaManager(self.log_manager, self.config, self.node_id)
         ctx = BrokerContext(
@@ -610,6 +673,7 @@ class Node:
         self.broker_epoch = self.lifecycle.broker_epoch
         log.info("Metadata quorum: applied up to offset %d (epoch %d, leader %d)",
                  self.driver.committed_end, self.driver.epoch, self.driver.leader_id)
+        await self._start_replication(nursery)
         self.broker_metadata.add_update_publisher(self._publish)
         self.log_manager.broker_epoch = self.broker_epoch
         dispatcher = BrokerDispatcher(self.context)
@@ -618,6 +682,37 @@ class Node:
         nursery.start_soon(self._maintenance_loop)
         await nursery.start(self.groups.run)
         nursery.start_soon(self._cleaner_loop)
+
+    async def _start_replication(self, nursery: trio.Nursery) -> None:
+        """Followers' fetchers and the leader's ISR machinery, attached before the first image is
+        applied so that every hosted partition starts as leader or follower."""
+        assert self.channel is not None and self.lifecycle is not None
+        lifecycle, channel = self.lifecycle, self.channel
+        replicas = self.replicas
+        node = self
+
+        class FetcherHost:
+            node_id = self.node_id
+            follower_log = staticmethod(replicas.follower_log)
+            on_follower_progress = staticmethod(replicas.on_follower_progress)
+
+            @staticmethod
+            async def connect(broker_id: int) -> KafkaClient:
+                return await node._connect_to_broker(broker_id)
+
+        def broker_epoch_of(broker_id: int) -> int:
+            reg = self._broker_image().cluster.brokers.get(broker_id)
+            return -1 if reg is None else reg.epoch
+
+        fetchers = ReplicaFetcherManager(FetcherHost(), FetcherSettings.from_config(self.config),
+                                         self.clock.now_ms)
+        alter = AlterPartitionManager(
+            lambda body: channel.call(body, timeout=COMMIT_TIMEOUT_S), node_id=self.node_id,
+            broker_epoch=lambda: lifecycle.broker_epoch, broker_epoch_of=broker_epoch_of)
+        replicas.fetchers, replicas.alter_partition = fetchers, alter
+        await nursery.start(fetchers.run)
+        await nursery.start(alter.run)
+        nursery.start_soon(self._isr_loop)
 
     async def _report_catch_up(self, started: float) -> None:
         """Say, once, how this broker's metadata came to be current: how much it had on its own

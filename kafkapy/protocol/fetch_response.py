@@ -41,6 +41,10 @@ class FetchPartitionResult(NamedTuple):
     last_stable_offset: int
     log_start_offset: int
     records: bytes | bytearray | memoryview | FileRegion | None
+    # v12+ tagged fields: (epoch, end offset) for a follower whose log diverged (tag 0), and
+    # (leader id, leader epoch) for a client sent to the wrong broker (tag 1, KIP-951).
+    diverging_epoch: tuple[int, int] | None = None
+    current_leader: tuple[int, int] | None = None
 
 
 class FetchTopicResult(NamedTuple):
@@ -49,6 +53,24 @@ class FetchTopicResult(NamedTuple):
     name: str | None
     topic_id: uuid.UUID | bytes | None
     partitions: Sequence[FetchPartitionResult]
+
+
+_EPOCH_END = struct.Struct(">iqB")     # epoch, end_offset, empty tagged fields
+_LEADER = struct.Struct(">iiB")        # leader_id, leader_epoch, empty tagged fields
+
+
+def _partition_tags(p: FetchPartitionResult) -> bytes:
+    if p.diverging_epoch is None and p.current_leader is None:
+        return b"\x00"
+    fields = []
+    if p.diverging_epoch is not None:
+        fields.append((0, _EPOCH_END.pack(p.diverging_epoch[0], p.diverging_epoch[1], 0)))
+    if p.current_leader is not None:
+        fields.append((1, _LEADER.pack(p.current_leader[0], p.current_leader[1], 0)))
+    out = bytearray(uvarint(len(fields)))
+    for tag, data in fields:
+        out += uvarint(tag) + uvarint(len(data)) + data
+    return bytes(out)
 
 
 def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code: int,
@@ -97,7 +119,7 @@ def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code:
                 else:
                     out += records
             if flexible:
-                out += b"\x00"  # partition tagged fields
+                out += _partition_tags(p)
         if flexible:
             out += b"\x00"  # topic tagged fields
     if flexible:

@@ -103,8 +103,8 @@ def test_controller_and_broker_properties():
     assert broker["listeners"] == f"PLAINTEXT://127.0.0.1:{state.node(5).ports['PLAINTEXT']}"
     assert broker["controller.quorum.voters"] == voters
     assert broker["inter.broker.listener.name"] == "PLAINTEXT"
-    assert broker["offsets.topic.replication.factor"] == "1"
-    assert broker["transaction.state.log.replication.factor"] == "1"
+    assert broker["offsets.topic.replication.factor"] == "3"
+    assert broker["transaction.state.log.replication.factor"] == "3"
     assert broker["group.initial.rebalance.delay.ms"] == "0"
 
 
@@ -119,12 +119,12 @@ def test_combined_node_properties():
     assert props["inter.broker.listener.name"] == "PLAINTEXT"
 
 
-@pytest.mark.parametrize("brokers", [1, 2, 5])
-def test_internal_topics_have_one_replica_until_followers_replicate(brokers):
+@pytest.mark.parametrize("brokers,replicas,min_isr", [(1, 1, 1), (2, 2, 2), (5, 3, 2)])
+def test_internal_topics_get_three_replicas_or_one_per_broker(brokers, replicas, min_isr):
     props = _props(_plan(Layout(controllers=1, brokers=brokers)), 2)
-    assert props["offsets.topic.replication.factor"] == "1"
-    assert props["transaction.state.log.replication.factor"] == "1"
-    assert props["transaction.state.log.min.isr"] == "1"
+    assert props["offsets.topic.replication.factor"] == str(replicas)
+    assert props["transaction.state.log.replication.factor"] == str(replicas)
+    assert props["transaction.state.log.min.isr"] == str(min_isr)
 
 
 def test_overrides_go_to_every_node_and_win():

@@ -36,7 +36,8 @@ def test_cores_import_no_io_or_clock(package):
 
 
 # Sans-I/O cores inside packages that also hold their Trio edge.
-SANS_IO_MODULES = ["coordinator/group.py", "coordinator/schema.py"]
+SANS_IO_MODULES = ["coordinator/group.py", "coordinator/schema.py",
+                   "replication/leader_state.py", "replication/truncation.py"]
 
 
 @pytest.mark.parametrize("module", SANS_IO_MODULES)

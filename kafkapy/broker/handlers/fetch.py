@@ -5,6 +5,12 @@ answers OFFSET_OUT_OF_RANGE so the client applies auto.offset.reset; a fetch in 
 batch returns that whole batch (clients skip the records before their position). The first
 partition with data always gets at least one whole batch, even above the byte limits, so a record
 larger than max.partition.fetch.bytes never stalls a consumer (KIP-74).
+
+A fetch with a replica id is a follower replicating (``replication.fetcher``): it reads up to the
+log end rather than the high watermark, tells the leader how far the follower has got (which moves
+the ISR and the high watermark), and is answered with a DivergingEpoch instead of records when the
+follower's last fetched epoch ended earlier here, so the follower truncates its divergent tail
+first (Kafka 2.7+'s truncation through Fetch).
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ READ_COMMITTED = 1
 async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
     body = request.body
     version = request.api_version
+    replica_id = _replica_id(body, version)
+    if replica_id >= 0:
+        return await _handle_replica_fetch(ctx, request, replica_id)
     wanted: list[FetchPartitionRequest] = []
     unknown_ids: list[tuple[object, int]] = []
     id_of: dict[str, object] = {}
@@ -140,3 +149,85 @@ def _topic_id(ctx: BrokerContext, name: str, id_of: dict) -> object:
         topic = ctx.image().topics.by_name.get(name)
         tid = id_of[name] = topic.id if topic is not None else None
     return tid
+
+
+def _replica_id(body: object, version: int) -> int:
+    if version >= 15:
+        state = getattr(body, "replica_state", None)
+        return -1 if state is None else int(getattr(state, "replica_id", -1))
+    return int(getattr(body, "replica_id", -1))
+
+
+async def _handle_replica_fetch(ctx: BrokerContext, request: Request, replica_id: int) -> Reply:
+    """A follower's fetch: sessionless, up to the log end, with divergence checks."""
+    body = request.body
+    version = request.api_version
+    wanted: list[tuple[str | None, object, object]] = []
+    for topic in body.topics:
+        name = ctx.topic_name(topic, version, field="topic")
+        for p in topic.partitions:
+            wanted.append((name, topic, p))
+    now_ms = ctx.clock.now_ms()
+    # The follower's position is its log end: recorded once per request, before any long poll,
+    # so the high watermark can move while this request waits for more data.
+    for name, _, p in wanted:
+        if name is None:
+            continue
+        try:
+            hosted = ctx.replicas.leader(name, p.partition, p.current_leader_epoch)
+        except KafkaError:
+            continue
+        ctx.replicas.on_follower_fetch(hosted, replica_id, p.fetch_offset, now_ms)
+    deadline = trio.current_time() + max(0, body.max_wait_ms) / 1000.0
+    max_bytes = body.max_bytes if version >= 3 else 0x7FFFFFFF
+    while True:
+        results: list[tuple[str | None, object, FetchPartitionResult]] = []
+        total = 0
+        urgent = False
+        for name, topic, p in wanted:
+            result = _replica_read(ctx, name, p, version, max(0, max_bytes - total), total == 0)
+            total += len(result.records or b"")
+            urgent = urgent or result.error_code != ErrorCode.NONE or result.diverging_epoch is not None
+            results.append((name, topic, result))
+        if total >= body.min_bytes or urgent or trio.current_time() >= deadline or not wanted:
+            break
+        await ctx.replicas.wait_for_append(deadline)
+    by_topic: dict[object, tuple[str | None, object, list[FetchPartitionResult]]] = {}
+    for name, topic, result in results:
+        key = topic.topic_id if version >= 13 else name  # type: ignore[attr-defined]
+        entry = by_topic.get(key)
+        if entry is None:
+            entry = by_topic[key] = (name, topic.topic_id if version >= 13 else None, [])  # type: ignore[attr-defined]
+        entry[2].append(result)
+    topics = [FetchTopicResult(name, tid, parts) for name, tid, parts in by_topic.values()]
+    return Reply(parts=fetch_response_parts(request, throttle_time_ms=0, error_code=0,
+                                            session_id=0, topics=topics))
+
+
+def _replica_read(ctx: BrokerContext, name: str | None, p: object, version: int, budget: int,
+                  first: bool) -> FetchPartitionResult:
+    index = p.partition  # type: ignore[attr-defined]
+    if name is None:
+        return FetchPartitionResult(index, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, b"")
+    try:
+        hosted = ctx.replicas.leader(name, index, p.current_leader_epoch)  # type: ignore[attr-defined]
+        plog = hosted.log
+        hw, start, leo = plog.high_watermark, plog.log_start_offset, plog.log_end_offset
+        offset = p.fetch_offset  # type: ignore[attr-defined]
+        last_epoch = p.last_fetched_epoch if version >= 12 else -1  # type: ignore[attr-defined]
+        if last_epoch >= 0:
+            epoch, end = plog.leader_epoch_cache.end_offset_for(last_epoch, leo)
+            if epoch < last_epoch or end < offset:
+                return FetchPartitionResult(index, ErrorCode.NONE, hw, hw, start, b"",
+                                            diverging_epoch=(epoch, end))
+        if offset < start or offset > leo:
+            return FetchPartitionResult(index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start, b"")
+        limit = min(p.partition_max_bytes, budget)  # type: ignore[attr-defined]
+        records: FileRegion | bytes = b""
+        if limit > 0 or first:
+            fslice = plog.read(offset, limit, max_offset=None, min_one_message=first)
+            if fslice is not None and fslice.size > 0:
+                records = FileRegion.of(fslice)
+        return FetchPartitionResult(index, ErrorCode.NONE, hw, min(plog.last_stable_offset, hw), start, records)
+    except KafkaError as exc:
+        return FetchPartitionResult(index, exc.code, -1, -1, -1, b"")

@@ -1,14 +1,19 @@
 """Produce: validate and append each partition's batches, then answer per partition.
 
-Errors are per partition (Kafka never fails a whole produce request for one bad partition). With
-one replica the high watermark moves on append, so acks=1 and acks=-1 answer at once; acks=0 gets
-no response at all. The response frame is packed directly (``protocol.produce_response``), not
+Errors are per partition (Kafka never fails a whole produce request for one bad partition).
+acks=1 answers once the leader has appended; acks=0 gets no response at all. acks=-1 (all) first
+checks that the ISR has ``min.insync.replicas`` members (NOT_ENOUGH_REPLICAS, nothing appended),
+then waits in the purgatory until the high watermark passes the batch, i.e. every in-sync replica
+has it, or the request's timeout (REQUEST_TIMED_OUT); if the ISR shrank below the minimum by then
+the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in Kafka. The response frame is packed directly (``protocol.produce_response``), not
 through kafka-python's object tree: it is a fixed cost on every request.
 """
 
 from __future__ import annotations
 
 import logging
+
+import trio
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.net.server import Reply
@@ -32,6 +37,8 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
     now_ms = ctx.clock.now_ms()
     acks = body.acks
     topics_out = []
+    # acks=all: (result index, hosted partition, offset the high watermark must reach).
+    waiting: list[tuple[list[ProducePartitionResult], int, object, int]] = []
     for topic_data in body.topic_data:
         name = ctx.topic_name(topic_data, version)
         parts_out = []
@@ -54,9 +61,13 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                             ErrorCode.INVALID_RECORD,
                             "Produce requests with version 3 are only allowed to contain exactly one record batch",
                         )
+                if acks == -1:
+                    ctx.replicas.check_min_insync(hosted)
                 # records is a writable view into the request frame: validated, rewritten in
                 # place (offsets, epoch) and written to the segment without a copy.
                 result = ctx.replicas.append(hosted, records, now_ms=now_ms)
+                if acks == -1:
+                    waiting.append((parts_out, len(parts_out), hosted, result.last_offset + 1))
                 parts_out.append(ProducePartitionResult(
                     pdata.index, 0, result.first_offset, result.log_append_time, result.log_start_offset))
             except KafkaError as exc:
@@ -70,4 +81,26 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
         topics_out.append(ProduceTopicResult(topic_data.name, topic_data.topic_id, parts_out))
     if acks == 0:
         return None
+    if waiting:
+        await _await_replication(ctx, waiting, body.timeout_ms)
     return Reply(parts=[produce_response_frame(request, topics_out)])
+
+
+async def _await_replication(ctx: BrokerContext, waiting: list, timeout_ms: int) -> None:
+    """The purgatory: every acks=all partition waits for its high watermark, concurrently, all
+    bounded by the request's timeout; a partition that fails gets its error in place."""
+    deadline = trio.current_time() + max(0, timeout_ms) / 1000.0
+
+    async def one(parts_out: list[ProducePartitionResult], i: int, hosted: object, required: int) -> None:
+        code = await ctx.replicas.wait_for_replication(hosted, required, deadline)  # type: ignore[arg-type]
+        if code != ErrorCode.NONE:
+            parts_out[i] = ProducePartitionResult(parts_out[i].index, code, -1, -1, -1, None)
+            log.info("Produce to %s-%d completed with %s", hosted.topic, hosted.index,  # type: ignore[attr-defined]
+                     code.name)
+
+    if len(waiting) == 1:
+        await one(*waiting[0])
+        return
+    async with trio.open_nursery() as nursery:
+        for entry in waiting:
+            nursery.start_soon(one, *entry)

@@ -36,11 +36,21 @@ NAMES = [f"t{i}" for i in range(5)]
 CONFIG = BrokerConfig()
 
 
+class FakeEpochCache:
+    def assign(self, epoch: int, start_offset: int) -> None:
+        pass
+
+
 @dataclass
 class FakeLog:
     topic_id: uuid.UUID
     config: LogConfig
     config_updates: int = 0
+    # What taking or giving up leadership reads and writes.
+    log_end_offset: int = 0
+    high_watermark: int = 0
+    hw_follows_leo: bool = True
+    leader_epoch_cache: FakeEpochCache = field(default_factory=FakeEpochCache)
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config

@@ -40,6 +40,13 @@ class Replicas:
             raise KafkaError(E.UNKNOWN_TOPIC_OR_PARTITION)
         return types.SimpleNamespace(log=self.logs[p], leader_id=1, leader_epoch=0)
 
+    def append(self, hosted, records, *, now_ms, from_client=True):
+        return hosted.log.append_as_leader(records, now_ms=now_ms, leader_epoch=hosted.leader_epoch,
+                                           from_client=from_client)
+
+    async def wait_for_replication(self, hosted, required, deadline):
+        return E.NONE  # one replica: the append is the commit
+
     def close(self) -> None:
         for plog in self.logs.values():
             plog.close()

@@ -55,7 +55,8 @@ def _join(parts) -> bytes:
 
 i64 = st.integers(-1, (1 << 63) - 1)
 partitions = st.builds(FetchPartitionResult, st.integers(0, 1 << 31 - 1), st.integers(-1, 120),
-                       i64, i64, i64, st.one_of(st.none(), st.binary(max_size=300)))
+                       i64, i64, i64, st.one_of(st.none(), st.binary(max_size=300)),
+                       diverging_epoch=st.none(), current_leader=st.none())
 topics = st.builds(FetchTopicResult, st.text(min_size=1, max_size=40),
                    st.builds(uuid.UUID, int=st.integers(0, (1 << 128) - 1)),
                    st.lists(partitions, max_size=4))
@@ -99,3 +100,29 @@ def test_versions_outside_the_range_are_refused():
     with pytest.raises(ValueError):
         fetch_response_parts(_request(3), throttle_time_ms=0, error_code=0, session_id=0,
                              topics=[])
+
+
+@pytest.mark.parametrize("version", range(12, LAST_VERSION + 1))
+@pytest.mark.parametrize("diverging,leader", [((3, 120), None), (None, (2, 7)), ((0, 5), (4, 9))])
+def test_tagged_diverging_epoch_and_current_leader_match_the_generic_encoder(version, diverging, leader):
+    part = FetchPartitionResult(0, 0, 10, 10, 0, b"", diverging_epoch=diverging, current_leader=leader)
+    topic = FetchTopicResult("t", uuid.UUID(int=5), [part])
+    fields = dict(partition_index=0, error_code=0, high_watermark=10, last_stable_offset=10,
+                  log_start_offset=0, aborted_transactions=None, preferred_read_replica=-1, records=b"")
+    if diverging is not None:
+        fields["diverging_epoch"] = P.EpochEndOffset(version=version, epoch=diverging[0],
+                                                     end_offset=diverging[1])
+    if leader is not None:
+        fields["current_leader"] = P.LeaderIdAndEpoch(version=version, leader_id=leader[0],
+                                                      leader_epoch=leader[1])
+    body = Resp(version=version, throttle_time_ms=0, error_code=0, session_id=0,
+                responses=[T(version=version, topic="t", topic_id=uuid.UUID(int=5),
+                             partitions=[P(version=version, **fields)])])
+    expected = encode_response(_request(version), body)
+    packed = _join(fetch_response_parts(_request(version), throttle_time_ms=0, error_code=0,
+                                        session_id=0, topics=[topic]))
+    assert packed == expected
+    decoded = Resp.decode(memoryview(packed)[8 + 1:], version=version)
+    got = decoded.responses[0].partitions[0]
+    if diverging is not None:
+        assert (got.diverging_epoch.epoch, got.diverging_epoch.end_offset) == diverging

@@ -1,0 +1,195 @@
+"""The leader's half of a replicated partition: followers' progress, the ISR, the high watermark.
+
+Sans-I/O: fetches, appends, controller answers and ``now_ms`` come in as calls; ISR proposals
+come out (``take_proposal``) for the edge to send as AlterPartition. The rules are Kafka's:
+
+* a follower's log end is the offset it fetches at; it is *caught up* at a fetch that reaches the
+  leader's log end, or at the time of its previous fetch if this one reaches the log end the
+  leader had then (so a follower that keeps pace with a busy leader is never "behind");
+* the high watermark is the smallest log end over the *maximal* ISR: the committed ISR plus a
+  member being added (a member being removed still counts until the controller confirms), so
+  the HW never counts on a replica the controller may not consider in sync; it never goes back;
+* a replica outside the ISR joins once its log end reaches both the HW and the start of the
+  current leader epoch; an ISR member not caught up for ``replica.lag.time.max.ms`` leaves;
+* one proposal is in flight at a time; the metadata image (``update_registration``) is the truth
+  and supersedes whatever was pending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from kafkapy.protocol.errors import ErrorCode
+
+#: Errors after which the same proposal may simply be sent again.
+_RETRIABLE = frozenset({
+    ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_CONTROLLER,
+    ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.BROKER_NOT_AVAILABLE,
+})
+
+
+class IsrProposal(NamedTuple):
+    """An ISR change for the controller, based on the partition epoch it was computed from."""
+
+    new_isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
+
+
+@dataclass
+class FollowerProgress:
+    """What the leader knows of one follower."""
+
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = -1
+    last_fetch_leader_leo: int = -1
+
+
+class PartitionLeaderState:
+    """ISR and high watermark of one partition this broker leads (see the module docstring)."""
+
+    def __init__(self, *, node_id: int, replicas: Sequence[int], isr: Sequence[int], leader_epoch: int,
+                 partition_epoch: int, log_end_offset: int, high_watermark: int,
+                 leader_epoch_start_offset: int, now_ms: int) -> None:
+        self.node_id = node_id
+        self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
+        self.leader_epoch_start_offset = leader_epoch_start_offset
+        self.isr: tuple[int, ...] = tuple(isr)
+        self._leo = log_end_offset
+        self._hw = high_watermark
+        self._replicas: tuple[int, ...] = tuple(replicas)
+        # Every follower starts caught up (Kafka resets them on election): the lag clock runs
+        # from the moment this broker leads.
+        self._followers: dict[int, FollowerProgress] = {
+            r: FollowerProgress(last_caught_up_ms=now_ms) for r in replicas if r != node_id}
+        self._queued: IsrProposal | None = None
+        self.in_flight: IsrProposal | None = None
+        self._recompute_hw()
+
+    # ---------------------------------------------------------------- views
+    @property
+    def high_watermark(self) -> int:
+        return self._hw
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        pending = self.in_flight or self._queued
+        if pending is None:
+            return self.isr
+        extra = tuple(r for r in pending.new_isr if r not in self.isr)
+        return self.isr + extra
+
+    def follower_log_end_offset(self, broker_id: int) -> int:
+        f = self._followers.get(broker_id)
+        return -1 if f is None else f.log_end_offset
+
+    def enough_replicas(self, min_insync: int) -> bool:
+        return len(self.isr) >= min_insync
+
+    # ---------------------------------------------------------------- events
+    def update_registration(self, *, replicas: Sequence[int], isr: Sequence[int], leader_epoch: int,
+                            partition_epoch: int, now_ms: int) -> bool:
+        """The metadata image moved while this broker still leads (same leader epoch, or a
+        bumped one for a reassignment); True if the high watermark advanced."""
+        self._replicas = tuple(replicas)
+        for r in list(self._followers):
+            if r not in self._replicas:
+                del self._followers[r]
+        for r in self._replicas:
+            if r != self.node_id and r not in self._followers:
+                self._followers[r] = FollowerProgress(last_caught_up_ms=now_ms)
+        if partition_epoch != self.partition_epoch or leader_epoch != self.leader_epoch:
+            # Whatever we proposed from the older epoch is moot: the controller has spoken.
+            self._queued = None
+            self.in_flight = None
+        self.isr = tuple(isr)
+        self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
+        return self._recompute_hw()
+
+    def on_leader_append(self, log_end_offset: int) -> bool:
+        self._leo = log_end_offset
+        return self._recompute_hw()
+
+    def on_follower_fetch(self, broker_id: int, fetch_offset: int, leader_log_end_offset: int,
+                          now_ms: int) -> bool:
+        """A follower fetched at ``fetch_offset``; True if the high watermark advanced."""
+        self._leo = leader_log_end_offset
+        f = self._followers.get(broker_id)
+        if f is None:
+            return False  # not a replica (any more)
+        if fetch_offset >= leader_log_end_offset:
+            f.last_caught_up_ms = now_ms
+        elif f.last_fetch_leader_leo >= 0 and fetch_offset >= f.last_fetch_leader_leo:
+            f.last_caught_up_ms = max(f.last_caught_up_ms, f.last_fetch_ms)
+        f.log_end_offset = fetch_offset
+        f.last_fetch_ms = now_ms
+        f.last_fetch_leader_leo = leader_log_end_offset
+        advanced = self._recompute_hw()
+        self._maybe_expand(broker_id)
+        return advanced
+
+    def maybe_shrink(self, now_ms: int, lag_time_max_ms: int) -> None:
+        """Queue a proposal without the ISR members that were not caught up for too long."""
+        base = self._pending_isr()
+        out = [r for r in base if r != self.node_id and r in self._followers
+               and now_ms - self._followers[r].last_caught_up_ms > lag_time_max_ms]
+        if out:
+            self._propose(tuple(r for r in base if r not in out))
+
+    def take_proposal(self) -> IsrProposal | None:
+        """The next proposal to send; it is then in flight until its result arrives."""
+        if self.in_flight is not None or self._queued is None:
+            return None
+        self.in_flight, self._queued = self._queued, None
+        return self.in_flight
+
+    def on_alter_partition_result(self, *, error: int, isr: Sequence[int] = (), leader_epoch: int = -1,
+                                  partition_epoch: int = -1) -> None:
+        sent, self.in_flight = self.in_flight, None
+        if error == ErrorCode.NONE:
+            if partition_epoch >= self.partition_epoch:
+                self.isr = tuple(isr)
+                self.partition_epoch = partition_epoch
+                if leader_epoch >= 0:
+                    self.leader_epoch = leader_epoch
+            self._recompute_hw()
+        elif error in _RETRIABLE and sent is not None and self._queued is None:
+            self._queued = sent  # try again with the next event
+        # Anything else (stale epochs, ineligible replicas): wait for the metadata image.
+
+    # ---------------------------------------------------------------- internals
+    def _pending_isr(self) -> tuple[int, ...]:
+        pending = self._queued or self.in_flight
+        return pending.new_isr if pending is not None else self.isr
+
+    def _propose(self, new_isr: tuple[int, ...]) -> None:
+        if new_isr == self._pending_isr():
+            return
+        self._queued = IsrProposal(new_isr, self.leader_epoch, self.partition_epoch)
+
+    def _maybe_expand(self, broker_id: int) -> None:
+        base = self._pending_isr()
+        if broker_id in base or broker_id not in self._replicas:
+            return
+        leo = self._followers[broker_id].log_end_offset
+        if leo >= self._hw and leo >= self.leader_epoch_start_offset:
+            members = set(base) | {broker_id}
+            self._propose(tuple(r for r in self._replicas if r in members))
+
+    def _recompute_hw(self) -> bool:
+        candidate = self._leo
+        for r in self.maximal_isr:
+            if r == self.node_id:
+                continue
+            f = self._followers.get(r)
+            candidate = min(candidate, f.log_end_offset if f is not None else -1)
+        if candidate > self._hw:
+            self._hw = candidate
+            return True
+        return False
