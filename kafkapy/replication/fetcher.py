@@ -28,6 +28,7 @@ import trio
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.reader import iter_batches
 from kafkapy.replication.truncation import divergence_truncation
 
 log = logging.getLogger(__name__)
@@ -274,6 +275,7 @@ class ReplicaFetcherManager:
                 return
             records = p.records
             if records:
+                _restart_inside_first_batch(plog, records, now_ms)
                 plog.append_as_follower(records, now_ms=now_ms)
             leader_hw = p.high_watermark
             new_hw = min(leader_hw, plog.log_end_offset)
@@ -297,6 +299,19 @@ class ReplicaFetcherManager:
                 log.warning("Replica fetch of %s-%d from broker %d: %s", key[0], key[1],
                             fetcher.leader_id, _name(error))
             self._delay(fetcher, key)
+
+
+def _restart_inside_first_batch(plog: PartitionLog, records: bytes, now_ms: int) -> None:
+    """A follower that restarted at the leader's log start may get a batch beginning before it
+    (DeleteRecords or retention cut in the middle of that batch): as Kafka, restart the empty
+    log at the batch's base offset so the whole batch can be appended; the leader's log start
+    is applied right after."""
+    leo = plog.log_end_offset
+    if leo != plog.log_start_offset:
+        return
+    first = next(iter_batches(records), None)
+    if first is not None and first[0].base_offset < leo <= first[0].last_offset:
+        plog.truncate_fully_and_start_at(first[0].base_offset, now_ms=now_ms)
 
 
 def _follow_log_start(plog: PartitionLog, leader_start: int) -> None:

@@ -21,7 +21,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kafkapy.cli.cluster import BROKER_LISTENER, CONTROLLER_LISTENER, HOST, ClusterState, load_state
+from kafkapy.cli.cluster import (
+    BROKER_LISTENER,
+    CONTROLLER_LISTENER,
+    HOST,
+    ClusterState,
+    load_state,
+    locked,
+    prepare_node,
+    save_state,
+    start_node,
+)
 
 T = TypeVar("T")
 
@@ -125,6 +135,17 @@ class LocalCluster:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
         eventually(lambda: not process_alive(pid), timeout=10, what=f"node {node_id} (pid {pid}) to exit")
+
+    def start(self, node_id: int) -> None:
+        """Start one stopped node (``up`` starts every stopped node): for tests that keep others
+        down meanwhile. Its pid is recorded, so ``down`` stops it. Returns once it runs; wait
+        for what you need (registration, unfencing) yourself."""
+        with locked(self.directory):
+            state = self.state()
+            node = state.node(node_id)
+            prepare_node(self.directory, state, node)
+            node.pid = start_node(self.directory, node).pid
+            save_state(self.directory, state)
 
     def set_property(self, node_id: int, key: str, value: str) -> None:
         """Rewrite one setting in a node's server.properties (it applies at the next start)."""

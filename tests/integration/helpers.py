@@ -94,3 +94,15 @@ def run_trio(limit: float) -> Callable[[Callable[..., Awaitable[None]]], Callabl
             trio.run(main)
         return test
     return wrap
+
+
+#: Cluster settings for failover tests: Kafka's mechanisms with seconds instead of tens of them
+#: (a killed broker is fenced after 3 s; a stalled follower leaves the ISR after 5 s).
+FAST_FAILOVER = {
+    "controller.quorum.election.timeout.ms": 1000,
+    "controller.quorum.fetch.timeout.ms": 2000,
+    "broker.heartbeat.interval.ms": 500,
+    "broker.session.timeout.ms": 3000,
+    "replica.lag.time.max.ms": 5000,
+    "replica.fetch.backoff.ms": 200,
+}

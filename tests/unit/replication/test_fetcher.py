@@ -1,0 +1,165 @@
+"""ReplicaFetcherManager against an in-memory leader: copies, divergence, out of range, retargets.
+
+The "leader" is a real PartitionLog answering Fetch requests the way the broker's replica path
+does (records up to its log end, a DivergingEpoch when the follower's last epoch ended earlier);
+the follower is another PartitionLog. Trio's mock clock makes the waits instant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+import trio.testing
+
+from kafkapy.log.config import LogConfig
+from kafkapy.log.partition_log import PartitionLog
+from kafkapy.protocol import messages as m
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.records.builder import Record, build_batch
+from kafkapy.replication.fetcher import FetcherSettings, FollowTarget, ReplicaFetcherManager
+
+KEY = ("t", 0)
+R = m.FetchResponse
+T = R.FetchableTopicResponse
+P = T.PartitionData
+
+
+def open_log(path, name: str) -> PartitionLog:
+    return PartitionLog.open(str(path / f"{name}" / "t-0"), LogConfig(), now_ms=0, recover=False)
+
+
+def write(plog: PartitionLog, epoch: int, *values: bytes) -> None:
+    plog.append_as_leader(bytearray(build_batch([Record(None, v) for v in values], now_ms=0)),
+                          now_ms=0, leader_epoch=epoch)
+
+
+class FakeLeader:
+    """A broker answering replica fetches from ``log``; ``error`` overrides the answer."""
+
+    def __init__(self, log: PartitionLog) -> None:
+        self.log = log
+        self.error = ErrorCode.NONE
+        self.requests = 0
+
+    async def send(self, request: Any, version: int, timeout: Any = None) -> Any:
+        self.requests += 1
+        await trio.sleep(0.01)
+        (part,) = request.topics[0].partitions
+        plog = self.log
+        out = P(partition_index=0, error_code=self.error, high_watermark=plog.high_watermark,
+                last_stable_offset=plog.high_watermark, log_start_offset=plog.log_start_offset,
+                aborted_transactions=None, preferred_read_replica=-1, records=b"")
+        if self.error == ErrorCode.NONE:
+            epoch, end = plog.leader_epoch_cache.end_offset_for(part.last_fetched_epoch, plog.log_end_offset)
+            if part.last_fetched_epoch >= 0 and (epoch < part.last_fetched_epoch or end < part.fetch_offset):
+                out.diverging_epoch = P.EpochEndOffset(epoch=epoch, end_offset=end)
+            elif part.fetch_offset < plog.log_start_offset:
+                out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+            else:
+                data = plog.read(part.fetch_offset, part.partition_max_bytes)
+                out.records = data.read_bytes() if data is not None else b""
+        return R(throttle_time_ms=0, error_code=0, session_id=0, responses=[T(topic="t", partitions=[out])])
+
+    async def aclose(self) -> None:
+        pass
+
+
+class Host:
+    node_id = 2
+
+    def __init__(self, follower: PartitionLog, leaders: dict[int, FakeLeader]) -> None:
+        self.follower = follower
+        self.leaders = leaders
+        self.epoch = 0
+        self.progress = 0
+
+    def follower_log(self, topic: str, partition: int, leader_epoch: int):
+        return self.follower if leader_epoch == self.epoch else None
+
+    async def connect(self, broker_id: int):
+        if broker_id not in self.leaders:
+            raise OSError("connection refused")
+        return self.leaders[broker_id]
+
+    def on_follower_progress(self, topic: str, partition: int) -> None:
+        self.progress += 1
+
+
+def follow(host: Host, leader_id: int, epoch: int, seconds: float) -> ReplicaFetcherManager:
+    manager = ReplicaFetcherManager(host, FetcherSettings(backoff_ms=100), lambda: 0)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(manager.run)
+            host.epoch = epoch
+            manager.follow({KEY: FollowTarget(leader_id, epoch)})
+            await trio.sleep(seconds)
+            nursery.cancel_scope.cancel()
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    return manager
+
+
+def test_the_follower_copies_the_leaders_batches_byte_for_byte(tmp_path):
+    leader_log, follower = open_log(tmp_path, "leader"), open_log(tmp_path, "follower")
+    leader_log.hw_follows_leo = follower.hw_follows_leo = False
+    write(leader_log, 0, b"a", b"b")
+    write(leader_log, 1, b"c")
+    leader_log.high_watermark = 2
+    follow(Host(follower, {1: FakeLeader(leader_log)}), 1, 1, seconds=2)
+    assert follower.log_end_offset == 3
+    assert follower.high_watermark == 2, "the leader's high watermark, no further"
+    assert follower.read(0, 1 << 20).read_bytes() == leader_log.read(0, 1 << 20).read_bytes()
+    assert [(e.epoch, e.start_offset) for e in follower.leader_epoch_cache.entries] == [(0, 0), (1, 2)]
+
+
+def test_a_divergent_tail_is_truncated_before_fetching_on(tmp_path):
+    leader_log, follower = open_log(tmp_path, "leader"), open_log(tmp_path, "follower")
+    write(leader_log, 0, b"a", b"b")
+    write(follower, 0, b"a", b"b")
+    write(follower, 1, b"only-on-the-old-leader")  # epoch 1 never reached the new leader
+    write(leader_log, 2, b"c", b"d")               # the new leader's epoch 2
+    follow(Host(follower, {3: FakeLeader(leader_log)}), 3, 2, seconds=2)
+    assert follower.log_end_offset == 4
+    assert follower.read(0, 1 << 20).read_bytes() == leader_log.read(0, 1 << 20).read_bytes()
+
+
+def test_behind_the_leaders_log_start_the_follower_restarts_there(tmp_path):
+    leader_log, follower = open_log(tmp_path, "leader"), open_log(tmp_path, "follower")
+    write(leader_log, 0, b"a", b"b", b"c")
+    leader_log.increment_log_start_offset(2)
+    leader_log.delete_old_segments(0)
+    follow(Host(follower, {1: FakeLeader(leader_log)}), 1, 0, seconds=2)
+    assert follower.log_start_offset == 2 and follower.log_end_offset == 3
+
+
+def test_errors_back_off_and_an_unreachable_leader_is_retried(tmp_path):
+    leader_log, follower = open_log(tmp_path, "leader"), open_log(tmp_path, "follower")
+    write(leader_log, 0, b"a")
+    fake = FakeLeader(leader_log)
+    fake.error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    follow(Host(follower, {1: fake}), 1, 0, seconds=1)
+    assert follower.log_end_offset == 0
+    assert fake.requests <= 12, "backs off (100 ms) instead of spinning"
+    # A leader that cannot be reached at all: nothing breaks, nothing is written.
+    follow(Host(follower, {}), 9, 0, seconds=1)
+    assert follower.log_end_offset == 0
+
+
+def test_a_stale_leader_epoch_is_not_followed(tmp_path):
+    leader_log, follower = open_log(tmp_path, "leader"), open_log(tmp_path, "follower")
+    write(leader_log, 0, b"a")
+    host = Host(follower, {1: FakeLeader(leader_log)})
+    manager = ReplicaFetcherManager(host, FetcherSettings(backoff_ms=100), lambda: 0)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(manager.run)
+            host.epoch = 5  # the broker already follows a newer epoch than the target below
+            manager.follow({KEY: FollowTarget(1, 4)})
+            await trio.sleep(1)
+            manager.unfollow([KEY])
+            assert manager.following() == {}
+            nursery.cancel_scope.cancel()
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert follower.log_end_offset == 0

@@ -1,0 +1,87 @@
+"""PartitionLeaderState: Kafka's rules for the ISR and the high watermark, step by step."""
+
+from __future__ import annotations
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.replication.leader_state import IsrProposal, PartitionLeaderState
+
+LAG = 1000
+
+
+def leader(isr=(1, 2, 3), replicas=(1, 2, 3), leo=10, hw=0, epoch_start=0) -> PartitionLeaderState:
+    return PartitionLeaderState(node_id=1, replicas=replicas, isr=isr, leader_epoch=3, partition_epoch=7,
+                                log_end_offset=leo, high_watermark=hw,
+                                leader_epoch_start_offset=epoch_start, now_ms=0)
+
+
+def test_alone_in_the_isr_the_high_watermark_follows_the_leader():
+    s = leader(isr=(1,), leo=5)
+    assert s.high_watermark == 5
+    assert s.on_leader_append(9) and s.high_watermark == 9
+
+
+def test_the_high_watermark_is_the_slowest_isr_member_and_never_moves_back():
+    s = leader()
+    assert s.high_watermark == 0
+    assert not s.on_follower_fetch(2, 10, 10, now_ms=1)  # replica 3 still unknown
+    assert s.on_follower_fetch(3, 6, 10, now_ms=1)
+    assert s.high_watermark == 6
+    s.on_follower_fetch(3, 4, 10, now_ms=2)  # a truncated follower does not pull it back
+    assert s.high_watermark == 6
+
+
+def test_a_lagging_member_is_proposed_out_and_the_hw_waits_until_the_controller_agrees():
+    s = leader()
+    s.on_follower_fetch(2, 10, 10, now_ms=500)
+    s.on_follower_fetch(3, 4, 10, now_ms=500)
+    s.maybe_shrink(now_ms=1200, lag_time_max_ms=LAG)
+    proposal = s.take_proposal()
+    assert proposal == IsrProposal((1, 2), 3, 7)
+    assert s.take_proposal() is None, "one proposal in flight at a time"
+    assert s.high_watermark == 4, "the member being removed still counts"
+    s.on_alter_partition_result(error=ErrorCode.NONE, isr=(1, 2), leader_epoch=3, partition_epoch=8)
+    assert s.isr == (1, 2) and s.partition_epoch == 8 and s.high_watermark == 10
+
+
+def test_keeping_pace_with_a_busy_leader_counts_as_caught_up():
+    s = leader()
+    s.on_follower_fetch(2, 10, 20, now_ms=100)   # behind the log end, which keeps moving
+    s.on_follower_fetch(2, 20, 30, now_ms=900)   # reached what the leader had at its last fetch
+    s.on_follower_fetch(3, 30, 30, now_ms=1050)
+    s.maybe_shrink(now_ms=1050, lag_time_max_ms=LAG)  # replica 2 caught up as of 100 ms
+    assert s.take_proposal() is None
+
+
+def test_a_caught_up_replica_joins_the_isr_and_counts_for_the_hw_at_once():
+    s = leader(isr=(1, 2), leo=10, epoch_start=5)
+    s.on_follower_fetch(2, 10, 10, now_ms=1)
+    assert s.high_watermark == 10
+    s.on_follower_fetch(3, 4, 10, now_ms=1)
+    assert s.take_proposal() is None, "below the start of the leader epoch: not yet"
+    s.on_follower_fetch(3, 10, 10, now_ms=2)
+    assert s.take_proposal() == IsrProposal((1, 2, 3), 3, 7)
+    assert s.maximal_isr == (1, 2, 3)
+    s.on_leader_append(12)
+    s.on_follower_fetch(2, 12, 12, now_ms=3)
+    assert s.high_watermark == 10, "the joining member holds the HW back"
+
+
+def test_retriable_errors_propose_again_and_fatal_ones_wait_for_metadata():
+    s = leader()
+    s.on_follower_fetch(2, 10, 10, now_ms=0)
+    s.maybe_shrink(now_ms=5000, lag_time_max_ms=LAG)
+    first = s.take_proposal()
+    s.on_alter_partition_result(error=ErrorCode.REQUEST_TIMED_OUT)
+    assert s.take_proposal() == first
+    s.on_alter_partition_result(error=ErrorCode.INVALID_UPDATE_VERSION)
+    assert s.take_proposal() is None
+    assert not s.enough_replicas(4) and s.enough_replicas(3)
+
+
+def test_new_metadata_supersedes_pending_proposals():
+    s = leader()
+    s.maybe_shrink(now_ms=5000, lag_time_max_ms=LAG)
+    assert s.take_proposal() is not None
+    s.update_registration(replicas=(1, 2), isr=(1, 2), leader_epoch=3, partition_epoch=9, now_ms=5000)
+    assert s.in_flight is None and s.isr == (1, 2)
+    assert s.follower_log_end_offset(3) == -1

@@ -1,0 +1,40 @@
+"""kafkapy.testing.ledger finds every way a replicated log can break acks=all."""
+
+from __future__ import annotations
+
+from kafkapy.log.config import LogConfig
+from kafkapy.log.partition_log import PartitionLog
+from kafkapy.records.builder import Record, build_batch
+from kafkapy.testing.ledger import Ack, problems, read_ledger, read_replica, unavailability
+
+
+def replica(tmp_path, node: int, values: list[bytes]):
+    data = tmp_path / f"node-{node}"
+    plog = PartitionLog.open(str(data / "t-0"), LogConfig(), now_ms=0, recover=False)
+    for v in values:
+        plog.append_as_leader(bytearray(build_batch([Record(v, v)], now_ms=0)), now_ms=0, leader_epoch=0)
+    plog.close()
+    return read_replica(data, "t", 0)
+
+
+def test_a_faithful_log_has_no_problems_and_each_failure_is_named(tmp_path):
+    acks = {0: [Ack(0, 0, 0, 1.0), Ack(0, 1, 1, 2.0)]}
+    good = replica(tmp_path, 1, [b"0:0", b"0:1"])
+    assert good.log_end_offset == 2
+    assert problems(acks, {0: {1: good, 2: replica(tmp_path, 2, [b"0:0", b"0:1"])}}) == []
+
+    lost = replica(tmp_path, 3, [b"0:0"])
+    assert any("ends at 1" in p for p in problems(acks, {0: {1: good, 3: lost}}))
+    twice = replica(tmp_path, 4, [b"0:0", b"0:0", b"0:1"])
+    found = problems(acks, {0: {4: twice}})
+    assert any("stored 2 times" in p for p in found) and any("stored at 2" in p for p in found)
+    other = replica(tmp_path, 5, [b"0:0", b"0:9"])
+    assert any("differs between nodes 1 and 5" in p for p in problems(acks, {0: {1: good, 5: other}}))
+
+
+def test_ledger_lines_and_unavailability(tmp_path):
+    path = tmp_path / "acks"
+    path.write_text("0 0 0 10.0\n0 1 1 10.5\n0 2 2 14.0\n0 3\n")  # the last line was cut short
+    acks = read_ledger(path)
+    assert [a.offset for a in acks[0]] == [0, 1, 2]
+    assert unavailability(acks, [10.6]) == {0: [3.5]}
