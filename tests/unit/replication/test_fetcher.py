@@ -163,3 +163,42 @@ def test_a_stale_leader_epoch_is_not_followed(tmp_path):
             nursery.cancel_scope.cancel()
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert follower.log_end_offset == 0
+
+
+def test_data_for_a_partition_retargeted_mid_request_is_discarded(tmp_path):
+    leader_log, follower = open_log(tmp_path, "leader"), open_log(tmp_path, "follower")
+    write(leader_log, 0, b"a", b"b")
+    slow = FakeLeader(leader_log)
+    original_send = slow.send
+
+    async def slow_send(request: Any, version: int, timeout: Any = None) -> Any:
+        await trio.sleep(1)  # the answer arrives after the retarget below
+        return await original_send(request, version, timeout)
+    slow.send = slow_send  # type: ignore[method-assign]
+    host = Host(follower, {1: slow})  # broker 3 is unreachable
+    manager = ReplicaFetcherManager(host, FetcherSettings(backoff_ms=100), lambda: 0)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(manager.run)
+            manager.follow({KEY: FollowTarget(1, 0)})
+            await trio.sleep(0.5)
+            host.epoch = 1
+            manager.follow({KEY: FollowTarget(3, 1)})
+            await trio.sleep(2)
+            assert manager.following() == {KEY: FollowTarget(3, 1)}
+            nursery.cancel_scope.cancel()
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert slow.requests == 1, "the old leader's fetcher ended once it had nothing to follow"
+    assert follower.log_end_offset == 0, "the old leader's answer was dropped"
+
+
+def test_fetch_v12_diverging_epoch_round_trips_through_the_codec():
+    out = P(partition_index=0, error_code=0, high_watermark=5, last_stable_offset=5, log_start_offset=0,
+            aborted_transactions=None, preferred_read_replica=-1, records=b"")
+    out.diverging_epoch = P.EpochEndOffset(epoch=3, end_offset=7)
+    resp = R(throttle_time_ms=0, error_code=0, session_id=0, responses=[T(topic="t", partitions=[out])])
+    resp = R.decode(resp.encode(version=12), version=12)
+    (p,) = resp.responses[0].partitions
+    assert (p.diverging_epoch.epoch, p.diverging_epoch.end_offset) == (3, 7)
+
