@@ -4,9 +4,11 @@
 each :class:`FileRegion` goes) and then cuts the markers back out; for a Fetch answered once per
 megabyte that was most of the broker's Python time per fetch. :func:`fetch_response_parts` packs
 the same bytes directly, for the shapes the broker sends: no aborted transactions (null), no
-preferred read replica (-1), no tagged fields. It returns the complete frame (size prefix and
-response header included) as bytes and file regions for ``net`` to write. The tests hold it
-byte-for-byte to ``encode_response`` of the equivalent ``FetchResponse`` object at every version.
+preferred read replica (-1), and of the tagged fields only those replication needs (v12+:
+DivergingEpoch for a follower that must truncate, CurrentLeader and, v16+, NodeEndpoints for a
+client sent to the wrong broker, KIP-951). It returns the complete frame (size prefix and response
+header included) as bytes and file regions for ``net`` to write. The tests hold it byte-for-byte to
+``encode_response`` of the equivalent ``FetchResponse`` object at every version.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Final, NamedTuple
 
 from kafkapy.protocol.wire import I16, I32, I64, uuid_bytes, uvarint
 from kafkapy.protocol.connection import FileRegion, Part, Request, frame_parts
+from kafkapy.protocol.leader_hints import NodeEndpoint, node_endpoints_tag
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "FetchPartitionResult", "FetchTopicResult",
            "fetch_response_parts"]
@@ -60,6 +63,7 @@ _LEADER = struct.Struct(">iiB")        # leader_id, leader_epoch, empty tagged f
 
 
 def _partition_tags(p: FetchPartitionResult) -> bytes:
+    # Tagged fields go in ascending tag order: DivergingEpoch (0), then CurrentLeader (1).
     if p.diverging_epoch is None and p.current_leader is None:
         return b"\x00"
     fields = []
@@ -74,7 +78,8 @@ def _partition_tags(p: FetchPartitionResult) -> bytes:
 
 
 def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code: int,
-                         session_id: int, topics: Sequence[FetchTopicResult]) -> list[Part]:
+                         session_id: int, topics: Sequence[FetchTopicResult],
+                         node_endpoints: Sequence[NodeEndpoint] = ()) -> list[Part]:
     """The complete response frame to the Fetch ``request`` (v4-v17), as bytes and regions."""
     version = request.response_version
     if not FIRST_VERSION <= version <= LAST_VERSION:
@@ -123,6 +128,7 @@ def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code:
         if flexible:
             out += b"\x00"  # topic tagged fields
     if flexible:
-        out += b"\x00"  # response tagged fields
+        out += (node_endpoints_tag(node_endpoints) if version >= 16 and node_endpoints
+                else b"\x00")
     parts.append(bytes(out))
     return frame_parts(request, parts)

@@ -3,9 +3,10 @@
 Every Produce request is answered once, so kafka-python's generic object-tree encoder was a fixed
 Python cost per request (the whole cost of a one-record request at low linger). This packs the
 same bytes directly for the versions the broker serves (v3-v11; flexible from v9), in the shape
-the broker sends: no per-record errors (an empty array), no tagged fields (no current-leader
-hint, no node endpoints). The tests hold it byte-for-byte to ``encode_response`` of the
-equivalent ``ProduceResponse`` object.
+the broker sends: no per-record errors (an empty array), and from v10 the KIP-951 tagged fields
+when given (a partition's CurrentLeader, the response's NodeEndpoints) so a producer turned away
+with NOT_LEADER_OR_FOLLOWER retries on the new leader at once. The tests hold it byte-for-byte to
+``encode_response`` of the equivalent ``ProduceResponse`` object.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from kafkapy.protocol.wire import I16, I32, I64, uuid_bytes, uvarint
+from kafkapy.protocol.leader_hints import NodeEndpoint, leader_tag, node_endpoints_tag
 from kafkapy.protocol.connection import Request, frame_parts
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "ProducePartitionResult", "ProduceTopicResult",
@@ -28,12 +30,17 @@ _PART = struct.Struct(">ihqq")   # index, error_code, base_offset, log_append_ti
 
 
 class ProducePartitionResult(NamedTuple):
+    """One partition of a Produce response."""
+
     index: int
     error_code: int
     base_offset: int
     log_append_time_ms: int
     log_start_offset: int
     error_message: str | None = None
+    # v10+ tag 0 (KIP-951): the partition's current (leader id, leader epoch), sent with
+    # NOT_LEADER_OR_FOLLOWER so the client re-routes without a Metadata round trip.
+    current_leader: tuple[int, int] | None = None
 
 
 class ProduceTopicResult(NamedTuple):
@@ -45,7 +52,8 @@ class ProduceTopicResult(NamedTuple):
 
 
 def produce_response_frame(request: Request, topics: Sequence[ProduceTopicResult], *,
-                           throttle_time_ms: int = 0) -> bytes:
+                           throttle_time_ms: int = 0,
+                           node_endpoints: Sequence[NodeEndpoint] = ()) -> bytes:
     """The complete response frame (size prefix, header, body) to the Produce ``request``."""
     version = request.response_version
     if not FIRST_VERSION <= version <= LAST_VERSION:
@@ -76,11 +84,13 @@ def produce_response_frame(request: Request, topics: Sequence[ProduceTopicResult
                     out += uvarint(len(raw) + 1) if flexible else I16.pack(len(raw))
                     out += raw
             if flexible:
-                out += b"\x00"  # partition tagged fields
+                out += (leader_tag(0, p.current_leader) if version >= 10 and p.current_leader
+                        else b"\x00")
         if flexible:
             out += b"\x00"  # topic tagged fields
     out += I32.pack(throttle_time_ms)
     if flexible:
-        out += b"\x00"  # response tagged fields
+        out += (node_endpoints_tag(node_endpoints) if version >= 10 and node_endpoints
+                else b"\x00")
     parts = frame_parts(request, [bytes(out)])
     return parts[0]  # type: ignore[return-value]

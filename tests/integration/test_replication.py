@@ -84,6 +84,13 @@ def test_acks_all_needs_min_insync_replicas(cluster):
     assert created.topics[0].error_code == ErrorCode.NONE
     whole_isrs(cluster, topic, BROKERS)
     leader, _ = partition_state(cluster, topic, list(BROKERS))
+    # Sent to a follower: turned away with the leader's id, epoch and address (KIP-951).
+    follower = next(b for b in BROKERS if b != leader)
+    resp = send(cluster, follower, produce(topic, 0, batch([b"misrouted"])))
+    turned = partition_response(resp)
+    assert turned.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert turned.current_leader.leader_id == leader
+    assert [(e.node_id, e.port) for e in resp.node_endpoints] == [(leader, cluster.broker_address(leader)[1])]
     assert produce_code(cluster, leader, topic, [b"a", b"b"]) == ErrorCode.NONE
     before = latest_offset(cluster, leader, topic)
     assert before == 2

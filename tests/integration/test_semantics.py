@@ -203,9 +203,10 @@ def test_offset_for_leader_epoch_answers_where_each_epoch_ends(node):
     # The latest epoch ends at the log end offset: a consumer at offset <= 3 is still valid.
     assert (part.error_code, part.leader_epoch, part.end_offset) == (0, epoch, 3)
     assert future.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
-    # Nothing written yet: no epoch is known, as Kafka answers for an empty log.
+    # Nothing written yet: the leader's epoch still starts (and ends) at offset 0, because a
+    # new leader records its epoch at its log end when it takes over, as Kafka's makeLeader does.
     e = empty.topics[0].partitions[0]
-    assert (e.error_code, e.leader_epoch, e.end_offset) == (0, -1, -1)
+    assert (e.error_code, e.leader_epoch, e.end_offset) == (0, epoch, 0)
     assert unknown.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 

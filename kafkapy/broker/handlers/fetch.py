@@ -19,6 +19,7 @@ import trio
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.fetch_session import FetchPartitionRequest, SessionContext
+from kafkapy.broker.leader_hints import LeaderHints
 from kafkapy.protocol import messages as m
 from kafkapy.net.server import Reply
 from kafkapy.protocol.connection import FileRegion, Request
@@ -119,6 +120,7 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
     # The frame is packed directly (protocol.fetch_response) rather than through kafka-python's
     # object tree: the records stay FileRegions, so Python builds only the small framing.
     by_topic: dict[str, list[FetchPartitionResult]] = {}
+    hints = LeaderHints(ctx)
     for p in session.partitions:
         key = (p.topic, p.partition)
         records, error, hw, start, lso = results[key]
@@ -128,7 +130,8 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
         parts = by_topic.get(p.topic)
         if parts is None:
             parts = by_topic[p.topic] = []
-        parts.append(FetchPartitionResult(p.partition, error, hw, lso, start, records))
+        parts.append(FetchPartitionResult(p.partition, error, hw, lso, start, records,
+                                          current_leader=hints.hint(p.topic, p.partition, error)))
     topics = [FetchTopicResult(name, _topic_id(ctx, name, id_of) if version >= 13 else None, parts)
               for name, parts in by_topic.items()]
     if unknown_ids:
@@ -138,7 +141,8 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
                 FetchPartitionResult(idx, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, b""))
         topics.extend(FetchTopicResult(None, tid, parts) for tid, parts in grouped.items())
     return Reply(parts=fetch_response_parts(request, throttle_time_ms=0, error_code=0,
-                                            session_id=session.session_id, topics=topics))
+                                            session_id=session.session_id, topics=topics,
+                                            node_endpoints=hints.endpoints))
 
 
 def _topic_id(ctx: BrokerContext, name: str, id_of: dict) -> object:

@@ -16,6 +16,7 @@ import logging
 import trio
 
 from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.leader_hints import LeaderHints
 from kafkapy.net.server import Reply
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -39,6 +40,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
     topics_out = []
     # acks=all: (result index, hosted partition, offset the high watermark must reach).
     waiting: list[tuple[list[ProducePartitionResult], int, object, int]] = []
+    hints = LeaderHints(ctx)
     for topic_data in body.topic_data:
         name = ctx.topic_name(topic_data, version)
         parts_out = []
@@ -72,7 +74,9 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                     pdata.index, 0, result.first_offset, result.log_append_time, result.log_start_offset))
             except KafkaError as exc:
                 message = exc.message if exc.message != exc.code.name else None
-                parts_out.append(ProducePartitionResult(pdata.index, exc.code, -1, -1, -1, message))
+                parts_out.append(ProducePartitionResult(
+                    pdata.index, exc.code, -1, -1, -1, message,
+                    current_leader=hints.hint(name, pdata.index, exc.code) if name else None))
                 if exc.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER):
                     log.info(
                         "Produce to %s-%d from %s rejected: %s %s",
@@ -83,7 +87,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
         return None
     if waiting:
         await _await_replication(ctx, waiting, body.timeout_ms)
-    return Reply(parts=[produce_response_frame(request, topics_out)])
+    return Reply(parts=[produce_response_frame(request, topics_out, node_endpoints=hints.endpoints)])
 
 
 async def _await_replication(ctx: BrokerContext, waiting: list, timeout_ms: int) -> None:
@@ -94,6 +98,8 @@ async def _await_replication(ctx: BrokerContext, waiting: list, timeout_ms: int)
     async def one(parts_out: list[ProducePartitionResult], i: int, hosted: object, required: int) -> None:
         code = await ctx.replicas.wait_for_replication(hosted, required, deadline)  # type: ignore[arg-type]
         if code != ErrorCode.NONE:
+            # No leader hint here: it would come from the image the request started with,
+            # the one that has just changed; the client refreshes its metadata instead.
             parts_out[i] = ProducePartitionResult(parts_out[i].index, code, -1, -1, -1, None)
             log.info("Produce to %s-%d completed with %s", hosted.topic, hosted.index,  # type: ignore[attr-defined]
                      code.name)
