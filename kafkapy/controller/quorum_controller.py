@@ -21,16 +21,16 @@ import base64
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from kafkapy import config as kconfig
 from kafkapy.controller.placement import RandomSource, StripedReplicaPlacer, UsableBroker
 from kafkapy.controller.types import (
     AlterConfigsResource,
     AlterConfigsResult,
+    AlterPartitionPartition,
     AlterPartitionPartitionResult,
     AlterPartitionReply,
-    AlterPartitionRequestTopic,
+    AlterPartitionTopic,
     AlterPartitionTopicResult,
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
@@ -57,6 +57,7 @@ from kafkapy.metadata.image import (
     RESOURCE_TOPIC,
     MetadataImage,
     PartitionRegistration,
+    TopicImage,
 )
 from kafkapy.metadata.records import (
     ZERO_UUID,
@@ -87,6 +88,10 @@ REGISTER_BROKER_RECORD_VERSION = 3
 PARTITION_RECORD_VERSION = 1
 PARTITION_CHANGE_RECORD_VERSION = 1
 UNCLEAN_ELECTION = "unclean.leader.election.enable"
+# LeaderRecoveryState (KIP-704): RECOVERING after an unclean election, until the new leader
+# tells the controller (AlterPartition) that it leads normally.
+LEADER_RECOVERED = 0
+LEADER_RECOVERING = 1
 # Kafka writes (un)fencing BrokerRegistrationChangeRecords as version 0 and the controlled
 # shutdown one as version 1.
 FENCING_CHANGE_RECORD_VERSION = 0
@@ -179,6 +184,44 @@ def _error(code: ErrorCode, message: str | None = None) -> KafkaError:
 
 def _code_message(e: KafkaError) -> tuple[int, str | None]:
     return int(e.code), e.message
+
+
+def _elect(current: int, replicas: Sequence[int], isr: Sequence[int],
+           acceptable: Callable[[int], bool], *, unclean: bool, preferred: bool
+           ) -> tuple[int, bool]:
+    """(leader, whether the election was unclean), as Kafka's PartitionChangeBuilder elects
+    without ELR: the preferred replica first when asked, then the current leader if it may
+    stay, then the first acceptable ISR member in replica order, then, if ``unclean``, the
+    first acceptable replica at all."""
+    def valid(r: int) -> bool:
+        return r in isr and acceptable(r)
+
+    if preferred and replicas and valid(replicas[0]):
+        return replicas[0], False
+    if current != NO_LEADER and valid(current):
+        return current, False
+    for r in replicas:
+        if valid(r):
+            return r, False
+    if unclean:
+        for r in replicas:
+            if acceptable(r):
+                return r, True
+    return NO_LEADER, False
+
+
+def _completed_reassignment(p: PartitionRegistration, isr: Sequence[int]
+                            ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(replicas, ISR) after the reassignment in progress on ``p`` completes, if ``isr`` lets
+    it: every replica that stays is in sync (Kafka's maybeCompleteReassignment)."""
+    if not p.adding_replicas and not p.removing_replicas:
+        return None
+    removing = set(p.removing_replicas)
+    new_isr = tuple(r for r in isr if r not in removing)
+    new_replicas = tuple(r for r in p.replicas if r not in removing)
+    if not new_isr or not new_replicas or not set(new_replicas) <= set(new_isr):
+        return None
+    return new_replicas, new_isr
 
 
 # --------------------------------------------------------------------------------------------
@@ -823,195 +866,76 @@ class QuorumController:
         self._last_contact_ms[req.broker_id] = now_ms
         return records, epoch
 
-    def _leadership_removal(self, broker_id: int) -> list[PartitionChangeRecord]:
-        """Partition changes that take ``broker_id`` out of every ISR (never emptying one: the
-        last member stays, leaderless) and elect other leaders where it led."""
-        cluster = self.image.cluster
+    # -- replication: elections and ISR changes ---------------------------------------------------
+    #
+    # Every partition change below goes through ``_partition_change``, our cut of Kafka's
+    # PartitionChangeBuilder (without ELR, which Kafka 3.9 leaves off): fencing, controlled
+    # shutdown, unfencing, ElectLeaders, unclean elections, leader balancing and AlterPartition
+    # all elect leaders the same way, so they cannot drift apart.
 
-        def acceptable(r: int) -> bool:
-            return r != broker_id and cluster.is_active(r)
+    def _partition_change(self, topic_id: uuid.UUID, index: int, p: PartitionRegistration, *,
+                          acceptable: Callable[[int], bool], target_isr: Sequence[int] | None = None,
+                          unclean: bool = False, preferred: bool = False,
+                          target_recovery: int | None = None) -> PartitionChangeRecord | None:
+        """The record that moves ``p`` to ``target_isr`` (default: its ISR) with a leader
+        elected among ``acceptable`` brokers, or None when nothing would change.
 
-        out = []
-        for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
-            for index, p in topic.partitions.items():
-                if broker_id not in p.isr and p.leader != broker_id:
-                    continue
-                new_isr = tuple(r for r in p.isr if r != broker_id) or p.isr
-                leader = p.leader
-                if leader == broker_id or leader not in new_isr:
-                    leader = next((r for r in p.replicas if r in new_isr and acceptable(r)), NO_LEADER)
-                if leader == NO_LEADER:
-                    unclean = self._unclean_change(topic, index, p, acceptable)
-                    if unclean is not None:
-                        out.append(unclean)
-                        continue
-                if new_isr == p.isr and leader == p.leader:
-                    continue
-                out.append(PartitionChangeRecord(
-                    partition_id=index, topic_id=topic.id,
-                    isr=new_isr if new_isr != p.isr else None,
-                    leader=leader if leader != p.leader else PartitionChangeRecord.LEADER_UNCHANGED,
-                    version=PARTITION_CHANGE_RECORD_VERSION))
-        return out
+        ``unclean`` allows an out-of-sync leader when no ISR member is acceptable; ``preferred``
+        tries the first replica before keeping the current leader. An empty target ISR keeps
+        the old one (the last member stays, leaderless), as Kafka does without ELR.
+        """
+        isr = tuple(p.isr if target_isr is None else target_isr)
+        replicas, removing, adding = p.replicas, p.removing_replicas, p.adding_replicas
+        completed = _completed_reassignment(p, isr)
+        if completed is not None:
+            replicas, isr = completed
+            removing = adding = ()
+        leader, was_unclean = _elect(p.leader, replicas, isr, acceptable,
+                                     unclean=unclean, preferred=preferred)
+        new_leader = PartitionChangeRecord.LEADER_UNCHANGED
+        new_isr: tuple[int, ...] | None = None
+        recovery = -1
+        if leader != p.leader:
+            new_leader = leader
+            if was_unclean:
+                # The out-of-sync leader's log becomes the truth (whatever only the lost ISR
+                # had is gone) and the ISR restarts from it, RECOVERING (KIP-704) until it
+                # leads normally.
+                new_isr = (leader,)
+                if p.leader_recovery_state != LEADER_RECOVERING:
+                    recovery = LEADER_RECOVERING
+        elif replicas != p.replicas and not set(p.replicas) <= set(replicas):
+            # A replica left the assignment: a new leader epoch fences it out.
+            new_leader = p.leader
+        if new_isr is None and isr and isr != p.isr:
+            new_isr = isr
+        if target_recovery is not None and target_recovery != p.leader_recovery_state:
+            recovery = target_recovery
+        directories = self._directories_for(p, replicas) if replicas != p.replicas else None
+        if (new_leader == PartitionChangeRecord.LEADER_UNCHANGED and new_isr is None
+                and recovery == -1 and replicas == p.replicas and removing == p.removing_replicas
+                and adding == p.adding_replicas):
+            return None
+        return PartitionChangeRecord(
+            partition_id=index, topic_id=topic_id, isr=new_isr, leader=new_leader,
+            replicas=replicas if replicas != p.replicas else None,
+            removing_replicas=removing if removing != p.removing_replicas else None,
+            adding_replicas=adding if adding != p.adding_replicas else None,
+            leader_recovery_state=recovery, directories=directories,
+            version=PARTITION_CHANGE_RECORD_VERSION)
 
-    def _leadership_gain(self, broker_id: int) -> list[PartitionChangeRecord]:
-        """Leaderless partitions whose ISR holds ``broker_id`` get it (or a better-placed live
-        ISR member) as leader once it is unfenced."""
-        cluster = self.image.cluster
-
-        def acceptable(r: int) -> bool:
-            return r == broker_id or cluster.is_active(r)
-
-        out = []
-        for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
-            for index, p in topic.partitions.items():
-                if p.leader != NO_LEADER or broker_id not in p.replicas:
-                    continue
-                if broker_id not in p.isr:
-                    # Only an unclean election can use an out-of-sync replica.
-                    if not any(acceptable(r) for r in p.isr):
-                        unclean = self._unclean_change(topic, index, p, acceptable)
-                        if unclean is not None:
-                            out.append(unclean)
-                    continue
-                leader = next((r for r in p.replicas if r in p.isr and acceptable(r)), NO_LEADER)
-                if leader == NO_LEADER:
-                    continue
-                out.append(PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=leader,
-                                                 version=PARTITION_CHANGE_RECORD_VERSION))
-        return out
-
-    def elect_leaders(self, partitions: Sequence[tuple[str, int]] | None,
-                      election_type: ElectionType) -> ControllerResult[list[PartitionResult]]:
-        """ElectLeaders: move leadership to the preferred replica, or elect an unclean leader for
-        leaderless partitions. ``partitions`` None means all of them, and then (as Kafka does)
-        only the partitions where something happened or failed are reported."""
-        cluster = self.image.cluster
-        every = partitions is None
-        if every:
-            partitions = [(t.name, i) for t in sorted(self.image.topics.by_id.values(), key=lambda t: t.name)
-                          for i in sorted(t.partitions)]
-        results: list[PartitionResult] = []
-        records: list[MetadataRecord] = []
-        for name, index in dict.fromkeys(partitions):
-            topic = self.image.topics.by_name.get(name)
-            p = topic.partitions.get(index) if topic is not None else None
-            if p is None:
-                results.append(PartitionResult(name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                              f"No such topic partition {name}-{index}"))
-                continue
-            change, code, message = None, ErrorCode.NONE, None
-            if election_type == ElectionType.PREFERRED:
-                preferred = p.replicas[0] if p.replicas else NO_LEADER
-                if p.leader == preferred:
-                    code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
-                elif preferred not in p.isr or not cluster.is_active(preferred):
-                    code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
-                    message = f"Failed to elect leader for {name}-{index}: the preferred replica is not available."
-                else:
-                    change = PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=preferred,
-                                                   version=PARTITION_CHANGE_RECORD_VERSION)
-            else:
-                if p.leader != NO_LEADER:
-                    code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
-                else:
-                    clean = next((r for r in p.replicas if r in p.isr and cluster.is_active(r)), NO_LEADER)
-                    unclean = next((r for r in p.replicas if cluster.is_active(r)), NO_LEADER)
-                    if clean != NO_LEADER:
-                        change = PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=clean,
-                                                       version=PARTITION_CHANGE_RECORD_VERSION)
-                    elif unclean != NO_LEADER:
-                        # An out-of-sync leader: its log becomes the truth, and the ISR restarts
-                        # from it, recovering (KIP-704) until it has written its first batch.
-                        change = PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=unclean,
-                                                       isr=(unclean,), leader_recovery_state=1,
-                                                       version=PARTITION_CHANGE_RECORD_VERSION)
-                    else:
-                        code = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
-                        message = f"Failed to elect leader for {name}-{index}: no live replica."
-            if change is not None:
-                records.append(change)
-            if every and code == ErrorCode.ELECTION_NOT_NEEDED:
-                continue
-            results.append(PartitionResult(name, index, code, message))
-        return ControllerResult(tuple(records), results)
-
-    # -- replication: ISR changes and elections ---------------------------------------------------
-
-    def alter_partition(self, broker_id: int, broker_epoch: int,
-                        topics: Sequence[AlterPartitionRequestTopic], *,
-                        version: int) -> ControllerResult[AlterPartitionReply]:
-        """AlterPartition: a leader's proposed ISRs, checked as Kafka's ReplicationControlManager
-        does: the sender's broker epoch (else STALE_BROKER_EPOCH for the whole request), that it
-        leads the partition at that leader epoch and partition epoch, and that every proposed
-        member is an unfenced replica, not shutting down, at the broker epoch the leader knew."""
-        cluster = self.image.cluster
-        reg = cluster.brokers.get(broker_id)
-        if reg is None or reg.epoch != broker_epoch or reg.fenced:
-            return ControllerResult((), AlterPartitionReply(ErrorCode.STALE_BROKER_EPOCH))
-        records: list[MetadataRecord] = []
-        out_topics = []
-        for t in topics:
-            topic = (self.image.topics.by_id.get(t.topic_id) if t.topic_id is not None
-                     else self.image.topics.by_name.get(t.name or ""))
-            results = []
-            for req in t.partitions:
-                p = topic.partitions.get(req.partition_index) if topic is not None else None
-                if p is None:
-                    code = (ErrorCode.UNKNOWN_TOPIC_ID if topic is None and version >= 2
-                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                    results.append(AlterPartitionPartitionResult(req.partition_index, code))
-                    continue
-                code = self._check_alter_partition(broker_id, p, req)
-                if code != ErrorCode.NONE:
-                    results.append(AlterPartitionPartitionResult(req.partition_index, code))
-                    continue
-                new_isr = tuple(req.new_isr)
-                recovery = req.leader_recovery_state
-                if new_isr == p.isr and recovery == p.leader_recovery_state:
-                    after = p
-                else:
-                    change = PartitionChangeRecord(
-                        partition_id=req.partition_index, topic_id=topic.id,
-                        isr=new_isr if new_isr != p.isr else None,
-                        leader_recovery_state=recovery if recovery != p.leader_recovery_state else -1,
-                        version=PARTITION_CHANGE_RECORD_VERSION)
-                    records.append(change)
-                    after = p.merge(change)
-                results.append(AlterPartitionPartitionResult(
-                    req.partition_index, ErrorCode.NONE, after.leader, after.leader_epoch, after.isr,
-                    after.leader_recovery_state, after.partition_epoch))
-            out_topics.append(AlterPartitionTopicResult(t.topic_id, t.name, tuple(results)))
-        return ControllerResult(tuple(records), AlterPartitionReply(ErrorCode.NONE, tuple(out_topics)))
-
-    def _check_alter_partition(self, broker_id: int, p: PartitionRegistration, req: Any) -> int:
-        if p.leader != broker_id:
-            return ErrorCode.INVALID_REQUEST
-        if req.leader_epoch < p.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH
-        if req.leader_epoch > p.leader_epoch:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if req.partition_epoch != p.partition_epoch:
-            return ErrorCode.INVALID_UPDATE_VERSION
-        if req.leader_recovery_state not in (0, 1) or \
-                (p.leader_recovery_state == 0 and req.leader_recovery_state == 1):
-            return ErrorCode.INVALID_REQUEST
-        if broker_id not in req.new_isr or len(set(req.new_isr)) != len(req.new_isr):
-            return ErrorCode.INVALID_REQUEST
-        cluster = self.image.cluster
-        epochs = dict(req.new_isr_epochs) if req.new_isr_epochs is not None else {}
-        for r in req.new_isr:
-            reg = cluster.brokers.get(r)
-            if r not in p.replicas or reg is None or reg.fenced or \
-                    (reg.in_controlled_shutdown and r not in p.isr):
-                return ErrorCode.INELIGIBLE_REPLICA
-            if epochs.get(r, -1) not in (-1, reg.epoch):
-                return ErrorCode.INELIGIBLE_REPLICA
-        return ErrorCode.NONE
+    def _directories_for(self, p: PartitionRegistration, replicas: Sequence[int]
+                         ) -> tuple[uuid.UUID, ...] | None:
+        """Log directories for a new replica list: each kept replica keeps its own."""
+        if len(p.directories) != len(p.replicas):
+            return None  # a metadata.version without directory assignment
+        current = dict(zip(p.replicas, p.directories))
+        return tuple(current.get(r, self._default_dir(r)) for r in replicas)
 
     def unclean_election_enabled(self, topic: str) -> bool:
         """``unclean.leader.election.enable`` for ``topic``: its own config, else the cluster
-        default (a BROKER config with the empty name), else the brokers' static setting."""
+        default (a BROKER config with the empty name), else the brokers' static setting, else
+        false."""
         value = self.image.configs.topic(topic).get(UNCLEAN_ELECTION)
         if value is None:
             value = self.image.configs.get(RESOURCE_BROKER, "").get(UNCLEAN_ELECTION)
@@ -1019,79 +943,261 @@ class QuorumController:
             value = self._broker_topic_configs.get(UNCLEAN_ELECTION, "false")
         return str(value).strip().lower() == "true"
 
-    def _unclean_change(self, topic: Any, index: int, p: PartitionRegistration,
-                        usable: Callable[[int], bool]) -> PartitionChangeRecord | None:
-        """An out-of-sync leader for a leaderless partition, where its topic allows it. Its log
-        becomes the truth: whatever only the lost ISR had is gone (Kafka's documented risk), and
-        the ISR restarts from it, RECOVERING (KIP-704) until it leads normally."""
-        if not self.unclean_election_enabled(topic.name):
-            return None
-        leader = next((r for r in p.replicas if usable(r)), NO_LEADER)
-        if leader == NO_LEADER:
-            return None
-        return PartitionChangeRecord(partition_id=index, topic_id=topic.id, leader=leader,
-                                     isr=(leader,), leader_recovery_state=1,
-                                     version=PARTITION_CHANGE_RECORD_VERSION)
+    def _unclean_by_topic(self) -> Callable[[str], bool]:
+        """``unclean_election_enabled``, looked up once per topic of one operation."""
+        cache: dict[str, bool] = {}
 
-    def elect_unclean_leaders(self) -> ControllerResult[int]:
-        """Unclean elections for every leaderless partition whose topic allows one and that
-        has no live ISR member (the node calls this periodically, so a config change to
-        ``unclean.leader.election.enable=true`` takes effect without a broker event)."""
-        cluster = self.image.cluster
-        records: list[MetadataRecord] = []
+        def enabled(topic: str) -> bool:
+            if topic not in cache:
+                cache[topic] = self.unclean_election_enabled(topic)
+            return cache[topic]
+        return enabled
+
+    def _partitions(self) -> Iterable[tuple[TopicImage, int, PartitionRegistration]]:
+        """Every partition, topics by name, partitions by index (a stable record order)."""
         for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
-            enabled: bool | None = None
-            for index, p in topic.partitions.items():
-                if p.leader != NO_LEADER:
-                    continue
-                if enabled is None:
-                    enabled = self.unclean_election_enabled(topic.name)
-                if not enabled:
-                    break
-                if any(cluster.is_active(r) for r in p.isr):
-                    change = PartitionChangeRecord(
-                        partition_id=index, topic_id=topic.id,
-                        leader=next(r for r in p.replicas if r in p.isr and cluster.is_active(r)),
-                        version=PARTITION_CHANGE_RECORD_VERSION)
-                else:
-                    change = self._unclean_change(topic, index, p, cluster.is_active)
-                if change is not None:
-                    records.append(change)
+            for index in sorted(topic.partitions):
+                yield topic, index, topic.partitions[index]
+
+    def _leadership_removal(self, broker_id: int) -> list[PartitionChangeRecord]:
+        """Partition changes that take ``broker_id`` out of every ISR (never emptying one: the
+        last member stays, leaderless unless the topic allows an unclean election) and elect
+        other leaders where it led (Kafka's handleBrokerFenced / InControlledShutdown)."""
+        cluster = self.image.cluster
+        unclean = self._unclean_by_topic()
+
+        def acceptable(r: int) -> bool:
+            return r != broker_id and cluster.is_active(r)
+
+        out = []
+        for topic, index, p in self._partitions():
+            if broker_id not in p.isr and p.leader != broker_id:
+                continue
+            change = self._partition_change(
+                topic.id, index, p, acceptable=acceptable,
+                target_isr=tuple(r for r in p.isr if r != broker_id), unclean=unclean(topic.name))
+            if change is not None:
+                out.append(change)
+        return out
+
+    def _leadership_gain(self, broker_id: int) -> list[PartitionChangeRecord]:
+        """Leaders for leaderless partitions now that ``broker_id`` is unfenced (it still reads
+        as fenced in the image while these records are made): an ISR member where one is
+        acceptable, else, where the topic allows it, an out-of-sync replica (Kafka's
+        handleBrokerUnfenced)."""
+        cluster = self.image.cluster
+        unclean = self._unclean_by_topic()
+
+        def acceptable(r: int) -> bool:
+            return r == broker_id or cluster.is_active(r)
+
+        out = []
+        for topic, index, p in self._partitions():
+            if p.leader != NO_LEADER:
+                continue
+            change = self._partition_change(topic.id, index, p, acceptable=acceptable,
+                                            unclean=unclean(topic.name))
+            if change is not None:
+                out.append(change)
+        return out
+
+    def elect_leaders(self, partitions: Sequence[tuple[str, int]] | None,
+                      election_type: ElectionType) -> ControllerResult[list[PartitionResult]]:
+        """ElectLeaders: move leadership to the preferred replica, or elect an unclean leader for
+        leaderless partitions (whatever the topic's ``unclean.leader.election.enable``: the
+        request asks for it). ``partitions`` None means all of them, and then (as Kafka does)
+        only the partitions where something happened or failed are reported."""
+        cluster = self.image.cluster
+        every = partitions is None
+        if every:
+            partitions = [(t.name, i) for t, i, _ in self._partitions()]
+        results: list[PartitionResult] = []
+        records: list[MetadataRecord] = []
+        for name, index in dict.fromkeys(partitions):
+            topic = self.image.topics.by_name.get(name)
+            p = topic.partitions.get(index) if topic is not None else None
+            if p is None:
+                results.append(PartitionResult(name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                               f"No such topic partition {name}-{index}"))
+                continue
+            preferred = election_type == ElectionType.PREFERRED
+            if (bool(p.replicas) and p.leader == p.replicas[0]) if preferred else p.leader != NO_LEADER:
+                if not every:
+                    results.append(PartitionResult(name, index, ErrorCode.ELECTION_NOT_NEEDED,
+                                                   "Leader election not needed for topic partition."))
+                continue
+            change = self._partition_change(topic.id, index, p, acceptable=cluster.is_active,
+                                            preferred=preferred, unclean=not preferred)
+            if change is not None:
+                records.append(change)
+                results.append(PartitionResult(name, index))
+            elif preferred:
+                results.append(PartitionResult(
+                    name, index, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                    f"Failed to elect leader for {name}-{index}: the preferred replica is not available."))
+            else:
+                results.append(PartitionResult(
+                    name, index, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                    f"Failed to elect leader for {name}-{index}: no live replica."))
+        return ControllerResult(tuple(records), results)
+
+    def elect_unclean_leaders(self, max_elections: int = 1000) -> ControllerResult[int]:
+        """Elections for leaderless partitions whose topic allows unclean ones (Kafka's
+        maybeElectUncleanLeaders): a live ISR member if there is one, else a live out-of-sync
+        replica. The node calls this periodically and after config changes, so turning
+        ``unclean.leader.election.enable`` on takes effect without a broker event. The response
+        is the number of partitions given a leader; at most ``max_elections`` per call."""
+        cluster = self.image.cluster
+        unclean = self._unclean_by_topic()
+        records: list[MetadataRecord] = []
+        for topic, index, p in self._partitions():
+            if len(records) >= max_elections:
+                break
+            if p.leader != NO_LEADER or not unclean(topic.name):
+                continue
+            change = self._partition_change(topic.id, index, p, acceptable=cluster.is_active,
+                                            unclean=True)
+            if change is not None:
+                records.append(change)
         return ControllerResult(tuple(records), len(records))
 
     def balance_leaders(self, max_elections: int = 1000) -> ControllerResult[int]:
-        """Move leadership back to preferred replicas (``auto.leader.rebalance.enable``).
+        """Move leadership back to preferred replicas (``auto.leader.rebalance.enable``); the
+        response is the number of partitions moved, at most ``max_elections`` per call.
 
-        As Kafka's imbalance check: only for brokers whose share of partitions where they are
-        preferred but do not lead exceeds ``leader.imbalance.per.broker.percentage`` (so a few
-        stragglers after a restart don't each cost an election), and only where the preferred
-        replica is in the ISR, unfenced and not shutting down.
+        Kafka 3.9's KRaft controller elects the preferred replica of every imbalanced
+        partition. We keep the ZooKeeper-era controller's rule instead, which honours
+        ``leader.imbalance.per.broker.percentage``: only a broker whose share of partitions
+        where it is preferred but does not lead exceeds that percentage gets its leaderships
+        back, so a few stragglers after a restart don't each cost an election. A partition
+        moves only where its preferred replica is in the ISR, unfenced and not shutting down.
         """
         cluster = self.image.cluster
         preferred_count: dict[int, int] = {}
-        candidates: dict[int, list[tuple[Any, int]]] = {}
-        for topic in sorted(self.image.topics.by_id.values(), key=lambda t: t.name):
-            for index, p in topic.partitions.items():
-                if not p.replicas:
-                    continue
-                preferred = p.replicas[0]
-                preferred_count[preferred] = preferred_count.get(preferred, 0) + 1
-                if p.leader != preferred:
-                    candidates.setdefault(preferred, []).append((topic, index))
+        candidates: dict[int, list[tuple[TopicImage, int, PartitionRegistration]]] = {}
+        for topic, index, p in self._partitions():
+            if not p.replicas:
+                continue
+            preferred = p.replicas[0]
+            preferred_count[preferred] = preferred_count.get(preferred, 0) + 1
+            if p.leader != preferred:
+                candidates.setdefault(preferred, []).append((topic, index, p))
         records: list[MetadataRecord] = []
         for broker, parts in sorted(candidates.items()):
             if len(parts) * 100 <= self.leader_imbalance_percentage * preferred_count[broker]:
                 continue
-            reg = cluster.brokers.get(broker)
-            if reg is None or reg.fenced or reg.in_controlled_shutdown:
+            if not cluster.is_active(broker):
                 continue
-            for topic, index in parts:
-                p = topic.partitions[index]
-                if broker in p.isr and len(records) < max_elections:
-                    records.append(PartitionChangeRecord(partition_id=index, topic_id=topic.id,
-                                                         leader=broker,
-                                                         version=PARTITION_CHANGE_RECORD_VERSION))
+            for topic, index, p in parts:
+                if len(records) >= max_elections:
+                    return ControllerResult(tuple(records), len(records))
+                if broker not in p.isr:
+                    continue
+                change = self._partition_change(topic.id, index, p, acceptable=cluster.is_active,
+                                                preferred=True)
+                if change is not None:
+                    records.append(change)
         return ControllerResult(tuple(records), len(records))
+
+    def alter_partition(self, broker_id: int, broker_epoch: int,
+                        topics: Sequence[AlterPartitionTopic], *,
+                        version: int) -> ControllerResult[AlterPartitionReply]:
+        """AlterPartition (API 56, ``version`` 0-3): a partition leader's proposed ISRs.
+
+        As Kafka's ReplicationControlManager.alterPartition: a sender that is unknown, fenced
+        or at another broker epoch is refused as a whole (STALE_BROKER_EPOCH); otherwise each
+        partition is checked on its own (``_alter_partition_error``) and an accepted one gets
+        one PartitionChangeRecord, or none when nothing changes. Each result carries the
+        partition's state after the change. An ISR that holds every target replica of a
+        reassignment in progress completes it; if that moves the leadership, the sender is
+        told NEW_LEADER_ELECTED (FENCED_LEADER_EPOCH before v2) although the record is written.
+        """
+        cluster = self.image.cluster
+        reg = cluster.brokers.get(broker_id)
+        refusal = None
+        if reg is None:
+            refusal = f"No broker registration found for broker id {broker_id}"
+        elif reg.epoch != broker_epoch:
+            refusal = f"Expected broker epoch {reg.epoch}, but got broker epoch {broker_epoch}"
+        elif reg.fenced:
+            refusal = f"Broker {broker_id} is fenced"
+        if refusal is not None:
+            return ControllerResult((), AlterPartitionReply(ErrorCode.STALE_BROKER_EPOCH,
+                                                            error_message=refusal))
+        unclean = self._unclean_by_topic()
+        records: list[MetadataRecord] = []
+        out_topics = []
+        for t in topics:
+            if version >= 2:
+                topic = self.image.topics.by_id.get(t.topic_id) if t.topic_id is not None else None
+            else:
+                topic = self.image.topics.by_name.get(t.name or "")
+            if topic is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 2 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                out_topics.append(AlterPartitionTopicResult(t.topic_id, t.name, tuple(
+                    AlterPartitionPartitionResult(req.partition_index, code) for req in t.partitions)))
+                continue
+            results = []
+            for req in t.partitions:
+                p = topic.partitions.get(req.partition_index)
+                code = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if p is None
+                        else self._alter_partition_error(broker_id, p, req, version))
+                if code != ErrorCode.NONE:
+                    results.append(AlterPartitionPartitionResult(req.partition_index, code))
+                    continue
+                assert p is not None
+                change = self._partition_change(
+                    topic.id, req.partition_index, p, acceptable=cluster.is_active,
+                    target_isr=req.new_isr, unclean=unclean(topic.name),
+                    target_recovery=req.leader_recovery_state)
+                if change is None:
+                    after, previous = p, None
+                else:
+                    records.append(change)
+                    after, previous = p.merge(change), p.isr
+                    if change.leader not in (PartitionChangeRecord.LEADER_UNCHANGED, broker_id):
+                        results.append(AlterPartitionPartitionResult(
+                            req.partition_index, ErrorCode.NEW_LEADER_ELECTED if version >= 2
+                            else ErrorCode.FENCED_LEADER_EPOCH, previous_isr=previous))
+                        continue
+                results.append(AlterPartitionPartitionResult(
+                    req.partition_index, ErrorCode.NONE, after.leader, after.leader_epoch,
+                    after.isr, after.leader_recovery_state, after.partition_epoch, previous))
+            out_topics.append(AlterPartitionTopicResult(topic.id, topic.name, tuple(results)))
+        return ControllerResult(tuple(records), AlterPartitionReply(ErrorCode.NONE, tuple(out_topics)))
+
+    def _alter_partition_error(self, broker_id: int, p: PartitionRegistration,
+                               req: AlterPartitionPartition, version: int) -> int:
+        """Why a proposed ISR is refused, checked in Kafka's order, or NONE."""
+        if req.leader_epoch > p.leader_epoch or req.partition_epoch > p.partition_epoch:
+            # The leader has seen a newer state than ours: we are probably no longer the
+            # active controller, so the leader should go and find the one that is.
+            return ErrorCode.NOT_CONTROLLER
+        if req.leader_epoch < p.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if broker_id != p.leader:
+            return ErrorCode.INVALID_REQUEST
+        if req.partition_epoch < p.partition_epoch:
+            return ErrorCode.INVALID_UPDATE_VERSION
+        new_isr = tuple(req.new_isr)
+        if any(r < 0 or r not in p.replicas for r in new_isr) or len(set(new_isr)) != len(new_isr):
+            return ErrorCode.INVALID_REQUEST
+        if p.leader not in new_isr:
+            return ErrorCode.INVALID_REQUEST
+        # Kafka fails other values while parsing; a request error is the closest answer.
+        if req.leader_recovery_state not in (LEADER_RECOVERED, LEADER_RECOVERING):
+            return ErrorCode.INVALID_REQUEST
+        if req.leader_recovery_state == LEADER_RECOVERING and len(new_isr) > 1:
+            return ErrorCode.INVALID_REQUEST  # a recovering leader may not have followers in sync yet
+        if p.leader_recovery_state == LEADER_RECOVERED and req.leader_recovery_state == LEADER_RECOVERING:
+            return ErrorCode.INVALID_REQUEST
+        epochs = dict(req.new_isr_epochs or ())
+        for r in new_isr:
+            reg = self.image.brokers.get(r)
+            if (reg is None or reg.in_controlled_shutdown or reg.fenced
+                    or epochs.get(r, -1) not in (-1, reg.epoch)):
+                return ErrorCode.INELIGIBLE_REPLICA if version > 1 else ErrorCode.OPERATION_NOT_ATTEMPTED
+        return ErrorCode.NONE
 
     def alter_partition_reassignments(
             self, targets: Sequence[tuple[str, int, Sequence[int] | None]]

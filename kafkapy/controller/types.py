@@ -220,54 +220,58 @@ class PartitionResult:
     error_message: str | None = None
 
 
-__all__ = [
-    "AlterConfigOp", "AlterConfigsResource", "AlterConfigsResult", "AlterPartitionPartitionResult",
-    "AlterPartitionReply", "AlterPartitionRequestPartition", "AlterPartitionRequestTopic",
-    "AlterPartitionTopicResult", "BrokerHeartbeatReply",
-    "BrokerHeartbeatRequest", "BrokerRegistrationReply", "BrokerRegistrationRequest",
-    "ControllerResult", "CreatePartitionsResult", "CreatePartitionsTopic", "DeleteTopicResult",
-    "ElectionType", "PartitionResult",
-    "NewTopic", "OpType", "ProducerIdsBlock", "TopicConfigEntry", "TopicDefaults", "TopicResult",
-]
-
+# --------------------------------------------------------------------------------------------
+# AlterPartition (a partition leader's ISR change)
 
 @dataclass(frozen=True)
-class AlterPartitionRequestPartition:
-    """One partition of an AlterPartition request: the leader's proposed ISR."""
+class AlterPartitionPartition:
+    """One partition of an AlterPartition request: the leader's proposed ISR.
+
+    ``new_isr_epochs`` holds (broker id, broker epoch) pairs from v3 (KIP-903; an epoch of -1
+    skips the check for that member), None before v3. ``leader_recovery_state`` is 0 RECOVERED,
+    1 RECOVERING (KIP-704).
+    """
 
     partition_index: int
     leader_epoch: int
     new_isr: tuple[int, ...]
     partition_epoch: int
-    # (broker id, broker epoch) pairs from v3 (KIP-903); None before.
     new_isr_epochs: tuple[tuple[int, int], ...] | None = None
     leader_recovery_state: int = 0
 
 
 @dataclass(frozen=True)
-class AlterPartitionRequestTopic:
-    """A topic of an AlterPartition request: by id from v2, by name before."""
+class AlterPartitionTopic:
+    """A topic of an AlterPartition request: by ``topic_id`` from v2, by ``name`` before."""
 
     topic_id: uuid.UUID | None
     name: str | None
-    partitions: tuple[AlterPartitionRequestPartition, ...]
+    partitions: tuple[AlterPartitionPartition, ...]
 
 
 @dataclass(frozen=True)
 class AlterPartitionPartitionResult:
-    """The controller's verdict on one proposed ISR, with the partition's state after it."""
+    """The controller's verdict on one proposed ISR, with the partition's state after it.
+
+    ``previous_isr`` is the ISR before this request when the request changed the partition
+    (for the controller's log line; not on the wire), None when nothing was written.
+    """
 
     partition_index: int
-    error_code: int = 0
+    error_code: int = ErrorCode.NONE
     leader_id: int = -1
     leader_epoch: int = -1
     isr: tuple[int, ...] = ()
     leader_recovery_state: int = 0
     partition_epoch: int = -1
+    previous_isr: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
 class AlterPartitionTopicResult:
+    """One topic's answers. ``name`` is filled in whenever the topic is known, even when the
+    request named it by id (the wire carries only what its version has)."""
+
     topic_id: uuid.UUID | None
     name: str | None
     partitions: tuple[AlterPartitionPartitionResult, ...]
@@ -275,7 +279,20 @@ class AlterPartitionTopicResult:
 
 @dataclass(frozen=True)
 class AlterPartitionReply:
-    """AlterPartition's answer: a top-level error (STALE_BROKER_EPOCH) or per-partition ones."""
+    """AlterPartition's answer: a request-wide error (STALE_BROKER_EPOCH, with no topics, as
+    Kafka's response to a refused sender) or per-partition results."""
 
-    error_code: int
+    error_code: int = ErrorCode.NONE
     topics: tuple[AlterPartitionTopicResult, ...] = ()
+    error_message: str | None = None
+
+
+__all__ = [
+    "AlterConfigOp", "AlterConfigsResource", "AlterConfigsResult", "AlterPartitionPartition",
+    "AlterPartitionPartitionResult", "AlterPartitionReply", "AlterPartitionTopic",
+    "AlterPartitionTopicResult", "BrokerHeartbeatReply",
+    "BrokerHeartbeatRequest", "BrokerRegistrationReply", "BrokerRegistrationRequest",
+    "ControllerResult", "CreatePartitionsResult", "CreatePartitionsTopic", "DeleteTopicResult",
+    "ElectionType", "PartitionResult",
+    "NewTopic", "OpType", "ProducerIdsBlock", "TopicConfigEntry", "TopicDefaults", "TopicResult",
+]

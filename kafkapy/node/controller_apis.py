@@ -5,9 +5,10 @@ Kafka's controllers serve two kinds of request on ``controller.listener.names``:
 * the quorum's own RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot of
   ``__cluster_metadata``, DescribeQuorum) — ``quorum.QuorumDispatcher`` answers those;
 * the brokers' requests to the active controller: BrokerRegistration, BrokerHeartbeat,
-  UnregisterBroker, AllocateProducerIds, AlterPartition (a partition leader's ISR change), and the admin requests a broker forwards because only
-  the controller may write metadata (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-  IncrementalAlterConfigs, ElectLeaders, Alter/ListPartitionReassignments).
+  UnregisterBroker, AllocateProducerIds, AlterPartition (a partition leader's ISR change), and
+  the admin requests a broker forwards because only the controller may write metadata
+  (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
+  ElectLeaders, Alter/ListPartitionReassignments).
 
 The admin requests run the very handlers a broker listener uses (``broker.handlers``), with a
 context whose ``controller`` door is this node's controller, so a request answers the same
@@ -27,8 +28,8 @@ from typing import Any, Protocol
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BROKER_APIS, FORWARDED_TO_CONTROLLER
 from kafkapy.controller import (
-    AlterPartitionRequestPartition,
-    AlterPartitionRequestTopic,
+    AlterPartitionPartition,
+    AlterPartitionTopic,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     QuorumController,
@@ -149,46 +150,48 @@ class ControllerApis:
                                           error_message=reply.error_message)
 
     async def _alter_partition(self, request: Request) -> object:
+        """AlterPartition v0-3: a partition leader's ISR changes (see
+        ``QuorumController.alter_partition``)."""
         body, version = request.body, request.api_version
         topics = []
         for t in body.topics:
             parts = []
             for p in t.partitions:
-                if version >= 3:
-                    pairs = tuple((b.broker_id, b.broker_epoch) for b in p.new_isr_with_epochs)
-                    new_isr, epochs = tuple(b for b, _ in pairs), pairs
-                else:
-                    new_isr, epochs = tuple(p.new_isr), None
-                parts.append(AlterPartitionRequestPartition(
-                    p.partition_index, p.leader_epoch, new_isr, p.partition_epoch, epochs,
-                    p.leader_recovery_state if version >= 1 else 0))
-            topics.append(AlterPartitionRequestTopic(
-                _as_uuid(t.topic_id) if version >= 2 else None,
-                t.topic_name if version < 2 else None, tuple(parts)))
+                epochs = (tuple((b.broker_id, b.broker_epoch) for b in p.new_isr_with_epochs)
+                          if version >= 3 else None)
+                parts.append(AlterPartitionPartition(
+                    partition_index=p.partition_index, leader_epoch=p.leader_epoch,
+                    new_isr=tuple(b for b, _ in epochs) if epochs is not None else tuple(p.new_isr),
+                    partition_epoch=p.partition_epoch, new_isr_epochs=epochs,
+                    leader_recovery_state=p.leader_recovery_state if version >= 1 else 0))
+            topics.append(AlterPartitionTopic(
+                topic_id=_as_uuid(t.topic_id) if version >= 2 else None,
+                name=t.topic_name if version < 2 else None, partitions=tuple(parts)))
         reply = await self.host.controller_call(
             lambda c: c.alter_partition(body.broker_id, body.broker_epoch, topics, version=version))
         Resp = m.AlterPartitionResponse
         if reply.error_code != ErrorCode.NONE:
-            log.info("AlterPartition from broker %d refused: %s", body.broker_id,
-                     ErrorCode(reply.error_code).name)
+            log.info("AlterPartition from broker %d refused: %s (%s)", body.broker_id,
+                     ErrorCode(reply.error_code).name, reply.error_message)
             return Resp(throttle_time_ms=0, error_code=reply.error_code, topics=[])
         out = []
         for t in reply.topics:
+            label = t.name if t.name is not None else str(t.topic_id)
             parts = []
             for r in t.partitions:
-                if r.error_code == ErrorCode.NONE:
-                    log.info("ISR of %s-%d: %s (leader %d, partition epoch %d)",
-                             t.name or t.topic_id, r.partition_index, list(r.isr), r.leader_id,
-                             r.partition_epoch)
-                else:
-                    log.info("ISR change of %s-%d from broker %d refused: %s", t.name or t.topic_id,
+                if r.previous_isr is not None and r.error_code == ErrorCode.NONE:
+                    log.info("ISR of %s-%d: %s -> %s (leader %d)", label, r.partition_index,
+                             list(r.previous_isr), list(r.isr), r.leader_id)
+                elif r.error_code != ErrorCode.NONE:
+                    log.info("ISR change of %s-%d from broker %d: %s", label,
                              r.partition_index, body.broker_id, ErrorCode(r.error_code).name)
                 parts.append(Resp.TopicData.PartitionData(
                     partition_index=r.partition_index, error_code=r.error_code, leader_id=r.leader_id,
                     leader_epoch=r.leader_epoch, isr=list(r.isr),
                     leader_recovery_state=r.leader_recovery_state, partition_epoch=r.partition_epoch))
-            out.append(Resp.TopicData(topic_name=t.name, topic_id=t.topic_id, partitions=parts)
-                       if version < 2 else Resp.TopicData(topic_id=t.topic_id, partitions=parts))
+            # Each version carries one of the two: the name up to v1, the id from v2.
+            out.append(Resp.TopicData(topic_name=t.name, partitions=parts) if version < 2
+                       else Resp.TopicData(topic_id=t.topic_id, partitions=parts))
         return Resp(throttle_time_ms=0, error_code=ErrorCode.NONE, topics=out)
 
     async def _allocate_producer_ids(self, request: Request) -> object:
