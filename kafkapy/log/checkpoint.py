@@ -6,10 +6,11 @@ Layout (``CheckpointFile`` in Kafka)::
     <entry count>\n
     <entry>\n ...
 
-Used for ``recovery-point-offset-checkpoint`` / ``log-start-offset-checkpoint`` (entries
-``<topic> <partition> <offset>``, version 0) and ``leader-epoch-checkpoint`` (entries
-``<epoch> <start offset>``, version 0). Writes go to ``<file>.tmp``, are fsynced and renamed over
-the old file, so a crash leaves either the old or the new checkpoint, never a torn one.
+Used for ``recovery-point-offset-checkpoint`` / ``log-start-offset-checkpoint`` /
+``replication-offset-checkpoint`` (entries ``<topic> <partition> <offset>``, version 0) and
+``leader-epoch-checkpoint`` (entries ``<epoch> <start offset>``, version 0). Writes go to
+``<file>.tmp``, are fsynced and renamed over the old file, so a crash leaves either the old or the
+new checkpoint, never a torn one.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def read_checkpoint(path: str, *, version: int = CURRENT_VERSION) -> list[list[s
 
 def write_offsets_checkpoint(path: str, offsets: dict[tuple[str, int], int], *,
                              sync: bool = True) -> None:
-    """``topic partition offset`` lines (recovery point, log start offset checkpoints)."""
+    """``topic partition offset`` lines (recovery point, log start offset, high watermark)."""
     write_checkpoint(path, (f"{t} {p} {o}" for (t, p), o in offsets.items()), sync=sync)
 
 

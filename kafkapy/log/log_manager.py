@@ -1,10 +1,15 @@
 """Every partition log of a broker, across its ``log.dirs`` (Kafka's LogManager).
 
-Per log dir it owns the ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``
-files (``topic partition offset`` lines) and the ``.kafka_cleanshutdown`` marker. At startup a
-present marker means the last shutdown flushed and closed everything, so indexes are trusted;
-without it every log is recovered from its checkpointed recovery point. The marker is removed
-once loading is done, so a crash afterwards is detected as unclean.
+Per log dir it owns the ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint`` and
+``replication-offset-checkpoint`` (high watermarks) files (``topic partition offset`` lines) and
+the ``.kafka_cleanshutdown`` marker. At startup a present marker means the last shutdown flushed
+and closed everything, so indexes are trusted; without it every log is recovered from its
+checkpointed recovery point. The marker is removed once loading is done, so a crash afterwards is
+detected as unclean.
+
+High watermarks are only restored when asked (``restore_high_watermarks``): on a replicating
+broker a log's tail past the last known high watermark may be missing on other replicas, so it
+stays invisible to consumers until the replica manager learns the partition's real high watermark.
 """
 
 from __future__ import annotations

@@ -91,7 +91,9 @@ class PartitionLog:
         self.log_start_offset = 0
         self.recovery_point = 0
         self.high_watermark = 0
-        # Until replication tracks followers, the high watermark follows the log end offset.
+        # A log nobody replicates exposes everything it holds. The replica manager clears this
+        # on the logs it replicates and moves the high watermark itself (ISR progress on a
+        # leader, the leader's high watermark on a follower).
         self.hw_follows_leo = True
         self.leader_epoch_cache = LeaderEpochCache(dir)
         self.producer_state = ProducerStateManager(
@@ -570,7 +572,11 @@ class PartitionLog:
 
     # ================================================================== truncation
     def truncate_to(self, offset: int, *, now_ms: int = 0) -> bool:
-        """Remove everything at or after ``offset`` (whole batches); True if anything went."""
+        """Remove everything at or after ``offset`` (whole batches); True if anything went.
+
+        A high watermark above the new log end comes down to it; one below stays (a follower
+        truncating its divergent tail keeps what it knows is committed).
+        """
         self._check_open()
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
@@ -595,7 +601,8 @@ class PartitionLog:
         return True
 
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int = 0) -> None:
-        """Drop every segment and restart the log empty at ``offset``."""
+        """Drop every segment and restart the log empty at ``offset`` (log start, recovery point
+        and high watermark all move there, down or up)."""
         self._check_open()
         for seg in self._segments:
             seg.delete()
@@ -623,11 +630,34 @@ class PartitionLog:
                              f"than the high watermark {self.high_watermark}")
         if new_start <= self.log_start_offset:
             return False
+        self._set_log_start_offset(new_start)
+        return True
+
+    def maybe_increment_log_start_offset(self, new_start: int) -> bool:
+        """Follow the leader's log start offset as far as this replica allows; True if it moved.
+
+        For followers, which must not keep offsets the leader deleted (DeleteRecords, retention)
+        visible to a later ListOffsets or to themselves as leader. Unlike
+        :meth:`increment_log_start_offset` no offset makes it raise: the target is capped at the log end
+        offset (a follower cannot start past what it holds; a fetch out of range restarts it
+        instead), and when it passes the high watermark the high watermark is raised to it, as
+        Kafka's follower does: the leader only deletes below its own high watermark, so those
+        offsets were committed even if this replica had not heard so yet.
+        """
+        self._check_open()
+        new_start = min(new_start, self.log_end_offset)
+        if new_start <= self.log_start_offset:
+            return False
+        if new_start > self.high_watermark:
+            self.high_watermark = new_start
+        self._set_log_start_offset(new_start)
+        return True
+
+    def _set_log_start_offset(self, new_start: int) -> None:
         self.log_start_offset = new_start
         self.leader_epoch_cache.truncate_from_start(new_start)
         self.producer_state.delete_snapshots_before(
             self._segments[self._segment_for(new_start)].base_offset)
-        return True
 
     def delete_old_segments(self, now_ms: int) -> int:
         """Apply retention (Kafka's deleteOldSegments); returns the number of segments deleted.

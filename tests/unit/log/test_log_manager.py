@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import uuid
 
 import pytest
 
 from kafkapy.log import files
-from kafkapy.log.checkpoint import read_offsets_checkpoint
+from kafkapy.log.checkpoint import read_offsets_checkpoint, write_offsets_checkpoint
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import PartitionLog
@@ -149,4 +150,130 @@ def test_move_to_another_log_dir_keeps_the_log_and_survives_a_restart(dirs):
     # A crash right after the move (no clean shutdown) finds the partition in its new dir.
     lm2 = LogManager(dirs, CFG, now_ms=0)
     assert lm2.log_dir_of("moving", 0) == dest and lm2.get("moving", 0).log_end_offset == 7
+    lm2.shutdown()
+
+
+def test_high_watermarks_are_checkpointed_and_restored_for_replicated_logs(tmp_path):
+    dirs = [str(tmp_path / "d")]
+    lm = LogManager(dirs, CFG, now_ms=0, restore_high_watermarks=True)
+    tid = uuid.uuid4()
+    a, b = lm.get_or_create("orders", 0, tid), lm.get_or_create("orders", 1, tid)
+    for log in (a, b):
+        log.hw_follows_leo = False  # a replicated log: the replica manager moves the HW
+        log.append_as_leader(make_batch(5), now_ms=0, leader_epoch=0)
+    a.high_watermark, b.high_watermark = 3, 4
+    lm.shutdown()
+    path = os.path.join(dirs[0], files.REPLICATION_OFFSET_CHECKPOINT)
+    assert read_offsets_checkpoint(path) == {("orders", 0): 3, ("orders", 1): 4}
+    # Partition 1 goes missing from the file (an older broker wrote it, say).
+    with open(path, "w") as f:
+        f.write("0\n1\norders 0 3\n")
+    lm2 = LogManager(dirs, CFG, now_ms=0, restore_high_watermarks=True)
+    # What followers may not have stays invisible after a restart: the checkpointed HW, not the
+    # log end; a log missing from the checkpoint starts at its log start offset.
+    assert [lm2.get("orders", p).high_watermark for p in (0, 1)] == [3, 0]
+    assert lm2.get("orders", 0).log_end_offset == 5
+    lm2.shutdown()
+    # Without replication in mind (a plain LogManager) the HW is the log end, as before.
+    lm3 = LogManager(dirs, CFG, now_ms=0)
+    assert lm3.get("orders", 0).high_watermark == 5
+    lm3.shutdown()
+
+
+def _replicated_log(lm: LogManager, topic: str, partition: int, batches: list[int], hw: int):
+    """A log as the replica manager keeps it: HW moved by replication, not by appends."""
+    plog = lm.get_or_create(topic, partition)
+    plog.hw_follows_leo = False
+    for n in batches:
+        plog.append_as_leader(make_batch(n), now_ms=0, leader_epoch=0)
+    plog.high_watermark = hw
+    return plog
+
+
+def _hw_file(d: str) -> str:
+    return os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT)
+
+
+def test_each_dir_checkpoints_its_own_high_watermarks_and_a_crash_restores_them(dirs):
+    lm = LogManager(dirs, CFG, now_ms=0, restore_high_watermarks=True)
+    logs = [_replicated_log(lm, "t", p, [4], hw=p + 1) for p in range(4)]
+    lm.checkpoint_high_watermarks()
+    seen: dict[tuple[str, int], int] = {}
+    for d in dirs:
+        in_dir = read_offsets_checkpoint(_hw_file(d))
+        assert in_dir and all(lm.log_dir_of(*tp) == d for tp in in_dir)
+        seen.update(in_dir)
+    assert seen == {("t", p): p + 1 for p in range(4)}
+    # The HW moves on but the broker dies before the next checkpoint: the restart exposes only
+    # what was checkpointed (the replica manager learns the rest from the leader).
+    logs[0].high_watermark = 4
+    for plog in logs:
+        for seg in plog.segments:
+            seg.close_handlers()
+    lm2 = LogManager(dirs, CFG, now_ms=0, restore_high_watermarks=True)
+    assert not any(lm2.had_clean_shutdown.values())
+    assert [lm2.get("t", p).high_watermark for p in range(4)] == [1, 2, 3, 4]
+    assert [lm2.get("t", p).log_end_offset for p in range(4)] == [4, 4, 4, 4]
+    lm2.shutdown()
+
+
+def test_a_partition_missing_from_the_checkpoint_starts_at_its_log_start(dirs):
+    lm = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
+    plog = lm.get_or_create("t", 0)
+    plog.append_as_leader(make_batch(10), now_ms=0, leader_epoch=0)
+    assert plog.increment_log_start_offset(6)
+    lm.shutdown()
+    write_offsets_checkpoint(_hw_file(dirs[0]), {})
+    lm2 = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
+    plog2 = lm2.get("t", 0)
+    assert (plog2.log_start_offset, plog2.high_watermark, plog2.log_end_offset) == (6, 6, 10)
+    lm2.shutdown()
+
+
+def test_a_corrupt_high_watermark_checkpoint_is_ignored_with_a_warning(dirs, caplog):
+    lm = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
+    _replicated_log(lm, "t", 0, [5], hw=3)
+    lm.shutdown()
+    with open(_hw_file(dirs[0]), "w") as f:
+        f.write("0\n1\nt zero 3\n")
+    with caplog.at_level(logging.WARNING, logger="kafkapy.log.log_manager"):
+        lm2 = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
+    assert any(files.REPLICATION_OFFSET_CHECKPOINT in r.getMessage() for r in caplog.records)
+    assert lm2.get("t", 0).high_watermark == 0 and lm2.get("t", 0).log_end_offset == 5
+    # Loading rewrote a readable checkpoint, so the next start does not warn again.
+    assert read_offsets_checkpoint(_hw_file(dirs[0])) == {("t", 0): 0}
+    lm2.shutdown()
+
+
+def test_truncation_after_a_restart_keeps_the_high_watermark_within_the_log(dirs):
+    lm = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
+    _replicated_log(lm, "t", 0, [3, 3, 3], hw=4)
+    lm.shutdown()
+    lm2 = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
+    plog = lm2.get("t", 0)
+    plog.hw_follows_leo = False  # the replica manager takes the log over
+    assert (plog.high_watermark, plog.log_end_offset) == (4, 9)
+    # A divergent tail above the HW goes; the HW stays where it was.
+    assert plog.truncate_to(6)
+    assert (plog.high_watermark, plog.log_end_offset) == (4, 6)
+    # An unclean election may cut below it: the HW comes down to the new log end.
+    assert plog.truncate_to(3)
+    assert (plog.high_watermark, plog.log_end_offset) == (3, 3)
+    plog.append_as_leader(make_batch(2), now_ms=0, leader_epoch=1)
+    assert plog.high_watermark == 3
+    lm2.shutdown()
+    assert read_offsets_checkpoint(_hw_file(dirs[0])) == {("t", 0): 3}
+    lm3 = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
+    assert (lm3.get("t", 0).high_watermark, lm3.get("t", 0).log_end_offset) == (3, 5)
+    lm3.shutdown()
+
+
+def test_the_follower_log_start_move_survives_a_restart(dirs):
+    lm = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
+    plog = _replicated_log(lm, "t", 0, [4, 4], hw=2)
+    assert plog.maybe_increment_log_start_offset(5)  # the leader deleted records up to 5
+    lm.shutdown()
+    lm2 = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
+    plog2 = lm2.get("t", 0)
+    assert (plog2.log_start_offset, plog2.high_watermark, plog2.log_end_offset) == (5, 5, 8)
     lm2.shutdown()
