@@ -3,8 +3,11 @@
 Kafka's DefaultAlterPartitionManager: leaders submit proposals as they arise; whatever is queued
 when the previous request completes goes out as the next request (so a burst of ISR changes,
 say after a broker comes back, costs one round trip, not one per partition). A partition's newer
-submission replaces a queued older one. Every submission's callback is called exactly once, with
-the partition's error code and the controller's partition data (None on error).
+submission replaces a queued older one, whose callback gets OPERATION_NOT_ATTEMPTED. Every
+submission's callback is called exactly once, from the manager's task (never from ``submit``, so
+a callback may submit again), with the partition's error code and the controller's partition data
+(None on error). After a request fails as a whole the next one waits ``retry_backoff_ms``, so
+proposals resubmitted on a retriable error cannot spin against an unreachable controller.
 """
 
 from __future__ import annotations
@@ -31,32 +34,44 @@ class AlterPartitionManager:
     """Sends ISR proposals to the controller (see the module docstring)."""
 
     def __init__(self, send: Callable[[Any], Awaitable[Any]], *, node_id: int,
-                 broker_epoch: Callable[[], int], broker_epoch_of: Callable[[int], int]) -> None:
+                 broker_epoch: Callable[[], int], broker_epoch_of: Callable[[int], int],
+                 retry_backoff_ms: int = 100) -> None:
         self._send = send
         self.node_id = node_id
         self._broker_epoch = broker_epoch
         self._broker_epoch_of = broker_epoch_of
+        self._retry_backoff_s = retry_backoff_ms / 1000.0
         self._queued: dict[tuple[uuid.UUID, int], tuple[IsrProposal, Callback]] = {}
+        # Callbacks of replaced submissions, answered from the task.
+        self._superseded: list[Callback] = []
         self._wake = trio.Event()
 
     def submit(self, topic_id: uuid.UUID, partition: int, proposal: IsrProposal,
                on_result: Callback) -> None:
+        """Queue ``proposal`` for the next request; ``on_result(error_code, partition_data)``
+        follows from the manager's task."""
         key = (topic_id, partition)
         replaced = self._queued.get(key)
         self._queued[key] = (proposal, on_result)
         if replaced is not None and replaced[1] is not on_result:
-            replaced[1](ErrorCode.OPERATION_NOT_ATTEMPTED, None)
+            self._superseded.append(replaced[1])
         self._wake.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
+            if self._superseded:
+                superseded, self._superseded = self._superseded, []
+                for callback in superseded:
+                    _answer(callback, ErrorCode.OPERATION_NOT_ATTEMPTED, None)
+                continue
             if not self._queued:
                 self._wake = trio.Event()
                 await self._wake.wait()
                 continue
             batch, self._queued = self._queued, {}
-            await self._send_batch(batch)
+            if not await self._send_batch(batch):
+                await trio.sleep(self._retry_backoff_s)
 
     def _request(self, batch: dict[tuple[uuid.UUID, int], tuple[IsrProposal, Callback]]) -> Any:
         Topic = m.AlterPartitionRequest.TopicData
@@ -73,19 +88,20 @@ class AlterPartitionManager:
             broker_id=self.node_id, broker_epoch=self._broker_epoch(),
             topics=[Topic(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()])
 
-    async def _send_batch(self, batch: dict[tuple[uuid.UUID, int], tuple[IsrProposal, Callback]]) -> None:
+    async def _send_batch(self, batch: dict[tuple[uuid.UUID, int], tuple[IsrProposal, Callback]]) -> bool:
+        """Send one request and answer every callback of ``batch``; False if it failed whole."""
         try:
             response = await self._send(self._request(batch))
         except KafkaError as exc:
             self._fail_all(batch, exc.code, exc)
-            return
-        except (Exception, trio.TooSlowError) as exc:  # noqa: BLE001 - the controller may be gone
+            return False
+        except Exception as exc:  # noqa: BLE001 - the controller may be gone
             self._fail_all(batch, ErrorCode.REQUEST_TIMED_OUT if isinstance(exc, trio.TooSlowError)
                            else ErrorCode.UNKNOWN_SERVER_ERROR, exc)
-            return
+            return False
         if response.error_code != ErrorCode.NONE:
             self._fail_all(batch, response.error_code, None)
-            return
+            return False
         answered: set[tuple[uuid.UUID, int]] = set()
         for topic in response.topics:
             for p in topic.partitions:
@@ -94,17 +110,36 @@ class AlterPartitionManager:
                 if entry is None or key in answered:
                     continue
                 answered.add(key)
-                entry[1](p.error_code, p if p.error_code == ErrorCode.NONE else None)
+                _answer(entry[1], p.error_code, p if p.error_code == ErrorCode.NONE else None)
         for key, (_, callback) in batch.items():
             if key not in answered:
-                callback(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+                # The controller left it out: nothing is known, so it may be proposed again.
+                _answer(callback, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        return True
 
     @staticmethod
-    def _fail_all(batch: dict, code: int, exc: BaseException | None) -> None:
+    def _fail_all(batch: dict[tuple[uuid.UUID, int], tuple[IsrProposal, Callback]], code: int,
+                  exc: BaseException | None) -> None:
         log.info("AlterPartition for %d partition(s) failed: %s", len(batch),
-                 exc if exc is not None else code)
+                 exc if exc is not None else _name(code))
         for _, callback in batch.values():
-            callback(code, None)
+            _answer(callback, code, None)
+
+
+def _answer(callback: Callback, code: int, data: Any) -> None:
+    # A broken callback is the leader state's bug, not a reason to stop every other partition's
+    # ISR changes.
+    try:
+        callback(code, data)
+    except Exception:  # noqa: BLE001
+        log.exception("AlterPartition result callback failed")
+
+
+def _name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 def _as_uuid(value: Any) -> uuid.UUID:

@@ -114,12 +114,17 @@ class ReplicaFetcherManager:
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            for fetcher in self._fetchers.values():
-                nursery.start_soon(self._fetch_loop, fetcher)
-            task_status.started()
-            await trio.sleep_forever()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                for fetcher in self._fetchers.values():
+                    nursery.start_soon(self._fetch_loop, fetcher)
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            # follow() after shutdown only records targets (a later run() starts their tasks);
+            # no task can start in a closed nursery.
+            self._nursery = None
 
     def following(self) -> dict[tuple[str, int], FollowTarget]:
         return dict(self._targets)
@@ -166,7 +171,12 @@ class ReplicaFetcherManager:
                     if self._fetchers.get(fetcher.leader_id) is fetcher:
                         del self._fetchers[fetcher.leader_id]
                     return
-                request, sent = self._build_request(fetcher)
+                try:
+                    request, sent = self._build_request(fetcher)
+                except Exception:  # noqa: BLE001 - e.g. a log closed under us; retry later
+                    log.exception("Building a replica fetch for broker %d failed", fetcher.leader_id)
+                    await trio.sleep(backoff)
+                    continue
                 if request is None:
                     fetcher.changed = trio.Event()
                     wake = min(fetcher.delayed_until.values(), default=trio.current_time() + backoff)
@@ -176,8 +186,9 @@ class ReplicaFetcherManager:
                 try:
                     if fetcher.client is None:
                         fetcher.client = await self.host.connect(fetcher.leader_id)
-                    with trio.fail_after(self.settings.request_timeout_ms / 1000.0
-                                         + self.settings.max_wait_ms / 1000.0):
+                    # Kafka requires replica.socket.timeout.ms >= replica.fetch.wait.max.ms, so
+                    # a long poll answered on time never trips this.
+                    with trio.fail_after(self.settings.request_timeout_ms / 1000.0):
                         response = await fetcher.client.send(request, version=FETCH_VERSION, timeout=None)
                 except Exception as exc:  # noqa: BLE001 - a lost leader must not end the task
                     log.info("Fetching from broker %d failed: %s; retrying in %d ms",
@@ -190,7 +201,13 @@ class ReplicaFetcherManager:
                              _name(response.error_code))
                     await trio.sleep(backoff)
                     continue
-                self._handle_response(fetcher, response, sent)
+                try:
+                    self._handle_response(fetcher, response, sent)
+                except Exception:  # noqa: BLE001 - one bad answer must not stop replication
+                    log.exception("Handling a replica fetch response from broker %d failed",
+                                  fetcher.leader_id)
+                    for key in sent:
+                        self._delay(fetcher, key)
         finally:
             await self._drop_client(fetcher)
 
@@ -254,6 +271,10 @@ class ReplicaFetcherManager:
                 except OSError as exc:
                     log.error("Writing the replica of %s-%d failed: %s", key[0], key[1], exc)
                     self._delay(fetcher, key)
+                except Exception:  # noqa: BLE001 - other partitions keep replicating
+                    log.exception("Replicating %s-%d from broker %d failed", key[0], key[1],
+                                  fetcher.leader_id)
+                    self._delay(fetcher, key)
 
     def _delay(self, fetcher: _Fetcher, key: tuple[str, int]) -> None:
         fetcher.delayed_until[key] = trio.current_time() + self.settings.backoff_ms / 1000.0
@@ -268,6 +289,14 @@ class ReplicaFetcherManager:
                 offset, _ = divergence_truncation(
                     plog.leader_epoch_cache, plog.log_end_offset, plog.high_watermark,
                     diverging.epoch, diverging.end_offset)
+                if offset >= plog.log_end_offset:
+                    # Nothing of ours lies past the leader's answer, yet it says we diverge:
+                    # asking again at once would get the same answer, so wait.
+                    log.warning("Leader %d reports %s-%d diverging at epoch %d offset %d, but "
+                                "our log ends at %d; retrying later", fetcher.leader_id, key[0],
+                                key[1], diverging.epoch, diverging.end_offset, plog.log_end_offset)
+                    self._delay(fetcher, key)
+                    return
                 log.info("Truncating %s-%d to %d (diverged from leader %d at epoch %d)",
                          key[0], key[1], offset, fetcher.leader_id, diverging.epoch)
                 plog.truncate_to(offset, now_ms=now_ms)
@@ -315,12 +344,14 @@ def _restart_inside_first_batch(plog: PartitionLog, records: bytes, now_ms: int)
 
 
 def _follow_log_start(plog: PartitionLog, leader_start: int) -> None:
-    """Take the leader's log start offset (DeleteRecords, retention) as far as our log allows."""
-    target = min(leader_start, plog.log_end_offset)
-    if target > plog.high_watermark:
-        plog.high_watermark = target
+    """Take the leader's log start offset (DeleteRecords, retention), capped by our high watermark.
+
+    The leader only moves its log start below its own high watermark, which our high watermark
+    has just taken (up to our log end), so the cap only bites while we are still behind; the next
+    fetch moves it further.
+    """
     try:
-        plog.increment_log_start_offset(target)
+        plog.increment_log_start_offset(min(leader_start, plog.high_watermark))
     except KafkaError:
         pass
 

@@ -11,8 +11,9 @@ come out (``take_proposal``) for the edge to send as AlterPartition. The rules a
   the HW never counts on a replica the controller may not consider in sync; it never goes back;
 * a replica outside the ISR joins once its log end reaches both the HW and the start of the
   current leader epoch; an ISR member not caught up for ``replica.lag.time.max.ms`` leaves;
-* one proposal is in flight at a time; the metadata image (``update_registration``) is the truth
-  and supersedes whatever was pending.
+* one proposal is in flight at a time and nothing new is proposed until it is answered (the next
+  one must build on the partition epoch the answer brings); the metadata image
+  (``update_registration``) is the truth and supersedes whatever was pending.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from kafkapy.protocol.errors import ErrorCode
 _RETRIABLE = frozenset({
     ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_CONTROLLER,
     ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.BROKER_NOT_AVAILABLE,
+    ErrorCode.BROKER_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION,
 })
 
 
@@ -94,8 +95,19 @@ class PartitionLeaderState:
     # ---------------------------------------------------------------- events
     def update_registration(self, *, replicas: Sequence[int], isr: Sequence[int], leader_epoch: int,
                             partition_epoch: int, now_ms: int) -> bool:
-        """The metadata image moved while this broker still leads (same leader epoch, or a
-        bumped one for a reassignment); True if the high watermark advanced."""
+        """The metadata image moved while this broker still leads; True if the high watermark
+        advanced.
+
+        An image older than what an AlterPartition answer already told us (a smaller partition
+        epoch in the same leader epoch) is ignored, as Kafka's makeLeader does: the answer can
+        overtake the metadata record it produced. A newer one supersedes any pending proposal,
+        which the controller would refuse anyway (it was based on an older partition epoch).
+        """
+        if leader_epoch == self.leader_epoch and partition_epoch < self.partition_epoch:
+            return False
+        if partition_epoch > self.partition_epoch or leader_epoch != self.leader_epoch:
+            self._queued = None
+            self.in_flight = None
         self._replicas = tuple(replicas)
         for r in list(self._followers):
             if r not in self._replicas:
@@ -103,10 +115,6 @@ class PartitionLeaderState:
         for r in self._replicas:
             if r != self.node_id and r not in self._followers:
                 self._followers[r] = FollowerProgress(last_caught_up_ms=now_ms)
-        if partition_epoch != self.partition_epoch or leader_epoch != self.leader_epoch:
-            # Whatever we proposed from the older epoch is moot: the controller has spoken.
-            self._queued = None
-            self.in_flight = None
         self.isr = tuple(isr)
         self.leader_epoch = leader_epoch
         self.partition_epoch = partition_epoch
@@ -150,26 +158,37 @@ class PartitionLeaderState:
         return self.in_flight
 
     def on_alter_partition_result(self, *, error: int, isr: Sequence[int] = (), leader_epoch: int = -1,
-                                  partition_epoch: int = -1) -> None:
+                                  partition_epoch: int = -1,
+                                  proposal: IsrProposal | None = None) -> bool:
+        """The controller's answer to the proposal in flight; True if the high watermark advanced
+        (a confirmed shrink stops waiting for the members it removed).
+
+        ``proposal`` names the proposal answered: an answer to one that is no longer in flight
+        (superseded by metadata meanwhile) is ignored, as Kafka ignores a response that does not
+        match its pending ISR state. Without it the answer is taken for the one in flight.
+        """
+        if proposal is not None and proposal != self.in_flight:
+            return False
         sent, self.in_flight = self.in_flight, None
         if error == ErrorCode.NONE:
-            if partition_epoch >= self.partition_epoch:
+            if partition_epoch >= self.partition_epoch and leader_epoch in (-1, self.leader_epoch):
                 self.isr = tuple(isr)
                 self.partition_epoch = partition_epoch
-                if leader_epoch >= 0:
-                    self.leader_epoch = leader_epoch
-            self._recompute_hw()
-        elif error in _RETRIABLE and sent is not None and self._queued is None:
-            self._queued = sent  # try again with the next event
+            return self._recompute_hw()
+        if error in _RETRIABLE and sent is not None and self._queued is None:
+            self._queued = sent  # proposable again: the edge sends it with the next event
         # Anything else (stale epochs, ineligible replicas): wait for the metadata image.
+        return False
 
     # ---------------------------------------------------------------- internals
     def _pending_isr(self) -> tuple[int, ...]:
-        pending = self._queued or self.in_flight
+        pending = self.in_flight or self._queued
         return pending.new_isr if pending is not None else self.isr
 
     def _propose(self, new_isr: tuple[int, ...]) -> None:
-        if new_isr == self._pending_isr():
+        # Kafka changes nothing while a proposal is in flight: the next one must be based on the
+        # partition epoch the controller answers with, or the controller would refuse it.
+        if self.in_flight is not None or new_isr == self._pending_isr():
             return
         self._queued = IsrProposal(new_isr, self.leader_epoch, self.partition_epoch)
 

@@ -85,3 +85,87 @@ def test_new_metadata_supersedes_pending_proposals():
     s.update_registration(replicas=(1, 2), isr=(1, 2), leader_epoch=3, partition_epoch=9, now_ms=5000)
     assert s.in_flight is None and s.isr == (1, 2)
     assert s.follower_log_end_offset(3) == -1
+
+
+def test_a_confirmed_shrink_releases_the_high_watermark_held_by_the_removed_member():
+    s = leader()
+    s.on_follower_fetch(2, 10, 10, now_ms=500)
+    s.on_follower_fetch(3, 4, 10, now_ms=100)
+    s.maybe_shrink(now_ms=1200, lag_time_max_ms=LAG)
+    proposal = s.take_proposal()
+    assert s.on_alter_partition_result(error=ErrorCode.NONE, isr=(1, 2), leader_epoch=3,
+                                       partition_epoch=8, proposal=proposal)
+    assert s.high_watermark == 10
+
+
+def test_nothing_new_is_proposed_while_a_proposal_is_in_flight():
+    s = leader(isr=(1, 2), leo=10)
+    s.on_follower_fetch(2, 10, 10, now_ms=0)
+    s.maybe_shrink(now_ms=5000, lag_time_max_ms=LAG)
+    shrink = s.take_proposal()
+    assert shrink == IsrProposal((1,), 3, 7)
+    s.on_follower_fetch(3, 10, 10, now_ms=5001)  # caught up meanwhile: would join
+    assert s.take_proposal() is None
+    s.on_alter_partition_result(error=ErrorCode.NONE, isr=(1,), leader_epoch=3, partition_epoch=8,
+                                proposal=shrink)
+    s.on_follower_fetch(3, 10, 10, now_ms=5002)
+    assert s.take_proposal() == IsrProposal((1, 3), 3, 8), "built on the confirmed partition epoch"
+
+
+def test_an_answer_to_a_superseded_proposal_is_ignored():
+    s = leader()
+    s.maybe_shrink(now_ms=5000, lag_time_max_ms=LAG)
+    old = s.take_proposal()
+    assert old == IsrProposal((1,), 3, 7)
+    # The image moved on (say another change landed first) before the answer came back.
+    s.update_registration(replicas=(1, 2, 3), isr=(1, 2), leader_epoch=3, partition_epoch=8,
+                          now_ms=5000)
+    assert s.in_flight is None
+    s.maybe_shrink(now_ms=9000, lag_time_max_ms=LAG)
+    new = s.take_proposal()
+    assert new == IsrProposal((1,), 3, 8)
+    s.on_alter_partition_result(error=ErrorCode.INVALID_UPDATE_VERSION, proposal=old)
+    assert s.in_flight == new, "the stale refusal does not cancel the proposal now in flight"
+    s.on_alter_partition_result(error=ErrorCode.NONE, isr=(1,), leader_epoch=3, partition_epoch=9,
+                                proposal=new)
+    assert s.isr == (1,) and s.partition_epoch == 9
+
+
+def test_an_image_older_than_the_controllers_answer_does_not_roll_the_isr_back():
+    s = leader()
+    s.maybe_shrink(now_ms=5000, lag_time_max_ms=LAG)
+    proposal = s.take_proposal()
+    s.on_alter_partition_result(error=ErrorCode.NONE, isr=(1,), leader_epoch=3, partition_epoch=8,
+                                proposal=proposal)
+    assert not s.update_registration(replicas=(1, 2, 3), isr=(1, 2, 3), leader_epoch=3,
+                                     partition_epoch=7, now_ms=5000)
+    assert s.isr == (1,) and s.partition_epoch == 8
+    assert s.enough_replicas(1) and not s.enough_replicas(2)
+
+
+def test_one_shrink_removes_every_lagging_member_but_never_the_leader():
+    s = leader(isr=(1, 2, 3), replicas=(1, 2, 3))
+    s.maybe_shrink(now_ms=LAG, lag_time_max_ms=LAG)
+    assert s.take_proposal() is None, "exactly the lag time is not yet too long"
+    s.maybe_shrink(now_ms=LAG + 1, lag_time_max_ms=LAG)
+    assert s.take_proposal() == IsrProposal((1,), 3, 7)
+
+
+def test_joining_members_keep_the_replica_order():
+    s = leader(isr=(1, 3), replicas=(3, 2, 1))
+    s.on_follower_fetch(3, 10, 10, now_ms=1)
+    s.on_follower_fetch(2, 10, 10, now_ms=1)
+    assert s.take_proposal() == IsrProposal((3, 2, 1), 3, 7)
+
+
+def test_a_behind_follower_stops_counting_as_caught_up():
+    s = leader(isr=(1, 2), leo=10)
+    s.on_follower_fetch(2, 10, 10, now_ms=100)  # caught up at 100
+    s.on_leader_append(20)
+    s.on_follower_fetch(2, 10, 20, now_ms=600)  # stuck at 10 while the leader is at 20
+    s.on_follower_fetch(2, 12, 20, now_ms=900)  # short of the 20 the leader had at 600
+    s.maybe_shrink(now_ms=1050, lag_time_max_ms=LAG)
+    assert s.take_proposal() is None, "caught up at 100, within the lag time"
+    s.maybe_shrink(now_ms=1101, lag_time_max_ms=LAG)
+    assert s.take_proposal() == IsrProposal((1,), 3, 7)
+    assert s.follower_log_end_offset(2) == 12 and s.follower_log_end_offset(9) == -1
