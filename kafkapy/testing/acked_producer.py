@@ -1,11 +1,12 @@
 """A stock idempotent producer (librdkafka via confluent-kafka) that writes down what was acked.
 
     python -m kafkapy.testing.acked_producer --bootstrap HOST:PORT --topic T --partitions N \
-        --ledger FILE [--rate PER_SECOND] [--seconds S]
+        --ledger FILE [--rate PER_SECOND] [--seconds S] [--count N]
 
 Record ``seq`` of partition ``p`` has the value ``p:seq``; every record acknowledged with
 ``acks=all`` becomes one ledger line ``partition offset seq ack_time`` (flushed as it goes), and
-every failed delivery a line in ``FILE.errors``. Runs until SIGTERM/SIGINT or ``--seconds``,
+every failed delivery a line ``value error_name time`` in ``FILE.errors``. Runs until
+SIGTERM/SIGINT, ``--seconds`` or ``--count`` records sent,
 then flushes what is in flight (bounded) and exits 0. The chaos tests compare the ledger with
 the replicas' logs (``kafkapy.testing.ledger``).
 """
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ledger", required=True)
     ap.add_argument("--rate", type=float, default=200.0, help="records per second, all partitions")
     ap.add_argument("--seconds", type=float, default=0.0, help="stop after this long (0: on signal)")
+    ap.add_argument("--count", type=int, default=0, help="stop after this many records (0: on signal)")
     args = ap.parse_args(argv)
 
     stop = [False]
@@ -59,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     interval = 1.0 / args.rate if args.rate > 0 else 0.0
     n = 0
-    while not stop[0] and (args.seconds <= 0 or time.monotonic() - started < args.seconds):
+    while (not stop[0] and (args.seconds <= 0 or time.monotonic() - started < args.seconds)
+           and (args.count <= 0 or n < args.count)):
         p = n % args.partitions
         value = f"{p}:{seqs[p]}".encode()
         try:

@@ -1,7 +1,8 @@
 """Checking a replicated log against what producers were told: acked records and replica files.
 
-``read_ledger`` parses what ``kafkapy.testing.acked_producer`` wrote; ``read_replica`` reads one
-replica's partition straight from a node's data directory (segment files, read only); ``problems``
+``read_ledger`` parses what ``kafkapy.testing.acked_producer`` wrote; ``read_replica`` (and
+``read_replica_log``, records only) reads one replica's partition straight from a node's data
+directory (segment files, read only, so a running node's files can be read too); ``problems``
 lists, in words, every way the logs break the promise of ``acks=all``: an acknowledged record
 missing, stored twice, out of order, at another offset, or replicas that disagree byte for byte.
 """
@@ -13,6 +14,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kafkapy.log.checkpoint import read_checkpoint
 from kafkapy.records.reader import iter_batches, iter_records
 
 
@@ -39,6 +41,7 @@ class Replica:
 
 
 def read_ledger(path: str | os.PathLike[str]) -> dict[int, list[Ack]]:
+    """partition -> acks in the order the producer heard them (lines ``partition offset seq time``)."""
     acks: dict[int, list[Ack]] = {}
     with open(path) as f:
         for line in f:
@@ -65,6 +68,26 @@ def read_replica(data_dir: str | os.PathLike[str], topic: str, partition: int) -
     return Replica(tuple(batches), tuple(records))
 
 
+def read_replica_log(data_dir: str | os.PathLike[str], topic: str,
+                     partition: int) -> list[tuple[int, bytes | None, bytes | None]]:
+    """Every record of one replica's partition as (offset, key, value), from its segment files."""
+    out: list[tuple[int, bytes | None, bytes | None]] = []
+    pattern = os.path.join(str(data_dir), f"{topic}-{partition}", "*.log")
+    for path in sorted(glob.glob(pattern)):
+        with open(path, "rb") as f:
+            data = f.read()
+        for _, batch in iter_batches(data):
+            out.extend((rec.offset, rec.key, rec.value) for rec in iter_records(batch))
+    return out
+
+
+def read_high_watermarks(data_dir: str | os.PathLike[str]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> high watermark from a node's replication-offset-checkpoint (what
+    it last wrote: every few seconds while running, and at a clean shutdown); {} when absent."""
+    entries = read_checkpoint(os.path.join(str(data_dir), "replication-offset-checkpoint")) or []
+    return {(topic, int(partition)): int(offset) for topic, partition, offset in entries}
+
+
 def problems(acks: Mapping[int, Sequence[Ack]], replicas: Mapping[int, Mapping[int, Replica]],
              *, committed: Mapping[int, int] | None = None) -> list[str]:
     """Everything wrong, per partition. ``replicas``: partition -> node id -> replica;
@@ -88,15 +111,23 @@ def problems(acks: Mapping[int, Sequence[Ack]], replicas: Mapping[int, Mapping[i
 
 
 def _disagreements(partition: int, copies: Mapping[int, Replica]) -> Iterable[str]:
+    # Every pair, not just against one reference: a short first replica would otherwise hide a
+    # disagreement between the other two. Only the common prefix is compared; a replica that
+    # is short of the committed offset is reported by the caller.
     nodes = sorted(copies)
-    base = copies[nodes[0]]
-    for node in nodes[1:]:
-        other = copies[node]
-        for i, (a, b) in enumerate(zip(base.batches, other.batches)):
-            if a != b:
-                yield (f"partition {partition}: batch {i} differs between nodes {nodes[0]} and "
-                       f"{node}")
-                break
+    for i, a_node in enumerate(nodes):
+        for b_node in nodes[i + 1:]:
+            a, b = copies[a_node], copies[b_node]
+            for n, (x, y) in enumerate(zip(a.batches, b.batches)):
+                if x != y:
+                    yield (f"partition {partition}: batch {n} (base offset {_base_offset(x)} on "
+                           f"node {a_node}, {_base_offset(y)} on node {b_node}) differs between "
+                           f"nodes {a_node} and {b_node}")
+                    break
+
+
+def _base_offset(batch: bytes) -> int:
+    return int.from_bytes(batch[:8], "big", signed=True)
 
 
 def _ack_problems(partition: int, acked: Sequence[Ack], log: Replica) -> Iterable[str]:
@@ -126,15 +157,22 @@ def _ack_problems(partition: int, acked: Sequence[Ack], log: Replica) -> Iterabl
 def unavailability(acks: Mapping[int, Sequence[Ack]], kill_times: Sequence[float],
                    window_s: float = 60.0) -> dict[int, list[float]]:
     """Per partition, for each kill: the longest gap between consecutive acks from the last ack
-    before the kill to ``window_s`` after it (how long producing to it stalled)."""
+    before the kill until the next kill (or ``window_s`` after it, or the last ack), i.e. how long
+    producing to that partition stalled because of that failover."""
     out: dict[int, list[float]] = {}
+    kills = sorted(kill_times)
     for partition, acked in sorted(acks.items()):
         times = sorted(a.at for a in acked)
         gaps = []
-        for k in kill_times:
+        for i, k in enumerate(kills):
+            # Bounded by the next kill, or every failover would also be charged with the stalls
+            # of the ones that follow it inside the window.
+            end = min(k + window_s, kills[i + 1]) if i + 1 < len(kills) else k + window_s
             before = [t for t in times if t <= k]
-            after = [t for t in times if k < t <= k + window_s]
+            after = [t for t in times if k < t <= end]
             points = ([before[-1]] if before else [k]) + after
-            gaps.append(max((b - a for a, b in zip(points, points[1:])), default=window_s))
+            if not after:
+                points.append(end)  # no ack at all until the end: stalled throughout
+            gaps.append(max(b - a for a, b in zip(points, points[1:])))
         out[partition] = gaps
     return out

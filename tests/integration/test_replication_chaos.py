@@ -9,7 +9,9 @@ its leaderships away, restarts it, waits until every ISR is whole again, and rep
 
 * every acknowledged record is in the log exactly once, at the offset it was acknowledged with,
   in order per partition, and the three replicas' files agree byte for byte;
-* a stock consumer reads every partition from the beginning with no gap.
+* a stock consumer reads every partition from the beginning with no gap, and finds each acked
+  value at its acked offset and nothing else but records whose delivery was reported failed;
+* every replica's high watermark (its replication-offset-checkpoint) reaches the same value.
 
 It prints, per failover, how long each partition accepted no writes.
 """
@@ -22,7 +24,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import trio
@@ -32,7 +33,8 @@ from helpers import FAST_FAILOVER, create_topics, metadata
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import ErrorCode
 from kafkapy.testing.cluster import LocalCluster, eventually
-from kafkapy.testing.ledger import problems, read_ledger, read_replica, unavailability
+from kafkapy.testing.ledger import (
+    Ack, problems, read_high_watermarks, read_ledger, read_replica, unavailability)
 
 TOPIC = "chaos"
 PARTITIONS = 3
@@ -82,11 +84,12 @@ def test_acked_records_survive_twenty_kill_9_cycles(cluster, tmp_path):
     print(f"\nchaos seed {seed} (KAFKAPY_CHAOS_SEED={seed} replays the kill order)")
     rng = random.Random(seed)
     ledger = tmp_path / "acks.ledger"
+    producer_stderr = open(tmp_path / "producer.stderr", "w")
     producer = subprocess.Popen(
         [sys.executable, "-m", "kafkapy.testing.acked_producer", "--bootstrap", cluster.bootstrap,
          "--topic", TOPIC, "--partitions", str(PARTITIONS), "--ledger", str(ledger),
          "--rate", str(RATE)],
-        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "producer.stderr", "w"))
+        stdout=subprocess.DEVNULL, stderr=producer_stderr)
     kills: list[tuple[float, int, set[int]]] = []
     try:
         eventually(lambda: ledger.stat().st_size > 0, timeout=30, what="the first acknowledgements")
@@ -114,7 +117,8 @@ def test_acked_records_survive_twenty_kill_9_cycles(cluster, tmp_path):
         except subprocess.TimeoutExpired:
             producer.kill()
             producer.wait()
-    assert producer.returncode == 0
+        producer_stderr.close()
+    assert producer.returncode == 0, (tmp_path / "producer.stderr").read_text()[-2000:]
 
     acks = read_ledger(ledger)
     errors = (tmp_path / "acks.ledger.errors").read_text().splitlines()
@@ -123,14 +127,21 @@ def test_acked_records_survive_twenty_kill_9_cycles(cluster, tmp_path):
           + (f" (first: {errors[0]})" if errors else ""))
     assert total > CYCLES * 10
 
-    ends = _consume_everything(cluster)
+    consumed = _consume_everything(cluster)
+    ends = {p: len(values) for p, values in consumed.items()}
+    failed = {line.split()[0].encode() for line in errors if line.strip()}
+    found = _consumed_problems(acks, consumed, failed)
+    assert found == [], "\n".join(found[:20])
+    eventually(lambda: all(read_high_watermarks(cluster.node_dir(b) / "data").get((TOPIC, p)) == ends[p]
+                           for b in BROKERS for p in range(PARTITIONS)),
+               timeout=30, what="every replica's checkpointed high watermark to reach the consumer's end")
     for partition, gaps in unavailability(acks, [k[0] for k in kills]).items():
         print(f"partition {partition}: no acks for " + ", ".join(
             f"{g:.1f}s{'*' if partition in k[2] else ''}" for g, k in zip(gaps, kills))
             + "  (* = its leader was the broker killed)")
 
-    # Wait until every follower has everything the leaders have, then stop the cluster cleanly
-    # and compare the three copies on disk.
+    # Every follower has everything up to the high watermark (checked above); stop the cluster
+    # cleanly and compare the three copies on disk.
     cluster.down()
     replicas = {p: {b: read_replica(cluster.node_dir(b) / "data", TOPIC, p) for b in BROKERS}
                 for p in range(PARTITIONS)}
@@ -138,24 +149,44 @@ def test_acked_records_survive_twenty_kill_9_cycles(cluster, tmp_path):
     assert found == [], "\n".join(found[:20])
 
 
-def _consume_everything(cluster: LocalCluster) -> dict[int, int]:
-    """Read every partition from offset 0 to its high watermark with a stock consumer; check
-    the offsets run without a gap; return the high watermarks."""
+def _consume_everything(cluster: LocalCluster) -> dict[int, list[bytes | None]]:
+    """Every partition's values from offset 0 to its high watermark, read with a stock consumer;
+    the offsets must run without a gap."""
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "chaos-check",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     try:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
                 for p in range(PARTITIONS)}
         consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
-        seen = {p: [] for p in range(PARTITIONS)}
+        seen: dict[int, list[tuple[int, bytes | None]]] = {p: [] for p in range(PARTITIONS)}
         deadline = time.monotonic() + 120
         while any(len(seen[p]) < ends[p] for p in seen) and time.monotonic() < deadline:
             msg = consumer.poll(1.0)
             if msg is None or msg.error():
                 continue
-            seen[msg.partition()].append(msg.offset())
-        for p, offsets in seen.items():
-            assert offsets == list(range(ends[p])), f"partition {p}: consumed offsets have gaps"
-        return ends
+            seen[msg.partition()].append((msg.offset(), msg.value()))
+        for p, records in seen.items():
+            assert [o for o, _ in records] == list(range(ends[p])), f"partition {p}: consumed offsets have gaps"
+        return {p: [v for _, v in records] for p, records in seen.items()}
     finally:
         consumer.close()
+
+
+def _consumed_problems(acks: dict[int, list[Ack]], consumed: dict[int, list[bytes | None]],
+                       failed: set[bytes]) -> list[str]:
+    """What a consumer sees that an acks=all producer was not promised: an acked value missing or
+    elsewhere, a value written twice or out of order, or one nobody was told about (a record
+    whose delivery was reported failed may or may not be there: its outcome is unknown)."""
+    found = []
+    for p, values in consumed.items():
+        acked = {f"{p}:{a.seq}".encode(): a.offset for a in acks.get(p, [])}
+        for value, offset in acked.items():
+            if offset >= len(values) or values[offset] != value:
+                found.append(f"partition {p}: acked {value!r} at offset {offset}, consumer found "
+                             f"{values[offset] if offset < len(values) else 'nothing'!r}")
+        seqs = [int(v.split(b":")[1]) for v in values if v]
+        if seqs != sorted(set(seqs)):
+            found.append(f"partition {p}: values duplicated or out of order")
+        found.extend(f"partition {p}: {v!r} at offset {o} was neither acked nor reported failed"
+                     for o, v in enumerate(values) if v not in acked and v not in failed)
+    return found
