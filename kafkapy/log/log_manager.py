@@ -242,30 +242,41 @@ class LogManager:
         for plog in self._logs.values():
             plog.producer_state.remove_expired(now_ms)
 
+    def _hosted(self) -> list[tuple[TopicPartition, PartitionLog, str | None]]:
+        # One copy up front (list() of a dict view does not release the GIL), so the fsyncing
+        # writers below may run in a worker thread while the event loop adds or drops logs.
+        dir_of = dict(self._dir_of)
+        return [(tp, plog, dir_of.get(tp)) for tp, plog in list(self._logs.items())]
+
     def checkpoint_high_watermarks(self) -> None:
-        """Write ``replication-offset-checkpoint`` (every log's high watermark) in each dir."""
+        """Write ``replication-offset-checkpoint`` (every log's high watermark) in each dir.
+
+        It fsyncs each file, so like ``flush_due`` it may be run off the event loop.
+        """
+        hosted = self._hosted()
         for d in self.log_dirs:
             write_offsets_checkpoint(
                 os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT),
-                {tp: plog.high_watermark for tp, plog in self._logs.items()
-                 if self._dir_of.get(tp) == d})
+                {tp: plog.high_watermark for tp, plog, in_dir in hosted if in_dir == d})
 
     def checkpoint(self) -> None:
         """Write the offset checkpoints of every log dir (high watermarks included)."""
         self.checkpoint_high_watermarks()
+        hosted = self._hosted()
         for d in self.log_dirs:
             rps: dict[TopicPartition, int] = {}
             lsos: dict[TopicPartition, int] = {}
-            for tp, plog in self._logs.items():
-                if self._dir_of.get(tp) != d:
+            first_bases: dict[TopicPartition, int] = {}
+            for tp, plog, in_dir in hosted:
+                if in_dir != d:
                     continue
+                first_bases[tp] = plog.segments[0].base_offset
                 rps[tp] = plog.recovery_point
                 lsos[tp] = plog.log_start_offset
             write_offsets_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT), rps)
             # Kafka records log start offsets only where they moved past the first segment.
             write_offsets_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT),
-                                     {tp: o for tp, o in lsos.items()
-                                      if o > self._logs[tp].segments[0].base_offset})
+                                     {tp: o for tp, o in lsos.items() if o > first_bases[tp]})
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, then the clean-shutdown marker."""

@@ -575,7 +575,10 @@ class PartitionLog:
         """Remove everything at or after ``offset`` (whole batches); True if anything went.
 
         A high watermark above the new log end comes down to it; one below stays (a follower
-        truncating its divergent tail keeps what it knows is committed).
+        truncating its divergent tail keeps what it knows is committed). A log start offset
+        above it comes down too (as Kafka's truncateTo), so log start <= high watermark <= log
+        end holds even when a follower that took the leader's log start must drop offsets below
+        it for a new leader whose log ends there.
         """
         self._check_open()
         if offset < 0:
@@ -594,6 +597,7 @@ class PartitionLog:
         seg.truncate_to(offset)
         seg.resize_indexes(self.config.segment_index_bytes)
         leo = self.log_end_offset
+        self.log_start_offset = min(self.log_start_offset, leo)
         self.leader_epoch_cache.truncate_from_end(leo)
         self.high_watermark = min(self.high_watermark, leo)
         self.recovery_point = min(self.recovery_point, leo)

@@ -130,3 +130,17 @@ def test_closed_logs_refuse_to_move_their_start(open_log):
     with pytest.raises(KafkaError) as e:
         log.maybe_increment_log_start_offset(1)
     assert e.value.code == ErrorCode.KAFKA_STORAGE_ERROR
+
+
+def test_truncating_below_the_log_start_brings_the_start_down_with_it(open_log):
+    # A follower that took the leader's log start and then meets a new leader whose log ends
+    # below it (unclean election) must end up with start <= end, as Kafka's truncateTo.
+    log = open_log()
+    log.hw_follows_leo = False
+    log.append_as_follower(_follower_batch(0, 3) + _follower_batch(3, 3) + _follower_batch(6, 3))
+    log.high_watermark = 8
+    assert log.maybe_increment_log_start_offset(7)
+    assert log.truncate_to(3)
+    assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (3, 3, 3)
+    log.append_as_follower(_follower_batch(3, 2, epoch=1))
+    assert (log.log_start_offset, log.log_end_offset) == (3, 5)
