@@ -32,6 +32,7 @@ from typing import Any, Final
 import trio
 
 from kafkapy.protocol import ErrorCode, KafkaError
+from kafkapy.protocol.errors import error_name
 from kafkapy.protocol import messages as m
 
 __all__ = ["BrokerLifecycleManager", "BrokerState"]
@@ -206,7 +207,7 @@ class BrokerLifecycleManager:
                               "%d ms.", self._prefix, self.broker_id, round(backoff * 1000))
                 else:
                     log.error("%sUnable to register broker %d: %s (%s). Retrying in %d ms.",
-                              self._prefix, self.broker_id, _code_name(code),
+                              self._prefix, self.broker_id, error_name(code),
                               getattr(reply, "error_message", None) or "no message",
                               round(backoff * 1000))
             await trio.sleep(backoff)
@@ -252,7 +253,7 @@ class BrokerLifecycleManager:
         code = reply.error_code
         if code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
             log.warning("%sThe controller does not know broker epoch %d (%s); registering again",
-                        self._prefix, self.broker_epoch, _code_name(code))
+                        self._prefix, self.broker_epoch, error_name(code))
             self._registered = False
             self._set_fenced(True)
             if self.state in (BrokerState.RECOVERY, BrokerState.RUNNING):
@@ -260,7 +261,7 @@ class BrokerLifecycleManager:
             return "register"
         if code != ErrorCode.NONE:
             log.warning("%sBroker %d sent a heartbeat request but received error %s.",
-                        self._prefix, self.broker_id, _code_name(code))
+                        self._prefix, self.broker_id, error_name(code))
             return "failed"
         self._contact_ok()
         self._apply(reply)
@@ -306,7 +307,7 @@ class BrokerLifecycleManager:
             with trio.move_on_after(timeout + _CALL_SLACK_S):
                 return await self.call(request, timeout=timeout)
         except KafkaError as exc:
-            name = _code_name(exc.code)
+            name = error_name(exc.code)
             problem = f"{name}: {exc.message}" if exc.message else name
         except Exception as exc:  # the controller channel is closed, or a bug below us
             problem = repr(exc)
@@ -349,9 +350,3 @@ class BrokerLifecycleManager:
         except Exception:
             log.exception("%sContact callback %r failed", self._prefix, callback)
 
-
-def _code_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error code {code}"

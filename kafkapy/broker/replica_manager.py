@@ -22,6 +22,8 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 
@@ -31,7 +33,7 @@ from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import LogAppendResult, PartitionLog
 from kafkapy.metadata.image import RESOURCE_TOPIC, MetadataImage, PartitionRegistration, TopicImage
 from kafkapy.metadata.update import MetadataUpdate
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.replication.alter_partition import AlterPartitionManager
 from kafkapy.replication.fetcher import FollowTarget, ReplicaFetcherManager
 from kafkapy.replication.leader_state import PartitionLeaderState
@@ -70,13 +72,6 @@ class HostedPartition:
         self.hw_changed = trio.Event()
 
 
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
-
-
 def topic_log_config(config: BrokerConfig, image: MetadataImage, topic: str) -> LogConfig:
     """A topic's effective log settings: its own configs over the broker's topic defaults."""
     props = config.topic_defaults()
@@ -108,10 +103,16 @@ class ReplicaManager:
         # single-replica partitions make progress).
         self.fetchers: ReplicaFetcherManager | None = None
         self.alter_partition: AlterPartitionManager | None = None
-        self._lag_time_max_ms = int(config.get("replica.lag.time.max.ms") or 30000)  # type: ignore[arg-type]
+        # As the fetchers' host: opens a client to another broker (set by the node).
+        self.connect: Callable[[int], Awaitable[Any]] | None = None
+        self._lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return len(self._partitions)
+
+    @property
+    def node_id(self) -> int:
+        return self._node_id
 
     @property
     def log_dirs(self) -> list[str]:
@@ -327,22 +328,20 @@ class ReplicaManager:
                  list(proposal.new_isr), hosted.topic, hosted.index, proposal.leader_epoch,
                  proposal.partition_epoch)
 
-        def on_result(error: int, data: object) -> None:
+        def on_result(error: int, data: Any) -> None:
             if hosted.leader_state is not state:
                 return  # leadership moved on meanwhile: the image is the truth now
-            if error == ErrorCode.NONE and data is not None:
-                state.on_alter_partition_result(
-                    error=error, isr=list(getattr(data, "isr")),
-                    leader_epoch=getattr(data, "leader_epoch"),
-                    partition_epoch=getattr(data, "partition_epoch"))
+            if error == ErrorCode.NONE:
+                advanced = state.on_alter_partition_result(
+                    error=error, isr=tuple(data.isr), leader_epoch=data.leader_epoch,
+                    partition_epoch=data.partition_epoch, proposal=proposal)
             else:
-                if error != ErrorCode.NONE:
-                    log.info("ISR change of %s-%d refused: %s", hosted.topic, hosted.index,
-                             _error_name(error))
-                state.on_alter_partition_result(error=error)
-            if state.high_watermark > hosted.log.high_watermark:
+                log.info("ISR change of %s-%d refused: %s", hosted.topic, hosted.index,
+                         error_name(error))
+                advanced = state.on_alter_partition_result(error=error, proposal=proposal)
+            if advanced:
                 self._set_high_watermark(hosted, state.high_watermark)
-            hosted.wake()
+            hosted.wake()  # the ISR size decides NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
         self.alter_partition.submit(hosted.topic_id, hosted.index, proposal, on_result)
 

@@ -689,22 +689,14 @@ class Node:
         assert self.channel is not None and self.lifecycle is not None
         lifecycle, channel = self.lifecycle, self.channel
         replicas = self.replicas
-        node = self
-
-        class FetcherHost:
-            node_id = self.node_id
-            follower_log = staticmethod(replicas.follower_log)
-            on_follower_progress = staticmethod(replicas.on_follower_progress)
-
-            @staticmethod
-            async def connect(broker_id: int) -> KafkaClient:
-                return await node._connect_to_broker(broker_id)
+        # The replica manager is the fetchers' host; connecting to other brokers is the node's.
+        replicas.connect = self._connect_to_broker
 
         def broker_epoch_of(broker_id: int) -> int:
             reg = self._broker_image().cluster.brokers.get(broker_id)
             return -1 if reg is None else reg.epoch
 
-        fetchers = ReplicaFetcherManager(FetcherHost(), FetcherSettings.from_config(self.config),
+        fetchers = ReplicaFetcherManager(replicas, FetcherSettings.from_config(self.config),
                                          self.clock.now_ms)
         alter = AlterPartitionManager(
             lambda body: channel.call(body, timeout=COMMIT_TIMEOUT_S), node_id=self.node_id,

@@ -177,6 +177,14 @@ RETRIABLE: frozenset[ErrorCode] = frozenset({
 })
 
 
+def error_name(code: int) -> str:
+    """The name of an error code for log lines; codes newer than this table print as numbers."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"
+
+
 class KafkaError(Exception):
     """An operation failed with a specific Kafka error code; ``message`` goes to the client."""
 

@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from kafkapy.protocol import messages as m
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.replication.leader_state import IsrProposal
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ class AlterPartitionManager:
     def _fail_all(batch: dict[tuple[uuid.UUID, int], tuple[IsrProposal, Callback]], code: int,
                   exc: BaseException | None) -> None:
         log.info("AlterPartition for %d partition(s) failed: %s", len(batch),
-                 exc if exc is not None else _name(code))
+                 exc if exc is not None else error_name(code))
         for _, callback in batch.values():
             _answer(callback, code, None)
 
@@ -133,13 +133,6 @@ def _answer(callback: Callback, code: int, data: Any) -> None:
         callback(code, data)
     except Exception:  # noqa: BLE001
         log.exception("AlterPartition result callback failed")
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
 
 
 def _as_uuid(value: Any) -> uuid.UUID:

@@ -27,7 +27,7 @@ import trio
 
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.protocol import messages as m
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.records.reader import iter_batches
 from kafkapy.replication.truncation import divergence_truncation
 
@@ -198,7 +198,7 @@ class ReplicaFetcherManager:
                     continue
                 if response.error_code != ErrorCode.NONE:
                     log.info("Broker %d answered a replica fetch with %s", fetcher.leader_id,
-                             _name(response.error_code))
+                             error_name(response.error_code))
                     await trio.sleep(backoff)
                     continue
                 try:
@@ -310,8 +310,8 @@ class ReplicaFetcherManager:
             new_hw = min(leader_hw, plog.log_end_offset)
             if new_hw > plog.high_watermark:
                 plog.high_watermark = new_hw
-            if p.log_start_offset > plog.log_start_offset:
-                _follow_log_start(plog, p.log_start_offset)
+            # The leader deleted records (retention, DeleteRecords): so do we.
+            plog.maybe_increment_log_start_offset(p.log_start_offset)
             self.host.on_follower_progress(*key)
         elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
             if 0 <= fetch_offset < p.log_start_offset:
@@ -326,7 +326,7 @@ class ReplicaFetcherManager:
         else:
             if error not in _BACK_OFF_ERRORS:
                 log.warning("Replica fetch of %s-%d from broker %d: %s", key[0], key[1],
-                            fetcher.leader_id, _name(error))
+                            fetcher.leader_id, error_name(error))
             self._delay(fetcher, key)
 
 
@@ -341,23 +341,3 @@ def _restart_inside_first_batch(plog: PartitionLog, records: bytes, now_ms: int)
     first = next(iter_batches(records), None)
     if first is not None and first[0].base_offset < leo <= first[0].last_offset:
         plog.truncate_fully_and_start_at(first[0].base_offset, now_ms=now_ms)
-
-
-def _follow_log_start(plog: PartitionLog, leader_start: int) -> None:
-    """Take the leader's log start offset (DeleteRecords, retention), capped by our high watermark.
-
-    The leader only moves its log start below its own high watermark, which our high watermark
-    has just taken (up to our log end), so the cap only bites while we are still behind; the next
-    fetch moves it further.
-    """
-    try:
-        plog.increment_log_start_offset(min(leader_start, plog.high_watermark))
-    except KafkaError:
-        pass
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
