@@ -298,14 +298,37 @@ class ReplicaManager:
     # -- the leader's side of follower fetches ---------------------------------------------------
 
     def on_follower_fetch(self, hosted: HostedPartition, replica_id: int, fetch_offset: int,
-                          now_ms: int) -> None:
+                          now_ms: int, *, log_start_offset: int = -1) -> None:
         """A follower fetched at ``fetch_offset`` (its log end): track it for the ISR and HW."""
         state = hosted.leader_state
         if state is None:
             return
-        if state.on_follower_fetch(replica_id, fetch_offset, hosted.log.log_end_offset, now_ms):
+        before = state.follower_log_start_offset(replica_id)
+        if state.on_follower_fetch(replica_id, fetch_offset, hosted.log.log_end_offset, now_ms,
+                                   log_start_offset=log_start_offset):
             self._set_high_watermark(hosted, state.high_watermark)
+        elif log_start_offset != before:
+            hosted.wake()  # DeleteRecords waits for the followers' log starts
         self._send_proposal(hosted)
+
+    async def wait_for_low_watermark(self, hosted: HostedPartition, required_offset: int,
+                                     deadline: float, alive: Callable[[int], bool]) -> tuple[ErrorCode, int]:
+        """DeleteRecords' purgatory (Kafka's DelayedDeleteRecords): wait until every live
+        replica's log starts at ``required_offset`` or later; answer the error and the low
+        watermark reached (REQUEST_TIMED_OUT at ``deadline``, trio time)."""
+        while True:
+            current = self._partitions.get((hosted.topic, hosted.index))
+            state = hosted.leader_state
+            if current is not hosted or state is None or not hosted.is_leader(self._node_id):
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+            low = state.low_watermark(hosted.log.log_start_offset, alive)
+            if low >= required_offset:
+                return ErrorCode.NONE, low
+            if trio.current_time() >= deadline:
+                return ErrorCode.REQUEST_TIMED_OUT, low
+            event = hosted.hw_changed
+            with trio.move_on_at(deadline):
+                await event.wait()
 
     def check_isr(self, now_ms: int) -> None:
         """Shrink the ISR of every led partition whose followers fell behind for longer than

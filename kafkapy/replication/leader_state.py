@@ -18,7 +18,7 @@ come out (``take_proposal``) for the edge to send as AlterPartition. The rules a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -45,6 +45,8 @@ class FollowerProgress:
     """What the leader knows of one follower."""
 
     log_end_offset: int = -1
+    # -1 until the follower's first fetch says (Fetch v5+ carries it): DeleteRecords waits for it.
+    log_start_offset: int = -1
     last_caught_up_ms: int = 0
     last_fetch_ms: int = -1
     last_fetch_leader_leo: int = -1
@@ -89,6 +91,20 @@ class PartitionLeaderState:
         f = self._followers.get(broker_id)
         return -1 if f is None else f.log_end_offset
 
+    def follower_log_start_offset(self, broker_id: int) -> int:
+        f = self._followers.get(broker_id)
+        return -1 if f is None else f.log_start_offset
+
+    def low_watermark(self, log_start_offset: int, alive: Callable[[int], bool]) -> int:
+        """The smallest log start offset over this leader (``log_start_offset``) and its live
+        followers: what DeleteRecords reports, and waits for, as Kafka's lowWatermarkIfLeader.
+        A replica on a broker that is not alive does not hold the answer back."""
+        low = log_start_offset
+        for r, f in self._followers.items():
+            if alive(r) and f.log_start_offset < low:
+                low = f.log_start_offset
+        return low
+
     def enough_replicas(self, min_insync: int) -> bool:
         return len(self.isr) >= min_insync
 
@@ -125,8 +141,9 @@ class PartitionLeaderState:
         return self._recompute_hw()
 
     def on_follower_fetch(self, broker_id: int, fetch_offset: int, leader_log_end_offset: int,
-                          now_ms: int) -> bool:
-        """A follower fetched at ``fetch_offset``; True if the high watermark advanced."""
+                          now_ms: int, log_start_offset: int = -1) -> bool:
+        """A follower fetched at ``fetch_offset`` with its log starting at ``log_start_offset``;
+        True if the high watermark advanced."""
         self._leo = leader_log_end_offset
         f = self._followers.get(broker_id)
         if f is None:
@@ -136,6 +153,7 @@ class PartitionLeaderState:
         elif f.last_fetch_leader_leo >= 0 and fetch_offset >= f.last_fetch_leader_leo:
             f.last_caught_up_ms = max(f.last_caught_up_ms, f.last_fetch_ms)
         f.log_end_offset = fetch_offset
+        f.log_start_offset = log_start_offset
         f.last_fetch_ms = now_ms
         f.last_fetch_leader_leo = leader_log_end_offset
         advanced = self._recompute_hw()

@@ -226,3 +226,31 @@ def test_group_survives_the_loss_of_its_coordinator(cluster):
             second.close()
     finally:
         cluster.up()
+
+
+def test_delete_records_reaches_every_replica_and_survives_failover(cluster):
+    """DeleteRecords answers once every live replica's log starts at the offset (the low
+    watermark), so whichever replica leads next keeps the records deleted."""
+    topic = "delete-records-rf3"
+    created = send(cluster, 4, create_topics((topic, 1, 3)))
+    assert created.topics[0].error_code == ErrorCode.NONE
+    whole_isrs(cluster, topic, BROKERS)
+    leader, _ = partition_state(cluster, topic, list(BROKERS))
+    assert produce_code(cluster, leader, topic, [b"r%d" % i for i in range(10)]) == ErrorCode.NONE
+
+    Req = m.DeleteRecordsRequest
+    T = Req.DeleteRecordsTopic
+    resp = send(cluster, leader, Req(timeout_ms=15000, topics=[
+        T(name=topic, partitions=[T.DeleteRecordsPartition(partition_index=0, offset=6)])]))
+    part = resp.topics[0].partitions[0]
+    assert (part.error_code, part.low_watermark) == (ErrorCode.NONE, 6)
+
+    cluster.kill9(leader)
+    survivors = [b for b in BROKERS if b != leader]
+    eventually(lambda: partition_state(cluster, topic, survivors)[0] in survivors,
+               timeout=30, what="a new leader")
+    new_leader, _ = partition_state(cluster, topic, survivors)
+    earliest = send(cluster, new_leader, list_offsets(topic, 0, -2)).topics[0].partitions[0].offset
+    assert earliest == 6
+    cluster.up()
+    whole_isrs(cluster, topic, BROKERS)

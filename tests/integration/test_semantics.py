@@ -10,6 +10,7 @@ import pytest
 from helpers import batch, create_topics, fetch, list_offsets, metadata, partition_response, produce, run_client
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.records.builder import Record, build_batch
 from kafkapy.records.reader import iter_batches
 
 NODE_OVERRIDES = {"auto.create.topics.enable": "false", "message.max.bytes": "20000"}
@@ -312,3 +313,32 @@ def test_replicas_move_between_log_dirs_and_reassignment_reorders(tmp_path):
     part = fetched.responses[0].partitions[0]
     assert part.error_code == 0 and part.high_watermark == 2 and part.records
     assert reassigned.error_code == 0 and reassigned.responses[0].partitions[0].error_code == 0
+
+
+def test_delete_records_answers_as_kafka_per_partition(node):
+    """DeleteRecords: -1 means the high watermark; past it is OFFSET_OUT_OF_RANGE; a compacted
+    topic refuses with POLICY_VIOLATION; the low watermark comes back."""
+    _create(node, "sem-delete", partitions=3)
+    _create(node, "sem-delete-compacted", configs={"cleanup.policy": "compact"})
+    Req = m.DeleteRecordsRequest
+    T = Req.DeleteRecordsTopic
+    P = T.DeleteRecordsPartition
+
+    async def scenario(c):
+        for p in range(3):
+            await c.send(produce("sem-delete", p, batch([b"a", b"b", b"c", b"d"])))
+        keyed = bytearray(build_batch([Record(b"k", b"x")], now_ms=1_700_000_000_000))
+        await c.send(produce("sem-delete-compacted", 0, keyed))
+        return await c.send(Req(timeout_ms=5000, topics=[
+            T(name="sem-delete", partitions=[P(partition_index=0, offset=-1), P(partition_index=1, offset=2),
+                                             P(partition_index=2, offset=9)]),
+            T(name="sem-delete-compacted", partitions=[P(partition_index=0, offset=1)])]))
+
+    resp = run_client(node, scenario)
+    got = {(t.name, p.partition_index): (p.error_code, p.low_watermark) for t in resp.topics for p in t.partitions}
+    assert got == {
+        ("sem-delete", 0): (ErrorCode.NONE, 4),
+        ("sem-delete", 1): (ErrorCode.NONE, 2),
+        ("sem-delete", 2): (ErrorCode.OFFSET_OUT_OF_RANGE, -1),
+        ("sem-delete-compacted", 0): (ErrorCode.POLICY_VIOLATION, -1),
+    }

@@ -181,7 +181,8 @@ async def _handle_replica_fetch(ctx: BrokerContext, request: Request, replica_id
             hosted = ctx.replicas.leader(name, p.partition, p.current_leader_epoch)
         except KafkaError:
             continue
-        ctx.replicas.on_follower_fetch(hosted, replica_id, p.fetch_offset, now_ms)
+        ctx.replicas.on_follower_fetch(hosted, replica_id, p.fetch_offset, now_ms,
+                                       log_start_offset=getattr(p, "log_start_offset", -1))
     deadline = trio.current_time() + max(0, body.max_wait_ms) / 1000.0
     max_bytes = body.max_bytes if version >= 3 else 0x7FFFFFFF
     while True:

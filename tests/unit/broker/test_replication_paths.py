@@ -223,3 +223,50 @@ def test_a_lagging_follower_is_proposed_out_of_the_isr(setup):
     on_result(ErrorCode.NONE, type("Result", (), {"isr": [1, 2], "leader_epoch": 0,
                                                    "partition_epoch": 1})())
     assert hosted.high_watermark == end
+
+
+# -- DeleteRecords: the low watermark waits for every live replica's log start ------------------
+
+def test_delete_records_waits_until_every_live_replica_moved_its_log_start(setup):
+    manager, _ = setup
+    hosted = manager.get(*KEY)
+    alive = {1, 2, 3}
+    outcome: list[tuple[ErrorCode, int]] = []
+
+    async def main() -> None:
+        end = produce(manager, 10)
+        for r in (2, 3):
+            manager.on_follower_fetch(hosted, r, end, now_ms=0, log_start_offset=0)
+        assert hosted.high_watermark == 10
+        assert hosted.log.increment_log_start_offset(6)
+
+        async def wait() -> None:
+            outcome.append(await manager.wait_for_low_watermark(
+                hosted, 6, trio.current_time() + 30, alive.__contains__))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait)
+            await trio.sleep(1)
+            manager.on_follower_fetch(hosted, 2, end, now_ms=1000, log_start_offset=6)
+            await trio.sleep(1)
+            assert outcome == [], "replica 3 still starts at 0"
+            manager.on_follower_fetch(hosted, 3, end, now_ms=2000, log_start_offset=6)
+    run(main)
+    assert outcome == [(ErrorCode.NONE, 6)]
+
+
+def test_delete_records_does_not_wait_for_a_fenced_replica_but_times_out_on_a_live_one(setup):
+    manager, _ = setup
+    hosted = manager.get(*KEY)
+
+    async def main() -> None:
+        end = produce(manager, 4)
+        manager.on_follower_fetch(hosted, 2, end, now_ms=0, log_start_offset=0)
+        manager.on_follower_fetch(hosted, 3, end, now_ms=0, log_start_offset=0)
+        hosted.log.increment_log_start_offset(3)
+        # Replica 3's broker is fenced: only replica 2 holds the answer back.
+        code, low = await manager.wait_for_low_watermark(hosted, 3, trio.current_time() + 5, {1, 2}.__contains__)
+        assert (code, low) == (ErrorCode.REQUEST_TIMED_OUT, 0)
+        manager.on_follower_fetch(hosted, 2, end, now_ms=100, log_start_offset=3)
+        code, low = await manager.wait_for_low_watermark(hosted, 3, trio.current_time() + 5, {1, 2}.__contains__)
+        assert (code, low) == (ErrorCode.NONE, 3)
+    run(main)
