@@ -15,7 +15,10 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 PRODUCER_SNAPSHOT_SUFFIX = ".snapshot"
-# Suffixes appended to a whole file name while an operation is in flight.
+# The files one segment consists of (the .txnindex only exists for transactional data).
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+# Suffixes appended to a whole file name while an operation is in flight. ``.deleted`` marks a
+# segment file that left its log and waits for file.delete.delay.ms before being unlinked.
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -63,6 +66,15 @@ def txn_index_file(dir: str, base_offset: int) -> str:
 
 def snapshot_file(dir: str, offset: int) -> str:
     return os.path.join(dir, filename_prefix(offset) + PRODUCER_SNAPSHOT_SUFFIX)
+
+
+def deleted_name(path: str) -> str:
+    """The name a segment file takes while it waits to be unlinked (``<file>.deleted``)."""
+    return path + DELETED_SUFFIX
+
+
+def is_deleted_file(name: str) -> bool:
+    return name.endswith(DELETED_SUFFIX)
 
 
 def offset_from_filename(name: str) -> int:

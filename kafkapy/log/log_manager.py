@@ -14,10 +14,12 @@ stays invisible to consumers until the replica manager learns the partition's re
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Callable, Iterable
 
@@ -66,6 +68,14 @@ class LogManager:
         self.restore_high_watermarks = restore_high_watermarks
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        # Retired segment files waiting for file.delete.delay.ms: a heap of (due_ms, seq, paths).
+        # The lock lets the unlinking run on a worker thread while the event loop schedules more.
+        self._file_deletes: list[tuple[int, int, list[str]]] = []
+        self._file_delete_seq = 0
+        self._file_delete_lock = threading.Lock()
+        # Checkpoints are written via ``<file>.tmp`` and a rename; two writers of one file at once
+        # (event loop and a worker thread) would trip over each other's temp file.
+        self._checkpoint_lock = threading.Lock()
         self.had_clean_shutdown: dict[str, bool] = {}
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
@@ -192,7 +202,9 @@ class LogManager:
                              f"moving {topic}-{partition} from {src} to {dest_dir} crosses file systems, "
                              "which kafkapy does not support yet")
         plog.flush()
+        old_path = plog.dir
         plog.rename_dir(os.path.join(dest_dir, files.dir_name(topic, partition)))
+        self._retarget_file_deletes(old_path, plog.dir)
         fsync_dir(src)
         fsync_dir(dest_dir)
         self._dir_of[tp] = dest_dir
@@ -228,14 +240,79 @@ class LogManager:
             plog.flush_rolled()
             plog.maybe_flush(now_ms)
 
-    def cleanup_logs(self, now_ms: int) -> int:
-        """Retention pass over every log (Kafka's log retention check); segments deleted."""
+    def cleanup_logs(self, now_ms: int, *, checkpoint: bool = True) -> int:
+        """Retention pass over every log (Kafka's log-retention task); segments deleted.
+
+        Logs whose cleanup.policy has compact are left to the cleaner, as in Kafka (it applies
+        retention to compact,delete logs itself, between cleanings). Deleted segments' files are
+        renamed to ``.deleted`` and scheduled for unlinking after the log's file.delete.delay.ms
+        (:meth:`delete_due_files`). Segment list changes must not interleave with appends, so the
+        caller runs this where appends run (the event loop); it does renames but no fsync.
+
+        When segments went, the log start offsets moved: ``checkpoint=True`` writes the offset
+        checkpoints now (fsyncs); False leaves that to the caller (:meth:`checkpoint`, which may
+        run on a worker thread).
+        """
         total = 0
         for plog in list(self._logs.values()):
-            total += plog.delete_old_segments(now_ms)
-        if total:
+            if plog.closed or plog.config.compact:
+                continue
+            try:
+                total += plog.delete_old_segments(now_ms)
+            finally:
+                paths = plog.take_files_to_delete()
+                if paths:
+                    self.schedule_file_delete(paths, now_ms + plog.config.file_delete_delay_ms)
+        if total and checkpoint:
             self.checkpoint()
         return total
+
+    def schedule_file_delete(self, paths: list[str], due_ms: int) -> None:
+        """Unlink ``paths`` at the first :meth:`delete_due_files` at or after ``due_ms``."""
+        with self._file_delete_lock:
+            self._file_delete_seq += 1
+            heapq.heappush(self._file_deletes, (due_ms, self._file_delete_seq, list(paths)))
+
+    def next_file_delete_ms(self) -> int | None:
+        """When the earliest scheduled unlink is due (None when nothing waits)."""
+        with self._file_delete_lock:
+            return self._file_deletes[0][0] if self._file_deletes else None
+
+    def delete_due_files(self, now_ms: int) -> int:
+        """Unlink the retired files whose delay has passed; the number of files removed.
+
+        Files already gone (their partition was deleted, or a restart cleaned them) are skipped.
+        Safe on a worker thread.
+        """
+        due: list[str] = []
+        with self._file_delete_lock:
+            while self._file_deletes and self._file_deletes[0][0] <= now_ms:
+                due.extend(heapq.heappop(self._file_deletes)[2])
+        removed = 0
+        for path in due:
+            try:
+                os.remove(path)
+                removed += 1
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                log.warning("could not delete %s: %s", path, e)
+        return removed
+
+    def _retarget_file_deletes(self, old_dir: str, new_dir: str) -> None:
+        # Retired files moved with their directory; unlink them where they are now.
+        prefix = os.path.join(old_dir, "")
+        with self._file_delete_lock:
+            self._file_deletes = [
+                (due, seq, [os.path.join(new_dir, p[len(prefix):]) if p.startswith(prefix) else p
+                            for p in paths])
+                for due, seq, paths in self._file_deletes]
+            heapq.heapify(self._file_deletes)
+
+    def pending_file_deletes(self) -> list[str]:
+        """Every path still waiting to be unlinked (for tests and DescribeLogDirs-like views)."""
+        with self._file_delete_lock:
+            return [p for _, _, paths in sorted(self._file_deletes) for p in paths]
 
     def expire_producers(self, now_ms: int) -> None:
         """Forget producers idle past producer.id.expiration.ms (Kafka's periodic check)."""
@@ -254,14 +331,23 @@ class LogManager:
         It fsyncs each file, so like ``flush_due`` it may be run off the event loop.
         """
         hosted = self._hosted()
-        for d in self.log_dirs:
-            write_offsets_checkpoint(
-                os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT),
-                {tp: plog.high_watermark for tp, plog, in_dir in hosted if in_dir == d})
+        with self._checkpoint_lock:
+            for d in self.log_dirs:
+                write_offsets_checkpoint(
+                    os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT),
+                    {tp: plog.high_watermark for tp, plog, in_dir in hosted if in_dir == d})
 
     def checkpoint(self) -> None:
-        """Write the offset checkpoints of every log dir (high watermarks included)."""
+        """Write the offset checkpoints of every log dir (high watermarks included).
+
+        It fsyncs, so it may run on a worker thread (the retention task does that after a pass
+        that moved log start offsets); concurrent callers take turns.
+        """
         self.checkpoint_high_watermarks()
+        with self._checkpoint_lock:
+            self._checkpoint_offsets()
+
+    def _checkpoint_offsets(self) -> None:
         hosted = self._hosted()
         for d in self.log_dirs:
             rps: dict[TopicPartition, int] = {}

@@ -102,6 +102,9 @@ class PartitionLog:
         # Base offset of the newest segment rolled but not yet fsynced. Kafka flushes a rolled
         # segment on its scheduler; our owner does it off the event loop via flush_rolled().
         self.pending_roll_flush: int | None = None
+        # Names (in ``dir``) of retired segment files renamed to ``.deleted``, waiting for their
+        # owner to unlink them after file.delete.delay.ms (take_files_to_delete).
+        self._files_to_delete: list[str] = []
         self.closed = False
 
     # ================================================================== loading
@@ -666,19 +669,25 @@ class PartitionLog:
     def delete_old_segments(self, now_ms: int) -> int:
         """Apply retention (Kafka's deleteOldSegments); returns the number of segments deleted.
 
-        In order, from the oldest: segments wholly below the log start offset, then (when
-        cleanup.policy has delete) those whose largest timestamp is older than retention.ms and
-        those that take the log over retention.bytes. Only segments entirely below the high
+        In Kafka's order, from the oldest: segments wholly below the log start offset, then
+        (when cleanup.policy has delete) those that take the log over retention.bytes, then those
+        whose largest timestamp is older than retention.ms. Only segments entirely below the high
         watermark go; if every segment goes, the log rolls first so an empty active one stays.
+        The log start offset moves up to the first remaining segment.
+
+        Deletion is Kafka's two-step one: the segments leave the log and their files are renamed
+        to ``.deleted`` now; :meth:`take_files_to_delete` hands those names to the owner, which
+        unlinks them after file.delete.delay.ms. The config is read on each call, so a changed
+        retention.ms / retention.bytes (``update_config``) applies from the next pass.
         """
-        deleted = self.delete_segments_below_start()
-        if not self.config.delete:
+        if self.closed:
+            return 0  # a log being deleted or shut down keeps its files for its owner to handle
+        config = self.config
+        deleted = self._delete_segments_while(self._below_start, async_delete=True)
+        if not config.delete:
             return deleted
-        if self.config.retention_ms >= 0:
-            deleted += self._delete_segments_while(
-                lambda seg, nxt: now_ms - self._largest_timestamp(seg) > self.config.retention_ms)
-        if self.config.retention_bytes >= 0:
-            excess = [self.size_in_bytes - self.config.retention_bytes]
+        if config.retention_bytes >= 0 and self.size_in_bytes >= config.retention_bytes:
+            excess = [self.size_in_bytes - config.retention_bytes]
 
             def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
                 if excess[0] - seg.size >= 0:
@@ -686,13 +695,32 @@ class PartitionLog:
                     return True
                 return False
 
-            deleted += self._delete_segments_while(over_size)
+            deleted += self._delete_segments_while(over_size, async_delete=True)
+        if config.retention_ms >= 0:
+            deleted += self._delete_segments_while(
+                lambda seg, nxt: now_ms - self._largest_timestamp(seg) > config.retention_ms,
+                async_delete=True)
         return deleted
 
-    def delete_segments_below_start(self) -> int:
-        """Delete the segments wholly below the log start offset (no retention rules)."""
-        return self._delete_segments_while(
-            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
+    def delete_segments_below_start(self, *, async_delete: bool = False) -> int:
+        """Delete the segments wholly below the log start offset (no retention rules).
+
+        ``async_delete=False`` unlinks at once (for owners with no delayed-delete scheduler, such
+        as the metadata log); True renames to ``.deleted`` as :meth:`delete_old_segments` does.
+        """
+        if self.closed:
+            return 0
+        return self._delete_segments_while(self._below_start, async_delete=async_delete)
+
+    def _below_start(self, seg: LogSegment, nxt: LogSegment | None) -> bool:
+        return nxt is not None and nxt.base_offset <= self.log_start_offset
+
+    def take_files_to_delete(self) -> list[str]:
+        """Paths of the ``.deleted`` files retention left since the last call (the caller now
+        owns unlinking them). Paths are resolved against the current directory, so a log moved
+        since the rename still finds its files."""
+        names, self._files_to_delete = self._files_to_delete, []
+        return [os.path.join(self.dir, n) for n in names]
 
     @staticmethod
     def _largest_timestamp(seg: LogSegment) -> int:
@@ -702,7 +730,8 @@ class PartitionLog:
         return int(os.stat(seg.log_path).st_mtime * 1000)
 
     def _delete_segments_while(
-            self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+            self, predicate: Callable[[LogSegment, LogSegment | None], bool], *,
+            async_delete: bool) -> int:
         doomed: list[LogSegment] = []
         for i, seg in enumerate(self._segments):
             nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
@@ -717,8 +746,10 @@ class PartitionLog:
             return 0
         if len(doomed) == len(self._segments):
             self.roll(now_ms=self.active.created_ms)
-        for seg in doomed:
-            seg.delete()
+        # As Kafka: first the segments leave the log and the log start offset moves, then the
+        # files go. A crash after this point leaves files the next load ignores or removes
+        # (.deleted ones, indexes without a log), and the log opens at the first segment still
+        # there, which the log start offset checkpoint can only confirm or raise.
         self._segments = self._segments[len(doomed):]
         self._bases = [s.base_offset for s in self._segments]
         first = self._segments[0].base_offset
@@ -727,6 +758,12 @@ class PartitionLog:
             self.leader_epoch_cache.truncate_from_start(first)
         self.producer_state.delete_snapshots_before(first)
         self.recovery_point = max(self.recovery_point, first)
+        for seg in doomed:
+            if async_delete:
+                self._files_to_delete.extend(
+                    os.path.basename(p) for p in seg.rename_for_deletion())
+            else:
+                seg.delete()
         return len(doomed)
 
     # ================================================================== durability, lifecycle

@@ -51,9 +51,10 @@ class AppendBatch(NamedTuple):
 class SegmentFile:
     """The descriptor of a ``.log`` file, closed when the last user lets go of it.
 
-    The segment and every FetchSlice cut from it share this object; deleting a segment only
-    unlinks the file, so an in-flight sendfile keeps reading the old inode (what Kafka gets
-    from its file.delete.delay.ms).
+    The segment and every FetchSlice cut from it share this object. Neither deleting a segment
+    (unlink) nor retiring it (rename to ``.deleted``, unlinked file.delete.delay.ms later) closes
+    the descriptor, so an in-flight sendfile keeps reading the old inode; the descriptor closes
+    when the segment and its last slice are garbage.
     """
 
     __slots__ = ("fd",)
@@ -482,6 +483,33 @@ class LogSegment:
         self.offset_index.close_no_trim()
         self.time_index.close_no_trim()
         self.file.close()
+
+    def rename_for_deletion(self) -> list[str]:
+        """First step of Kafka's asynchronous segment deletion: rename every file of the segment
+        to ``<name>.deleted`` and return the new paths, for the owner to unlink after
+        file.delete.delay.ms.
+
+        The ``.log`` goes first: a crash part-way leaves index files without a log, which the
+        next load removes, never a log without its place in the offset order. The descriptor
+        stays open (see SegmentFile); the index maps are released, as nothing looks a retired
+        segment up again.
+        """
+        self.deleted = True
+        self.offset_index.close_no_trim()
+        self.time_index.close_no_trim()
+        renamed: list[str] = []
+        txn = files.txn_index_file(self.dir, self.base_offset)
+        for path in (self.log_path, self.offset_index.path, self.time_index.path, txn):
+            target = files.deleted_name(path)
+            try:
+                os.rename(path, target)
+            except FileNotFoundError:
+                continue
+            renamed.append(target)
+        self.log_path = files.deleted_name(self.log_path)
+        self.offset_index.path = files.deleted_name(self.offset_index.path)
+        self.time_index.path = files.deleted_name(self.time_index.path)
+        return renamed
 
     def delete(self) -> None:
         """Remove the segment's files. The log fd is left for the GC so in-flight FetchSlices

@@ -475,6 +475,35 @@ class Node:
                 self.log_manager.checkpoint_high_watermarks()
                 next_hw_checkpoint = trio.current_time() + hw_interval
 
+    async def _retention_loop(self) -> None:
+        """Kafka's log-retention task, every log.retention.check.interval.ms, on every replica's
+        own log (leaders and followers alike); between passes it unlinks the retired segment
+        files whose file.delete.delay.ms has run out.
+
+        The pass itself changes segment lists, so it runs here like appends do (renames, no
+        fsync); the checkpoint it calls for and the unlinks run on a worker thread.
+        """
+        lm = self.log_manager
+        interval_ms = int(self.config.get("log.retention.check.interval.ms"))  # type: ignore[arg-type]
+        next_check = self.clock.now_ms() + interval_ms
+        while True:
+            now_ms = self.clock.now_ms()
+            due = lm.next_file_delete_ms()
+            wake = next_check if due is None else min(next_check, due)
+            # Capped so a clock step cannot stall the task for a whole interval.
+            await trio.sleep(min(max(0, wake - now_ms), 1000) / 1000.0)
+            now_ms = self.clock.now_ms()
+            try:
+                if now_ms >= next_check:
+                    next_check = now_ms + interval_ms
+                    if lm.cleanup_logs(now_ms, checkpoint=False):
+                        await trio.to_thread.run_sync(lm.checkpoint)
+                due = lm.next_file_delete_ms()
+                if due is not None and due <= now_ms:
+                    await trio.to_thread.run_sync(lm.delete_due_files, now_ms)
+            except Exception:  # a failing disk must not stop the node's other work
+                log.exception("Log retention pass failed")
+
     async def _isr_loop(self) -> None:
         """Kafka's isr-expiration task: every half replica.lag.time.max.ms, followers that fell
         behind for longer than that leave the ISRs of the partitions this broker leads."""
@@ -680,6 +709,7 @@ class Node:
         for listener in client_listeners:
             await listen(nursery, listener, dispatcher)
         nursery.start_soon(self._maintenance_loop)
+        nursery.start_soon(self._retention_loop)
         await nursery.start(self.groups.run)
         nursery.start_soon(self._cleaner_loop)
 
