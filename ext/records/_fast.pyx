@@ -17,6 +17,7 @@ from kafkapy.records._validate_common import (
     BatchInfo,
     check_arguments,
     check_offsets_fit,
+    check_timestamp_bounds,
     fail,
     not_writable,
 )
@@ -50,6 +51,7 @@ cdef enum:
     E_REC_HEADERS = 21
     E_REC_HEADER_KEY = 22
     E_REC_REMAINING = 23
+    E_TIMESTAMP_RANGE = 24
 
 _MIRRORED = {
     "E_NO_BATCHES": E_NO_BATCHES, "E_TRUNCATED": E_TRUNCATED, "E_LEGACY_MAGIC": E_LEGACY_MAGIC,
@@ -60,7 +62,7 @@ _MIRRORED = {
     "E_LOG_APPEND_TIME": E_LOG_APPEND_TIME, "E_REC_EOF": E_REC_EOF, "E_REC_SIZE": E_REC_SIZE,
     "E_REC_VARINT": E_REC_VARINT, "E_REC_FIELDS": E_REC_FIELDS, "E_REC_OFFSET": E_REC_OFFSET,
     "E_REC_HEADERS": E_REC_HEADERS, "E_REC_HEADER_KEY": E_REC_HEADER_KEY,
-    "E_REC_REMAINING": E_REC_REMAINING,
+    "E_REC_REMAINING": E_REC_REMAINING, "E_TIMESTAMP_RANGE": E_TIMESTAMP_RANGE,
 }
 for _name, _value in _MIRRORED.items():
     if getattr(_common, _name) != _value:
@@ -165,11 +167,13 @@ cdef inline int64_t zz64(uint64_t r) noexcept nogil:
 
 
 cdef int walk_records(const uint8_t* b, Py_ssize_t pos, int32_t count, int64_t base_ts,
-                      bint lat, int64_t lat_ts, int64_t* out_max, int64_t* args) noexcept nogil:
+                      bint lat, int64_t lat_ts, int64_t floor, int64_t ceiling,
+                      int64_t* out_max, int64_t* args) noexcept nogil:
     """Check every record of the uncompressed batch at ``pos``.
 
     Returns NO_ERROR and the batch's max record timestamp in ``out_max``, or an error id with
-    its message arguments (batch position, record index, detail) in ``args``.
+    its message arguments (batch position, record index, detail) in ``args``. Record timestamps
+    outside [``floor``, ``ceiling``] (other than -1, "none") are an error.
     """
     cdef Py_ssize_t p = pos + HEADER_SIZE
     cdef Py_ssize_t bend = pos + LOG_OVERHEAD + rd_i32(b + pos + BATCH_LENGTH)
@@ -255,6 +259,9 @@ cdef int walk_records(const uint8_t* b, Py_ssize_t pos, int32_t count, int64_t b
         else:
             # Java's long addition wraps; unsigned arithmetic gives the same bits without UB.
             ts = <int64_t>(<uint64_t>base_ts + <uint64_t>ts_delta)
+        if (ts < floor or ts > ceiling) and ts != NO_TIMESTAMP:
+            args[2] = ts
+            return E_TIMESTAMP_RANGE
         if ts > batch_max:
             batch_max = ts
     if p != bend:
@@ -272,18 +279,23 @@ def validate_and_assign(
     partition_leader_epoch,
     max_batch_bytes,
     log_append_time=False,
+    timestamp_floor=-(1 << 63),
+    timestamp_ceiling=(1 << 63) - 1,
 ):
     """Validate every batch in ``buf`` and assign offsets in place; see ``_pure``."""
     # Checked as Python ints first so a bad argument fails exactly as in _pure, not with
     # Cython's own conversion error.
     check_arguments(next_offset, now_ms, partition_leader_epoch, max_batch_bytes)
+    check_timestamp_bounds(timestamp_floor, timestamp_ceiling)
+    if log_append_time:  # the broker's own clock stamps the records: nothing to bound
+        timestamp_floor, timestamp_ceiling = -(1 << 63), (1 << 63) - 1
     return _validate(buf, next_offset, now_ms, partition_leader_epoch, max_batch_bytes,
-                     bool(log_append_time))
+                     bool(log_append_time), timestamp_floor, timestamp_ceiling)
 
 
 cdef object _validate(object buf, int64_t next_offset, int64_t now_ms,
                       int32_t partition_leader_epoch, int64_t max_batch_bytes,
-                      bint log_append_time):
+                      bint log_append_time, int64_t floor, int64_t ceiling):
     mv = memoryview(buf)
     if mv.readonly:
         not_writable(buf)
@@ -358,7 +370,10 @@ cdef object _validate(object buf, int64_t next_offset, int64_t now_ms,
             batch_max = header_max
         else:
             with nogil:
-                err = walk_records(b, pos, count, base_ts, is_lat, header_max, &batch_max, args)
+                err = walk_records(b, pos, count, base_ts, is_lat, header_max, floor, ceiling,
+                                   &batch_max, args)
+            if err == E_TIMESTAMP_RANGE:
+                fail(err, args[0], args[1], args[2], floor, ceiling)
             if err != NO_ERROR:
                 fail(err, args[0], args[1], args[2])
         if is_lat and (log_append_time or header_max == NO_TIMESTAMP):

@@ -40,7 +40,8 @@ from kafkapy.log.producer_state import (
 from kafkapy.log.segment import AppendBatch, BatchRef, CorruptSegmentError, FetchSlice, LogSegment
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
-from kafkapy.records import reader
+from kafkapy.records import reader, recompress, timestamps
+from kafkapy.records._validate_common import timestamp_bounds
 from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
 
 __all__ = [
@@ -348,12 +349,21 @@ class PartitionLog:
         sequence checks.
         """
         self._check_open()
+        config = self.config
         if from_client:
+            floor, ceiling = timestamp_bounds(now_ms, config.message_timestamp_before_max_ms,
+                                              config.message_timestamp_after_max_ms)
             info = validate_and_assign(
                 buf, next_offset=self.log_end_offset, now_ms=now_ms,
                 partition_leader_epoch=leader_epoch,
-                max_batch_bytes=self.config.max_message_bytes,
-                log_append_time=self.config.log_append_time)
+                max_batch_bytes=config.max_message_bytes,
+                log_append_time=config.log_append_time,
+                timestamp_floor=floor, timestamp_ceiling=ceiling)
+            if not config.log_append_time and timestamps.bounds_set(floor, ceiling):
+                timestamps.check_compressed(buf, info, floor, ceiling)
+            codec = recompress.target_codec(config.compression_type)
+            if codec is not None and recompress.needs_recompression(buf, info, codec):
+                buf, info = self._recompress(buf, info, codec)
         else:
             info = _assign_trusted(buf, next_offset=self.log_end_offset, now_ms=now_ms,
                                    partition_leader_epoch=leader_epoch,
@@ -391,6 +401,21 @@ class PartitionLog:
         return LogAppendResult(info.first_offset, info.last_offset,
                                now_ms if self.config.log_append_time else fmt.NO_TIMESTAMP,
                                self.log_start_offset, info.record_count)
+
+    def _recompress(self, buf: bytearray | memoryview, info: AppendInfo,
+                    codec: int) -> tuple[bytearray, AppendInfo]:
+        # As Kafka: the topic's compression.type wins over the producer's codec, and the size
+        # limit applies again to what will actually be stored.
+        out, info = recompress.recompress(buf, info, codec,
+                                          gzip_level=self.config.compression_gzip_level)
+        limit = self.config.max_message_bytes
+        for b in info.batches:
+            if b.size > limit:
+                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                                 f"record batch is {b.size} bytes once recompressed as "
+                                 f"{self.config.compression_type}, over max.message.bytes "
+                                 f"{limit}")
+        return out, info
 
     def append_as_follower(self, buf: bytes | bytearray | memoryview, *,
                            now_ms: int = 0) -> LogAppendResult | None:

@@ -11,4 +11,6 @@ def validate_and_assign(
     partition_leader_epoch: int,
     max_batch_bytes: int,
     log_append_time: bool = False,
+    timestamp_floor: int = ...,
+    timestamp_ceiling: int = ...,
 ) -> AppendInfo: ...

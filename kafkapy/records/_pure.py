@@ -5,14 +5,16 @@ then ``LogValidator``), in two phases so that a failure leaves ``buf`` untouched
 
 1. validate every batch: framing, magic, baseOffset 0, size limit, CRC, codec id (the log's
    checks, for all batches first), then per batch the offset range and count, control and
-   sequence rules, a full walk of uncompressed records, and the LogAppendTime rule;
+   sequence rules, a full walk of uncompressed records (with the topic's CreateTime timestamp
+   bounds, message.timestamp.before/after.max.ms), and the LogAppendTime rule;
 2. assign: base offsets from ``next_offset``, the partition leader epoch, and the timestamp
    type / maxTimestamp (recomputing the CRC only when those change, as Kafka does).
 
 Deliberate differences from Kafka, both stricter: an uncompressed record whose offsetDelta is not
 its index is rejected (Kafka stores it as sent), and bytes after the last whole batch are an
 error (Kafka trims them). Compressed batches are checked at the header level only and stored as
-sent; their maxTimestamp is taken from the header.
+sent; their maxTimestamp is taken from the header (the log checks their record timestamps
+against the bounds itself, decompressing, only when the topic sets bounds).
 """
 
 from __future__ import annotations
@@ -45,12 +47,14 @@ from kafkapy.records._validate_common import (
     E_REC_SIZE,
     E_REC_VARINT,
     E_SEQUENCE,
+    E_TIMESTAMP_RANGE,
     E_TOO_LARGE,
     E_TRUNCATED,
     AppendInfo,
     BatchInfo,
     check_arguments,
     check_offsets_fit,
+    check_timestamp_bounds,
     fail,
     not_writable,
 )
@@ -98,11 +102,13 @@ def _varint(b: memoryview, p: int, end: int, max_bytes: int, mask: int) -> tuple
     return 0, _TOO_LONG
 
 
-def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int | None) -> int:
+def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int | None,
+                  floor: int, ceiling: int) -> int:
     """Check every record of the uncompressed batch at ``pos``; return its max timestamp.
 
     ``lat_ts`` is the batch's maxTimestamp when the batch says LogAppendTime: then, as in
-    Kafka's reader, every record's timestamp is that value.
+    Kafka's reader, every record's timestamp is that value. A record timestamp outside
+    [``floor``, ``ceiling``] (other than "none", -1) is refused.
     """
     p = pos + fmt.HEADER_SIZE
     bend = pos + fmt.LOG_OVERHEAD + _I32.unpack_from(b, pos + fmt.BATCH_LENGTH)[0]
@@ -184,6 +190,8 @@ def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int
         else:
             # Java adds two longs with wrap-around; do the same so both agree on hostile input.
             ts = ((base_ts + ts_delta + (1 << 63)) & _M64) - (1 << 63)
+        if (ts < floor or ts > ceiling) and ts != fmt.NO_TIMESTAMP:
+            fail(E_TIMESTAMP_RANGE, pos, i, ts, floor, ceiling)
         if ts > batch_max:
             batch_max = ts
     if p != bend:
@@ -199,10 +207,15 @@ def validate_and_assign(
     partition_leader_epoch: int,
     max_batch_bytes: int,
     log_append_time: bool = False,
+    timestamp_floor: int = -(1 << 63),
+    timestamp_ceiling: int = (1 << 63) - 1,
 ) -> AppendInfo:
     """Validate every batch in ``buf`` and assign offsets in place; see the module docstring."""
     check_arguments(next_offset, now_ms, partition_leader_epoch, max_batch_bytes)
+    check_timestamp_bounds(timestamp_floor, timestamp_ceiling)
     log_append_time = bool(log_append_time)
+    if log_append_time:  # the broker's own clock stamps the records: nothing to bound
+        timestamp_floor, timestamp_ceiling = -(1 << 63), (1 << 63) - 1
     b = memoryview(buf)
     if b.readonly:
         not_writable(buf)
@@ -265,7 +278,8 @@ def validate_and_assign(
         if attributes & fmt.COMPRESSION_MASK:
             batch_max = header_max
         else:
-            batch_max = _walk_records(b, pos, count, base_ts, header_max if is_lat else None)
+            batch_max = _walk_records(b, pos, count, base_ts, header_max if is_lat else None,
+                                      timestamp_floor, timestamp_ceiling)
         # Kafka rejects a LogAppendTime batch from a producer whenever the record timestamps it
         # reports (all equal to maxTimestamp) are not validated as CreateTime ones.
         if is_lat and (log_append_time or header_max == fmt.NO_TIMESTAMP):

@@ -65,6 +65,7 @@ E_REC_OFFSET = 20
 E_REC_HEADERS = 21
 E_REC_HEADER_KEY = 22
 E_REC_REMAINING = 23
+E_TIMESTAMP_RANGE = 24
 
 _ERRORS: dict[int, tuple[ErrorCode, str]] = {
     E_NO_BATCHES: (ErrorCode.INVALID_RECORD, "the records contain no record batch"),
@@ -116,6 +117,10 @@ _ERRORS: dict[int, tuple[ErrorCode, str]] = {
                        "record {1} of the batch at position {0} has a header with a null key"),
     E_REC_REMAINING: (ErrorCode.INVALID_RECORD,
                       "record batch at position {0} has bytes left after its {1} declared records"),
+    E_TIMESTAMP_RANGE: (ErrorCode.INVALID_TIMESTAMP,
+                        "record {1} of the batch at position {0} has timestamp {2}, outside the "
+                        "range [{3}, {4}] that the topic's message.timestamp.before.max.ms and "
+                        "message.timestamp.after.max.ms allow"),
 }
 
 
@@ -148,6 +153,25 @@ def check_arguments(next_offset: int, now_ms: int, partition_leader_epoch: int,
         if not isinstance(value, int) or not low <= value <= high:
             raise ValueError(f"validate_and_assign: {name}={value!r} is not an int in "
                              f"[{low}, {high}]")
+
+
+_INT64_MIN = -(1 << 63)
+
+
+def timestamp_bounds(now_ms: int, before_max_ms: int, after_max_ms: int) -> tuple[int, int]:
+    """The inclusive [floor, ceiling] of CreateTime record timestamps a topic accepts.
+
+    Kafka rejects a record when ``now - ts > message.timestamp.before.max.ms`` or
+    ``ts - now > message.timestamp.after.max.ms``; the defaults (Long.MAX_VALUE) accept all.
+    """
+    return (max(_INT64_MIN, now_ms - before_max_ms), min(_INT64_MAX, now_ms + after_max_ms))
+
+
+def check_timestamp_bounds(floor: int, ceiling: int) -> None:
+    """Reject bounds that are not int64s, in both twins alike."""
+    for name, value in (("timestamp_floor", floor), ("timestamp_ceiling", ceiling)):
+        if not isinstance(value, int) or not _INT64_MIN <= value <= _INT64_MAX:
+            raise ValueError(f"validate_and_assign: {name}={value!r} is not an int64")
 
 
 def check_offsets_fit(next_offset: int, record_count: int) -> None:

@@ -15,13 +15,18 @@ from kafkapy.records import format as fmt
 Buffer = bytes | bytearray | memoryview
 
 
-def compress(codec: int, data: Buffer) -> bytes:
-    """Compress ``data`` with Kafka codec id ``codec`` (0 returns the bytes unchanged)."""
+def compress(codec: int, data: Buffer, *, gzip_level: int | None = None) -> bytes:
+    """Compress ``data`` with Kafka codec id ``codec`` (0 returns the bytes unchanged).
+
+    ``gzip_level`` is a deflate level (compression.gzip.level; None or -1 is zlib's default).
+    """
     raw = bytes(data)
     if codec == fmt.NO_COMPRESSION:
         return raw
     if codec == fmt.GZIP:
-        return _codec.gzip_encode(raw)
+        if gzip_level is None or gzip_level < 0:
+            return _codec.gzip_encode(raw)
+        return _codec.gzip_encode(raw, compresslevel=gzip_level)
     if codec == fmt.SNAPPY:
         return _codec.snappy_encode(raw, xerial_compatible=True)
     if codec == fmt.LZ4:

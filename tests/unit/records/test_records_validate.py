@@ -258,3 +258,22 @@ def test_offset_overflow_is_refused(impl: ModuleType) -> None:
     buf = bytearray(build_batch([Record(b"k", b"v", timestamp=1)] * 2))
     run(impl, bytearray(buf), next_offset=2**63 - 2)
     expect(impl, buf, ErrorCode.INVALID_RECORD, "overflows", next_offset=2**63 - 1)
+
+
+def test_timestamp_bounds_refuse_records_outside_them(impl: ModuleType) -> None:
+    recs = [Record(None, b"v", (), ts) for ts in (500, 1500, 900)]
+    buf = bytearray(build_batch(recs))
+    expect(impl, bytearray(buf), ErrorCode.INVALID_TIMESTAMP,
+           "record 1 of the batch at position 0 has timestamp 1500, outside the range [0, 1000]",
+           timestamp_floor=0, timestamp_ceiling=1000)
+    expect(impl, bytearray(buf), ErrorCode.INVALID_TIMESTAMP, "has timestamp 500",
+           timestamp_floor=600)
+    info = run(impl, bytearray(buf), timestamp_floor=500, timestamp_ceiling=1500)
+    assert info.max_timestamp == 1500
+    # A LogAppendTime topic stamps the records itself: the bounds do not apply.
+    assert run(impl, bytearray(buf), timestamp_floor=NOW, log_append_time=True).max_timestamp == NOW
+
+
+def test_timestamp_bounds_must_be_int64(impl: ModuleType) -> None:
+    with pytest.raises(ValueError, match="timestamp_floor"):
+        run(impl, bytearray(build_batch([Record(None, b"v", (), 5)])), timestamp_floor=-(1 << 64))
