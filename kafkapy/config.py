@@ -99,7 +99,6 @@ class ConfigDef:
     default: str | None
     doc: str = ""
     validator: Validator | None = None
-    read_only: bool = False
     sensitive: bool = False
 
     def parse(self, raw: str) -> object:
@@ -122,7 +121,7 @@ class ConfigDef:
             else:
                 value = raw
         except ValueError:
-            kind = self.type.name.lower()
+            kind = self.type.name  # Kafka prints ConfigDef.Type's name: "Not a number of type LONG"
             raise KafkaError(
                 ErrorCode.INVALID_CONFIG,
                 f"Invalid value {raw} for configuration {self.name}: Not a number of type {kind}"
@@ -200,7 +199,7 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
     "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
     "flush.messages": ("log.flush.interval.messages",),
-    "flush.ms": ("log.flush.interval.ms",),
+    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
     "index.interval.bytes": ("log.index.interval.bytes",),
     "local.retention.bytes": ("log.local.retention.bytes",),
     "local.retention.ms": ("log.local.retention.ms",),
@@ -225,6 +224,30 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "unclean.leader.election.enable": ("unclean.leader.election.enable",),
 }
 
+# Broker keys that change at runtime because a topic inherits them (Kafka's DynamicLogConfig):
+# the first synonym of each topic config, except the ignored message format version.
+_DYNAMIC_LOG_CONFIGS = frozenset(keys[0] for keys in TOPIC_SYNONYMS.values()) - {"log.message.format.version"}
+
+# Kafka's broker synonyms of one broker key (DynamicBrokerConfig.brokerConfigSynonyms): the
+# names that describe the same setting, most specific first.
+_BROKER_KEY_SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """``name`` and the broker keys Kafka lists with it, most specific first."""
+    if name == "log.flush.interval.ms":
+        # The scheduler interval only stands in for the flush interval, not the other way round.
+        return ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+    for group in _BROKER_KEY_SYNONYMS:
+        if name in group:
+            return group
+    return (name,)
+
+
 # Broker keys measured in coarser units than their topic counterparts.
 _UNIT_SCALE = {
     "log.retention.minutes": 60_000,
@@ -234,35 +257,35 @@ _UNIT_SCALE = {
 }
 
 BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
-    ConfigDef("node.id", T.INT, "-1", "This node's id in the cluster.", read_only=True),
-    ConfigDef("broker.id", T.INT, "-1", "Alias of node.id.", read_only=True),
-    ConfigDef("process.roles", T.LIST, "", "broker, controller, or both.", one_of("broker", "controller"), read_only=True),
-    ConfigDef("listeners", T.STRING, "PLAINTEXT://:9092", "Listener URIs.", read_only=True),
-    ConfigDef("advertised.listeners", T.STRING, None, "Listener URIs given to clients.", read_only=True),
+    ConfigDef("node.id", T.INT, "-1", "This node's id in the cluster."),
+    ConfigDef("broker.id", T.INT, "-1", "Alias of node.id."),
+    ConfigDef("process.roles", T.LIST, "", "broker, controller, or both.", one_of("broker", "controller")),
+    ConfigDef("listeners", T.STRING, "PLAINTEXT://:9092", "Listener URIs."),
+    ConfigDef("advertised.listeners", T.STRING, None, "Listener URIs given to clients."),
     ConfigDef("listener.security.protocol.map", T.STRING,
               "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
-              "Listener name to security protocol.", read_only=True),
-    ConfigDef("inter.broker.listener.name", T.STRING, None, "Listener brokers use among themselves.", read_only=True),
-    ConfigDef("controller.listener.names", T.LIST, "", "Listeners used by the controller.", read_only=True),
-    ConfigDef("controller.quorum.voters", T.LIST, "", "id@host:port of each voter.", read_only=True),
-    ConfigDef("controller.quorum.bootstrap.servers", T.LIST, "", "host:port of controllers to bootstrap from.", read_only=True),
+              "Listener name to security protocol."),
+    ConfigDef("inter.broker.listener.name", T.STRING, None, "Listener brokers use among themselves."),
+    ConfigDef("controller.listener.names", T.LIST, "", "Listeners used by the controller."),
+    ConfigDef("controller.quorum.voters", T.LIST, "", "id@host:port of each voter."),
+    ConfigDef("controller.quorum.bootstrap.servers", T.LIST, "", "host:port of controllers to bootstrap from."),
     ConfigDef("controller.quorum.election.timeout.ms", T.INT, "1000", "Raft election timeout."),
     ConfigDef("controller.quorum.fetch.timeout.ms", T.INT, "2000", "Raft fetch timeout."),
-    ConfigDef("log.dirs", T.LIST, None, "Directories holding partition logs.", read_only=True),
-    ConfigDef("log.dir", T.STRING, "/tmp/kafka-logs", "Log directory when log.dirs is unset.", read_only=True),
-    ConfigDef("metadata.log.dir", T.STRING, None, "Directory of the __cluster_metadata log.", read_only=True),
-    ConfigDef("broker.rack", T.STRING, None, "Rack of this broker.", read_only=True),
+    ConfigDef("log.dirs", T.LIST, None, "Directories holding partition logs."),
+    ConfigDef("log.dir", T.STRING, "/tmp/kafka-logs", "Log directory when log.dirs is unset."),
+    ConfigDef("metadata.log.dir", T.STRING, None, "Directory of the __cluster_metadata log."),
+    ConfigDef("broker.rack", T.STRING, None, "Rack of this broker."),
     ConfigDef("num.partitions", T.INT, "1", "Default partition count of new topics.", at_least(1)),
     ConfigDef("default.replication.factor", T.INT, "1", "Default replication factor of new topics."),
-    ConfigDef("auto.create.topics.enable", T.BOOLEAN, "true", "Create topics on first metadata request.", read_only=True),
-    ConfigDef("delete.topic.enable", T.BOOLEAN, "true", "Allow topic deletion.", read_only=True),
+    ConfigDef("auto.create.topics.enable", T.BOOLEAN, "true", "Create topics on first metadata request."),
+    ConfigDef("delete.topic.enable", T.BOOLEAN, "true", "Allow topic deletion."),
     ConfigDef("message.max.bytes", T.INT, "1048588", "Largest record batch size allowed.", at_least(0)),
-    ConfigDef("socket.request.max.bytes", T.INT, "104857600", "Largest request frame accepted.", at_least(1), read_only=True),
-    ConfigDef("socket.send.buffer.bytes", T.INT, "102400", "SO_SNDBUF of sockets.", read_only=True),
-    ConfigDef("socket.receive.buffer.bytes", T.INT, "102400", "SO_RCVBUF of sockets.", read_only=True),
-    ConfigDef("num.network.threads", T.INT, "3", "Kept for compatibility; kafkapy serves the network from one event loop.", read_only=True),
-    ConfigDef("num.io.threads", T.INT, "8", "Kept for compatibility.", read_only=True),
-    ConfigDef("num.recovery.threads.per.data.dir", T.INT, "2", "Kept for compatibility.", read_only=True),
+    ConfigDef("socket.request.max.bytes", T.INT, "104857600", "Largest request frame accepted.", at_least(1)),
+    ConfigDef("socket.send.buffer.bytes", T.INT, "102400", "SO_SNDBUF of sockets."),
+    ConfigDef("socket.receive.buffer.bytes", T.INT, "102400", "SO_RCVBUF of sockets."),
+    ConfigDef("num.network.threads", T.INT, "3", "Kept for compatibility; kafkapy serves the network from one event loop."),
+    ConfigDef("num.io.threads", T.INT, "8", "Kept for compatibility."),
+    ConfigDef("num.recovery.threads.per.data.dir", T.INT, "2", "Kept for compatibility."),
     ConfigDef("log.cleanup.policy", T.LIST, "delete", "Default cleanup policy.", _CLEANUP),
     ConfigDef("compression.type", T.STRING, "producer", "Default compression of topics.", _COMPRESSION),
     ConfigDef("compression.gzip.level", T.INT, "-1", "Default compression.gzip.level.", between(1, 9, -1)),
@@ -300,42 +323,118 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("log.roll.ms", T.LONG, None, "Default segment.ms."),
     ConfigDef("log.roll.hours", T.INT, "168", "Default segment roll time in hours.", at_least(1)),
     ConfigDef("unclean.leader.election.enable", T.BOOLEAN, "false", "Default unclean.leader.election.enable."),
-    ConfigDef("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets.", at_least(1), read_only=True),
-    ConfigDef("offsets.topic.replication.factor", T.SHORT, "3", "Replication factor of __consumer_offsets.", read_only=True),
+    ConfigDef("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets.", at_least(1)),
+    ConfigDef("offsets.topic.replication.factor", T.SHORT, "3", "Replication factor of __consumer_offsets."),
     ConfigDef("offsets.retention.minutes", T.INT, "10080", "How long committed offsets are kept."),
-    ConfigDef("transaction.state.log.replication.factor", T.SHORT, "3", "Replication factor of __transaction_state.", read_only=True),
-    ConfigDef("transaction.state.log.min.isr", T.INT, "2", "min.insync.replicas of __transaction_state.", read_only=True),
+    ConfigDef("transaction.state.log.replication.factor", T.SHORT, "3", "Replication factor of __transaction_state."),
+    ConfigDef("transaction.state.log.min.isr", T.INT, "2", "min.insync.replicas of __transaction_state."),
     ConfigDef("group.initial.rebalance.delay.ms", T.INT, "3000", "Delay before the first rebalance of a new group."),
     ConfigDef("group.min.session.timeout.ms", T.INT, "6000", "Smallest session.timeout.ms a member may ask for."),
     ConfigDef("group.max.session.timeout.ms", T.INT, "1800000", "Largest session.timeout.ms a member may ask for."),
     ConfigDef("group.max.size", T.INT, str(INT_MAX), "Most members a consumer group may have.", at_least(1)),
     ConfigDef("offset.metadata.max.bytes", T.INT, "4096", "Largest metadata string of a committed offset."),
     ConfigDef("offsets.retention.check.interval.ms", T.LONG, "600000", "How often stale offsets are expired.", at_least(1)),
-    ConfigDef("offsets.topic.segment.bytes", T.INT, "104857600", "segment.bytes of __consumer_offsets.", at_least(1), read_only=True),
-    ConfigDef("offsets.load.buffer.size", T.INT, "5242880", "Read size when loading __consumer_offsets.", at_least(1), read_only=True),
-    ConfigDef("log.cleaner.enable", T.BOOLEAN, "true", "Run the log cleaner for compacted topics.", read_only=True),
+    ConfigDef("offsets.topic.segment.bytes", T.INT, "104857600", "segment.bytes of __consumer_offsets.", at_least(1)),
+    ConfigDef("offsets.load.buffer.size", T.INT, "5242880", "Read size when loading __consumer_offsets.", at_least(1)),
+    ConfigDef("log.cleaner.enable", T.BOOLEAN, "true", "Run the log cleaner for compacted topics."),
     ConfigDef("log.cleaner.backoff.ms", T.LONG, "15000", "Sleep between cleaner passes with nothing to clean.", at_least(0)),
     ConfigDef("replica.lag.time.max.ms", T.LONG, "30000", "Lag after which a follower leaves the ISR."),
-    ConfigDef("replica.fetch.wait.max.ms", T.INT, "500", "Longest a follower's fetch waits at the leader for data.", at_least(0), read_only=True),
-    ConfigDef("replica.fetch.min.bytes", T.INT, "1", "Bytes a follower's fetch waits for.", at_least(1), read_only=True),
-    ConfigDef("replica.fetch.max.bytes", T.INT, "1048576", "Bytes a follower fetches per partition.", at_least(0), read_only=True),
-    ConfigDef("replica.fetch.response.max.bytes", T.INT, "10485760", "Bytes a follower fetches per request.", at_least(0), read_only=True),
-    ConfigDef("replica.fetch.backoff.ms", T.INT, "1000", "Pause after a follower's fetch fails.", at_least(0), read_only=True),
-    ConfigDef("replica.socket.timeout.ms", T.INT, "30000", "Timeout of a follower's fetch requests.", read_only=True),
-    ConfigDef("replica.high.watermark.checkpoint.interval.ms", T.LONG, "5000", "How often high watermarks are saved to disk.", at_least(1), read_only=True),
+    ConfigDef("replica.fetch.wait.max.ms", T.INT, "500", "Longest a follower's fetch waits at the leader for data.", at_least(0)),
+    ConfigDef("replica.fetch.min.bytes", T.INT, "1", "Bytes a follower's fetch waits for.", at_least(1)),
+    ConfigDef("replica.fetch.max.bytes", T.INT, "1048576", "Bytes a follower fetches per partition.", at_least(0)),
+    ConfigDef("replica.fetch.response.max.bytes", T.INT, "10485760", "Bytes a follower fetches per request.", at_least(0)),
+    ConfigDef("replica.fetch.backoff.ms", T.INT, "1000", "Pause after a follower's fetch fails.", at_least(0)),
+    ConfigDef("replica.socket.timeout.ms", T.INT, "30000", "Timeout of a follower's fetch requests."),
+    ConfigDef("replica.high.watermark.checkpoint.interval.ms", T.LONG, "5000", "How often high watermarks are saved to disk.", at_least(1)),
     ConfigDef("num.replica.fetchers", T.INT, "1", "Fetcher tasks per source broker.", at_least(1)),
-    ConfigDef("auto.leader.rebalance.enable", T.BOOLEAN, "true", "Move leadership back to preferred replicas.", read_only=True),
-    ConfigDef("leader.imbalance.check.interval.seconds", T.LONG, "300", "How often the controller checks leader balance.", at_least(1), read_only=True),
-    ConfigDef("leader.imbalance.per.broker.percentage", T.INT, "10", "Leader imbalance per broker that triggers a rebalance.", read_only=True),
-    ConfigDef("offsets.commit.timeout.ms", T.INT, "5000", "How long an offset commit waits for all in-sync replicas.", at_least(1), read_only=True),
-    ConfigDef("offsets.commit.required.acks", T.SHORT, "-1", "Acks of offset commits (deprecated).", read_only=True),
+    ConfigDef("auto.leader.rebalance.enable", T.BOOLEAN, "true", "Move leadership back to preferred replicas."),
+    ConfigDef("leader.imbalance.check.interval.seconds", T.LONG, "300", "How often the controller checks leader balance.", at_least(1)),
+    ConfigDef("leader.imbalance.per.broker.percentage", T.INT, "10", "Leader imbalance per broker that triggers a rebalance."),
+    ConfigDef("offsets.commit.timeout.ms", T.INT, "5000", "How long an offset commit waits for all in-sync replicas.", at_least(1)),
+    ConfigDef("offsets.commit.required.acks", T.SHORT, "-1", "Acks of offset commits (deprecated)."),
     ConfigDef("broker.session.timeout.ms", T.INT, "9000", "Heartbeat silence after which a broker is fenced."),
     ConfigDef("broker.heartbeat.interval.ms", T.INT, "2000", "Broker heartbeat interval."),
     ConfigDef("metadata.log.max.record.bytes.between.snapshots", T.LONG, "20971520", "Metadata bytes between snapshots.", at_least(1)),
     ConfigDef("metadata.log.max.snapshot.interval.ms", T.LONG, "3600000",
               "Longest time between metadata snapshots when new records arrived.", at_least(0)),
     ConfigDef("request.timeout.ms", T.INT, "30000", "Inter-node request timeout."),
+    # Accepted (Kafka reconfigures them at runtime) but without effect here: kafkapy has no
+    # thread pools, connection limits or cleaner I/O throttle yet.
+    ConfigDef("log.flush.scheduler.interval.ms", T.LONG, str(LONG_MAX), "How often logs are checked for a due flush."),
+    ConfigDef("log.cleaner.threads", T.INT, "1", "Log cleaner threads.", at_least(0)),
+    ConfigDef("log.cleaner.dedupe.buffer.size", T.LONG, "134217728", "Cleaner dedupe buffer memory."),
+    ConfigDef("log.cleaner.io.buffer.size", T.INT, "524288", "Cleaner I/O buffer memory.", at_least(0)),
+    ConfigDef("log.cleaner.io.buffer.load.factor", T.DOUBLE, "0.9", "Cleaner dedupe buffer load factor."),
+    ConfigDef("log.cleaner.io.max.bytes.per.second", T.DOUBLE, "1.7976931348623157E308", "Cleaner I/O throttle."),
+    ConfigDef("background.threads", T.INT, "10", "Background task threads.", at_least(1)),
+    ConfigDef("max.connections", T.INT, str(INT_MAX), "Most connections the broker accepts.", at_least(0)),
+    ConfigDef("max.connections.per.ip", T.INT, str(INT_MAX), "Most connections from one address.", at_least(0)),
+    ConfigDef("max.connection.creation.rate", T.INT, str(INT_MAX), "Most new connections per second.", at_least(0)),
+    ConfigDef("producer.id.expiration.ms", T.INT, "86400000", "Idle time after which producer state expires.", at_least(1)),
+    ConfigDef("transaction.partition.verification.enable", T.BOOLEAN, "true", "Verify transactional partitions."),
 )
+
+# Broker settings that may change at runtime, as Kafka's DynamicBrokerConfig lists them: every
+# primary broker synonym of a topic config (except the ignored message format), the log cleaner's,
+# thread pools' and connection limits' settings. All are cluster-wide (settable for one broker or
+# as the cluster default). Kafka's per-broker-only ones are listener and TLS/SASL settings;
+# kafkapy cannot rebind listeners at runtime, so it keeps them read-only.
+# Live in kafkapy: every topic-config synonym (running logs take the new effective value at once,
+# see replica_manager.topic_log_config) and the replication throttle rates. Accepted and stored
+# but not yet acted on until a restart or at all: log.cleaner.*, thread counts, connection limits,
+# producer.id.expiration.ms, transaction.partition.verification.enable.
+PER_BROKER = "per-broker"
+CLUSTER_WIDE = "cluster-wide"
+READ_ONLY = "read-only"
+_CLUSTER_WIDE_CONFIGS = frozenset({
+    "message.max.bytes", "log.cleaner.backoff.ms", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
+    "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads",
+    "num.network.threads", "max.connections", "max.connections.per.ip", "max.connection.creation.rate",
+    "producer.id.expiration.ms", "transaction.partition.verification.enable",
+})
+_PER_BROKER_CONFIGS: frozenset[str] = frozenset()
+
+# Kafka's DynamicConfig.Broker quotas: settable per broker and as the cluster default, but not
+# KafkaConfig keys, so DescribeConfigs shows them like unknown keys (type UNKNOWN, sensitive).
+BROKER_QUOTA_CONFIGS: dict[str, ConfigDef] = _defs(
+    ConfigDef("leader.replication.throttled.rate", T.LONG, str(LONG_MAX),
+              "Bytes/s the leader may send to throttled replicas.", at_least(0)),
+    ConfigDef("follower.replication.throttled.rate", T.LONG, str(LONG_MAX),
+              "Bytes/s throttled followers may fetch.", at_least(0)),
+    ConfigDef("replica.alter.log.dirs.io.max.bytes.per.second", T.LONG, str(LONG_MAX),
+              "Bytes/s for moving replicas between log dirs.", at_least(0)),
+)
+
+
+def broker_update_mode(name: str) -> str:
+    """Kafka's "Update Mode" of a broker config: read-only, per-broker or cluster-wide."""
+    if name in _PER_BROKER_CONFIGS:
+        return PER_BROKER
+    if name in _CLUSTER_WIDE_CONFIGS or name in _DYNAMIC_LOG_CONFIGS:
+        return CLUSTER_WIDE
+    return READ_ONLY
+
+
+def is_dynamic_broker_config(name: str) -> bool:
+    """Whether a broker entry may be set at runtime; unknown (custom) keys may, as in Kafka."""
+    return name in BROKER_QUOTA_CONFIGS or name not in BROKER_CONFIGS or broker_update_mode(name) != READ_ONLY
+
+
+def broker_config_problem(name: str, value: str, *, per_broker: bool) -> str | None:
+    """Why ``name=value`` may not be stored as a dynamic broker config (Kafka's
+    DynamicBrokerConfig.validateConfigs wording), or None."""
+    if not is_dynamic_broker_config(name):
+        return f"Cannot update these configs dynamically: Set({name})"
+    cdef = BROKER_CONFIGS.get(name) or BROKER_QUOTA_CONFIGS.get(name)
+    if cdef is not None:
+        try:
+            cdef.parse(value)
+        except KafkaError as exc:
+            return exc.message
+    if not per_broker and broker_update_mode(name) == PER_BROKER:
+        return f"Cannot update these configs at default cluster level, broker id must be specified: Set({name})"
+    return None
 
 
 def known_topic_config(name: str) -> bool:
@@ -351,6 +450,41 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
         if value is None:
             raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {name}")
         cdef.parse(value)
+    # Kafka's LogConfig.validateValues: the one check across two settings.
+    lag = {key: int(configs.get(key) or TOPIC_CONFIGS[key].default or 0)
+           for key in ("min.compaction.lag.ms", "max.compaction.lag.ms")}
+    if lag["min.compaction.lag.ms"] > lag["max.compaction.lag.ms"]:
+        raise KafkaError(ErrorCode.INVALID_CONFIG,
+                         f"conflict topic config setting min.compaction.lag.ms ({lag['min.compaction.lag.ms']}) > "
+                         f"max.compaction.lag.ms ({lag['max.compaction.lag.ms']})")
+
+
+def inherited_topic_value(topic_key: str, props: Mapping[str, str]) -> tuple[str, str] | None:
+    """The first of ``topic_key``'s broker synonyms set in ``props``, with its value converted to
+    the topic key's unit (``log.retention.hours=1`` gives ``3600000`` for ``retention.ms``)."""
+    for key in TOPIC_SYNONYMS.get(topic_key, ()):
+        raw = props.get(key)
+        if raw is not None:
+            scale = _UNIT_SCALE.get(key)
+            return key, str(int(raw) * scale) if scale else raw
+    return None
+
+
+def resolve_topic_config(name: str, topic: Mapping[str, str], per_broker: Mapping[str, str],
+                         cluster_default: Mapping[str, str], static: Mapping[str, str]
+                         ) -> tuple[str | None, ConfigSource]:
+    """A topic config's effective value and source (Kafka's KafkaConfigSchema order): the topic's
+    own value, else a broker synonym set dynamically for this broker, else one set as the
+    cluster default, else one in the static config, else the default."""
+    if name in topic:
+        return topic[name], ConfigSource.DYNAMIC_TOPIC_CONFIG
+    for props, source in ((per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                          (cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                          (static, ConfigSource.STATIC_BROKER_CONFIG)):
+        inherited = inherited_topic_value(name, props)
+        if inherited is not None:
+            return inherited[1], source
+    return TOPIC_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -465,8 +599,10 @@ class BrokerConfig:
                 raise ValueError(exc.message) from None
 
     def get(self, name: str) -> object:
-        """Typed value: the configured one, else the default (None when there is none)."""
-        cdef = BROKER_CONFIGS[name]
+        """Typed value: the configured one, else the default (None when there is none). The
+        quota rates (``leader.replication.throttled.rate``, ...) are only ever set dynamically;
+        see ``with_dynamic``."""
+        cdef = BROKER_CONFIGS.get(name) or BROKER_QUOTA_CONFIGS[name]
         raw = self.props.get(name)
         if raw is None:
             return cdef.default_value
@@ -510,14 +646,23 @@ class BrokerConfig:
         controller_names = set(self.get("controller.listener.names") or [])  # type: ignore[arg-type]
         return [lst for lst in self.listeners if lst.name not in controller_names]
 
+    def with_dynamic(self, per_broker: Mapping[str, str], cluster_default: Mapping[str, str]) -> "BrokerConfig":
+        """This node's settings with its dynamic broker configs applied, in Kafka's precedence:
+        this broker's dynamic value, else the cluster default's, else the static one. Stored
+        values that are not (or no longer) valid dynamic configs are skipped, as Kafka does."""
+        if not per_broker and not cluster_default:
+            return self
+        props = dict(self.props)
+        for layer, is_per_broker in ((cluster_default, False), (per_broker, True)):
+            for key, value in layer.items():
+                if value is not None and (key in BROKER_CONFIGS or key in BROKER_QUOTA_CONFIGS) \
+                        and broker_config_problem(key, value, per_broker=is_per_broker) is None:
+                    props[key] = value
+        return BrokerConfig(props)
+
     def broker_synonym_value(self, topic_key: str) -> tuple[str, str] | None:
         """The broker key and its value (in the topic key's unit) that a topic inherits, if set."""
-        for key in TOPIC_SYNONYMS.get(topic_key, ()):
-            raw = self.props.get(key)
-            if raw is not None:
-                scale = _UNIT_SCALE.get(key)
-                return key, str(int(raw) * scale) if scale else raw
-        return None
+        return inherited_topic_value(topic_key, self.props)
 
     def topic_default(self, topic_key: str) -> str:
         """The value a topic without its own setting gets for ``topic_key``, as Kafka resolves it."""

@@ -6,7 +6,9 @@
 //      spark-pattern (what Spark's Kafka source does: AdminClient describeTopics + listOffsets
 //        earliest/latest/by-timestamp, then a consumer with a generated group.id that never joins:
 //        assign, seekToBeginning/seekToEnd + position, seek, poll exactly [earliest, latest)),
-//      admin (createTopics with configs, describeConfigs).
+//      admin (createTopics with configs, describeConfigs),
+//      alter-configs (incrementalAlterConfigs on topics and brokers, then describeConfigs with
+//        synonyms and documentation; "broker" "" is the cluster default).
 // Bytes travel as base64. No dependencies beyond kafka-clients (so: a small JSON reader below).
 
 import java.io.*;
@@ -39,6 +41,7 @@ public class Compat {
                 case "consume": result = consume(job); break;
                 case "spark-pattern": result = sparkPattern(job); break;
                 case "admin": result = admin(job); break;
+                case "alter-configs": result = alterConfigs(job); break;
                 default: throw new IllegalArgumentException("unknown op " + op);
             }
         } catch (Throwable t) {
@@ -290,6 +293,87 @@ public class Compat {
             }
         }
         return res;
+    }
+
+    // {"alter": [{"type": "topic"|"broker", "name", "ops": [{"op": "SET"|"DELETE"|"APPEND"|"SUBTRACT",
+    //   "name", "value"}]}], "validate_only": bool, "describe": [{"type", "name"}]}
+    // -> {"alter": [{"type", "name", "error"}], "configs": {"type:name": {config: {...}} or {"error"}}}
+    static Object alterConfigs(Map<String, Object> job) throws Exception {
+        Properties ap = new Properties();
+        ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, job.get("bootstrap"));
+        Map<String, Object> res = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(ap)) {
+            if (job.get("alter") != null) {
+                Map<ConfigResource, Collection<AlterConfigOp>> changes = new LinkedHashMap<>();
+                for (Object o : asList(job.get("alter"))) {
+                    Map<String, Object> r = asMap(o);
+                    List<AlterConfigOp> ops = new ArrayList<>();
+                    for (Object oo : asList(r.get("ops"))) {
+                        Map<String, Object> op = asMap(oo);
+                        Object v = op.get("value");
+                        ops.add(new AlterConfigOp(new ConfigEntry((String) op.get("name"), v == null ? null : str(v)),
+                            AlterConfigOp.OpType.valueOf((String) op.get("op"))));
+                    }
+                    changes.put(resource(r), ops);
+                }
+                boolean validateOnly = Boolean.TRUE.equals(job.get("validate_only"));
+                AlterConfigsResult ar = admin.incrementalAlterConfigs(changes,
+                    new AlterConfigsOptions().validateOnly(validateOnly));
+                List<Object> out = new ArrayList<>();
+                for (Map.Entry<ConfigResource, KafkaFuture<Void>> e : ar.values().entrySet()) {
+                    Map<String, Object> m = new LinkedHashMap<>();
+                    m.put("type", e.getKey().type().name().toLowerCase(Locale.ROOT));
+                    m.put("name", e.getKey().name());
+                    try {
+                        e.getValue().get(30, TimeUnit.SECONDS);
+                        m.put("error", null);
+                    } catch (ExecutionException ex) {
+                        m.put("error", errorInfo(ex.getCause()));
+                    }
+                    out.add(m);
+                }
+                res.put("alter", out);
+            }
+            if (job.get("describe") != null) {
+                List<ConfigResource> rs = new ArrayList<>();
+                for (Object o : asList(job.get("describe"))) rs.add(resource(asMap(o)));
+                DescribeConfigsResult dr = admin.describeConfigs(rs,
+                    new DescribeConfigsOptions().includeSynonyms(true).includeDocumentation(true));
+                Map<String, Object> configs = new LinkedHashMap<>();
+                for (Map.Entry<ConfigResource, KafkaFuture<Config>> e : dr.values().entrySet()) {
+                    String key = e.getKey().type().name().toLowerCase(Locale.ROOT) + ":" + e.getKey().name();
+                    try {
+                        Map<String, Object> entries = new TreeMap<>();
+                        for (ConfigEntry ce : e.getValue().get(30, TimeUnit.SECONDS).entries()) {
+                            Map<String, Object> v = new LinkedHashMap<>();
+                            v.put("value", ce.value());
+                            v.put("source", ce.source() == null ? null : ce.source().name());
+                            v.put("read_only", ce.isReadOnly());
+                            v.put("sensitive", ce.isSensitive());
+                            v.put("type", ce.type() == null ? null : ce.type().name());
+                            v.put("documentation", ce.documentation());
+                            List<Object> syn = new ArrayList<>();
+                            for (ConfigEntry.ConfigSynonym s : ce.synonyms())
+                                syn.add(Arrays.asList(s.name(), s.value(), s.source().name()));
+                            v.put("synonyms", syn);
+                            entries.put(ce.name(), v);
+                        }
+                        configs.put(key, entries);
+                    } catch (ExecutionException ex) {
+                        Map<String, Object> m = new LinkedHashMap<>();
+                        m.put("error", errorInfo(ex.getCause()));
+                        configs.put(key, m);
+                    }
+                }
+                res.put("configs", configs);
+            }
+        }
+        return res;
+    }
+
+    static ConfigResource resource(Map<String, Object> r) {
+        ConfigResource.Type type = ConfigResource.Type.valueOf(((String) r.get("type")).toUpperCase(Locale.ROOT));
+        return new ConfigResource(type, (String) r.get("name"));
     }
 
     // ---- helpers --------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import trio
@@ -31,10 +31,11 @@ from kafkapy.config import BrokerConfig
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import LogAppendResult, PartitionLog
-from kafkapy.metadata.image import RESOURCE_TOPIC, MetadataImage, PartitionRegistration, TopicImage
+from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage, PartitionRegistration, TopicImage
 from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.replication.alter_partition import AlterPartitionManager
+from kafkapy.replication import throttle
 from kafkapy.replication.fetcher import FollowTarget, ReplicaFetcherManager
 from kafkapy.replication.leader_state import PartitionLeaderState
 
@@ -73,10 +74,16 @@ class HostedPartition:
 
 
 def topic_log_config(config: BrokerConfig, image: MetadataImage, topic: str) -> LogConfig:
-    """A topic's effective log settings: its own configs over the broker's topic defaults."""
-    props = config.topic_defaults()
+    """A topic's effective log settings in Kafka's precedence: its own configs, else the broker
+    synonyms set dynamically for this broker, else as the cluster default, else statically."""
+    props = config.with_dynamic(*_broker_layers(image, config.node_id)).topic_defaults()
     props.update(image.configs.topic(topic))
     return LogConfig.from_props(props, ignore_unknown=True)
+
+
+def _broker_layers(image: MetadataImage, node_id: int) -> tuple[Mapping[str, str], Mapping[str, str]]:
+    """This broker's own dynamic configs and the cluster default's."""
+    return image.configs.get(RESOURCE_BROKER, str(node_id)), image.configs.get(RESOURCE_BROKER, "")
 
 
 class ReplicaManager:
@@ -106,6 +113,10 @@ class ReplicaManager:
         # As the fetchers' host: opens a client to another broker (set by the node).
         self.connect: Callable[[int], Awaitable[Any]] | None = None
         self._lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]
+        # Replication throttles (a reassignment's copying), kept in step with the metadata:
+        # the leader's on replica fetches it answers, the follower's read by the fetchers.
+        self.leader_quota = throttle.ReplicationQuota(node_id)
+        self.follower_quota = throttle.ReplicationQuota(node_id)
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -148,10 +159,43 @@ class ReplicaManager:
 
     def apply_update(self, update: MetadataUpdate, *, now_ms: int) -> None:
         """Follow one published metadata step: a full walk for a full update, else the delta."""
-        if update.full:
-            self.apply_image(update.image, now_ms=now_ms)
-        else:
-            self.apply_delta(update, now_ms=now_ms)
+        try:
+            if update.full:
+                self.apply_image(update.image, now_ms=now_ms)
+            else:
+                self.apply_delta(update, now_ms=now_ms)
+        finally:
+            self._refresh_throttles(update)
+
+    def _refresh_throttles(self, update: MetadataUpdate) -> None:
+        """Take the throttle rates (dynamic broker configs) and throttled replicas (topic
+        configs) a metadata step brings."""
+        if not update.full and not update.changed_configs:
+            return
+        image = update.image
+        effective = self._config.with_dynamic(*_broker_layers(image, self._node_id))
+        for quota, rate_key, replicas_key in (
+                (self.leader_quota, throttle.LEADER_RATE, throttle.LEADER_REPLICAS),
+                (self.follower_quota, throttle.FOLLOWER_RATE, throttle.FOLLOWER_REPLICAS)):
+            bound = throttle.quota_bound(effective.get(rate_key))
+            if quota.bound != (throttle.UNLIMITED if bound is None else bound):
+                log.info("%s: %s", rate_key, "unlimited" if bound is None else f"{bound} bytes/s")
+            quota.set_bound(bound)
+            if update.full:
+                quota.set_topics({name: configs.get(replicas_key)
+                                  for (rtype, name), configs in image.configs.resources.items()
+                                  if rtype == RESOURCE_TOPIC})
+            else:
+                for rtype, name in update.changed_configs:
+                    if rtype == RESOURCE_TOPIC:
+                        quota.set_topic(name, image.configs.topic(name).get(replicas_key))
+
+    def leader_throttled(self, hosted: HostedPartition, replica_id: int, now_ms: int) -> bool:
+        """Whether a replica fetch from ``replica_id`` gets no data for ``hosted`` now: a
+        throttled partition, a replica outside the ISR, the leader quota exceeded."""
+        state = hosted.leader_state
+        in_sync = state is not None and replica_id in state.isr
+        return self.leader_quota.should_throttle(hosted.topic, hosted.index, in_sync, now_ms)
 
     def apply_image(self, image: MetadataImage, *, now_ms: int) -> None:
         """Open logs for partitions placed here and delete logs of topics that are gone.
@@ -163,8 +207,10 @@ class ReplicaManager:
         self._retry.clear()
         wanted: set[tuple[str, int]] = set()
         failures: list[KafkaError] = []
+        broker_changed = previous is not None and \
+            _broker_layers(previous, self._node_id) != _broker_layers(image, self._node_id)
         for topic in image.topics.by_name.values():
-            config_changed = previous is None or \
+            config_changed = previous is None or broker_changed or \
                 previous.configs.topic(topic.name) != image.configs.topic(topic.name)
             sync = _TopicSync(self, image, topic, config_changed, now_ms)
             for index, reg in topic.partitions.items():
@@ -203,6 +249,12 @@ class ReplicaManager:
         for rtype, rname in update.changed_configs:
             if rtype == RESOURCE_TOPIC:
                 touched.setdefault(rname, set())
+        # A dynamic broker config may change what every topic without its own value inherits.
+        broker_changed = any(rtype == RESOURCE_BROKER and rname in ("", str(self._node_id))
+                             for rtype, rname in update.changed_configs)
+        if broker_changed:
+            for name in self._by_topic:
+                touched.setdefault(name, set())
         for name in sorted(touched):
             topic = image.topics.by_name.get(name)
             if topic is None:
@@ -210,7 +262,7 @@ class ReplicaManager:
                     if (name, index) in self._partitions:
                         self._drop((name, index))  # a retried partition of a topic now gone
                 continue
-            config_changed = previous is None or \
+            config_changed = previous is None or broker_changed or \
                 previous.configs.topic(name) != image.configs.topic(name)
             sync = _TopicSync(self, image, topic, config_changed, now_ms)
             for index in sorted(touched[name]):

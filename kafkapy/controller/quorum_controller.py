@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kafkapy import config as kconfig
+from kafkapy.controller.config_validation import check_broker_configs, list_op_error
+from kafkapy.controller import reassignment
 from kafkapy.controller.placement import RandomSource, StripedReplicaPlacer, UsableBroker
 from kafkapy.controller.types import (
     AlterConfigsResource,
@@ -214,14 +216,11 @@ def _completed_reassignment(p: PartitionRegistration, isr: Sequence[int]
                             ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """(replicas, ISR) after the reassignment in progress on ``p`` completes, if ``isr`` lets
     it: every replica that stays is in sync (Kafka's maybeCompleteReassignment)."""
-    if not p.adding_replicas and not p.removing_replicas:
-        return None
-    removing = set(p.removing_replicas)
-    new_isr = tuple(r for r in isr if r not in removing)
-    new_replicas = tuple(r for r in p.replicas if r not in removing)
-    if not new_isr or not new_replicas or not set(new_replicas) <= set(new_isr):
-        return None
-    return new_replicas, new_isr
+    return reassignment.completed(_reassignment_of(p), isr)
+
+
+def _reassignment_of(p: PartitionRegistration) -> reassignment.ReassignmentReplicas:
+    return reassignment.ReassignmentReplicas(p.replicas, p.adding_replicas, p.removing_replicas)
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,17 +440,17 @@ class QuorumController:
 
     def effective_topic_configs(self, overrides: Mapping[str, str]) -> tuple[TopicConfigEntry, ...]:
         """Every topic config with its value and source, sorted by name (CreateTopics v5+)."""
+        # The cluster default counts; this controller's own per-broker entry is not known here
+        # (Kafka would use it), so a per-broker override shows up only in DescribeConfigs.
+        cluster_default = self.image.configs.get(RESOURCE_BROKER, "")
         entries = []
         for name in sorted(kconfig.TOPIC_CONFIGS):
             cdef = kconfig.TOPIC_CONFIGS[name]
-            if name in overrides:
-                value, source = overrides[name], kconfig.ConfigSource.DYNAMIC_TOPIC_CONFIG
-            elif name in self._broker_topic_configs:
+            value, source = kconfig.resolve_topic_config(name, overrides, {}, cluster_default, {})
+            if source == kconfig.ConfigSource.DEFAULT_CONFIG and name in self._broker_topic_configs:
                 value, source = self._broker_topic_configs[name], kconfig.ConfigSource.STATIC_BROKER_CONFIG
-            else:
-                value, source = cdef.default, kconfig.ConfigSource.DEFAULT_CONFIG
             entries.append(TopicConfigEntry(
-                name=name, value=None if cdef.sensitive else value, read_only=cdef.read_only,
+                name=name, value=None if cdef.sensitive else value, read_only=False,
                 source=int(source), is_sensitive=cdef.sensitive))
         return tuple(entries)
 
@@ -743,8 +742,7 @@ class QuorumController:
                 value = None
             elif op.op in (OpType.APPEND, OpType.SUBTRACT):
                 if cdef is None or cdef.type != kconfig.ConfigType.LIST:
-                    raise _error(ErrorCode.INVALID_CONFIG,
-                                 f"Can't {op.op.name} to key {op.name} because its type is not LIST.")
+                    raise _error(ErrorCode.INVALID_CONFIG, list_op_error(rtype, op.op.name, op.name))
                 # Start from the current value, else the default (Kafka's getParts).
                 base = old if old is not None else (cdef.default or "")
                 parts = [p for p in base.split(",") if p]
@@ -772,10 +770,7 @@ class QuorumController:
                 raise _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"The topic '{rname}' does not exist.")
         else:
-            for op in res.ops:
-                cdef = defs.get(op.name)
-                if cdef is not None and op.name in new:
-                    cdef.parse(new[op.name])
+            check_broker_configs(new, per_broker=node_id is not None)
             if node_id is not None and node_id not in self.image.brokers \
                     and node_id not in self.controller_ids:
                 raise _error(ErrorCode.BROKER_ID_NOT_REGISTERED, f"No node with id {node_id} found.")
@@ -876,8 +871,11 @@ class QuorumController:
     def _partition_change(self, topic_id: uuid.UUID, index: int, p: PartitionRegistration, *,
                           acceptable: Callable[[int], bool], target_isr: Sequence[int] | None = None,
                           unclean: bool = False, preferred: bool = False,
-                          target_recovery: int | None = None) -> PartitionChangeRecord | None:
-        """The record that moves ``p`` to ``target_isr`` (default: its ISR) with a leader
+                          target_recovery: int | None = None,
+                          target_replicas: reassignment.ReassignmentReplicas | None = None
+                          ) -> PartitionChangeRecord | None:
+        """The record that moves ``p`` to ``target_isr`` (default: its ISR) and
+        ``target_replicas`` (default: its replicas, adding and removing lists) with a leader
         elected among ``acceptable`` brokers, or None when nothing would change.
 
         ``unclean`` allows an out-of-sync leader when no ISR member is acceptable; ``preferred``
@@ -885,8 +883,9 @@ class QuorumController:
         the old one (the last member stays, leaderless), as Kafka does without ELR.
         """
         isr = tuple(p.isr if target_isr is None else target_isr)
-        replicas, removing, adding = p.replicas, p.removing_replicas, p.adding_replicas
-        completed = _completed_reassignment(p, isr)
+        target = _reassignment_of(p) if target_replicas is None else target_replicas
+        replicas, adding, removing = target
+        completed = reassignment.completed(target, isr)
         if completed is not None:
             replicas, isr = completed
             removing = adding = ()
@@ -1204,39 +1203,72 @@ class QuorumController:
     ) -> ControllerResult[list[PartitionResult]]:
         """AlterPartitionReassignments: give partitions new replica lists (None cancels).
 
-        A new order of the same replicas takes effect at once (it changes the preferred leader,
-        as in Kafka). Moving data to other brokers needs followers that copy it, which arrive
-        with replication; until then such a target is refused with a message saying so.
+        As Kafka's KRaft controller: a target grows the replica set to the target plus the
+        current replicas it drops, marking which are being added and removed; the new replicas
+        copy the log as followers, and the reassignment completes when every target replica is
+        in the ISR (at once when nothing needs copying, e.g. a new order or a smaller set). A
+        target while another is in progress replaces it, starting from the whole replica set
+        as it now is. A cancel goes back to the replicas from before the reassignment.
         """
         results: list[PartitionResult] = []
         records: list[MetadataRecord] = []
+        unclean = self._unclean_by_topic()
+        # Several entries may name the same partition: each builds on the one before.
+        staged: dict[tuple[str, int], PartitionRegistration] = {}
         for name, index, replicas in targets:
             topic = self.image.topics.by_name.get(name)
-            p = topic.partitions.get(index) if topic is not None else None
+            p = staged.get((name, index)) or (topic.partitions.get(index) if topic is not None else None)
             try:
-                if p is None:
+                if topic is None or p is None:
                     raise _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {name}-{index}.")
                 if replicas is None:
-                    # Nothing can be in progress: every accepted target completes at once.
-                    raise _error(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
-                                 f"No ongoing reassignment for {name}-{index}.")
-                self._validate_manual_assignment(replicas, None)
-                if set(replicas) != set(p.replicas):
-                    raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                                 f"Moving {name}-{index} to other brokers needs replica movement, "
-                                 "which kafkapy does not support yet; only a new order of the "
-                                 "current replicas is accepted.")
-                if tuple(replicas) != tuple(p.replicas):
-                    records.append(PartitionChangeRecord(
-                        partition_id=index, topic_id=topic.id, replicas=tuple(replicas),
-                        directories=tuple(p.directories[p.replicas.index(r)] for r in replicas)
-                        if len(p.directories) == len(p.replicas) else None,
-                        version=PARTITION_CHANGE_RECORD_VERSION))
+                    change = self._cancel_reassignment(topic.id, name, index, p, unclean(name))
+                else:
+                    self._validate_manual_assignment(replicas, None)
+                    change = self._partition_change(
+                        topic.id, index, p, acceptable=self.image.cluster.is_active,
+                        target_replicas=reassignment.start(p.replicas, replicas))
+                if change is not None:
+                    records.append(change)
+                    staged[(name, index)] = p.merge(change)
                 results.append(PartitionResult(name, index))
             except KafkaError as e:
                 code, msg = _code_message(e)
                 results.append(PartitionResult(name, index, code, msg))
         return ControllerResult(tuple(records), results)
+
+    def _cancel_reassignment(self, topic_id: uuid.UUID, name: str, index: int, p: PartitionRegistration,
+                             unclean_allowed: bool) -> PartitionChangeRecord | None:
+        if not _reassignment_of(p).in_progress:
+            raise _error(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"No ongoing reassignment for {name}-{index}.")
+        back = reassignment.revert(p.replicas, p.isr, p.adding_replicas)
+        if back.unclean and not unclean_allowed:
+            raise _error(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                         f"Unable to revert partition assignment for {name}-{index} because it "
+                         "would require an unclean leader election.")
+        return self._partition_change(
+            topic_id, index, p, acceptable=self.image.cluster.is_active, target_isr=back.isr,
+            unclean=back.unclean, target_replicas=reassignment.ReassignmentReplicas(back.replicas))
+
+    def list_partition_reassignments(
+            self, partitions: Sequence[tuple[str, int]] | None
+    ) -> ControllerResult[list[tuple[str, int, PartitionRegistration]]]:
+        """ListPartitionReassignments: (topic, partition, registration) of every reassignment
+        in progress among ``partitions`` (None: all of them), sorted; unknown partitions are
+        skipped, as Kafka does."""
+        found: list[tuple[str, int, PartitionRegistration]] = []
+        if partitions is None:
+            for topic, index, p in self._partitions():
+                if _reassignment_of(p).in_progress:
+                    found.append((topic.name, index, p))
+        else:
+            for name, index in partitions:
+                topic = self.image.topics.by_name.get(name)
+                p = topic.partitions.get(index) if topic is not None else None
+                if p is not None and _reassignment_of(p).in_progress:
+                    found.append((name, index, p))
+        found.sort(key=lambda e: (e[0], e[1]))
+        return ControllerResult((), found)
 
     def _fence_records(self, broker_id: int, epoch: int) -> list[MetadataRecord]:
         # Kafka's order: leave the ISRs first, then mark the broker fenced.

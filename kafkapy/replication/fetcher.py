@@ -13,6 +13,9 @@ broker's id as the replica id, and:
 * on leadership errors backs the partition off until the metadata retargets it.
 
 A partition that was retargeted or dropped while its request was out has its answer discarded.
+A throttled partition (``throttle``) is left out of the requests while this follower is behind
+the leader's high watermark and the follower quota (the host's ``follower_quota``) is exceeded;
+the bytes fetched for throttled partitions count against it.
 Errors never end a task: the connection is dropped and retried after ``replica.fetch.backoff.ms``.
 """
 
@@ -29,6 +32,7 @@ from kafkapy.log.partition_log import PartitionLog
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.records.reader import iter_batches
+from kafkapy.replication.throttle import ReplicationQuota
 from kafkapy.replication.truncation import divergence_truncation
 
 log = logging.getLogger(__name__)
@@ -98,6 +102,9 @@ class _Fetcher:
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], int] = {}  # key -> leader epoch
         self.delayed_until: dict[tuple[str, int], float] = {}
+        # Partitions whose last fetch reached the leader's high watermark (Kafka's
+        # isReplicaInSync on the follower): a throttle never holds them back.
+        self.caught_up: set[tuple[str, int]] = set()
         self.changed = trio.Event()
         self.client: Any = None
 
@@ -158,6 +165,7 @@ class ReplicaFetcherManager:
             return
         fetcher.partitions.pop(key, None)
         fetcher.delayed_until.pop(key, None)
+        fetcher.caught_up.discard(key)
         fetcher.changed.set()
 
     # ---------------------------------------------------------------- the task
@@ -220,9 +228,14 @@ class ReplicaFetcherManager:
                 except Exception:  # noqa: BLE001 - closing a broken connection may fail too
                     pass
 
+    def _quota(self) -> ReplicationQuota | None:
+        return getattr(self.host, "follower_quota", None)
+
     def _build_request(self, fetcher: _Fetcher) -> tuple[Any, dict[tuple[str, int], tuple[int, int]]]:
         now = trio.current_time()
         s = self.settings
+        quota = self._quota()
+        now_ms = self._now_ms()
         by_topic: dict[str, list[Any]] = {}
         sent: dict[tuple[str, int], tuple[int, int]] = {}
         P = m.FetchRequest.FetchTopic.FetchPartition
@@ -230,6 +243,8 @@ class ReplicaFetcherManager:
             if fetcher.delayed_until.get(key, 0.0) > now:
                 continue
             fetcher.delayed_until.pop(key, None)
+            if quota is not None and quota.should_throttle(key[0], key[1], key in fetcher.caught_up, now_ms):
+                continue
             plog = self.host.follower_log(key[0], key[1], epoch)
             if plog is None:
                 continue
@@ -306,7 +321,14 @@ class ReplicaFetcherManager:
             if records:
                 _restart_inside_first_batch(plog, records, now_ms)
                 plog.append_as_follower(records, now_ms=now_ms)
+                quota = self._quota()
+                if quota is not None and quota.is_throttled(*key):
+                    quota.record(len(records), now_ms)
             leader_hw = p.high_watermark
+            if plog.log_end_offset >= leader_hw:
+                fetcher.caught_up.add(key)
+            else:
+                fetcher.caught_up.discard(key)
             new_hw = min(leader_hw, plog.log_end_offset)
             if new_hw > plog.high_watermark:
                 plog.high_watermark = new_hw

@@ -82,6 +82,17 @@ def run_client(node: Any, fn: Callable[[KafkaClient], Awaitable[Any]], *, timeou
     return trio.run(main)
 
 
+def send_to(address: tuple[str, int], request: Any, *, timeout: float = 15.0) -> Any:
+    """Send one request to the broker at ``address`` (a cluster member) and return the answer."""
+
+    async def main() -> Any:
+        with trio.fail_after(timeout):
+            async with await KafkaClient.connect(*address, client_id="kafkapy-it") as client:
+                return await client.send(request)
+
+    return trio.run(main)
+
+
 def run_trio(limit: float) -> Callable[[Callable[..., Awaitable[None]]], Callable[..., None]]:
     """Run an async test (fixtures passed through) under ``trio.run`` with a hard deadline."""
 

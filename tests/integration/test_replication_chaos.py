@@ -26,10 +26,9 @@ import sys
 import time
 
 import pytest
-import trio
 from confluent_kafka import Consumer, TopicPartition
 
-from helpers import FAST_FAILOVER, create_topics, metadata
+from helpers import FAST_FAILOVER, create_topics, metadata, send_to
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import ErrorCode
 from kafkapy.testing.cluster import LocalCluster, eventually
@@ -45,11 +44,7 @@ RATE = 300  # records/s over all partitions: steady load without starving a 2-co
 
 
 def send(address: tuple[str, int], request, timeout: float = 15.0):
-    async def main():
-        with trio.fail_after(timeout):
-            async with await KafkaClient.connect(*address, client_id="chaos-it") as client:
-                return await client.send(request)
-    return trio.run(main)
+    return send_to(address, request, timeout=timeout)
 
 
 def partitions(cluster: LocalCluster, alive: list[int]) -> dict[int, tuple[int, tuple[int, ...]]]:

@@ -5,9 +5,16 @@ Changes are ConfigRecords in the metadata log, so they survive restarts and reac
 
 from __future__ import annotations
 
-from kafkapy.broker.config_view import ConfigEntry, broker_config_entries, topic_config_entries
+from kafkapy.broker.config_view import (
+    BrokerLayers,
+    ConfigEntry,
+    broker_config_entries,
+    default_broker_config_entries,
+    topic_config_entries,
+)
 from kafkapy.broker.context import BrokerContext
-from kafkapy.controller import AlterConfigOp, AlterConfigsResource, OpType
+from kafkapy.controller import AlterConfigOp, AlterConfigsResource, OpType, topic_name_error
+from kafkapy.controller.types import AlterConfigsResult
 from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
@@ -28,7 +35,8 @@ async def handle_describe_configs(ctx: BrokerContext, request: Request) -> objec
                         resource_name=res.resource_name, configs=[])
         try:
             entries = _entries(ctx, res.resource_type, res.resource_name)
-            keys = set(res.configuration_keys) if res.configuration_keys is not None else None
+            # Kafka treats an empty key list like a null one: every config.
+            keys = set(res.configuration_keys) if res.configuration_keys else None
             result.configs = [
                 _to_wire(e, version, body.include_synonyms, body.include_documentation if version >= 3 else False)
                 for e in entries if keys is None or e.name in keys
@@ -40,18 +48,32 @@ async def handle_describe_configs(ctx: BrokerContext, request: Request) -> objec
 
 
 def _entries(ctx: BrokerContext, resource_type: int, name: str) -> list[ConfigEntry]:
+    image = ctx.image()
     if resource_type == RESOURCE_TOPIC:
-        image = ctx.image()
+        problem = topic_name_error(name)
+        if problem is not None:
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         if name not in image.topics.by_name:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
-        return topic_config_entries(ctx.config, image.configs.topic(name))
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+        return topic_config_entries(BrokerLayers.of(ctx.config, image, ctx.node_id), image.configs.topic(name))
     if resource_type == RESOURCE_BROKER:
-        if name not in ("", str(ctx.node_id)):
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}")
-        return broker_config_entries(ctx.config)
+        layers = BrokerLayers.of(ctx.config, image, ctx.node_id)
+        if not name:
+            return default_broker_config_entries(layers)
+        if _broker_id(name, "Broker id must be an integer, but it is: ") != ctx.node_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}")
+        return broker_config_entries(layers)
     if resource_type == RESOURCE_BROKER_LOGGER:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker logger configs are not supported yet")
-    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
+    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {resource_type}")
+
+
+def _broker_id(name: str, message: str) -> int:
+    try:
+        return int(name, 10)
+    except ValueError:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, message + name) from None
 
 
 def _to_wire(e: ConfigEntry, version: int, synonyms: bool, docs: bool) -> object:
@@ -95,7 +117,27 @@ async def handle_alter_configs(ctx: BrokerContext, request: Request) -> object:
 
 
 async def _alter(ctx: BrokerContext, resources: list, validate_only: bool, resp_class: type) -> list:
-    results = await ctx.controller(lambda c: c.incremental_alter_configs(resources, validate_only=validate_only))
+    # A broker entry other than the cluster default may only be changed through that broker
+    # (Kafka's ConfigAdminManager checks this before forwarding to the controller).
+    refused: dict[int, AlterConfigsResult] = {}
+    for i, r in enumerate(resources):
+        if r.resource_type == RESOURCE_BROKER and r.resource_name:
+            try:
+                if _broker_id(r.resource_name, "Node id must be an integer, but it is: ") != ctx.node_id:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                     f"Unexpected broker id, expected {ctx.node_id}, but received {r.resource_name}")
+            except KafkaError as exc:
+                refused[i] = AlterConfigsResult(r.resource_type, r.resource_name, int(exc.code), exc.message)
+    forwarded = [r for i, r in enumerate(resources) if i not in refused]
+    answers = iter(await ctx.controller(
+        lambda c: c.incremental_alter_configs(forwarded, validate_only=validate_only)) if forwarded else [])
+    # One result per distinct resource, in request order, as the controller answers.
+    results, seen = [], set()
+    for i, r in enumerate(resources):
+        key = (r.resource_type, r.resource_name)
+        if key not in seen:
+            seen.add(key)
+            results.append(refused[i] if i in refused else next(answers))
     return [
         resp_class.AlterConfigsResourceResponse(
             error_code=r.error_code, error_message=r.error_message,

@@ -10,7 +10,9 @@ A fetch with a replica id is a follower replicating (``replication.fetcher``): i
 log end rather than the high watermark, tells the leader how far the follower has got (which moves
 the ISR and the high watermark), and is answered with a DivergingEpoch instead of records when the
 follower's last fetched epoch ended earlier here, so the follower truncates its divergent tail
-first (Kafka 2.7+'s truncation through Fetch).
+first (Kafka 2.7+'s truncation through Fetch). Replication throttles (``replication.throttle``)
+hold back the data of throttled partitions for replicas outside the ISR while the leader's quota
+is exceeded; what throttled partitions send counts against that quota.
 """
 
 from __future__ import annotations
@@ -189,14 +191,20 @@ async def _handle_replica_fetch(ctx: BrokerContext, request: Request, replica_id
         results: list[tuple[str | None, object, FetchPartitionResult]] = []
         total = 0
         urgent = False
+        throttled_bytes = 0
+        read_ms = ctx.clock.now_ms()
         for name, topic, p in wanted:
-            result = _replica_read(ctx, name, p, version, max(0, max_bytes - total), total == 0)
+            result, throttled = _replica_read(ctx, name, p, version, max(0, max_bytes - total),
+                                              total == 0, replica_id, read_ms)
+            if throttled:
+                throttled_bytes += len(result.records or b"")
             total += len(result.records or b"")
             urgent = urgent or result.error_code != ErrorCode.NONE or result.diverging_epoch is not None
             results.append((name, topic, result))
         if total >= body.min_bytes or urgent or trio.current_time() >= deadline or not wanted:
             break
         await ctx.replicas.wait_for_append(deadline)
+    ctx.replicas.leader_quota.record(throttled_bytes, ctx.clock.now_ms())
     by_topic: dict[object, tuple[str | None, object, list[FetchPartitionResult]]] = {}
     for name, topic, result in results:
         key = topic.topic_id if version >= 13 else name  # type: ignore[attr-defined]
@@ -210,10 +218,17 @@ async def _handle_replica_fetch(ctx: BrokerContext, request: Request, replica_id
 
 
 def _replica_read(ctx: BrokerContext, name: str | None, p: object, version: int, budget: int,
-                  first: bool) -> FetchPartitionResult:
+                  first: bool, replica_id: int, now_ms: int) -> tuple[FetchPartitionResult, bool]:
+    """One partition's answer to a replica fetch, and whether it is a throttled one."""
     index = p.partition  # type: ignore[attr-defined]
     if name is None:
-        return FetchPartitionResult(index, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, b"")
+        return FetchPartitionResult(index, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, b""), False
+    throttled = ctx.replicas.leader_quota.is_throttled(name, index)
+    return _replica_read_partition(ctx, name, index, p, version, budget, first, replica_id, now_ms), throttled
+
+
+def _replica_read_partition(ctx: BrokerContext, name: str, index: int, p: object, version: int,
+                            budget: int, first: bool, replica_id: int, now_ms: int) -> FetchPartitionResult:
     try:
         hosted = ctx.replicas.leader(name, index, p.current_leader_epoch)  # type: ignore[attr-defined]
         plog = hosted.log
@@ -229,6 +244,8 @@ def _replica_read(ctx: BrokerContext, name: str | None, p: object, version: int,
             return FetchPartitionResult(index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start, b"")
         limit = min(p.partition_max_bytes, budget)  # type: ignore[attr-defined]
         records: FileRegion | bytes = b""
+        if ctx.replicas.leader_throttled(hosted, replica_id, now_ms):
+            limit, first = 0, False
         if limit > 0 or first:
             fslice = plog.read(offset, limit, max_offset=None, min_one_message=first)
             if fslice is not None and fslice.size > 0:

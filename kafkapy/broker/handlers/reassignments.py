@@ -1,9 +1,8 @@
 """AlterPartitionReassignments and ListPartitionReassignments: changing a partition's replicas.
 
-The controller decides (``QuorumController.alter_partition_reassignments``). Until replication
-exists no data can move between brokers, so every accepted target completes at once and no
-move is ever in progress: the list is empty, as ``kafka-reassign-partitions.sh --list`` shows for
-an idle cluster.
+The controller decides (``QuorumController.alter_partition_reassignments``) and answers the list
+from its own image, so a reassignment shows as soon as it is committed and disappears when the
+AlterPartition that completes it is; both requests reach it forwarded by a broker.
 """
 
 from __future__ import annotations
@@ -29,4 +28,16 @@ async def handle_alter_partition_reassignments(ctx: BrokerContext, request: Requ
 
 
 async def handle_list_partition_reassignments(ctx: BrokerContext, request: Request) -> object:
-    return m.ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
+    Resp = m.ListPartitionReassignmentsResponse
+    TopicOut = Resp.OngoingTopicReassignment
+    PartOut = TopicOut.OngoingPartitionReassignment
+    wanted = None if request.body.topics is None else [
+        (t.name, i) for t in request.body.topics for i in t.partition_indexes]
+    found = await ctx.controller(lambda c: c.list_partition_reassignments(wanted))
+    by_topic: dict[str, list[object]] = {}
+    for name, index, reg in found:
+        by_topic.setdefault(name, []).append(PartOut(
+            partition_index=index, replicas=list(reg.replicas),
+            adding_replicas=list(reg.adding_replicas), removing_replicas=list(reg.removing_replicas)))
+    return Resp(throttle_time_ms=0, error_code=0, error_message=None,
+                topics=[TopicOut(name=name, partitions=parts) for name, parts in by_topic.items()])

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections import Counter
-from dataclasses import dataclass, field
 
 import pytest
 
 from kafkapy.broker.metadata_publisher import BrokerMetadata
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
 from kafkapy.config import BrokerConfig
-from kafkapy.log.config import LogConfig
 from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
 from kafkapy.metadata.records import (
@@ -30,62 +27,12 @@ from kafkapy.metadata.records import (
 from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
+from .fakes import FakeLogManager
+
 NODE = 1
 BROKERS = (1, 2, 3)
 NAMES = [f"t{i}" for i in range(5)]
 CONFIG = BrokerConfig()
-
-
-class FakeEpochCache:
-    def assign(self, epoch: int, start_offset: int) -> None:
-        pass
-
-
-@dataclass
-class FakeLog:
-    topic_id: uuid.UUID
-    config: LogConfig
-    config_updates: int = 0
-    # What taking or giving up leadership reads and writes.
-    log_end_offset: int = 0
-    high_watermark: int = 0
-    hw_follows_leo: bool = True
-    leader_epoch_cache: FakeEpochCache = field(default_factory=FakeEpochCache)
-
-    def update_config(self, config: LogConfig) -> None:
-        self.config = config
-        self.config_updates += 1
-
-
-@dataclass
-class FakeLogManager:
-    """The LogManager calls the replica manager makes, in memory; ``fail`` makes the next
-    opening of a partition fail once."""
-
-    logs: dict[tuple[str, int], FakeLog] = field(default_factory=dict)
-    created: Counter = field(default_factory=Counter)
-    deleted: Counter = field(default_factory=Counter)
-    fail: set[tuple[str, int]] = field(default_factory=set)
-    log_dirs: tuple[str, ...] = ("/nowhere",)
-
-    def get_or_create(self, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig,
-                      *, now_ms: int) -> FakeLog:
-        key = (topic, partition)
-        if key in self.fail:
-            self.fail.discard(key)
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "disk on fire")
-        existing = self.logs.get(key)
-        if existing is not None:
-            assert existing.topic_id == topic_id, "would be INCONSISTENT_TOPIC_ID"
-            existing.update_config(config)
-            return existing
-        self.created[key] += 1
-        self.logs[key] = FakeLog(topic_id, config)
-        return self.logs[key]
-
-    def delete(self, topic: str, partition: int) -> bool:
-        self.deleted[(topic, partition)] += 1
-        return self.logs.pop((topic, partition), None) is not None
 
 
 def manager() -> tuple[ReplicaManager, FakeLogManager]:

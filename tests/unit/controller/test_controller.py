@@ -627,31 +627,6 @@ def test_unclean_election_only_for_leaderless_partitions() -> None:
     assert r.error_code == E.NONE and (p0.leader, p0.isr, p0.leader_recovery_state) == (2, (2,), 1)
 
 
-def test_reassignment_reorders_replicas_but_cannot_move_data_yet() -> None:
-    h = make_harness()
-    for b in (1, 2, 3):
-        h.add_broker(b)
-    create(h, NewTopic("t", assignments={0: [1, 2], 1: [2, 1]}))
-    c = h.controller
-    results = h.commit(c.alter_partition_reassignments([
-        ("t", 0, [2, 1]),        # same replicas, new order: the preferred leader changes
-        ("t", 1, [2, 1]),        # unchanged
-        ("t", 1, None),          # cancel: nothing is in progress
-        ("t", 0, [1, 3]),        # would move data to broker 3
-        ("t", 0, [1, 9]),        # broker 9 is not registered
-        ("t", 0, []),
-        ("nope", 0, [1]),
-    ]))
-    assert [r.error_code for r in results] == [
-        E.NONE, E.NONE, E.NO_REASSIGNMENT_IN_PROGRESS, E.INVALID_REPLICATION_ASSIGNMENT,
-        E.INVALID_REPLICATION_ASSIGNMENT, E.INVALID_REPLICATION_ASSIGNMENT, E.UNKNOWN_TOPIC_OR_PARTITION]
-    assert "is registered" in results[4].error_message and "not support" in results[3].error_message
-    p0 = c.image.topics.partition("t", 0)
-    assert p0.replicas == (2, 1) and p0.leader == 1       # leadership moves only by election
-    assert [r.error_code for r in h.commit(c.elect_leaders([("t", 0)], ElectionType.PREFERRED))] == [E.NONE]
-    assert c.image.topics.partition("t", 0).leader == 2
-
-
 def test_a_controller_loaded_from_a_snapshot_agrees_with_one_that_replayed_the_log() -> None:
     from kafkapy.metadata.snapshot import image_from_snapshot, write_snapshot
     from kafkapy.raft.messages import SnapshotId
