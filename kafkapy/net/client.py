@@ -27,7 +27,8 @@ from kafkapy.protocol import (
     response_class,
 )
 
-__all__ = ["KafkaClient", "KafkaClientError", "UnsupportedByPeer"]
+__all__ = ["ApiVersionsHandshake", "KafkaClient", "KafkaClientError", "UnsupportedByPeer", "decode_response",
+           "encode_request", "expects_response"]
 
 DEFAULT_TIMEOUT: Final = 30.0
 MAX_RESPONSE_BYTES: Final = 1 << 30
@@ -93,24 +94,10 @@ class KafkaClient:
 
     async def negotiate(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Run ApiVersions and fill :attr:`peer_versions` and :attr:`versions`."""
-        req_cls = request_class(ApiKey.API_VERSIONS)
-        assert req_cls is not None
-        version = req_cls.max_version
-        for _ in range(2):
-            body = req_cls(client_software_name=SOFTWARE_NAME, client_software_version=SOFTWARE_VERSION)
-            resp = await self.send(body, version=version, timeout=timeout)
-            if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:
-                # KIP-511: the broker names the ApiVersions versions it serves; retry with those.
-                theirs = [k for k in resp.api_keys if k.api_key == ApiKey.API_VERSIONS]
-                version = min(theirs[0].max_version, version) if theirs else 0
-                continue
-            if resp.error_code != ErrorCode.NONE:
-                raise KafkaClientError(f"ApiVersions failed: {ErrorCode(resp.error_code).name}")
-            self.peer_versions = {k.api_key: ApiVersionRange(k.api_key, k.min_version, k.max_version)
-                                  for k in resp.api_keys}
-            self.versions = self._ours.negotiate(self.peer_versions.values())
-            return
-        raise KafkaClientError("ApiVersions: no version accepted by the peer")
+        handshake = ApiVersionsHandshake(self._ours)
+        while (request := handshake.next_request()) is not None:
+            handshake.on_response(await self.send(request[0], version=request[1], timeout=timeout))
+        self.peer_versions, self.versions = handshake.peer_versions, handshake.versions
 
     async def aclose(self) -> None:
         """Close the connection; requests still waiting fail with :class:`KafkaClientError`."""
@@ -144,9 +131,8 @@ class KafkaClient:
         if version is None:
             version = self.version_for(api_key)
         correlation_id = next(self._correlation) & 0x7FFFFFFF
-        request.with_header(correlation_id=correlation_id, client_id=self.client_id)
-        frame = request.encode(version=version, header=True, framed=True)
-        expects = not (api_key == ApiKey.PRODUCE and getattr(request, "acks", 1) == 0)
+        frame = encode_request(request, version, correlation_id, self.client_id)
+        expects = expects_response(request)
         pending = _Pending(correlation_id, api_key, version)
         try:
             with trio.fail_after(timeout if timeout is not None else float("inf")):
@@ -235,7 +221,7 @@ class KafkaClient:
                     f"correlation id mismatch: expected {pending.correlation_id}, got {correlation_id}")
             self._pending.popleft()
             try:
-                pending.response = _decode_response(pending.api_key, pending.version, frame)
+                pending.response = decode_response(pending.api_key, pending.version, frame)
             except Exception as exc:
                 pending.error = KafkaClientError(
                     f"cannot decode {ApiKey.name_of(pending.api_key)} v{pending.version} response: {exc}")
@@ -244,7 +230,59 @@ class KafkaClient:
             self._fail(exc)
 
 
-def _decode_response(api_key: int, version: int, frame: bytes) -> Any:
+class ApiVersionsHandshake:
+    """The ApiVersions exchange both clients run at connect, without the I/O.
+
+    ``next_request()`` gives (request, version) until done (None); each answer goes to
+    ``on_response``. A broker that rejects our ApiVersions version names the ones it serves
+    (KIP-511), and we retry once at the highest of those.
+    """
+
+    def __init__(self, ours: ApiVersionsTable) -> None:
+        self._ours = ours
+        self._cls = request_class(ApiKey.API_VERSIONS)
+        assert self._cls is not None
+        self._version: int = self._cls.max_version
+        self._attempts = 0
+        self.done = False
+        self.peer_versions: dict[int, ApiVersionRange] = {}
+        self.versions: dict[int, int] = {}
+
+    def next_request(self) -> tuple[Any, int] | None:
+        if self.done:
+            return None
+        if self._attempts == 2:
+            raise KafkaClientError("ApiVersions: no version accepted by the peer")
+        self._attempts += 1
+        body = self._cls(client_software_name=SOFTWARE_NAME, client_software_version=SOFTWARE_VERSION)
+        return body, self._version
+
+    def on_response(self, resp: Any) -> None:
+        if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            theirs = [k for k in resp.api_keys if k.api_key == ApiKey.API_VERSIONS]
+            self._version = min(theirs[0].max_version, self._version) if theirs else 0
+            return
+        if resp.error_code != ErrorCode.NONE:
+            raise KafkaClientError(f"ApiVersions failed: {ErrorCode(resp.error_code).name}")
+        self.peer_versions = {k.api_key: ApiVersionRange(k.api_key, k.min_version, k.max_version)
+                              for k in resp.api_keys}
+        self.versions = self._ours.negotiate(self.peer_versions.values())
+        self.done = True
+
+
+def encode_request(request: Any, version: int, correlation_id: int, client_id: str) -> bytes:
+    """The size-prefixed frame of ``request`` with its header, at ``version``."""
+    request.with_header(correlation_id=correlation_id, client_id=client_id)
+    return request.encode(version=version, header=True, framed=True)
+
+
+def expects_response(request: Any) -> bool:
+    """Every request is answered but an acks=0 Produce."""
+    return not (request.API_KEY == ApiKey.PRODUCE and getattr(request, "acks", 1) == 0)
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> Any:
+    """Decode one response frame (without its size prefix) of ``api_key`` at ``version``."""
     cls = response_class(api_key)
     assert cls is not None
     pos = 4
