@@ -12,6 +12,8 @@ echo "== unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1)"
 KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider
 echo "== integration and compatibility tests"
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider
+echo "== PySpark: the kafkapy source and sink, and the example pipeline (local[2])"
+KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/spark -q -p no:cacheprovider
 echo "== stock clients against a 3-controller, 3-broker cluster (kafkapy cluster up)"
 KAFKAPY_COMPAT_TARGET=kafkapy-cluster KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider \
     compat-tests/test_roundtrip.py compat-tests/test_groups.py compat-tests/test_admin.py \
