@@ -280,8 +280,13 @@ def test_small_parser_reads_compose_as_pyyaml_does(compose):
     assert compose == yaml.safe_load((REPO / "docker-compose.yml").read_text())
 
 
+def nodes(compose: dict[str, Any]) -> dict[str, Any]:
+    """The kafkapy nodes of the compose file (the other service is the example Spark job)."""
+    return {name: s for name, s in compose["services"].items() if name != "spark"}
+
+
 def test_compose_has_three_controllers_and_three_brokers(compose):
-    services = compose["services"]
+    services = nodes(compose)
     assert list(services) == ["controller-1", "controller-2", "controller-3", "broker-4", "broker-5", "broker-6"]
     for name, service in services.items():
         settings = _settings(service)
@@ -297,7 +302,7 @@ def test_compose_has_three_controllers_and_three_brokers(compose):
 
 
 def test_compose_nodes_share_a_cluster_id_and_agree_on_the_voters(compose):
-    services = compose["services"]
+    services = nodes(compose)
     ids = {s["environment"]["KAFKAPY_CLUSTER_ID"] for s in services.values()}
     assert len(ids) == 1
     (cluster_id,) = ids
@@ -313,7 +318,7 @@ def test_compose_nodes_share_a_cluster_id_and_agree_on_the_voters(compose):
 
 def test_compose_brokers_listen_inside_and_to_the_host(compose):
     host_ports = set()
-    for name, service in compose["services"].items():
+    for name, service in nodes(compose).items():
         if not name.startswith("broker-"):
             continue
         settings = _settings(service)
@@ -338,3 +343,20 @@ def test_dockerfile_entrypoint_formats_with_the_shared_cluster_id():
     script = (REPO / "docker" / "entrypoint.sh").read_text()
     assert "storage format --ignore-formatted --cluster-id \"$KAFKAPY_CLUSTER_ID\"" in script
     assert "exec kafkapy server" in script
+
+
+def test_compose_spark_service_runs_the_example_against_the_brokers(compose):
+    spark = compose["services"]["spark"]
+    brokers = [name for name in nodes(compose) if name.startswith("broker-")]
+    advertised = [BrokerConfig.from_sources(_settings(compose["services"][b])).advertised_listeners
+                  for b in brokers]
+    inside = ",".join(f"{l.host}:{l.port}" for ls in advertised for l in ls if l.name == "PLAINTEXT")
+    assert spark["environment"]["BOOTSTRAP"] == inside
+    assert set(spark["depends_on"]) == set(brokers)
+    assert spark["profiles"] == ["spark"]
+    dockerfile = (REPO / spark["build"]["dockerfile"]).read_text()
+    assert "openjdk" in dockerfile and ".[spark]" in dockerfile
+    script = (REPO / "docker" / "spark-pipeline.sh").read_text()
+    assert "pipeline.py" in script and "orders.py" in script
+    volume = spark["volumes"][0].partition(":")[0]
+    assert volume in compose["volumes"]
