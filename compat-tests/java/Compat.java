@@ -5,7 +5,8 @@
 //      consume (KafkaConsumer without a group: assign/seek/poll),
 //      spark-pattern (what Spark's Kafka source does: AdminClient describeTopics + listOffsets
 //        earliest/latest/by-timestamp, then a consumer with a generated group.id that never joins:
-//        assign, seekToBeginning/seekToEnd + position, seek, poll exactly [earliest, latest)),
+//        assign, seekToBeginning/seekToEnd + position, seek, poll exactly [earliest, latest); optionally
+//        from a timestamp, read_committed, and records deleted between planning and reading),
 //      admin (createTopics with configs, describeConfigs),
 //      alter-configs (incrementalAlterConfigs on topics and brokers, then describeConfigs with
 //        synonyms and documentation; "broker" "" is the cluster default).
@@ -169,28 +170,59 @@ public class Compat {
         return res;
     }
 
+    // Optional job fields, each replaying a Spark setting (absent: the plain [earliest, latest) read):
+    //   start_timestamp: startingTimestamp / startingOffsetsByTimestamp, the range starts at
+    //     listOffsets(forTimestamp); a null answer means no record at/after it, so the partition is skipped;
+    //   isolation_level "read_committed": kafka.isolation.level, for the consumer and every listOffsets (it
+    //     changes "latest": the last stable offset instead of the high watermark);
+    //   delete_before {partition: offset}: DeleteRecords between planning and reading, as retention does
+    //     under a running query; the reader then behaves as Spark with failOnDataLoss=false.
     static Object sparkPattern(Map<String, Object> job) throws Exception {
         String topic = (String) job.get("topic");
         List<Object> timestamps = job.get("timestamps") == null ? List.of() : asList(job.get("timestamps"));
+        Long startTs = job.get("start_timestamp") == null ? null : num(job.get("start_timestamp"));
+        String isolation = job.get("isolation_level") == null ? null : (String) job.get("isolation_level");
+        boolean readCommitted = "read_committed".equals(isolation);
+        if (isolation != null && !readCommitted && !"read_uncommitted".equals(isolation))
+            throw new IllegalArgumentException("isolation_level " + isolation);
+        Map<Integer, Long> deleteBefore = new LinkedHashMap<>();
+        if (job.get("delete_before") != null)
+            for (Map.Entry<String, Object> e : asMap(job.get("delete_before")).entrySet())
+                deleteBefore.put(Integer.parseInt(e.getKey()), num(e.getValue()));
         long pollMs = num(job.getOrDefault("poll_timeout_ms", 2000));
         long deadline = System.nanoTime() + num(job.getOrDefault("timeout_s", 60)) * 1_000_000_000L;
         Map<String, Object> res = new LinkedHashMap<>();
         Properties ap = new Properties();
         ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, job.get("bootstrap"));
         List<TopicPartition> tps = new ArrayList<>();
-        Map<TopicPartition, Long> earliest = new HashMap<>(), latest = new HashMap<>();
+        Map<TopicPartition, Long> earliest = new HashMap<>(), latest = new HashMap<>(), from = new HashMap<>();
+        Map<TopicPartition, Long> latestUncommitted = new HashMap<>(), lowWatermarks = new HashMap<>();
         List<Map<TopicPartition, Long>> byTs = new ArrayList<>();
         // Driver side (KafkaOffsetReaderAdmin): partitions and offset ranges through the AdminClient.
         try (Admin admin = Admin.create(ap)) {
             TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
             for (TopicPartitionInfo pi : d.partitions()) tps.add(new TopicPartition(topic, pi.partition()));
-            earliest.putAll(listOffsets(admin, tps, OffsetSpec.earliest()));
-            latest.putAll(listOffsets(admin, tps, OffsetSpec.latest()));
-            for (Object ts : timestamps) byTs.add(listOffsets(admin, tps, OffsetSpec.forTimestamp(num(ts))));
+            // Spark (KafkaOffsetReaderAdmin) passes its isolation level to every listOffsets call.
+            ListOffsetsOptions opts = new ListOffsetsOptions(
+                readCommitted ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED);
+            earliest.putAll(listOffsets(admin, tps, OffsetSpec.earliest(), opts));
+            latest.putAll(listOffsets(admin, tps, OffsetSpec.latest(), opts));
+            if (readCommitted)  // so a caller sees whether the last stable offset differs from the high watermark
+                latestUncommitted.putAll(listOffsets(admin, tps, OffsetSpec.latest(), new ListOffsetsOptions()));
+            for (Object ts : timestamps) byTs.add(listOffsets(admin, tps, OffsetSpec.forTimestamp(num(ts)), opts));
+            from.putAll(startTs == null ? earliest : listOffsets(admin, tps, OffsetSpec.forTimestamp(startTs), opts));
+            if (!deleteBefore.isEmpty()) {
+                Map<TopicPartition, RecordsToDelete> del = new HashMap<>();
+                for (Map.Entry<Integer, Long> e : deleteBefore.entrySet())
+                    del.put(new TopicPartition(topic, e.getKey()), RecordsToDelete.beforeOffset(e.getValue()));
+                for (Map.Entry<TopicPartition, KafkaFuture<DeletedRecords>> e : admin.deleteRecords(del).lowWatermarks().entrySet())
+                    lowWatermarks.put(e.getKey(), e.getValue().get(30, TimeUnit.SECONDS).lowWatermark());
+            }
         }
         // Executor side (KafkaDataConsumer): a generated group.id, never subscribes or commits.
         Properties cp = consumerProps(job, "spark-kafka-source-" + UUID.randomUUID() + "-executor");
         cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        if (isolation != null) cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         List<Object> partitions = new ArrayList<>();
         try (KafkaConsumer<byte[], byte[]> c =
                  new KafkaConsumer<>(cp, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
@@ -199,26 +231,50 @@ public class Compat {
                 pj.put("partition", tp.partition());
                 pj.put("earliest", earliest.get(tp));
                 pj.put("latest", latest.get(tp));
+                if (readCommitted) pj.put("latest_read_uncommitted", latestUncommitted.get(tp));
                 List<Object> bt = new ArrayList<>();
                 for (Map<TopicPartition, Long> m : byTs) bt.add(m.get(tp));
                 pj.put("by_timestamp", bt);
+                if (lowWatermarks.containsKey(tp)) pj.put("deleted_low_watermark", lowWatermarks.get(tp));
                 c.assign(List.of(tp));
                 // getAvailableOffsetRange(): seekToBeginning/seekToEnd + position.
                 c.seekToBeginning(List.of(tp));
                 pj.put("position_beginning", c.position(tp, Duration.ofSeconds(10)));
                 c.seekToEnd(List.of(tp));
                 pj.put("position_end", c.position(tp, Duration.ofSeconds(10)));
-                long from = earliest.get(tp), until = latest.get(tp);
+                Long start = from.get(tp);
+                long until = latest.get(tp);
+                pj.put("from", start);
+                pj.put("until", until);
+                boolean outOfRange = false;
+                Long availableFrom = null;
                 List<Object> recs = new ArrayList<>();
-                long next = from;
-                c.seek(tp, from);
-                while (next < until && System.nanoTime() < deadline) {
-                    for (ConsumerRecord<byte[], byte[]> rec : c.poll(Duration.ofMillis(pollMs))) {
-                        if (rec.offset() >= until) break;
-                        recs.add(recordJson(rec));
-                        next = rec.offset() + 1;
+                if (start != null) {
+                    long next = start;
+                    c.seek(tp, start);
+                    while (next < until && System.nanoTime() < deadline) {
+                        ConsumerRecords<byte[], byte[]> polled;
+                        try {
+                            polled = c.poll(Duration.ofMillis(pollMs));
+                        } catch (OffsetOutOfRangeException e) {
+                            // failOnDataLoss=false: skip what is gone, read the rest of the planned range.
+                            outOfRange = true;
+                            c.seekToBeginning(List.of(tp));
+                            availableFrom = c.position(tp, Duration.ofSeconds(10));
+                            if (availableFrom >= until) break;
+                            next = availableFrom;
+                            c.seek(tp, availableFrom);
+                            continue;
+                        }
+                        for (ConsumerRecord<byte[], byte[]> rec : polled) {
+                            if (rec.offset() >= until) break;
+                            recs.add(recordJson(rec));
+                            next = rec.offset() + 1;
+                        }
                     }
                 }
+                pj.put("out_of_range", outOfRange);
+                pj.put("available_from", availableFrom);
                 pj.put("records", recs);
                 partitions.add(pj);
             }
@@ -227,12 +283,12 @@ public class Compat {
         return res;
     }
 
-    static Map<TopicPartition, Long> listOffsets(Admin admin, List<TopicPartition> tps, OffsetSpec spec)
-            throws Exception {
+    static Map<TopicPartition, Long> listOffsets(Admin admin, List<TopicPartition> tps, OffsetSpec spec,
+            ListOffsetsOptions options) throws Exception {
         Map<TopicPartition, OffsetSpec> q = new HashMap<>();
         for (TopicPartition tp : tps) q.put(tp, spec);
         Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> got =
-            admin.listOffsets(q).all().get(30, TimeUnit.SECONDS);
+            admin.listOffsets(q, options).all().get(30, TimeUnit.SECONDS);
         Map<TopicPartition, Long> out = new HashMap<>();
         for (TopicPartition tp : tps) {
             long o = got.get(tp).offset();
