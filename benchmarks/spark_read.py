@@ -8,6 +8,8 @@ A kafkapy node (on disk, in a temp dir) gets the topic from a confluent-kafka pr
 
 * **spark**: ``spark.read.format("kafkapy")`` on local[2], aggregating every row's value length,
   so every record is fetched, decoded and handed to Spark;
+* **source alone**: the same read path without Spark (fetch, decode into Arrow batches), one
+  partition after another in this process: the source's own cost;
 * **baseline**: one confluent-kafka (librdkafka, C) consumer process reading the same records.
 
 The ratio spark/baseline is the figure to compare across machines (this box is shared and
@@ -74,6 +76,26 @@ print(time.monotonic() - start)
     return float(out.stdout.strip().splitlines()[-1])
 
 
+def source_alone(bootstrap: str, topic: str, count: int) -> float:
+    """Seconds for the source's read path (no Spark) to turn every record into Arrow rows."""
+    from kafkapy.spark import rows
+    from kafkapy.spark.kafka_access import KafkaAccess
+    from kafkapy.spark.partition_reader import read_batches
+
+    start = time.monotonic()
+    total = 0
+    with KafkaAccess(bootstrap) as access:
+        ends = access.list_offsets([(topic, p) for p in range(PARTITIONS)], -1)
+        for (t, p), end in ends.items():
+            for batches in read_batches(access, (t, p), 0, end or 0):
+                out = rows.batches_to_arrow(t, p, batches, end or 0)
+                total += out.num_rows if out is not None else 0
+    seconds = time.monotonic() - start
+    if total != count:
+        raise RuntimeError(f"read {total} rows, expected {count}")
+    return seconds
+
+
 def spark_read(bootstrap: str, topic: str, count: int) -> tuple[float, float]:
     """(seconds for the read, seconds of Spark start-up before it) on local[2]."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -112,6 +134,7 @@ def main() -> None:
         produce(node.bootstrap, topic, count)
         produce_s = time.monotonic() - t0
         base_s = baseline(node.bootstrap, topic, count)
+        alone_s = source_alone(node.bootstrap, topic, count)
         spark_s, startup_s = spark_read(node.bootstrap, topic, count)
     mb = count * VALUE_SIZE / 1e6
     result = {
@@ -122,9 +145,12 @@ def main() -> None:
         "produce_s": round(produce_s, 1),
         "spark": {"seconds": round(spark_s, 2), "rows_per_s": round(count / spark_s),
                   "mb_per_s": round(mb / spark_s, 1), "startup_s": round(startup_s, 1)},
+        "source_alone": {"seconds": round(alone_s, 2), "rows_per_s": round(count / alone_s),
+                         "mb_per_s": round(mb / alone_s, 1)},
         "baseline_confluent_consumer": {"seconds": round(base_s, 2), "rows_per_s": round(count / base_s),
                                         "mb_per_s": round(mb / base_s, 1)},
         "ratio_spark_to_baseline": round(base_s / spark_s, 3),
+        "ratio_source_alone_to_baseline": round(base_s / alone_s, 3),
     }
     RESULTS.mkdir(exist_ok=True)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -135,10 +161,13 @@ def main() -> None:
         "| reader | seconds | rows/s | MB/s |\n|---|---:|---:|---:|\n"
         f"| kafkapy PySpark source | {result['spark']['seconds']} | {result['spark']['rows_per_s']} | "
         f"{result['spark']['mb_per_s']} |\n"
+        f"| the source's read path alone (no Spark, one process) | {result['source_alone']['seconds']} | "
+        f"{result['source_alone']['rows_per_s']} | {result['source_alone']['mb_per_s']} |\n"
         f"| confluent-kafka consumer (baseline) | {result['baseline_confluent_consumer']['seconds']} | "
         f"{result['baseline_confluent_consumer']['rows_per_s']} | "
         f"{result['baseline_confluent_consumer']['mb_per_s']} |\n\n"
-        f"Spark source / baseline throughput: **{result['ratio_spark_to_baseline']}** "
+        f"Throughput against the baseline: Spark with the source **{result['ratio_spark_to_baseline']}**, "
+        f"the source's read path alone **{result['ratio_source_alone_to_baseline']}** "
         f"(Spark start-up, {result['spark']['startup_s']} s, not counted).\n")
     (RESULTS / f"spark-read-{stamp}.md").write_text(table)
     print(table)

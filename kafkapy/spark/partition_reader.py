@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from kafkapy.records import format as fmt
 from kafkapy.records.reader import DecodedRecord, iter_batches, iter_records
@@ -60,12 +61,21 @@ class _AbortedFilter:
         return header.is_transactional and header.producer_id in self._aborting
 
 
-def read_range(access: KafkaAccess, tp: TopicPartition, start: int, until: int, *,
-               read_committed: bool = False, fail_on_data_loss: bool = True,
-               poll_timeout_ms: int = 120_000, max_bytes: int = 8 << 20,
-               ) -> Iterator[tuple[list[DecodedRecord], list[int]]]:
-    """Yield the records of ``tp`` with offsets in [start, until), one list per fetch, with
-    each record's timestamp type (0 CreateTime, 1 LogAppendTime: a batch-level attribute)."""
+class Batch(NamedTuple):
+    """One data batch to read records from: those with offsets in [low, until)."""
+
+    header: fmt.BatchHeader
+    data: memoryview
+    low: int
+
+
+def read_batches(access: KafkaAccess, tp: TopicPartition, start: int, until: int, *,
+                 read_committed: bool = False, fail_on_data_loss: bool = True,
+                 poll_timeout_ms: int = 120_000, max_bytes: int = 8 << 20,
+                 ) -> Iterator[list[Batch]]:
+    """Yield the data batches that hold the records of ``tp`` in [start, until), one list per
+    fetch, in offset order; each says from which offset its records count (the position when it
+    was reached, which data loss may have moved past ``start``)."""
     pos = start
     aborted = _AbortedFilter() if read_committed else None
     idle_since: float | None = None
@@ -77,8 +87,7 @@ def read_range(access: KafkaAccess, tp: TopicPartition, start: int, until: int, 
             continue
         if aborted is not None:
             aborted.add(data.aborted)
-        out: list[DecodedRecord] = []
-        types: list[int] = []
+        out: list[Batch] = []
         moved = False
         for header, batch in iter_batches(data.records):
             if header.last_offset < pos:
@@ -87,17 +96,11 @@ def read_range(access: KafkaAccess, tp: TopicPartition, start: int, until: int, 
                 pos = until
                 break
             moved = True
-            if (aborted is not None and aborted.skip(header)) or header.is_control:
-                pos = header.last_offset + 1
-                continue
-            before = len(out)
-            for rec in iter_records(batch):
-                if pos <= rec.offset < until:
-                    out.append(rec)
-            types.extend([1 if header.is_log_append_time else 0] * (len(out) - before))
+            if not ((aborted is not None and aborted.skip(header)) or header.is_control):
+                out.append(Batch(header, batch, pos))
             pos = header.last_offset + 1
         if out:
-            yield out, types
+            yield out
         if moved:
             idle_since = None
             continue
@@ -140,3 +143,18 @@ def _lost(tp: TopicPartition, pos: int, earliest: int, until: int, fail_on_data_
     log.warning("%s; records [%d, %d) were lost (failOnDataLoss=false)", detail, pos,
                 min(earliest, until))
     return min(earliest, until)
+
+
+def read_range(access: KafkaAccess, tp: TopicPartition, start: int, until: int, **kw: object,
+               ) -> Iterator[tuple[list[DecodedRecord], list[int]]]:
+    """The records of ``tp`` in [start, until) as objects, one list per fetch, with each
+    record's timestamp type (0 CreateTime, 1 LogAppendTime); see :func:`read_batches`."""
+    for batches in read_batches(access, tp, start, until, **kw):  # type: ignore[arg-type]
+        out: list[DecodedRecord] = []
+        types: list[int] = []
+        for b in batches:
+            before = len(out)
+            out.extend(r for r in iter_records(b.data) if b.low <= r.offset < until)
+            types.extend([1 if b.header.is_log_append_time else 0] * (len(out) - before))
+        if out:
+            yield out, types

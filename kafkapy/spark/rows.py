@@ -8,10 +8,13 @@ per-record Python work to decoding; Spark takes the batches without converting r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 
+from kafkapy.records import format as fmt
+from kafkapy.records.columns import Columns, append_batch
+from kafkapy.records.compression import decompress
 from kafkapy.records.reader import DecodedRecord
 
 SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
@@ -57,3 +60,38 @@ def to_arrow(topic: str, partition: int, records: Sequence[DecodedRecord], *,
                                 _HEADER_TYPE))
         schema = ARROW_SCHEMA_WITH_HEADERS
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def batches_to_arrow(topic: str, partition: int, batches: Iterable[tuple[fmt.BatchHeader, memoryview, int]],
+                     until: int) -> pa.RecordBatch | None:
+    """One Arrow batch of the records in the given record batches (each with the offset its
+    records count from) below ``until``, decoded straight into Arrow buffers; None if empty.
+
+    This is the fast path, for reads without headers: no Python object per record.
+    """
+    cols = Columns()
+    for header, data, low in batches:
+        section = data[fmt.HEADER_SIZE:header.size]
+        if header.compression != fmt.NO_COMPRESSION:
+            section = memoryview(decompress(header.compression, section))
+        append_batch(cols, section, header.record_count, header.base_offset, header.base_timestamp,
+                     header.max_timestamp if header.is_log_append_time else -1, low, until)
+    n = cols.count
+    if n == 0:
+        return None
+    columns = [
+        _binary(n, cols.key_offsets, cols.key_data, cols.key_validity, cols.key_nulls),
+        _binary(n, cols.value_offsets, cols.value_data, cols.value_validity, cols.value_nulls),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.offsets)]),
+        pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps_us)]),
+        pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(cols.timestamp_types)]),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+
+
+def _binary(n: int, offsets: bytearray, data: bytearray, validity: bytearray, nulls: int) -> pa.Array:
+    return pa.Array.from_buffers(
+        pa.binary(), n, [pa.py_buffer(validity) if nulls else None, pa.py_buffer(offsets),
+                         pa.py_buffer(data)], null_count=nulls)

@@ -38,7 +38,7 @@ from kafkapy.spark.options import (
     sink_options,
     source_options,
 )
-from kafkapy.spark.partition_reader import DataLossError, data_loss_message, read_range
+from kafkapy.spark.partition_reader import DataLossError, data_loss_message, read_batches, read_range
 from kafkapy.spark.sink import KafkaBatchWriter, KafkaStreamWriter
 
 log = logging.getLogger(__name__)
@@ -94,12 +94,19 @@ def _read(opts: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordB
     r: planning.OffsetRange | None = getattr(partition, "value", None)
     if r is None:
         return  # Spark asks for one read even when the plan has no ranges
+    kw = dict(read_committed=opts.read_committed, fail_on_data_loss=opts.fail_on_data_loss,
+              poll_timeout_ms=opts.poll_timeout_ms)
     with _access(opts) as access:
-        for records, types in read_range(
-                access, r.tp, r.start, r.until, read_committed=opts.read_committed,
-                fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms):
-            yield rows.to_arrow(r.topic, r.partition, records, timestamp_types=types,
-                                include_headers=opts.include_headers)
+        if opts.include_headers:
+            # Headers need per-record objects; the columnar path below does not decode them.
+            for records, types in read_range(access, r.tp, r.start, r.until, **kw):
+                yield rows.to_arrow(r.topic, r.partition, records, timestamp_types=types,
+                                    include_headers=True)
+            return
+        for batches in read_batches(access, r.tp, r.start, r.until, **kw):
+            out = rows.batches_to_arrow(r.topic, r.partition, batches, r.until)
+            if out is not None:
+                yield out
 
 
 class KafkaBatchReader(DataSourceReader):

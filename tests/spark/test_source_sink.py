@@ -85,15 +85,18 @@ def test_headers_and_pattern_subscription(spark, node, kafka) -> None:
 
 
 def test_fail_on_data_loss_when_retention_deleted_the_start(spark, node, kafka) -> None:
-    topic = kafka.topic("loss", partitions=1, config={"segment.bytes": "1024", "retention.ms": "60000"})
-    fill(kafka, topic, per_partition=60, partitions=1, start_ts=NOW - 3_600_000, batch_size=1)  # all expired
-    wait_for(lambda: kafka.earliest(topic, 1)[0] > 0, "retention to delete the early segments")
-    earliest = kafka.earliest(topic, 1)[0]
+    topic = kafka.topic("loss", partitions=1, config={"segment.bytes": "1024", "retention.ms": "600000"})
+    # Sixty records from an hour ago, one batch each: retention removes all of them...
+    fill(kafka, topic, per_partition=60, partitions=1, start_ts=NOW - 3_600_000, batch_size=1)
+    wait_for(lambda: kafka.earliest(topic, 1)[0] == 60, "retention to delete every expired segment")
+    # ...and ten fresh ones stay, so the log now starts at 60.
+    kafka.produce(topic, [(0, None, b"fresh-%d" % i, None, []) for i in range(10)])
     from_zero = json.dumps({topic: {"0": 0}})
     with pytest.raises(Exception, match="failOnDataLoss"):
         read(spark, node.bootstrap, subscribe=topic, startingOffsets=from_zero).collect()
     df = read(spark, node.bootstrap, subscribe=topic, startingOffsets=from_zero, failOnDataLoss="false")
-    assert [r.offset for r in df.select("offset").orderBy("offset").collect()] == list(range(earliest, 60))
+    got = df.select("offset", "value").orderBy("offset").collect()
+    assert [(r.offset, bytes(r.value)) for r in got] == [(60 + i, b"fresh-%d" % i) for i in range(10)]
 
 
 def test_batch_write_keys_headers_partitions_and_topic_column(spark, node, kafka) -> None:
