@@ -1,0 +1,4 @@
+"""JSON schemas of the __remote_log_metadata records (field layouts as Apache Kafka defines them).
+
+Loaded by ``kafkapy.tiered.remote_metadata_serde`` through ``kafkapy.metadata.codec``.
+"""
