@@ -71,6 +71,18 @@ def between(low: int, high: int, *also: int) -> Validator:
     return check
 
 
+def throttled_replicas(value: object) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: ``*`` or ``partition:broker`` pairs."""
+    assert isinstance(value, list)
+    if value == ["*"] or all(_REPLICA_RE.fullmatch(item) for item in value):
+        return None
+    return ("must be the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
+_REPLICA_RE = re.compile(r"\d+\s*:\s*\d+")
+
+
 def message_format_version(value: object) -> str | None:
     # Kafka 3.x still accepts the (deprecated) setting and ignores it: from
     # inter.broker.protocol.version 3.0 every batch is written in format v2 (KIP-724).
@@ -158,9 +170,11 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("file.delete.delay.ms", T.LONG, "60000", "Wait before deleting a file from the filesystem.", at_least(0)),
     ConfigDef("flush.messages", T.LONG, str(LONG_MAX), "Messages between forced fsyncs.", at_least(1)),
     ConfigDef("flush.ms", T.LONG, str(LONG_MAX), "Milliseconds between forced fsyncs.", at_least(0)),
-    ConfigDef("follower.replication.throttled.replicas", T.LIST, "", "Replicas throttled on the follower side."),
+    ConfigDef("follower.replication.throttled.replicas", T.LIST, "", "Replicas throttled on the follower side.",
+              throttled_replicas),
     ConfigDef("index.interval.bytes", T.INT, "4096", "Bytes between offset index entries.", at_least(0)),
-    ConfigDef("leader.replication.throttled.replicas", T.LIST, "", "Replicas throttled on the leader side."),
+    ConfigDef("leader.replication.throttled.replicas", T.LIST, "", "Replicas throttled on the leader side.",
+              throttled_replicas),
     ConfigDef("local.retention.bytes", T.LONG, "-2", "Local bytes kept before tiering deletes segments.", at_least(-2)),
     ConfigDef("local.retention.ms", T.LONG, "-2", "Local time kept before tiering deletes segments.", at_least(-2)),
     ConfigDef("max.compaction.lag.ms", T.LONG, str(LONG_MAX), "Longest a message stays uncompacted.", at_least(1)),

@@ -36,12 +36,20 @@ def test_topic_values_are_checked_against_their_definition(h) -> None:
         ("cleanup.policy", "delete,shred",
          "Invalid value delete,shred for configuration cleanup.policy: String must be one of: delete, compact"),
         ("retention.hours", "1", "Unknown topic config name: retention.hours"),
+        ("leader.replication.throttled.replicas", "0:1,x",
+         "Invalid value 0:1,x for configuration leader.replication.throttled.replicas: must be the "
+         "literal '*' or a list of replicas in the following format: "
+         "[partitionId]:[brokerId],[partitionId]:[brokerId],..."),
     ]
     for key, value, message in cases:
         result, res = alter(h, RESOURCE_TOPIC, "t", AlterConfigOp(key, OpType.SET, value))
         assert (res.error_code, res.error_message) == (E.INVALID_CONFIG, message)
         assert result.records == ()
     assert h.controller.image.configs.topic("t") == {}
+    for good in ("*", "0:1, 2:3", ""):
+        _, res = alter(h, RESOURCE_TOPIC, "t", AlterConfigOp("follower.replication.throttled.replicas",
+                                                              OpType.SET, good))
+        assert res.error_code == 0, (good, res)
 
 
 def test_compaction_lags_must_not_conflict(h) -> None:
