@@ -173,7 +173,7 @@ class ReplicaManager:
         if not update.full and not update.changed_configs:
             return
         image = update.image
-        effective = self._config.with_dynamic(*_broker_layers(image, self._node_id))
+        effective = self.dynamic_config(image)
         for quota, rate_key, replicas_key in (
                 (self.leader_quota, throttle.LEADER_RATE, throttle.LEADER_REPLICAS),
                 (self.follower_quota, throttle.FOLLOWER_RATE, throttle.FOLLOWER_REPLICAS)):
@@ -189,6 +189,11 @@ class ReplicaManager:
                 for rtype, name in update.changed_configs:
                     if rtype == RESOURCE_TOPIC:
                         quota.set_topic(name, image.configs.topic(name).get(replicas_key))
+
+    def dynamic_config(self, image: MetadataImage) -> BrokerConfig:
+        """This broker's settings with the dynamic ones ``image`` holds (for this broker, then the
+        cluster default) over the static ones, as Kafka's DynamicBrokerConfig layers them."""
+        return self._config.with_dynamic(*_broker_layers(image, self._node_id))
 
     def leader_throttled(self, hosted: HostedPartition, replica_id: int, now_ms: int) -> bool:
         """Whether a replica fetch from ``replica_id`` gets no data for ``hosted`` now: a

@@ -544,10 +544,13 @@ class Node:
             return
         for d in self.config.log_dirs:
             shutil.rmtree(os.path.join(d, CLEANER_TMP_DIR), ignore_errors=True)  # a crash's leftovers
-        interval = int(self.config.get("log.cleaner.backoff.ms")) / 1000.0  # type: ignore[arg-type]
         cleaner = LogCleaner()
         while True:
-            await trio.sleep(interval)
+            # A dynamic config (kafka-configs --alter ... log.cleaner.backoff.ms) applies from
+            # the next wait on.
+            image = self.broker_metadata.image if self.broker_metadata is not None else None
+            config = self.config if image is None else self.replicas.dynamic_config(image)
+            await trio.sleep(int(config.get("log.cleaner.backoff.ms")) / 1000.0)  # type: ignore[arg-type]
             now_ms = self.clock.now_ms()
             for plog in cleaner.due([h.log for h in self.replicas.partitions()], now_ms=now_ms):
                 end = plog.segments[-1].base_offset

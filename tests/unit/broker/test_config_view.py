@@ -249,3 +249,13 @@ def test_alter_of_another_brokers_entry_is_refused_here() -> None:
         ("", ErrorCode.NONE, None),
     ]
     assert len(calls) == 1  # only the cluster default went to the controller
+
+
+def test_dynamic_config_layers_broker_then_cluster_default_over_static() -> None:
+    static = BrokerConfig.from_sources({"log.cleaner.backoff.ms": "15000", "node.id": "1"})
+    rm = ReplicaManager(FakeLogManager(), static, 1)  # type: ignore[arg-type]
+    assert rm.dynamic_config(build([])).get("log.cleaner.backoff.ms") == 15000
+    default = build([ConfigRecord(RESOURCE_BROKER, "", "log.cleaner.backoff.ms", "9000")])
+    assert rm.dynamic_config(default).get("log.cleaner.backoff.ms") == 9000
+    mine = build([ConfigRecord(RESOURCE_BROKER, "1", "log.cleaner.backoff.ms", "100")], default)
+    assert rm.dynamic_config(mine).get("log.cleaner.backoff.ms") == 100
