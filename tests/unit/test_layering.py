@@ -39,7 +39,7 @@ def test_cores_import_no_io_or_clock(package):
 SANS_IO_MODULES = ["coordinator/group.py", "coordinator/schema.py",
                    "replication/leader_state.py", "replication/truncation.py",
                    "tiered/remote_metadata.py", "tiered/remote_metadata_serde.py",
-                   "tiered/metadata_cache.py"]
+                   "tiered/metadata_cache.py", "tiered/metadata_consumer.py"]
 
 
 @pytest.mark.parametrize("module", SANS_IO_MODULES)
