@@ -24,7 +24,6 @@ from kafkapy.tiered.remote_metadata import RemoteLogSegmentId, RemoteLogSegmentM
 from kafkapy.tiered.storage import IndexType, RemoteStorageManager
 
 _ENTRY = struct.Struct(">ii")  # offset index entry: relative offset, position
-_LENGTH = struct.Struct(">qi")  # base offset, batch length
 
 
 class ChunkCache:
@@ -98,12 +97,11 @@ class RemoteReader:
         size = meta.segment_size_in_bytes
         pos = self._start_position(sid, meta.start_offset, offset)
         out = bytearray()
-        while pos + fmt.LOG_OVERHEAD <= size:
-            base, length = _LENGTH.unpack(self._bytes(sid, size, pos, fmt.LOG_OVERHEAD))
-            batch_size = length + fmt.LOG_OVERHEAD
+        while pos + fmt.HEADER_SIZE <= size:
+            header = fmt.parse_header(self._bytes(sid, size, pos, fmt.HEADER_SIZE))
+            batch_size = header.size
             if pos + batch_size > size:
                 break  # a torn tail cannot be in a copied segment; stop rather than guess
-            header = fmt.parse_header(self._bytes(sid, size, pos, fmt.HEADER_SIZE))
             if header.last_offset >= offset:
                 if out and len(out) + batch_size > max_bytes:
                     break
@@ -128,8 +126,9 @@ class RemoteReader:
                     break
             index = index[:count * _ENTRY.size]
             self.chunks.put(key, index)
-        relative = [_ENTRY.unpack_from(index, i)[0] for i in range(0, len(index), _ENTRY.size)]
-        i = bisect.bisect_right(relative, offset - base_offset) - 1
+        # Binary search over the entries in place: no per-read list of the whole index.
+        i = bisect.bisect_right(range(len(index) // _ENTRY.size), offset - base_offset,
+                                key=lambda j: _ENTRY.unpack_from(index, j * _ENTRY.size)[0]) - 1
         return _ENTRY.unpack_from(index, i * _ENTRY.size)[1] if i >= 0 else 0
 
     def _bytes(self, sid: RemoteLogSegmentId, size: int, pos: int, n: int) -> bytes:
