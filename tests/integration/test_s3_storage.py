@@ -7,18 +7,14 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 import uuid
 
 import pytest
 
 from kafkapy.log.partition_metadata import topic_id_to_str
 from kafkapy.testing import remote_segments
+from kafkapy.testing.moto_server import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server, MotoUnavailable
 from kafkapy.tiered.remote_metadata import RemoteLogSegmentId, TopicIdPartition
 from kafkapy.tiered.storage import (
     IndexType,
@@ -40,16 +36,6 @@ except ImportError as e:  # reported as a failure below, never a silent skip
 pytestmark = pytest.mark.timeout(180)
 
 TOPIC_ID = uuid.UUID("7d0c6f1e-2b3a-4c5d-9e8f-a1b2c3d4e5f6")
-REGION = "us-east-1"
-ACCESS_KEY = "kafkapy-test"
-SECRET_KEY = "kafkapy-test-secret"
-SERVER_START_TIMEOUT_S = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -58,36 +44,16 @@ def endpoint():
     if _MISSING is not None:
         pytest.fail(f"the S3 tests need boto3 and moto[server] installed ({_MISSING}); "
                     "pip install boto3 'moto[server]'", pytrace=False)
-    port = _free_port()
-    log_dir = tempfile.mkdtemp(prefix="kafkapy-moto-")
-    log = open(os.path.join(log_dir, "moto.log"), "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    server = MotoS3Server()
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"moto server exited with {proc.returncode}: "
-                            f"{pathlib.Path(log.name).read_text(errors='replace')[-2000:]}", pytrace=False)
-            try:
-                with urllib.request.urlopen(url + "/moto-api/", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"moto server did not answer on {url} within {SERVER_START_TIMEOUT_S}s",
-                                pytrace=False)
-                time.sleep(0.1)
-        yield url
+        server.start()
+    except MotoUnavailable as e:
+        server.cleanup()
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield server.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
-        shutil.rmtree(log_dir, ignore_errors=True)
+        server.cleanup()
 
 
 def _props(endpoint: str, bucket: str, prefix: str = "tiered/cluster-a") -> dict[str, str]:
