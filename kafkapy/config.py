@@ -386,6 +386,26 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("max.connection.creation.rate", T.INT, str(INT_MAX), "Most new connections per second.", at_least(0)),
     ConfigDef("producer.id.expiration.ms", T.INT, "86400000", "Idle time after which producer state expires.", at_least(1)),
     ConfigDef("transaction.partition.verification.enable", T.BOOLEAN, "true", "Verify transactional partitions."),
+    # Tiered storage (KIP-405): Kafka's RemoteLogManagerConfig names and defaults, those the
+    # broker's RemoteLogManager (kafkapy/tiered/manager.py) honours. The metadata topic's settings
+    # are also read with Kafka's RLMM prefix (rlmm.config.remote.log.metadata.topic.*).
+    ConfigDef("remote.log.storage.system.enable", T.BOOLEAN, "false", "Enable tiered storage on this broker."),
+    ConfigDef("remote.log.storage.manager.class.name", T.STRING, None,
+              "RemoteStorageManager class (module.Class); unset: kafkapy's local-directory store."),
+    ConfigDef("remote.log.storage.manager.impl.prefix", T.STRING, "rsm.config.",
+              "Prefix of the props handed to the RemoteStorageManager."),
+    ConfigDef("remote.log.metadata.manager.impl.prefix", T.STRING, "rlmm.config.",
+              "Prefix of the remote log metadata manager's props."),
+    ConfigDef("remote.log.manager.task.interval.ms", T.LONG, "30000",
+              "Interval of the copy and expiration passes of remote log segments.", at_least(1)),
+    ConfigDef("remote.log.reader.threads", T.INT, "10", "Remote reads served at once.", at_least(1)),
+    ConfigDef("remote.log.index.file.cache.total.size.bytes", T.LONG, "1073741824",
+              "Bound of the cache of remote indexes and log chunks.", at_least(1)),
+    ConfigDef("remote.log.metadata.topic.num.partitions", T.INT, "50",
+              "Partitions of __remote_log_metadata.", at_least(1)),
+    ConfigDef("remote.log.metadata.topic.replication.factor", T.SHORT, "3",
+              "Replication factor of __remote_log_metadata (capped to the live brokers).", at_least(1)),
+    ConfigDef("remote.log.metadata.topic.retention.ms", T.LONG, "-1", "retention.ms of __remote_log_metadata."),
 )
 
 # Broker settings that may change at runtime, as Kafka's DynamicBrokerConfig lists them: every

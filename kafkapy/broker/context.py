@@ -66,6 +66,9 @@ class BrokerContext:
     # brokers forward admin requests) and returns its response once this broker's image shows
     # what the response reports. None: handlers call ``controller`` directly.
     controller_request: Callable[..., Awaitable[Any]] | None = None
+    # The RemoteLogManager (kafkapy.tiered.manager) when tiered storage is enabled, else None:
+    # fetches below the local log start and ListOffsets earliest/earliest-local/latest-tiered.
+    remote: Any = None
 
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised

@@ -106,6 +106,11 @@ class PartitionLog:
         # Names (in ``dir``) of retired segment files renamed to ``.deleted``, waiting for their
         # owner to unlink them after file.delete.delay.ms (take_files_to_delete).
         self._files_to_delete: list[str] = []
+        # Tiered storage (KIP-405), kept up to date by the broker's remote log manager: while
+        # remote_log_enabled, retention applies local.retention.* and deletes only segments whose
+        # every offset is at or below highest_offset_in_remote_storage (-1: nothing copied).
+        self.remote_log_enabled = False
+        self.highest_offset_in_remote_storage = -1
         self.closed = False
 
     # ================================================================== loading
@@ -711,19 +716,35 @@ class PartitionLog:
         deleted = self._delete_segments_while(self._below_start, async_delete=True)
         if not config.delete:
             return deleted
-        if config.retention_bytes >= 0 and self.size_in_bytes >= config.retention_bytes:
-            excess = [self.size_in_bytes - config.retention_bytes]
+        retention_bytes, retention_ms = config.retention_bytes, config.retention_ms
+        highest: int | None = None
+        if self.remote_log_enabled:
+            # Kafka's UnifiedLog with remote storage: local.retention.* (-2: the total value)
+            # bounds the local log, and a segment goes only once all of it is remote.
+            if config.local_retention_bytes != -2:
+                retention_bytes = config.local_retention_bytes
+            if config.local_retention_ms != -2:
+                retention_ms = config.local_retention_ms
+            highest = self.highest_offset_in_remote_storage
+
+        def copied(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            if highest is None:
+                return True
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            return upper - 1 <= highest
+        if retention_bytes >= 0 and self.size_in_bytes >= retention_bytes:
+            excess = [self.size_in_bytes - retention_bytes]
 
             def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
-                if excess[0] - seg.size >= 0:
+                if excess[0] - seg.size >= 0 and copied(seg, nxt):
                     excess[0] -= seg.size
                     return True
                 return False
 
             deleted += self._delete_segments_while(over_size, async_delete=True)
-        if config.retention_ms >= 0:
+        if retention_ms >= 0:
             deleted += self._delete_segments_while(
-                lambda seg, nxt: now_ms - self._largest_timestamp(seg) > config.retention_ms,
+                lambda seg, nxt: now_ms - self._largest_timestamp(seg) > retention_ms and copied(seg, nxt),
                 async_delete=True)
         return deleted
 

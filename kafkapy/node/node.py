@@ -73,6 +73,9 @@ from kafkapy.raft.local import MetadataRecordCodec, NotLeaderError
 from kafkapy.raft.quorum_state import FileQuorumStateStore
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.storage import MetaProperties, ensure_formatted, kafka_uuid_to_uuid
+from kafkapy.tiered.manager import RemoteLogManager
+from kafkapy.tiered.metadata_log import MetadataLog
+from kafkapy.tiered.storage import remote_storage_from_config
 
 log = logging.getLogger("kafkapy.node")
 
@@ -570,6 +573,12 @@ class Node:
         except KafkaError as exc:
             # A log that cannot be opened must not take the broker down with it.
             log.error("Applying metadata offset %d failed: %s", update.image.offset, exc)
+        rlm = getattr(self, "remote_log_manager", None)
+        if rlm is not None:
+            try:
+                rlm.on_metadata_update(update.image)
+            except Exception:  # tiering must not stop the broker following its metadata
+                log.exception("Tiered storage could not follow metadata offset %d", update.image.offset)
         groups = getattr(self, "groups", None)
         if groups is not None and update.topic_touched(OFFSETS_TOPIC):
             groups.on_image(update.image)
@@ -677,6 +686,30 @@ class Node:
         self.groups = GroupCoordinator(self.config, self.replicas, self.clock, self.node_id)
         ctx.groups = self.groups
         self.context = ctx
+        # Tiered storage only with remote.log.storage.system.enable=true (Kafka's switch).
+        self.remote_log_manager: RemoteLogManager | None = None
+        rsm = remote_storage_from_config(self.config.props, self.config.log_dirs)
+        if rsm is not None:
+            from kafkapy.broker.handlers.topics import create_topics_internal
+            from kafkapy.controller import NewTopic
+
+            async def create_topic(name: str, partitions: int, replication: int,
+                                   configs: dict[str, str]) -> None:
+                results = await create_topics_internal(ctx, [NewTopic(name, partitions, replication,
+                                                                      configs=configs)])
+                for _, code, message in results:
+                    if code == ErrorCode.NONE:
+                        log.info("Created %s with %d partitions, replication factor %d", name,
+                                 partitions, replication)
+                    elif code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                        raise KafkaError(code, message or f"creating {name}")
+
+            metadata_log = MetadataLog(self.replicas, self.node_id, lambda: broker_metadata.image,
+                                       self._connect_to_broker, self.clock.now_ms)
+            self.remote_log_manager = RemoteLogManager(
+                self.config, rsm, self.replicas, self.node_id, self.clock.now_ms, metadata_log,
+                create_topic)
+            ctx.remote = self.remote_log_manager
 
     async def _start_broker(self, nursery: trio.Nursery, client_listeners: list[Listener],
                             listen: Callable[..., Any], previous_epoch: int) -> None:
@@ -715,6 +748,8 @@ class Node:
         nursery.start_soon(self._retention_loop)
         await nursery.start(self.groups.run)
         nursery.start_soon(self._cleaner_loop)
+        if self.remote_log_manager is not None:
+            await nursery.start(self.remote_log_manager.run)
 
     async def _start_replication(self, nursery: trio.Nursery) -> None:
         """Followers' fetchers and the leader's ISR machinery, attached before the first image is
@@ -779,6 +814,9 @@ class Node:
         if meta is not None and not meta.closed:
             meta.flush()
             meta.close()
+        rlm = getattr(self, "remote_log_manager", None)
+        if rlm is not None:
+            rlm.close()
         manager = getattr(self, "log_manager", None)
         if manager is not None:
             manager.shutdown()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -91,6 +92,21 @@ def send_to(address: tuple[str, int], request: Any, *, timeout: float = 15.0) ->
                 return await client.send(request)
 
     return trio.run(main)
+
+
+_T = TypeVar("_T")
+
+
+def wait_for(what: str, check: Callable[[], _T | None], timeout: float = 30.0, interval: float = 0.1) -> _T:
+    """Poll ``check`` until it returns something truthy, which is returned; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
 
 
 def run_trio(limit: float) -> Callable[[Callable[..., Awaitable[None]]], Callable[..., None]]:

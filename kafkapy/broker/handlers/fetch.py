@@ -74,6 +74,8 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
     read_committed = version >= 4 and body.isolation_level == READ_COMMITTED
     while True:
         results, total = _read_all(ctx, session.partitions, max_bytes, read_committed)
+        if ctx.remote is not None:
+            total = await _read_remote(ctx, results, max_bytes, total)
         has_error = any(r[1] != ErrorCode.NONE for r in results.values())
         if total >= body.min_bytes or has_error or trio.current_time() >= deadline or not session.partitions:
             break
@@ -81,12 +83,47 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
     return _build_response(ctx, version, session, results, unknown_ids, id_of, request)
 
 
+class _RemotePending:
+    """A partition whose fetch offset lies below the local log but inside the remote log: read
+    from remote storage (tiered, KIP-405) once the local reads are done, off the event loop."""
+
+    __slots__ = ("hosted", "offset", "limit")
+
+    def __init__(self, hosted: object, offset: int, limit: int) -> None:
+        self.hosted, self.offset, self.limit = hosted, offset, limit
+
+    def __len__(self) -> int:
+        return 0
+
+
+async def _read_remote(ctx: BrokerContext, results: dict[tuple[str, int], tuple], max_bytes: int,
+                       total: int) -> int:
+    """Replace each _RemotePending in ``results`` by the batches remote storage holds there."""
+    for key, (records, _error, hw, start, lso) in list(results.items()):
+        if not isinstance(records, _RemotePending):
+            continue
+        limit = min(records.limit, max(0, max_bytes - total))
+        try:
+            data = await ctx.remote.read_remote(records.hosted, records.offset, limit, min_one=(total == 0))
+        except KafkaError as exc:
+            results[key] = (b"", exc.code, hw, start, lso)
+            continue
+        if data is None:
+            results[key] = (b"", ErrorCode.OFFSET_OUT_OF_RANGE, hw, start, lso)
+            continue
+        total += len(data)
+        results[key] = (data, ErrorCode.NONE, hw, start, lso)
+    return total
+
+
 def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_bytes: int,
               read_committed: bool) -> tuple[dict[tuple[str, int], tuple], int]:
     results: dict[tuple[str, int], tuple] = {}
     total = 0
+    remote = ctx.remote
     for p in partitions:
         key = (p.topic, p.partition)
+        hosted = None
         try:
             hosted = ctx.replicas.leader(p.topic, p.partition, p.current_leader_epoch)
             plog = hosted.log
@@ -104,8 +141,15 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
                     # and so the segment's descriptor, until the reply has been written.
                     records = FileRegion.of(fslice)
             total += len(records)
-            results[key] = (records, ErrorCode.NONE, hw, plog.log_start_offset, lso)
+            start = plog.log_start_offset if remote is None else remote.log_start_offset(hosted)
+            results[key] = (records, ErrorCode.NONE, hw, start, lso)
         except KafkaError as exc:
+            if (remote is not None and hosted is not None and exc.code == ErrorCode.OFFSET_OUT_OF_RANGE
+                    and remote.serves_remotely(hosted, p.fetch_offset)):
+                # Below the local log start but tiered: served from remote storage.
+                results[key] = (_RemotePending(hosted, p.fetch_offset, limit), ErrorCode.NONE, hw,
+                                remote.log_start_offset(hosted), lso)
+                continue
             hw = lso = start = -1
             try:
                 hosted_log = ctx.replicas.get(p.topic, p.partition).log

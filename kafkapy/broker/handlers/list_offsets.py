@@ -3,6 +3,11 @@
 `latest` is the high watermark (the offset after the last committed record, not the last batch's
 base offset + 1); `earliest` is the log start offset. By timestamp answers the first offset whose
 timestamp is at least the target, or -1/-1 when no record is that late, as Kafka does.
+
+With tiered storage (``ctx.remote``, KIP-405 / KIP-1005): `earliest` is the start of the whole log
+(remote included), `earliest-local` (-4) the local log start, `latest-tiered` (-5) the highest
+offset copied to remote storage (-1 when none), and a timestamp older than the local log is
+looked up in the remote segments.
 """
 
 from __future__ import annotations
@@ -40,11 +45,13 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                 if ts == LATEST:
                     # read_committed clients see the end of committed data (Kafka's LSO).
                     out.offset = min(plog.last_stable_offset, plog.high_watermark) if read_committed else plog.high_watermark
-                elif ts in (EARLIEST, EARLIEST_LOCAL):
+                elif ts == EARLIEST:
+                    out.offset = plog.log_start_offset if ctx.remote is None else ctx.remote.log_start_offset(hosted)
+                elif ts == EARLIEST_LOCAL:
                     out.offset = plog.log_start_offset
                 elif ts == LATEST_TIERED:
-                    # Nothing is tiered yet: Kafka answers -1 when no segment was uploaded.
-                    out.offset = -1
+                    # Kafka answers -1 when no segment was uploaded.
+                    out.offset = -1 if ctx.remote is None else ctx.remote.highest_remote_offset(hosted)
                 elif ts == MAX_TIMESTAMP:
                     found = plog.max_timestamp_and_offset()
                     if found is not None:
@@ -52,7 +59,11 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                 elif ts < 0:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown special timestamp {ts}")
                 else:
-                    found = plog.offset_for_timestamp(ts)
+                    found = None
+                    if ctx.remote is not None and ctx.remote.serves_remotely(hosted, ctx.remote.log_start_offset(hosted)):
+                        found = await ctx.remote.offset_for_timestamp(hosted, ts)
+                    if found is None:
+                        found = plog.offset_for_timestamp(ts)
                     if found is not None and found[0] < plog.high_watermark:
                         out.offset, out.timestamp = found
                 if out.offset >= 0:

@@ -1,0 +1,592 @@
+"""The broker's RemoteLogManager (KIP-405): tiered storage wired into a running broker.
+
+Created by the node only when ``remote.log.storage.system.enable=true``. It
+
+* creates ``__remote_log_metadata`` (``remote.log.metadata.topic.*``) and follows the metadata
+  partitions that hold the events of every remote-enabled partition this broker hosts, leader or
+  follower (``metadata_consumer.RemoteMetadataConsumer`` over ``metadata_log.MetadataLog``), so a
+  new leader knows what is remote and carries on where the old one stopped;
+* on the leader of each remote-enabled partition, every ``remote.log.manager.task.interval.ms``,
+  runs the copy pass (``copier``) then the expiration pass (``expiry``) on a worker thread, at
+  most one pass per partition at a time; each event the passes publish is appended to the
+  metadata topic with acks=all and applied to the partition's cache only once durable, and a
+  pass whose broker lost the leadership meanwhile fails at its next publish;
+* tells each hosted log what is remote (``PartitionLog.remote_log_enabled`` and
+  ``highest_offset_in_remote_storage``), so local retention (``local.retention.*``) deletes only
+  copied segments;
+* serves fetches below the local log start from remote storage (``remote_reader``) on worker
+  threads (``remote.log.reader.threads`` at a time) and answers the log start offset of the whole
+  log (the earliest remote offset when remote data exists);
+* deletes all remote data of a deleted topic's partitions it led (DELETE_PARTITION_MARKED,
+  STARTED, every segment from the store, FINISHED);
+* keeps counters per partition (copy lag, bytes copied and expired, remote fetches) and writes
+  them with the local/remote sizes to ``<first log dir>/remote-log-manager-status.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import trio
+
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.tiered.copier import copy_pass, highest_copied_offset
+from kafkapy.tiered.expiry import expire_pass
+from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache, RemoteLogMetadataError
+from kafkapy.tiered.metadata_consumer import RemoteMetadataConsumer
+from kafkapy.tiered.metadata_log import MetadataLog
+from kafkapy.tiered.remote_metadata import (
+    RemoteLogMetadata,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    RemotePartitionDeleteMetadata,
+    RemotePartitionDeleteState,
+    TopicIdPartition,
+)
+from kafkapy.tiered.remote_metadata_serde import REMOTE_LOG_METADATA_TOPIC, metadata_partition, serialize
+from kafkapy.tiered.remote_reader import ChunkCache, RemoteReader
+from kafkapy.tiered.storage import RemoteStorageManager
+
+log = logging.getLogger(__name__)
+
+#: Where the counters go, in the first log dir (a file: the log manager only opens directories).
+STATUS_FILE = "remote-log-manager-status.json"
+#: Kafka's prefix for the RemoteLogMetadataManager's own configs (remote.log.metadata.manager.impl.prefix).
+DEFAULT_RLMM_PREFIX = "rlmm.config."
+#: How often the metadata consumer looks for new events when there were none.
+CONSUME_IDLE_S = 0.2
+#: How often topic creation is retried while it fails (no controller yet, too few brokers).
+TOPIC_RETRY_S = 1.0
+_FINISHED = RemoteLogSegmentState.COPY_SEGMENT_FINISHED
+
+
+@dataclass(frozen=True)
+class TieredSettings:
+    """The broker configs the RemoteLogManager honours (Kafka's names and defaults)."""
+
+    task_interval_ms: int = 30_000
+    metadata_partitions: int = 50
+    metadata_replication_factor: int = 3
+    metadata_retention_ms: int = -1
+    reader_threads: int = 10
+    cache_bytes: int = 1 << 30
+
+    @classmethod
+    def from_config(cls, config: Any) -> "TieredSettings":
+        props = config.props
+        prefix = props.get("remote.log.metadata.manager.impl.prefix", DEFAULT_RLMM_PREFIX)
+
+        def rlmm(name: str) -> int:
+            # Kafka reads these with the RLMM prefix (rlmm.config.remote.log.metadata.topic.*);
+            # the bare name is accepted too.
+            raw = props.get(prefix + name)
+            return int(raw) if raw is not None else int(config.get(name))
+
+        return cls(
+            task_interval_ms=max(1, int(config.get("remote.log.manager.task.interval.ms"))),
+            metadata_partitions=max(1, rlmm("remote.log.metadata.topic.num.partitions")),
+            metadata_replication_factor=max(1, rlmm("remote.log.metadata.topic.replication.factor")),
+            metadata_retention_ms=rlmm("remote.log.metadata.topic.retention.ms"),
+            reader_threads=max(1, int(config.get("remote.log.reader.threads"))),
+            cache_bytes=max(1 << 20, int(config.get("remote.log.index.file.cache.total.size.bytes"))),
+        )
+
+
+@dataclass
+class PartitionStats:
+    """Counters of one partition (since this broker started)."""
+
+    copied_segments: int = 0
+    copied_bytes: int = 0
+    expired_segments: int = 0
+    expired_bytes: int = 0
+    copy_lag_segments: int = 0
+    copy_lag_bytes: int = 0
+    remote_fetch_requests: int = 0
+    remote_fetch_bytes: int = 0
+    remote_fetch_errors: int = 0
+    pass_errors: int = 0
+
+
+@dataclass
+class _Tracked:
+    tip: TopicIdPartition
+    leader_id: int = -1
+    stats: PartitionStats = field(default_factory=PartitionStats)
+
+
+class LeadershipLost(KafkaError):
+    """A pass tried to publish after this broker stopped leading the partition."""
+
+
+class RemoteLogManager:
+    """The broker's tiered-storage work; see the module docstring."""
+
+    def __init__(self, config: Any, rsm: RemoteStorageManager, replicas: Any, node_id: int,
+                 now_ms: Callable[[], int], metadata_log: MetadataLog,
+                 create_topic: Callable[[str, int, int, dict[str, str]], Any]) -> None:
+        self.settings = TieredSettings.from_config(config)
+        self.rsm = rsm
+        self.replicas = replicas
+        self.node_id = node_id
+        self.now_ms = now_ms
+        self.metadata_log = metadata_log
+        self._create_topic = create_topic
+        self.log_dirs = list(config.log_dirs)
+        self.consumer: RemoteMetadataConsumer | None = None
+        self.reader = RemoteReader(rsm, ChunkCache(max_bytes=self.settings.cache_bytes))
+        self._read_limiter = trio.CapacityLimiter(self.settings.reader_threads)
+        self._tracked: dict[tuple[str, int], _Tracked] = {}
+        self._pending_assign: set[TopicIdPartition] = set()
+        self._busy: set[tuple[str, int]] = set()
+        # Deleted partitions whose remote data this broker removes: tip -> its cache (kept
+        # assigned until done).
+        self._deleting: dict[TopicIdPartition, RemoteLogMetadataCache | None] = {}
+        self._deletes_started: set[TopicIdPartition] = set()
+        self._wake_consumer = trio.Event()
+        self._wake_tasks = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._stats_lock = threading.Lock()
+        self.metadata_topic_ready = False
+
+    # ================================================================== following the image
+    def on_metadata_update(self, image: Any) -> None:
+        """Follow the hosted partitions after a metadata step: start following the remote
+        metadata of newly hosted remote-enabled partitions, stop for the others, and start
+        removing the remote data of deleted topics' partitions this broker led."""
+        desired: dict[tuple[str, int], Any] = {}
+        for hosted in self.replicas.partitions():
+            if hosted.topic == REMOTE_LOG_METADATA_TOPIC:
+                continue
+            enabled = bool(hosted.log.config.remote_storage_enable)
+            hosted.log.remote_log_enabled = enabled
+            if enabled:
+                desired[(hosted.topic, hosted.index)] = hosted
+        for key, tracked in list(self._tracked.items()):
+            hosted = desired.get(key)
+            if hosted is not None and hosted.topic_id == tracked.tip.topic_id:
+                tracked.leader_id = hosted.leader_id
+                continue
+            del self._tracked[key]
+            self._pending_assign.discard(tracked.tip)
+            if tracked.tip.topic_id not in image.topics.by_id and tracked.leader_id == self.node_id:
+                cache = self.consumer.cache(tracked.tip) if self.consumer is not None else None
+                self._deleting[tracked.tip] = cache
+                log.info("%s: topic deleted; removing its remote data", tracked.tip)
+            elif self.consumer is not None:
+                self.consumer.unassign([tracked.tip])
+        for key, hosted in desired.items():
+            if key not in self._tracked:
+                tip = TopicIdPartition(hosted.topic_id, hosted.topic, hosted.index)
+                self._tracked[key] = _Tracked(tip, hosted.leader_id)
+                self._pending_assign.add(tip)
+        self._wake_consumer.set()
+        self._wake_tasks.set()
+
+    # ================================================================== running
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Create the metadata topic, then follow it and run the passes until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await self._ensure_metadata_topic()
+            nursery.start_soon(self._consume_loop)
+            await self._task_loop(nursery)
+
+    async def _ensure_metadata_topic(self) -> None:
+        s = self.settings
+        while self.metadata_log.partition_count() is None:
+            live = max(1, self._live_brokers())
+            configs = {"cleanup.policy": "delete", "retention.ms": str(s.metadata_retention_ms),
+                       "retention.bytes": "-1"}
+            try:
+                await self._create_topic(REMOTE_LOG_METADATA_TOPIC, s.metadata_partitions,
+                                         min(s.metadata_replication_factor, live), configs)
+            except Exception as exc:  # no controller yet, a timeout: try again shortly
+                log.info("Creating %s failed, retrying: %s", REMOTE_LOG_METADATA_TOPIC, exc)
+            if self.metadata_log.partition_count() is None:
+                await trio.sleep(TOPIC_RETRY_S)
+        count = self.metadata_log.partition_count()
+        assert count is not None
+        if count != s.metadata_partitions:
+            log.warning("%s has %d partitions (remote.log.metadata.topic.num.partitions says %d): "
+                        "using %d", REMOTE_LOG_METADATA_TOPIC, count, s.metadata_partitions, count)
+        self.consumer = RemoteMetadataConsumer(count)
+        self.metadata_topic_ready = True
+        self._wake_consumer.set()
+
+    def _live_brokers(self) -> int:
+        image = self.metadata_log.image()
+        return sum(1 for b in image.brokers.values() if not getattr(b, "fenced", False))
+
+    # -- the metadata consumer ------------------------------------------------------------
+    async def _consume_loop(self) -> None:
+        consumer = self.consumer
+        assert consumer is not None
+        while True:
+            self._wake_consumer = trio.Event()
+            progressed = False
+            try:
+                await self._assign_pending(consumer)
+                for mp, position in consumer.positions().items():
+                    records, next_offset = await self.metadata_log.read(mp, position)
+                    if records:
+                        consumer.on_records(mp, records)
+                        progressed = True
+                    elif next_offset > position:
+                        # Only offsets without events (or below the topic's start): step over them.
+                        consumer.on_records(mp, [(next_offset - 1, None)])
+                        progressed = True
+            except Exception:  # a metadata partition moving or unreadable: try again shortly
+                log.exception("Reading %s failed", REMOTE_LOG_METADATA_TOPIC)
+            if progressed:
+                self._wake_tasks.set()
+                await trio.sleep(0)
+                continue
+            with trio.move_on_after(CONSUME_IDLE_S):
+                await self._wake_consumer.wait()
+
+    async def _assign_pending(self, consumer: RemoteMetadataConsumer) -> None:
+        wanted = set(self._pending_assign) | {t for t in self._deleting if consumer.cache(t) is None}
+        if not wanted:
+            return
+        ends: dict[int, int] = {}
+        ready: list[TopicIdPartition] = []
+        for tip in wanted:
+            mp = metadata_partition(tip, consumer.metadata_partitions)
+            if mp not in ends:
+                end = await self.metadata_log.end_offset(mp)
+                if end is None:
+                    continue  # its leader is unknown now: try again next round
+                ends[mp] = end
+            ready.append(tip)
+        consumer.assign(ready, ends)
+        self._pending_assign.difference_update(ready)
+
+    def cache_of(self, tip: TopicIdPartition) -> RemoteLogMetadataCache | None:
+        """The partition's remote metadata once caught up, else None."""
+        return self.consumer.cache(tip) if self.consumer is not None else None
+
+    # -- the periodic passes --------------------------------------------------------------
+    async def _task_loop(self, nursery: trio.Nursery) -> None:
+        interval = self.settings.task_interval_ms / 1000.0
+        next_run = trio.current_time()
+        while True:
+            self._wake_tasks = trio.Event()
+            now = trio.current_time()
+            if now >= next_run:
+                next_run = now + interval
+                self._schedule_passes(nursery)
+                try:
+                    # Gathered here (the caches change on this loop), written on a thread.
+                    snapshot = self.status()
+                    await trio.to_thread.run_sync(self.write_status, snapshot)
+                except OSError as exc:
+                    log.warning("Writing %s failed: %s", STATUS_FILE, exc)
+            self._schedule_deletes(nursery)
+            with trio.move_on_at(next_run):
+                await self._wake_tasks.wait()
+
+    def _schedule_passes(self, nursery: trio.Nursery) -> None:
+        for key, tracked in list(self._tracked.items()):
+            cache = self.cache_of(tracked.tip)
+            if cache is None:
+                continue
+            try:
+                hosted = self.replicas.get(*key)
+            except KafkaError:
+                continue
+            if hosted.topic_id != tracked.tip.topic_id:
+                continue
+            plog = hosted.log
+            plog.remote_log_enabled = bool(plog.config.remote_storage_enable)
+            # Followers learn what is remote from the metadata too: their local retention waits
+            # for the copies just as the leader's does.
+            plog.highest_offset_in_remote_storage = highest_copied_offset(cache, plog.leader_epoch_cache.entries)
+            if key in self._busy or not hosted.is_leader(self.node_id) or self.replicas.leadership_suspended:
+                continue
+            self._busy.add(key)
+            nursery.start_soon(self._leader_pass, key, tracked, hosted, cache)
+
+    async def _leader_pass(self, key: tuple[str, int], tracked: _Tracked, hosted: Any,
+                           cache: RemoteLogMetadataCache) -> None:
+        epoch = hosted.leader_epoch
+
+        def still_leader() -> bool:
+            try:
+                current = self.replicas.get(*key)
+            except KafkaError:
+                return False
+            return (current is hosted and hosted.is_leader(self.node_id) and hosted.leader_epoch == epoch
+                    and not self.replicas.leadership_suspended)
+
+        def publish(event: RemoteLogMetadata) -> None:
+            trio.from_thread.run(self._publish, tracked.tip, cache, event, still_leader)
+
+        try:
+            await trio.to_thread.run_sync(self._blocking_pass, tracked, hosted, cache, publish)
+        except LeadershipLost:
+            log.info("%s: leadership moved; its remote log tasks stop", tracked.tip)
+        except Exception as exc:  # a store or metadata failure: the next interval retries
+            tracked.stats.pass_errors += 1
+            log.warning("%s: remote log pass failed: %s", tracked.tip, exc, exc_info=not isinstance(exc, KafkaError))
+        finally:
+            self._busy.discard(key)
+
+    async def _publish(self, tip: TopicIdPartition, cache: RemoteLogMetadataCache | None,
+                       event: RemoteLogMetadata, allowed: Callable[[], bool] | None = None) -> None:
+        """Append ``event`` durably to its metadata partition, then apply it to ``cache``."""
+        consumer = self.consumer
+        if consumer is None:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{REMOTE_LOG_METADATA_TOPIC} is not ready")
+        if allowed is not None and not allowed():
+            raise LeadershipLost(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{tip}: not the leader any more")
+        mp = metadata_partition(tip, consumer.metadata_partitions)
+        await self.metadata_log.append(mp, serialize(event))
+        if cache is not None:
+            try:
+                cache.apply(event)
+            except RemoteLogMetadataError as exc:
+                log.warning("%s: event not applied: %s", tip, exc)
+        self._wake_consumer.set()
+
+    def _blocking_pass(self, tracked: _Tracked, hosted: Any, cache: RemoteLogMetadataCache,
+                       publish: Callable[[RemoteLogMetadata], None]) -> None:
+        """Copy, then expire; on a worker thread."""
+        plog = hosted.log
+        config = plog.config
+        stats = tracked.stats
+        if not config.remote_log_copy_disable:
+            result = copy_pass(plog, tracked.tip, self.rsm, cache, publish, broker_id=self.node_id,
+                               now_ms=self.now_ms, local_log_start=plog.log_start_offset)
+            with self._stats_lock:
+                stats.copied_segments += len(result.copied)
+                stats.copied_bytes += sum(s.segment_size_in_bytes for s in result.copied)
+        highest = highest_copied_offset(cache, plog.leader_epoch_cache.entries)
+        plog.highest_offset_in_remote_storage = highest
+        segments = plog.segments
+        lag = [s for s in segments[:-1] if s.base_offset > highest]
+        local_only = sum(s.size for s in segments if s.base_offset > highest)
+        with self._stats_lock:
+            stats.copy_lag_segments = len(lag)
+            stats.copy_lag_bytes = sum(s.size for s in lag)
+        if not config.delete:
+            return
+        expired = expire_pass(cache, self.rsm, publish, broker_id=self.node_id, now_ms=self.now_ms,
+                              retention_ms=config.retention_ms, retention_bytes=config.retention_bytes,
+                              local_only_bytes=local_only, log_start_offset=self.log_start_offset(hosted))
+        for seg in expired.deleted:
+            self.reader.chunks.forget(seg.remote_log_segment_id)
+        with self._stats_lock:
+            stats.expired_segments += len(expired.deleted)
+            stats.expired_bytes += sum(s.segment_size_in_bytes for s in expired.deleted)
+        new_start = expired.new_log_start_offset
+        if new_start is not None and new_start > plog.log_start_offset:
+            # Total retention reached data that is still local too: the local log follows.
+            trio.from_thread.run_sync(lambda: plog.increment_log_start_offset(
+                min(new_start, plog.high_watermark)))
+
+    # -- deleting topics ------------------------------------------------------------------
+    def _schedule_deletes(self, nursery: trio.Nursery) -> None:
+        for tip in list(self._deleting):
+            if tip not in self._deletes_started:
+                self._deletes_started.add(tip)
+                nursery.start_soon(self._delete_partition, tip)
+
+    async def _delete_partition(self, tip: TopicIdPartition) -> None:
+        """Remove every remote segment of a deleted partition, with Kafka's partition events."""
+        delay = 0.5
+        for attempt in range(20):
+            cache = self._deleting.get(tip) or self.cache_of(tip)
+            if cache is None:
+                self._wake_consumer.set()
+                await trio.sleep(delay)  # the metadata is still being read
+                continue
+            try:
+                state = cache.partition_delete_state
+                if state is None:
+                    await self._publish(tip, cache, self._partition_event(tip, RemotePartitionDeleteState.DELETE_PARTITION_MARKED))
+                    state = RemotePartitionDeleteState.DELETE_PARTITION_MARKED
+                if state is RemotePartitionDeleteState.DELETE_PARTITION_MARKED:
+                    await self._publish(tip, cache, self._partition_event(tip, RemotePartitionDeleteState.DELETE_PARTITION_STARTED))
+                segments = cache.list_all_remote_log_segments()
+                for seg in segments:
+                    await trio.to_thread.run_sync(self.rsm.delete_log_segment_data, seg.remote_log_segment_id)
+                    self.reader.chunks.forget(seg.remote_log_segment_id)
+                await self._publish(tip, cache, self._partition_event(tip, RemotePartitionDeleteState.DELETE_PARTITION_FINISHED))
+                log.info("%s: deleted %d remote segment(s) of the deleted partition", tip, len(segments))
+                break
+            except Exception as exc:
+                log.warning("%s: deleting remote data failed (attempt %d): %s", tip, attempt + 1, exc)
+                await trio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+        else:
+            log.error("%s: gave up deleting the remote data of the deleted partition", tip)
+        self._deleting.pop(tip, None)
+        self._deletes_started.discard(tip)
+        if self.consumer is not None:
+            self.consumer.unassign([tip])
+
+    def _partition_event(self, tip: TopicIdPartition, state: RemotePartitionDeleteState) -> RemotePartitionDeleteMetadata:
+        return RemotePartitionDeleteMetadata(tip, state, self.now_ms(), self.node_id)
+
+    # ================================================================== reads
+    def _tracked_cache(self, hosted: Any) -> RemoteLogMetadataCache | None:
+        tracked = self._tracked.get((hosted.topic, hosted.index))
+        if tracked is None or tracked.tip.topic_id != hosted.topic_id:
+            return None
+        return self.cache_of(tracked.tip)
+
+    def log_start_offset(self, hosted: Any) -> int:
+        """The log start offset of the whole log: the earliest remote offset when there is remote
+        data (Kafka's logStartOffset), else the local log start."""
+        local = hosted.log.log_start_offset
+        cache = self._tracked_cache(hosted)
+        if cache is None:
+            return local
+        finished = cache.segments_in_state(_FINISHED)
+        return min(finished[0].start_offset, local) if finished else local
+
+    def highest_remote_offset(self, hosted: Any) -> int:
+        """The highest offset copied to remote storage along this log's epochs, -1 for none."""
+        cache = self._tracked_cache(hosted)
+        if cache is None:
+            return -1
+        return highest_copied_offset(cache, hosted.log.leader_epoch_cache.entries)
+
+    def serves_remotely(self, hosted: Any, offset: int) -> bool:
+        """Whether a fetch at ``offset`` is below the local log but inside the whole log."""
+        return offset < hosted.log.log_start_offset and offset >= self.log_start_offset(hosted) \
+            and self._tracked_cache(hosted) is not None
+
+    def _segment_for(self, cache: RemoteLogMetadataCache, offset: int) -> tuple[RemoteLogSegmentMetadata, int] | None:
+        for seg in reversed(cache.segments_in_state(_FINISHED)):
+            if seg.start_offset <= offset <= seg.end_offset:
+                epoch = max(e for e, start in seg.segment_leader_epochs.items() if start <= offset) \
+                    if any(start <= offset for start in seg.segment_leader_epochs.values()) \
+                    else min(seg.segment_leader_epochs)
+                return seg, epoch
+        return None
+
+    async def read_remote(self, hosted: Any, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
+        """Whole batches from ``offset`` out of remote storage (off the event loop), or None when
+        no remote segment holds it (the caller answers OFFSET_OUT_OF_RANGE)."""
+        cache = self._tracked_cache(hosted)
+        tracked = self._tracked.get((hosted.topic, hosted.index))
+        if cache is None or tracked is None:
+            return None
+
+        def work() -> bytes | None:
+            found = self._segment_for(cache, offset)
+            if found is None:
+                return None
+            seg, epoch = found
+            got = self.reader.read(cache, epoch, offset, max_bytes, min_one_batch=min_one)
+            return None if got is None else got.records
+
+        try:
+            data = await trio.to_thread.run_sync(work, limiter=self._read_limiter)
+        except Exception as exc:
+            with self._stats_lock:
+                tracked.stats.remote_fetch_errors += 1
+            log.warning("%s: remote read at offset %d failed: %s", tracked.tip, offset, exc)
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"remote read failed: {exc}") from exc
+        with self._stats_lock:
+            tracked.stats.remote_fetch_requests += 1
+            tracked.stats.remote_fetch_bytes += len(data or b"")
+        return data
+
+    async def offset_for_timestamp(self, hosted: Any, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first remote record with timestamp >= ``timestamp``, or
+        None when no remote record is that late (then the local log answers)."""
+        cache = self._tracked_cache(hosted)
+        if cache is None:
+            return None
+        local_start = hosted.log.log_start_offset
+        from kafkapy.records.reader import iter_batches, iter_records
+
+        def work() -> tuple[int, int] | None:
+            for seg in cache.segments_in_state(_FINISHED):
+                if seg.max_timestamp_ms < timestamp or seg.start_offset >= local_start:
+                    continue
+                offset = seg.start_offset
+                while offset <= seg.end_offset:
+                    found = self._segment_for(cache, offset)
+                    if found is None:
+                        break
+                    got = self.reader.read(cache, found[1], offset, 1 << 20, min_one_batch=True)
+                    if got is None or not got.records:
+                        break
+                    for header, view in iter_batches(got.records):
+                        if header.max_timestamp >= timestamp:
+                            for rec in iter_records(view):
+                                if rec.offset >= offset and rec.timestamp >= timestamp:
+                                    return rec.offset, rec.timestamp
+                        offset = header.last_offset + 1
+            return None
+
+        try:
+            return await trio.to_thread.run_sync(work, limiter=self._read_limiter)
+        except Exception as exc:
+            log.warning("%s: remote timestamp lookup failed: %s", hosted.topic, exc)
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"remote timestamp lookup failed: {exc}") from exc
+
+    # ================================================================== visibility
+    def status(self) -> dict[str, Any]:
+        """Per partition: local and remote bytes and segments, offsets, counters."""
+        partitions = {}
+        totals = PartitionStats()
+        for key, tracked in list(self._tracked.items()):
+            try:
+                hosted = self.replicas.get(*key)
+            except KafkaError:
+                continue
+            cache = self.cache_of(tracked.tip)
+            finished = cache.segments_in_state(_FINISHED) if cache is not None else []
+            plog = hosted.log
+            with self._stats_lock:
+                stats = asdict(tracked.stats)
+            for name, value in stats.items():
+                setattr(totals, name, getattr(totals, name) + value)
+            partitions[f"{key[0]}-{key[1]}"] = {
+                "topic": key[0], "partition": key[1],
+                "leader": hosted.is_leader(self.node_id),
+                "metadata_ready": cache is not None,
+                "local_bytes": plog.size_in_bytes,
+                "local_segments": len(plog.segments),
+                "remote_bytes": sum(s.segment_size_in_bytes for s in finished),
+                "remote_segments": len(finished),
+                "log_start_offset": self.log_start_offset(hosted),
+                "local_log_start_offset": plog.log_start_offset,
+                "highest_remote_offset": plog.highest_offset_in_remote_storage,
+                "log_end_offset": plog.log_end_offset,
+                **stats,
+            }
+        return {"broker": self.node_id, "metadata_topic_ready": self.metadata_topic_ready,
+                "cache": {"bytes": self.reader.chunks.size, "hits": self.reader.chunks.hits,
+                          "misses": self.reader.chunks.misses},
+                "totals": asdict(totals), "partitions": partitions}
+
+    def write_status(self, snapshot: dict[str, Any] | None = None) -> None:
+        """Write :meth:`status` (or ``snapshot`` of it) to ``<first log dir>/remote-log-manager-status.json``
+        atomically."""
+        path = os.path.join(self.log_dirs[0], STATUS_FILE)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.status() if snapshot is None else snapshot, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+
+    async def aclose(self) -> None:
+        await self.metadata_log.aclose()
+
+    def close(self) -> None:
+        try:
+            self.rsm.close()
+        except Exception:  # closing must not stop the node's shutdown
+            log.exception("Closing the remote storage manager failed")

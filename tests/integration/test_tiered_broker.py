@@ -1,0 +1,242 @@
+"""Tiered storage (KIP-405) on a running node: segments go to the local-directory remote store,
+local retention removes them from the log dirs, and consumers still read the whole log.
+
+Each node runs the remote log manager every 300 ms with a 3-partition ``__remote_log_metadata``;
+topics have 4 KiB segments and keep one byte locally, so every closed segment is copied and then
+deleted locally within a second or two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import batch, create_topics, fetch, list_offsets, run_client, wait_for
+from kafkapy.protocol import messages as m
+from kafkapy.records.reader import iter_batches, iter_records
+from kafkapy.testing.node import KafkaNode
+from kafkapy.tiered.remote_metadata import (
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentMetadataUpdate,
+    RemoteLogSegmentState,
+)
+from kafkapy.tiered.remote_metadata_serde import REMOTE_LOG_METADATA_TOPIC, deserialize
+
+METADATA_PARTITIONS = 3
+TIERED_OVERRIDES = {
+    "remote.log.storage.system.enable": "true",
+    "remote.log.manager.task.interval.ms": "300",
+    "rlmm.config.remote.log.metadata.topic.num.partitions": str(METADATA_PARTITIONS),
+    "log.retention.check.interval.ms": "300",
+    "log.segment.delete.delay.ms": "300",
+}
+TOPIC_CONFIGS = {
+    "remote.storage.enable": "true",
+    "segment.bytes": "4096",
+    "local.retention.bytes": "1",
+}
+EARLIEST, EARLIEST_LOCAL, LATEST, LATEST_TIERED = -2, -4, -1, -5
+#: Record i gets timestamp BASE_TS + i: recent, so the 7-day retention.ms keeps everything.
+BASE_TS = int(time.time() * 1000) - 60_000
+
+
+def value_of(i: int) -> bytes:
+    return b"%08d" % i + b"v" * 92
+
+
+def remote_root(node: KafkaNode) -> Path:
+    # The local-directory store's default: beside the first log dir.
+    return node.workdir / "kafkapy-remote-storage"
+
+
+def remote_segment_logs(node: KafkaNode, topic: str) -> list[Path]:
+    root = remote_root(node)
+    if not root.exists():
+        return []
+    return [f for d in root.iterdir() if d.name.startswith(f"{topic}-0-") for f in d.glob("*.log")]
+
+
+def local_segments(node: KafkaNode, topic: str) -> list[Path]:
+    return sorted((node.data_dir / f"{topic}-0").glob("*.log"))
+
+
+def status(node: KafkaNode) -> dict[str, Any]:
+    try:
+        return json.loads((node.data_dir / "remote-log-manager-status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def produce_range(node: KafkaNode, topic: str, start: int, count: int) -> None:
+    async def go(client) -> None:
+        for first in range(start, start + count, 10):
+            values = [value_of(i) for i in range(first, min(first + 10, start + count))]
+            resp = await client.send(m.ProduceRequest(
+                transactional_id=None, acks=-1, timeout_ms=10000,
+                topic_data=[m.ProduceRequest.TopicProduceData(name=topic, partition_data=[
+                    m.ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(batch(values, now_ms=BASE_TS + first)))])]))
+            part = resp.responses[0].partition_responses[0]
+            assert part.error_code == 0, part
+    run_client(node, go, timeout=60)
+
+
+def offsets(node: KafkaNode, topic: str, ts: int) -> int:
+    async def go(client) -> int:
+        resp = await client.send(list_offsets(topic, 0, ts))
+        part = resp.topics[0].partitions[0]
+        assert part.error_code == 0, part
+        return part.offset
+    return run_client(node, go)
+
+
+def consume_all(node: KafkaNode, topic: str, end: int) -> list[tuple[int, bytes]]:
+    """Every record from offset 0 up to ``end`` through plain Fetch requests."""
+    async def go(client) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        offset = 0
+        while offset < end:
+            resp = await client.send(fetch(topic, 0, offset, max_bytes=64 * 1024), version=12)
+            part = resp.responses[0].partitions[0]
+            assert part.error_code == 0, (offset, part.error_code)
+            data = bytes(part.records or b"")
+            assert data, f"no records at offset {offset}"
+            for _, view in iter_batches(data):
+                for rec in iter_records(view):
+                    if rec.offset >= offset:
+                        out.append((rec.offset, bytes(rec.value)))
+                        offset = rec.offset + 1
+        return out
+    return run_client(node, go, timeout=90)
+
+
+def create(node: KafkaNode, topic: str) -> None:
+    async def go(client) -> None:
+        resp = await client.send(create_topics((topic, 1, 1), configs=TOPIC_CONFIGS))
+        assert resp.topics[0].error_code == 0, resp.topics[0]
+    run_client(node, go)
+
+
+def metadata_events(node: KafkaNode) -> list[Any]:
+    """Every event in __remote_log_metadata, per partition in order."""
+    async def go(client) -> list[Any]:
+        events: list[Any] = []
+        for mp in range(METADATA_PARTITIONS):
+            offset = 0
+            while True:
+                resp = await client.send(fetch(REMOTE_LOG_METADATA_TOPIC, mp, offset), version=12)
+                part = resp.responses[0].partitions[0]
+                assert part.error_code == 0, part
+                data = bytes(part.records or b"")
+                if not data:
+                    break
+                for _, view in iter_batches(data):
+                    for rec in iter_records(view):
+                        events.append(deserialize(bytes(rec.value)))
+                        offset = rec.offset + 1
+        return events
+    return run_client(node, go)
+
+
+def assert_complete(records: list[tuple[int, bytes]], count: int) -> None:
+    assert [o for o, _ in records] == list(range(count))
+    assert all(v == value_of(o) for o, v in records)
+
+
+@pytest.fixture(scope="module")
+def tiered_node(tmp_path_factory):
+    with KafkaNode(tmp_path_factory.mktemp("tiered"), overrides=TIERED_OVERRIDES) as node:
+        yield node
+
+
+def test_segments_go_remote_and_consumers_read_from_zero(tiered_node):
+    node = tiered_node
+    topic = f"tiered-{uuid.uuid4().hex[:8]}"
+    create(node, topic)
+    count = 1500
+    produce_range(node, topic, 0, count)
+    # Copied, then deleted locally: the local log starts well after 0, the whole log at 0.
+    wait_for("local segments deleted after upload", lambda: offsets(node, topic, EARLIEST_LOCAL) >= count - 60)
+    assert offsets(node, topic, EARLIEST) == 0
+    local_start = offsets(node, topic, EARLIEST_LOCAL)
+    tiered = offsets(node, topic, LATEST_TIERED)
+    assert tiered >= local_start - 1
+    assert offsets(node, topic, LATEST) == count
+    assert len(remote_segment_logs(node, topic)) >= 5
+    assert len(local_segments(node, topic)) <= 3
+    assert_complete(consume_all(node, topic, count), count)
+    # A timestamp inside the remote part is answered from the remote time index.
+    assert offsets(node, topic, BASE_TS + 5) == 5
+    snap = wait_for("status counters", lambda: status(node).get("partitions", {}).get(f"{topic}-0"))
+    assert snap["remote_segments"] >= 5 and snap["remote_bytes"] > 0
+    assert snap["log_start_offset"] == 0 and snap["local_log_start_offset"] > 0
+    totals = wait_for("remote fetch counted", lambda: (status(node).get("totals") or {}).get("remote_fetch_requests"))
+    assert totals > 0
+
+
+def test_deleting_the_topic_removes_its_remote_data(tiered_node):
+    node = tiered_node
+    topic = f"tiered-del-{uuid.uuid4().hex[:8]}"
+    create(node, topic)
+    produce_range(node, topic, 0, 600)
+    wait_for("segments in remote storage", lambda: len(remote_segment_logs(node, topic)) >= 3)
+
+    async def delete(client) -> None:
+        resp = await client.send(m.DeleteTopicsRequest(topics=[m.DeleteTopicsRequest.DeleteTopicState(
+            name=topic, topic_id=uuid.UUID(int=0))], timeout_ms=10000))
+        assert resp.responses[0].error_code == 0
+    run_client(node, delete)
+    root = remote_root(node)
+    wait_for("remote partition directory removed",
+             lambda: not [d for d in root.iterdir() if d.name.startswith(f"{topic}-0-")])
+    states = [e.state for e in metadata_events(node)
+              if getattr(getattr(e, "topic_id_partition", None), "topic", None) == topic
+              and not isinstance(e, (RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate))]
+    assert [s.name for s in states] == ["DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED",
+                                        "DELETE_PARTITION_FINISHED"]
+
+
+def test_kill_during_uploads_leaves_exactly_one_copy_per_segment(tmp_path):
+    rng = random.Random(405)
+    overrides = {**TIERED_OVERRIDES, "remote.log.manager.task.interval.ms": "100"}
+    with KafkaNode(tmp_path, overrides=overrides) as node:
+        topic = f"tiered-kill-{uuid.uuid4().hex[:8]}"
+        create(node, topic)
+        produced = 0
+        for _round in range(4):
+            produce_range(node, topic, produced, 400)
+            produced += 400
+            # Kill while an upload may be in progress: as soon as a temp object shows up, or
+            # after a random moment.
+            deadline = time.monotonic() + rng.uniform(0.1, 1.0)
+            while time.monotonic() < deadline:
+                if list(remote_root(node).glob("*/*.tmp")) if remote_root(node).exists() else []:
+                    break
+                time.sleep(0.005)
+            node.kill9()
+            node.start()
+        wait_for("every closed segment copied",
+                 lambda: offsets(node, topic, LATEST_TIERED) >= produced - 100, timeout=40)
+        wait_for("local segments deleted", lambda: offsets(node, topic, EARLIEST_LOCAL) > produced // 2)
+        assert offsets(node, topic, EARLIEST) == 0
+        assert_complete(consume_all(node, topic, produced), produced)
+        announced: dict[Any, RemoteLogSegmentMetadata] = {}
+        finished: dict[tuple[int, int], int] = {}
+        for event in metadata_events(node):
+            if isinstance(event, RemoteLogSegmentMetadata):
+                announced[event.remote_log_segment_id] = event
+            elif isinstance(event, RemoteLogSegmentMetadataUpdate) and \
+                    event.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED:
+                seg = announced[event.remote_log_segment_id]
+                key = (seg.start_offset, seg.end_offset)
+                finished[key] = finished.get(key, 0) + 1
+        assert finished and all(n == 1 for n in finished.values()), finished
+        ranges = sorted(finished)
+        assert ranges[0][0] == 0
+        assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:])), ranges
