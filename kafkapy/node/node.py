@@ -576,7 +576,7 @@ class Node:
         rlm = getattr(self, "remote_log_manager", None)
         if rlm is not None:
             try:
-                rlm.on_metadata_update(update.image)
+                rlm.on_metadata_update(update)
             except Exception:  # tiering must not stop the broker following its metadata
                 log.exception("Tiered storage could not follow metadata offset %d", update.image.offset)
         groups = getattr(self, "groups", None)

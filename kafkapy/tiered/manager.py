@@ -119,6 +119,37 @@ class _Tracked:
     tip: TopicIdPartition
     leader_id: int = -1
     stats: PartitionStats = field(default_factory=PartitionStats)
+    # The earliest readable remote offset (None: nothing remote), refreshed whenever the cache
+    # changes here, so fetches need not sort the segments.
+    earliest_remote: int | None = None
+
+
+def earliest_remote_offset(cache: RemoteLogMetadataCache) -> int | None:
+    """The first offset of the oldest readable (COPY_SEGMENT_FINISHED) segment, or None."""
+    finished = cache.segments_in_state(_FINISHED)
+    return finished[0].start_offset if finished else None
+
+
+def whole_log_start(earliest_remote: int | None, local_log_start: int) -> int:
+    """Kafka's log start offset of a remote-enabled log: the earliest remote offset when there is
+    remote data, else the local log start (never above it)."""
+    return local_log_start if earliest_remote is None else min(earliest_remote, local_log_start)
+
+
+def segment_for_offset(cache: RemoteLogMetadataCache,
+                       offset: int) -> tuple[RemoteLogSegmentMetadata, int] | None:
+    """The readable remote segment holding ``offset`` and the leader epoch that wrote it.
+
+    Several copies of the same offsets (a new leader re-copying) are resolved by the cache's
+    per-epoch lookup; the newest listed segment is tried first."""
+    for seg in reversed(cache.segments_in_state(_FINISHED)):
+        if not seg.start_offset <= offset <= seg.end_offset:
+            continue
+        epochs = [e for e, start in seg.segment_leader_epochs.items() if start <= offset]
+        epoch = max(epochs) if epochs else min(seg.segment_leader_epochs)
+        if cache.remote_log_segment_metadata(epoch, offset) is not None:
+            return seg, epoch
+    return None
 
 
 class LeadershipLost(KafkaError):
@@ -156,10 +187,13 @@ class RemoteLogManager:
         self.metadata_topic_ready = False
 
     # ================================================================== following the image
-    def on_metadata_update(self, image: Any) -> None:
+    def on_metadata_update(self, update: Any) -> None:
         """Follow the hosted partitions after a metadata step: start following the remote
         metadata of newly hosted remote-enabled partitions, stop for the others, and start
         removing the remote data of deleted topics' partitions this broker led."""
+        if not update.full and update.is_empty():
+            return  # heartbeats and no-ops: nothing hosted changed
+        image = update.image
         desired: dict[tuple[str, int], Any] = {}
         for hosted in self.replicas.partitions():
             if hosted.topic == REMOTE_LOG_METADATA_TOPIC:
@@ -246,6 +280,7 @@ class RemoteLogManager:
             except Exception:  # a metadata partition moving or unreadable: try again shortly
                 log.exception("Reading %s failed", REMOTE_LOG_METADATA_TOPIC)
             if progressed:
+                self._refresh_earliest()
                 self._wake_tasks.set()
                 await trio.sleep(0)
                 continue
@@ -282,6 +317,7 @@ class RemoteLogManager:
             now = trio.current_time()
             if now >= next_run:
                 next_run = now + interval
+                self._refresh_earliest()
                 self._schedule_passes(nursery)
                 try:
                     # Gathered here (the caches change on this loop), written on a thread.
@@ -354,7 +390,13 @@ class RemoteLogManager:
                 cache.apply(event)
             except RemoteLogMetadataError as exc:
                 log.warning("%s: event not applied: %s", tip, exc)
+            self._refresh_earliest()
         self._wake_consumer.set()
+
+    def _refresh_earliest(self) -> None:
+        for tracked in self._tracked.values():
+            cache = self.cache_of(tracked.tip)
+            tracked.earliest_remote = None if cache is None else earliest_remote_offset(cache)
 
     def _blocking_pass(self, tracked: _Tracked, hosted: Any, cache: RemoteLogMetadataCache,
                        publish: Callable[[RemoteLogMetadata], None]) -> None:
@@ -447,11 +489,10 @@ class RemoteLogManager:
         """The log start offset of the whole log: the earliest remote offset when there is remote
         data (Kafka's logStartOffset), else the local log start."""
         local = hosted.log.log_start_offset
-        cache = self._tracked_cache(hosted)
-        if cache is None:
+        tracked = self._tracked.get((hosted.topic, hosted.index))
+        if tracked is None or tracked.tip.topic_id != hosted.topic_id or self.cache_of(tracked.tip) is None:
             return local
-        finished = cache.segments_in_state(_FINISHED)
-        return min(finished[0].start_offset, local) if finished else local
+        return whole_log_start(tracked.earliest_remote, local)
 
     def highest_remote_offset(self, hosted: Any) -> int:
         """The highest offset copied to remote storage along this log's epochs, -1 for none."""
@@ -465,15 +506,6 @@ class RemoteLogManager:
         return offset < hosted.log.log_start_offset and offset >= self.log_start_offset(hosted) \
             and self._tracked_cache(hosted) is not None
 
-    def _segment_for(self, cache: RemoteLogMetadataCache, offset: int) -> tuple[RemoteLogSegmentMetadata, int] | None:
-        for seg in reversed(cache.segments_in_state(_FINISHED)):
-            if seg.start_offset <= offset <= seg.end_offset:
-                epoch = max(e for e, start in seg.segment_leader_epochs.items() if start <= offset) \
-                    if any(start <= offset for start in seg.segment_leader_epochs.values()) \
-                    else min(seg.segment_leader_epochs)
-                return seg, epoch
-        return None
-
     async def read_remote(self, hosted: Any, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
         """Whole batches from ``offset`` out of remote storage (off the event loop), or None when
         no remote segment holds it (the caller answers OFFSET_OUT_OF_RANGE)."""
@@ -483,7 +515,7 @@ class RemoteLogManager:
             return None
 
         def work() -> bytes | None:
-            found = self._segment_for(cache, offset)
+            found = segment_for_offset(cache, offset)
             if found is None:
                 return None
             seg, epoch = found
@@ -517,7 +549,7 @@ class RemoteLogManager:
                     continue
                 offset = seg.start_offset
                 while offset <= seg.end_offset:
-                    found = self._segment_for(cache, offset)
+                    found = segment_for_offset(cache, offset)
                     if found is None:
                         break
                     got = self.reader.read(cache, found[1], offset, 1 << 20, min_one_batch=True)
