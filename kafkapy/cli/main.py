@@ -12,7 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
-from kafkapy.cli import cluster
+from kafkapy.cli import cluster, tiered
 from kafkapy.config import BrokerConfig, parse_properties
 
 # The single-node development defaults: what Kafka's config/kraft/server.properties sample sets,
@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     fmt.add_argument("--ignore-formatted", "-g", action="store_true")
     storage_sub.add_parser("random-uuid", help="print a new cluster id")
     cluster.add_parser(sub, _override)
+    tiered.add_parser(sub)
 
     args = parser.parse_args(argv)
     if args.command == "server":
@@ -104,4 +105,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "cluster":
         return cluster.run(args)
+    if args.command == "tiered":
+        return tiered.run(args)
     return 2

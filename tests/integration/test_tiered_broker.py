@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -178,6 +179,15 @@ def test_segments_go_remote_and_consumers_read_from_zero(tiered_node):
     assert snap["log_start_offset"] == 0 and snap["local_log_start_offset"] > 0
     totals = wait_for("remote fetch counted", lambda: (status(node).get("totals") or {}).get("remote_fetch_requests"))
     assert totals > 0
+    # The CLI shows the same through the protocol (DescribeLogDirs, ListOffsets, the metadata topic).
+    out = subprocess.run([node.python, "-m", "kafkapy", "tiered", "describe", "--bootstrap-server",
+                          node.bootstrap, "--topic", topic, "--json"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    [row] = json.loads(out.stdout)
+    assert row["remote_segments"] >= 5 and row["remote_bytes"] >= row["remote_segments"] * 3000
+    assert 0 < row["local_bytes"] < 3 * 4096
+    assert (row["log_start_offset"], row["log_end_offset"]) == (0, count)
+    assert row["local_log_start_offset"] >= count - 60 and row["highest_tiered_offset"] >= row["local_log_start_offset"] - 1
 
 
 def test_deleting_the_topic_removes_its_remote_data(tiered_node):
