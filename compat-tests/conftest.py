@@ -173,6 +173,13 @@ def fresh_cluster(tmp_path_factory):
         node.cleanup()
 
 
+@pytest.fixture(scope="session")
+def cluster_of():
+    """Wraps a node a test module started itself (with broker configs of its own) in the same
+    helpers as `cluster`: `cluster_of(node).create_topic(...)`."""
+    return Cluster
+
+
 @pytest.fixture
 def topic_name(request):
     """A unique, legal topic name derived from the test's name."""

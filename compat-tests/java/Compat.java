@@ -9,7 +9,9 @@
 //        from a timestamp, read_committed, and records deleted between planning and reading),
 //      admin (createTopics with configs, describeConfigs),
 //      alter-configs (incrementalAlterConfigs on topics and brokers, then describeConfigs with
-//        synonyms and documentation; "broker" "" is the cluster default).
+//        synonyms and documentation; "broker" "" is the cluster default),
+//      list-offsets (AdminClient listOffsets of one partition for each named OffsetSpec: earliest,
+//        latest, max-timestamp, earliest-local and latest-tiered (KIP-405/KIP-1005); null for -1).
 // Bytes travel as base64. No dependencies beyond kafka-clients (so: a small JSON reader below).
 
 import java.io.*;
@@ -43,6 +45,7 @@ public class Compat {
                 case "spark-pattern": result = sparkPattern(job); break;
                 case "admin": result = admin(job); break;
                 case "alter-configs": result = alterConfigs(job); break;
+                case "list-offsets": result = listOffsetsOp(job); break;
                 default: throw new IllegalArgumentException("unknown op " + op);
             }
         } catch (Throwable t) {
@@ -295,6 +298,32 @@ public class Compat {
             out.put(tp, o < 0 ? null : o);
         }
         return out;
+    }
+
+    // {"topic", "partition", "specs": ["earliest", "earliest-local", ...]} -> {"offsets": {spec: offset|null}}
+    static Object listOffsetsOp(Map<String, Object> job) throws Exception {
+        TopicPartition tp = new TopicPartition((String) job.get("topic"), (int) num(job.getOrDefault("partition", 0)));
+        Properties ap = new Properties();
+        ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, job.get("bootstrap"));
+        Map<String, Object> offsets = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(ap)) {
+            for (Object o : asList(job.get("specs"))) {
+                String name = (String) o;
+                OffsetSpec spec;
+                switch (name) {
+                    case "earliest": spec = OffsetSpec.earliest(); break;
+                    case "latest": spec = OffsetSpec.latest(); break;
+                    case "max-timestamp": spec = OffsetSpec.maxTimestamp(); break;
+                    case "earliest-local": spec = OffsetSpec.earliestLocal(); break;
+                    case "latest-tiered": spec = OffsetSpec.latestTiered(); break;
+                    default: throw new IllegalArgumentException("unknown offset spec " + name);
+                }
+                offsets.put(name, listOffsets(admin, List.of(tp), spec, new ListOffsetsOptions()).get(tp));
+            }
+        }
+        Map<String, Object> res = new LinkedHashMap<>();
+        res.put("offsets", offsets);
+        return res;
     }
 
     static Object admin(Map<String, Object> job) throws Exception {
