@@ -2,7 +2,8 @@
 
 Created by the node only when ``remote.log.storage.system.enable=true``. It
 
-* creates ``__remote_log_metadata`` (``remote.log.metadata.topic.*``) and follows the metadata
+* creates ``__remote_log_metadata`` (``remote.log.metadata.topic.*``, the replication factor
+  capped to the live brokers) once a remote-enabled partition is hosted, and follows the metadata
   partitions that hold the events of every remote-enabled partition this broker hosts, leader or
   follower (``metadata_consumer.RemoteMetadataConsumer`` over ``metadata_log.MetadataLog``), so a
   new leader knows what is remote and carries on where the old one stopped;
@@ -229,6 +230,15 @@ class RemoteLogManager:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
+            # The metadata topic is created at once when enough brokers are live for its
+            # replication factor, else when the first remote-enabled partition shows up (then
+            # capped to the live brokers): a starting cluster whose other brokers are merely
+            # late does not get an under-replicated metadata topic.
+            while not self._tracked and not self._deleting and self.metadata_log.partition_count() is None \
+                    and self._live_brokers() < self.settings.metadata_replication_factor:
+                self._wake_tasks = trio.Event()
+                with trio.move_on_after(TOPIC_RETRY_S):
+                    await self._wake_tasks.wait()
             await self._ensure_metadata_topic()
             nursery.start_soon(self._consume_loop)
             await self._task_loop(nursery)
