@@ -259,6 +259,17 @@ def test_kcat_reads_everything_from_offset_zero(tiered):
     assert_same_records(tiered.produced, consumed, first_offset=0)
 
 
+@pytest.mark.parametrize("client", ["confluent", "java"])
+def test_read_starts_mid_remote_segment(tiered, client):
+    # An offset inside a remote segment, most likely inside a batch: the broker hands back the
+    # whole batch and the client drops the records before the offset, as with a local segment.
+    start = tiered.remote_bases[len(tiered.remote_bases) // 2] + 5
+    consumed = tiered.cluster.consume(client, tiered.topic, offset=start, max_records=50,
+                                      timeout_s=CONSUME_TIMEOUT_S, timeout=CONSUME_TIMEOUT_S + 30)
+    # (the Java driver returns whole polls, so it may hand back more than asked for)
+    assert_same_records(tiered.produced[start:start + 50], consumed[:50], first_offset=start)
+
+
 @pytest.mark.parametrize("client", ["confluent", "kafka_python", "aiokafka"])
 def test_list_offsets_span_remote_and_local(tiered, client):
     # Timestamps of records in the first (remote) segment, in the middle, and the last (local) one.
@@ -294,6 +305,19 @@ def test_deleting_the_topic_deletes_its_remote_segments(tiered):
 
     eventually(gone, timeout=DELETION_DEADLINE_S, interval=0.25,
                what=f"the remote objects of deleted topic {topic} to be gone")
+
+
+def test_remote_reads_survive_a_broker_restart(tiered):
+    # The broker rebuilds what is remote from __remote_log_metadata and the store; nothing of the
+    # old segments is back on its disk.
+    tiered.node.restart()
+    assert local_segment_bases(tiered.node, tiered.topic) == tiered.local_bases
+    consumed = tiered.cluster.consume("confluent", tiered.topic, offset=0, end_offset=RECORDS,
+                                      timeout_s=CONSUME_TIMEOUT_S, timeout=CONSUME_TIMEOUT_S + 30)
+    assert_same_records(tiered.produced, consumed, first_offset=0)
+    res = tiered.cluster.run("java", "list-offsets", topic=tiered.topic, partition=0,
+                             specs=["earliest", "earliest-local"], timeout=90)["offsets"]
+    assert res == {"earliest": 0, "earliest-local": tiered.local_bases[0]}, res
 
 
 # Topic configs Kafka 3.9's LogConfig.validate refuses for a remote-storage topic (INVALID_CONFIG).
