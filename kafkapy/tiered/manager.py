@@ -64,6 +64,8 @@ DEFAULT_RLMM_PREFIX = "rlmm.config."
 CONSUME_IDLE_S = 0.2
 #: How often topic creation is retried while it fails (no controller yet, too few brokers).
 TOPIC_RETRY_S = 1.0
+#: How long a new leader waits (per task interval) to read the metadata its predecessor wrote.
+CATCH_UP_TIMEOUT_S = 10.0
 _FINISHED = RemoteLogSegmentState.COPY_SEGMENT_FINISHED
 
 
@@ -123,6 +125,9 @@ class _Tracked:
     # The earliest readable remote offset (None: nothing remote), refreshed whenever the cache
     # changes here, so fetches need not sort the segments.
     earliest_remote: int | None = None
+    # The leader epoch for which this broker has caught up with the metadata as a leader
+    # (-1: not yet): the first pass of a new leadership waits for it.
+    synced_epoch: int = -1
 
 
 def earliest_remote_offset(cache: RemoteLogMetadataCache) -> int | None:
@@ -376,6 +381,12 @@ class RemoteLogManager:
             trio.from_thread.run(self._publish, tracked.tip, cache, event, still_leader)
 
         try:
+            if tracked.synced_epoch != epoch:
+                # A new leadership: first read every event the previous leader wrote, or this
+                # leader would copy again what it copied last.
+                if not await self._catch_up(tracked.tip):
+                    return
+                tracked.synced_epoch = epoch
             await trio.to_thread.run_sync(self._blocking_pass, tracked, hosted, cache, publish)
         except LeadershipLost:
             log.info("%s: leadership moved; its remote log tasks stop", tracked.tip)
@@ -384,6 +395,23 @@ class RemoteLogManager:
             log.warning("%s: remote log pass failed: %s", tracked.tip, exc, exc_info=not isinstance(exc, KafkaError))
         finally:
             self._busy.discard(key)
+
+    async def _catch_up(self, tip: TopicIdPartition) -> bool:
+        consumer = self.consumer
+        if consumer is None:
+            return False
+        mp = metadata_partition(tip, consumer.metadata_partitions)
+        target = await self.metadata_log.catch_up_offset(mp)
+        if target is None:
+            return False
+        with trio.move_on_after(CATCH_UP_TIMEOUT_S):
+            while consumer.positions().get(mp, 0) < target:
+                self._wake_consumer.set()
+                await trio.sleep(0.02)
+            return True
+        log.info("%s: still reading %s-%d up to %d; the copy pass waits", tip,
+                 REMOTE_LOG_METADATA_TOPIC, mp, target)
+        return False
 
     async def _publish(self, tip: TopicIdPartition, cache: RemoteLogMetadataCache | None,
                        event: RemoteLogMetadata, allowed: Callable[[], bool] | None = None) -> None:

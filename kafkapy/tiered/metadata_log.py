@@ -197,6 +197,17 @@ class MetadataLog:
         part = response.topics[0].partitions[0]
         return int(part.offset) if part.error_code == ErrorCode.NONE else None
 
+    async def catch_up_offset(self, mp: int) -> int | None:
+        """Where a new leader must have read ``mp`` up to before acting: the committed end, or
+        further the end of the local replica. A replica that was a follower when the metadata
+        partition's leader died holds the last events it acknowledged, but its high watermark
+        may not include them yet; reading only to the old high watermark would miss them."""
+        end = await self.end_offset(mp)
+        hosted = self._local(mp)
+        if hosted is not None:
+            end = max(end if end is not None else 0, hosted.log.log_end_offset)
+        return end
+
     async def aclose(self) -> None:
         for broker_id in list(self._clients):
             await self._drop_client(broker_id)

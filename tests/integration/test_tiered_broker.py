@@ -124,25 +124,34 @@ def create(node: KafkaNode, topic: str) -> None:
     run_client(node, go)
 
 
-def metadata_events(node: KafkaNode) -> list[Any]:
-    """Every event in __remote_log_metadata, per partition in order."""
-    async def go(client) -> list[Any]:
-        events: list[Any] = []
+def metadata_events(*nodes: Any) -> list[Any]:
+    """Every event in __remote_log_metadata, per partition in order (each partition read from
+    whichever of ``nodes`` leads it)."""
+    async def go(client) -> tuple[dict[int, list[Any]], set[int]]:
+        events: dict[int, list[Any]] = {}
         for mp in range(METADATA_PARTITIONS):
-            offset = 0
+            offset, got = 0, []
             while True:
                 resp = await client.send(fetch(REMOTE_LOG_METADATA_TOPIC, mp, offset), version=12)
                 part = resp.responses[0].partitions[0]
-                assert part.error_code == 0, part
+                if part.error_code != 0:
+                    break
                 data = bytes(part.records or b"")
                 if not data:
+                    events[mp] = got
                     break
                 for _, view in iter_batches(data):
                     for rec in iter_records(view):
-                        events.append(deserialize(bytes(rec.value)))
+                        got.append(deserialize(bytes(rec.value)))
                         offset = rec.offset + 1
-        return events
-    return run_client(node, go)
+        return events, set(events)
+    found: dict[int, list[Any]] = {}
+    for node in nodes:
+        events, _ = run_client(node, go)
+        for mp, got in events.items():
+            found.setdefault(mp, got)
+    assert sorted(found) == list(range(METADATA_PARTITIONS)), f"no leader answered for some of {sorted(found)}"
+    return [e for mp in sorted(found) for e in found[mp]]
 
 
 def assert_complete(records: list[tuple[int, bytes]], count: int) -> None:
@@ -174,9 +183,11 @@ def test_segments_go_remote_and_consumers_read_from_zero(tiered_node):
     assert_complete(consume_all(node, topic, count), count)
     # A timestamp inside the remote part is answered from the remote time index.
     assert offsets(node, topic, BASE_TS + 5) == 5
-    snap = wait_for("status counters", lambda: status(node).get("partitions", {}).get(f"{topic}-0"))
+    # The status file is rewritten every task interval: wait for one written after the above.
+    snap = wait_for("status counters", lambda: (lambda p: p if p and p["local_log_start_offset"] >= count - 60 else None)(
+        status(node).get("partitions", {}).get(f"{topic}-0")))
     assert snap["remote_segments"] >= 5 and snap["remote_bytes"] > 0
-    assert snap["log_start_offset"] == 0 and snap["local_log_start_offset"] > 0
+    assert snap["log_start_offset"] == 0 and snap["copied_segments"] >= 5 and snap["copy_lag_segments"] <= 1
     totals = wait_for("remote fetch counted", lambda: (status(node).get("totals") or {}).get("remote_fetch_requests"))
     assert totals > 0
     # The CLI shows the same through the protocol (DescribeLogDirs, ListOffsets, the metadata topic).
@@ -250,3 +261,61 @@ def test_kill_during_uploads_leaves_exactly_one_copy_per_segment(tmp_path):
         ranges = sorted(finished)
         assert ranges[0][0] == 0
         assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:])), ranges
+
+
+def _leader(cluster: Any, topic: str, via: int) -> int:
+    from helpers import metadata, send_to
+    resp = send_to(cluster.broker_address(via), metadata(topic, allow_auto_create=False))
+    return resp.topics[0].partitions[0].leader_id
+
+
+def test_a_new_leader_continues_where_the_old_one_stopped(tmp_path):
+    """Three combined nodes share one remote directory; the leader tiers, is killed, and the new
+    leader serves the remote part, copies only what is new, and every offset is read once."""
+    from helpers import FAST_FAILOVER, send_to
+    from kafkapy.testing.cluster import LocalCluster
+
+    shared = tmp_path / "remote"
+    overrides = {**TIERED_OVERRIDES, **FAST_FAILOVER, "rsm.config.dir": str(shared),
+                 "offsets.topic.replication.factor": "3"}
+    with LocalCluster(tmp_path / "cluster", combined=3, overrides=overrides) as cluster:
+        cluster.up()
+        topic = f"tiered-failover-{uuid.uuid4().hex[:8]}"
+        created = send_to(cluster.broker_address(1), create_topics((topic, 1, 3), configs={
+            **TOPIC_CONFIGS, "min.insync.replicas": "2"}))
+        assert created.topics[0].error_code == 0, created.topics[0]
+        leader = wait_for("a leader", lambda: _leader(cluster, topic, 1) if _leader(cluster, topic, 1) > 0 else None)
+        node = SimpleNode(*cluster.broker_address(leader))
+        produce_range(node, topic, 0, 600)
+        wait_for("tiered on the first leader", lambda: offsets(node, topic, EARLIEST_LOCAL) >= 540, timeout=30)
+        first_tiered = offsets(node, topic, LATEST_TIERED)
+        cluster.kill9(leader)
+        survivor = next(b for b in cluster.broker_ids() if b != leader)
+        new_leader = wait_for("a new leader", lambda: (lambda l: l if l not in (-1, leader) else None)(
+            _leader(cluster, topic, survivor)), timeout=30)
+        node = SimpleNode(*cluster.broker_address(new_leader))
+        # The new leader knows the remote part at once: the log still starts at 0.
+        wait_for("the whole log start from remote metadata", lambda: offsets(node, topic, EARLIEST) == 0, timeout=20)
+        produce_range(node, topic, 600, 300)
+        wait_for("new segments tiered by the new leader",
+                 lambda: offsets(node, topic, LATEST_TIERED) >= 840, timeout=30)
+        assert offsets(node, topic, LATEST_TIERED) > first_tiered
+        assert_complete(consume_all(node, topic, 900), 900)
+        live = [SimpleNode(*cluster.broker_address(b)) for b in cluster.broker_ids() if b != leader]
+        events = metadata_events(*live)
+        announced = [e for e in events if isinstance(e, RemoteLogSegmentMetadata)
+                     and e.remote_log_segment_id.topic_id_partition.topic == topic]
+        finished_ids = {e.remote_log_segment_id for e in events
+                        if isinstance(e, RemoteLogSegmentMetadataUpdate)
+                        and e.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED}
+        ranges = sorted((e.start_offset, e.end_offset) for e in announced if e.remote_log_segment_id in finished_ids)
+        assert len(ranges) == len(set(ranges)), "a segment was copied twice"
+        assert {e.broker_id for e in announced} >= {leader, new_leader}
+
+
+class SimpleNode:
+    """The host/port pair the helpers above need of a node."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.bootstrap = f"{host}:{port}"

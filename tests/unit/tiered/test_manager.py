@@ -65,6 +65,9 @@ class FakeMetadataLog:
     async def end_offset(self, mp: int) -> int:
         return len(self.partitions[mp])
 
+    async def catch_up_offset(self, mp: int) -> int:
+        return len(self.partitions[mp])
+
     async def aclose(self) -> None:
         pass
 
