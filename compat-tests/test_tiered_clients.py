@@ -243,6 +243,10 @@ def test_old_segments_live_only_in_remote_storage(tiered):
     for name, value in TOPIC_CONFIG.items():
         assert configs[name]["value"] == value, (name, configs[name])
         assert configs[name]["source"] == "DYNAMIC_TOPIC_CONFIG", (name, configs[name])
+    # The remote log metadata topic, with the partition count the rlmm.config.* prefix asked for.
+    meta = tiered.cluster.run("confluent", "describe_topics", topics=["__remote_log_metadata"])
+    parts = meta["topics"]["__remote_log_metadata"]["partitions"]
+    assert len(parts) == int(TIERED_BROKER_CONFIG["rlmm.config.remote.log.metadata.topic.num.partitions"]), meta
 
 
 @pytest.mark.parametrize("client", ["confluent", "kafka_python", "aiokafka", "java"])
