@@ -37,6 +37,7 @@ from typing import Any
 import trio
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.tiered.copier import copy_pass, highest_copied_offset
 from kafkapy.tiered.expiry import expire_pass
 from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache, RemoteLogMetadataError
@@ -156,6 +157,18 @@ def segment_for_offset(cache: RemoteLogMetadataCache,
         if cache.remote_log_segment_metadata(epoch, offset) is not None:
             return seg, epoch
     return None
+
+
+class _OneSegment:
+    """What ``RemoteReader.read`` asks of a cache, answered with one segment resolved on the
+    event loop: worker threads never walk a cache the loop may be changing."""
+
+    def __init__(self, segment: RemoteLogSegmentMetadata) -> None:
+        self.segment = segment
+
+    def remote_log_segment_metadata(self, leader_epoch: int, offset: int) -> RemoteLogSegmentMetadata | None:
+        seg = self.segment
+        return seg if seg.start_offset <= offset <= seg.end_offset else None
 
 
 class LeadershipLost(KafkaError):
@@ -552,12 +565,14 @@ class RemoteLogManager:
         if cache is None or tracked is None:
             return None
 
+        # The lookup runs here, where the cache changes; the thread sees only its answer.
+        found = segment_for_offset(cache, offset)
+        if found is None:
+            return None
+        seg, epoch = found
+
         def work() -> bytes | None:
-            found = segment_for_offset(cache, offset)
-            if found is None:
-                return None
-            seg, epoch = found
-            got = self.reader.read(cache, epoch, offset, max_bytes, min_one_batch=min_one)
+            got = self.reader.read(_OneSegment(seg), epoch, offset, max_bytes, min_one_batch=min_one)
             return None if got is None else got.records
 
         try:
@@ -579,18 +594,17 @@ class RemoteLogManager:
         if cache is None:
             return None
         local_start = hosted.log.log_start_offset
-        from kafkapy.records.reader import iter_batches, iter_records
+        # Listed here, where the cache changes; the thread reads only these segments.
+        candidates = [seg for seg in cache.segments_in_state(_FINISHED)
+                      if seg.max_timestamp_ms >= timestamp and seg.start_offset < local_start]
 
         def work() -> tuple[int, int] | None:
-            for seg in cache.segments_in_state(_FINISHED):
-                if seg.max_timestamp_ms < timestamp or seg.start_offset >= local_start:
-                    continue
+            for seg in candidates:
                 offset = seg.start_offset
                 while offset <= seg.end_offset:
-                    found = segment_for_offset(cache, offset)
-                    if found is None:
-                        break
-                    got = self.reader.read(cache, found[1], offset, 1 << 20, min_one_batch=True)
+                    epochs = [e for e, start in seg.segment_leader_epochs.items() if start <= offset]
+                    epoch = max(epochs) if epochs else min(seg.segment_leader_epochs)
+                    got = self.reader.read(_OneSegment(seg), epoch, offset, 1 << 20, min_one_batch=True)
                     if got is None or not got.records:
                         break
                     for header, view in iter_batches(got.records):
