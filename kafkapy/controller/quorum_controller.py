@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kafkapy import config as kconfig
-from kafkapy.controller.config_validation import check_broker_configs, list_op_error
+from kafkapy.controller.config_validation import check_broker_configs, check_tiered_topic_configs, list_op_error
 from kafkapy.controller import reassignment
 from kafkapy.controller.placement import RandomSource, StripedReplicaPlacer, UsableBroker
 from kafkapy.controller.types import (
@@ -246,12 +246,15 @@ class QuorumController:
         place_on_fenced_brokers: bool = False,
         controller_ids: Iterable[int] = (),
         leader_imbalance_percentage: int = 10,
+        remote_storage_system_enable: bool = False,
     ) -> None:
         """``broker_topic_configs``: topic config keys the node's static config sets (by topic
         name, e.g. ``retention.ms``), reported as STATIC_BROKER_CONFIG in CreateTopics results.
         ``place_on_fenced_brokers``: Kafka's placer may put fenced brokers in follower slots and
         counts them toward the replication factor; by default we place on unfenced brokers only,
         so a factor above the unfenced broker count fails with INVALID_REPLICATION_FACTOR.
+        ``remote_storage_system_enable``: the node's ``remote.log.storage.system.enable``; without
+        it topics may not set ``remote.storage.enable=true`` (Kafka's LogConfig.validate).
         """
         self.cluster_id = cluster_id
         self._uuid_source = uuid_source
@@ -260,6 +263,7 @@ class QuorumController:
         self._delta: MetadataDelta | None = None
         self.defaults = defaults
         self._broker_topic_configs = dict(broker_topic_configs or {})
+        self.remote_storage_system_enable = remote_storage_system_enable
         self.session_timeout_ms = session_timeout_ms
         self.delete_topic_enable = delete_topic_enable
         self.place_on_fenced_brokers = place_on_fenced_brokers
@@ -515,6 +519,8 @@ class QuorumController:
             try:
                 configs = {k: v for k, v in t.configs.items() if v is not None}
                 kconfig.validate_topic_configs(configs)
+                check_tiered_topic_configs(configs, None, system_enabled=self.remote_storage_system_enable,
+                                           inherited=self._broker_topic_configs)
                 count = len(t.assignments) if t.assignments else (
                     defaults.num_partitions if t.num_partitions == -1 else t.num_partitions)
                 _check_budget(len(records), 1 + len(configs) + max(count, 0))
@@ -766,6 +772,8 @@ class QuorumController:
         # Validate the resulting configs, then that the resource exists (Kafka's order).
         if rtype == RESOURCE_TOPIC:
             kconfig.validate_topic_configs(new)
+            check_tiered_topic_configs(new, current, system_enabled=self.remote_storage_system_enable,
+                                       inherited=self._broker_topic_configs)
             if rname not in self.image.topics.by_name:
                 raise _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"The topic '{rname}' does not exist.")

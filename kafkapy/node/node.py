@@ -207,6 +207,7 @@ class Node:
                 delete_topic_enable=bool(self.config.get("delete.topic.enable")),
                 controller_ids=sorted(self.voters),
                 leader_imbalance_percentage=int(self.config.get("leader.imbalance.per.broker.percentage")),  # type: ignore[arg-type]
+                remote_storage_system_enable=bool(self.config.get("remote.log.storage.system.enable")),
             )
         if self.is_broker:
             self.broker_metadata = BrokerMetadata(cluster_id)

@@ -228,10 +228,15 @@ class RemoteLogManager:
                 continue
             del self._tracked[key]
             self._pending_assign.discard(tracked.tip)
-            if tracked.tip.topic_id not in image.topics.by_id and tracked.leader_id == self.node_id:
+            deleted = tracked.tip.topic_id not in image.topics.by_id
+            # KIP-950: remote.storage.enable turned off with remote.log.delete.on.disable=true
+            # removes the remote data as a topic deletion does.
+            disabled = not deleted and self._disabled_with_delete(key, tracked.tip)
+            if (deleted or disabled) and tracked.leader_id == self.node_id:
                 cache = self.consumer.cache(tracked.tip) if self.consumer is not None else None
                 self._deleting[tracked.tip] = cache
-                log.info("%s: topic deleted; removing its remote data", tracked.tip)
+                log.info("%s: %s; removing its remote data", tracked.tip,
+                         "topic deleted" if deleted else "remote storage disabled")
             elif self.consumer is not None:
                 self.consumer.unassign([tracked.tip])
         for key, hosted in desired.items():
@@ -241,6 +246,15 @@ class RemoteLogManager:
                 self._pending_assign.add(tip)
         self._wake_consumer.set()
         self._wake_tasks.set()
+
+    def _disabled_with_delete(self, key: tuple[str, int], tip: TopicIdPartition) -> bool:
+        try:
+            hosted = self.replicas.get(*key)
+        except KafkaError:
+            return False
+        config = hosted.log.config
+        return hosted.topic_id == tip.topic_id and not config.remote_storage_enable \
+            and config.remote_log_delete_on_disable
 
     # ================================================================== running
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -388,7 +402,7 @@ class RemoteLogManager:
             except KafkaError:
                 return False
             return (current is hosted and hosted.is_leader(self.node_id) and hosted.leader_epoch == epoch
-                    and not self.replicas.leadership_suspended)
+                    and not self.replicas.leadership_suspended and self._tracked.get(key) is tracked)
 
         def publish(event: RemoteLogMetadata) -> None:
             trio.from_thread.run(self._publish, tracked.tip, cache, event, still_leader)
@@ -495,6 +509,11 @@ class RemoteLogManager:
     async def _delete_partition(self, tip: TopicIdPartition) -> None:
         """Remove every remote segment of a deleted partition, with Kafka's partition events."""
         delay = 0.5
+        # A pass still running for the partition stops at its next publish (it is no longer
+        # tracked); wait for it, so it uploads nothing after the segments are listed.
+        with trio.move_on_after(CATCH_UP_TIMEOUT_S):
+            while (tip.topic, tip.partition) in self._busy:
+                await trio.sleep(0.02)
         for attempt in range(20):
             cache = self._deleting.get(tip) or self.cache_of(tip)
             if cache is None:

@@ -133,6 +133,17 @@ def manager(tmp_path, replicas: FakeReplicas, mlog: FakeMetadataLog, node_id: in
     return RemoteLogManager(config(tmp_path), rsm, replicas, node_id, lambda: NOW, mlog, create_topic)
 
 
+def setup(tmp_path, records: int, leader_id: int = 1) -> tuple[PartitionLog, FakeReplicas, FakeMetadataLog, RemoteLogManager]:
+    """A log of ``records`` records hosted here (led by ``leader_id``), its topic in the image."""
+    plog = open_log(tmp_path)
+    append(plog, records)
+    replicas = FakeReplicas()
+    replicas.hosted[("t", 0)] = FakeHosted(plog, leader_id=leader_id)
+    mlog = FakeMetadataLog(3)
+    mlog.topics["t"] = object()
+    return plog, replicas, mlog, manager(tmp_path, replicas, mlog)
+
+
 def full_update(mlog: FakeMetadataLog) -> Any:
     return SimpleNamespace(full=True, image=mlog.image(), is_empty=lambda: False)
 
@@ -263,14 +274,7 @@ def test_leader_copies_expires_serves_remote_reads_and_a_new_leader_resumes(tmp_
 
 
 def test_a_pass_stops_publishing_once_leadership_moves(tmp_path) -> None:
-    plog = open_log(tmp_path)
-    append(plog, 40)
-    replicas = FakeReplicas()
-    hosted = FakeHosted(plog, leader_id=2)  # another broker leads
-    replicas.hosted[("t", 0)] = hosted
-    mlog = FakeMetadataLog(3)
-    mlog.topics["t"] = object()
-    rlm = manager(tmp_path, replicas, mlog)
+    plog, replicas, mlog, rlm = setup(tmp_path, 40, leader_id=2)  # another broker leads
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
@@ -287,14 +291,8 @@ def test_a_pass_stops_publishing_once_leadership_moves(tmp_path) -> None:
 
 
 def test_a_broker_out_of_contact_with_the_controllers_runs_no_passes(tmp_path) -> None:
-    plog = open_log(tmp_path)
-    append(plog, 40)
-    replicas = FakeReplicas()
-    replicas.hosted[("t", 0)] = FakeHosted(plog, leader_id=1)
+    plog, replicas, mlog, rlm = setup(tmp_path, 40)
     replicas.leadership_suspended = True
-    mlog = FakeMetadataLog(3)
-    mlog.topics["t"] = object()
-    rlm = manager(tmp_path, replicas, mlog)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
@@ -303,6 +301,25 @@ def test_a_broker_out_of_contact_with_the_controllers_runs_no_passes(tmp_path) -
             await wait_until(lambda: rlm.cache_of(TIP) is not None, "metadata caught up")
             await trio.sleep(0.2)
             assert mlog.events() == []
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    plog.close()
+
+
+def test_turning_remote_storage_off_with_delete_on_disable_removes_the_remote_data(tmp_path) -> None:
+    plog, replicas, mlog, rlm = setup(tmp_path, 40)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            rlm.on_metadata_update(full_update(mlog))
+            await nursery.start(rlm.run)
+            await wait_until(lambda: list((tmp_path / "remote").glob("*/*.log")), "segments copied")
+            plog.update_config(LogConfig.from_props({"remote.storage.enable": "false",
+                                                     "remote.log.delete.on.disable": "true"}, plog.config))
+            rlm.on_metadata_update(full_update(mlog))
+            await wait_until(lambda: not os.listdir(tmp_path / "remote"), "remote data deleted")
+            assert not plog.remote_log_enabled
             nursery.cancel_scope.cancel()
 
     trio.run(main)
