@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import time
 import uuid
@@ -224,26 +223,33 @@ def test_deleting_the_topic_removes_its_remote_data(tiered_node):
 
 
 def test_kill_during_uploads_leaves_exactly_one_copy_per_segment(tmp_path):
-    rng = random.Random(405)
-    overrides = {**TIERED_OVERRIDES, "remote.log.manager.task.interval.ms": "100"}
+    # A store that lingers 20 ms on each object with a visible .tmp, so each kill lands in the
+    # middle of an upload on purpose.
+    overrides = {**TIERED_OVERRIDES, "remote.log.manager.task.interval.ms": "100",
+                 "remote.log.storage.manager.class.name": "kafkapy.testing.slow_storage.SlowLocalDirRemoteStorage",
+                 "rsm.config.dir": str(tmp_path / "kafkapy-remote-storage"), "rsm.config.copy.delay.ms": "20"}
     with KafkaNode(tmp_path, overrides=overrides) as node:
         topic = f"tiered-kill-{uuid.uuid4().hex[:8]}"
         create(node, topic)
         produced = 0
+        seen: set[Path] = set()
+
+        def temp_objects() -> set[Path]:
+            return set(remote_root(node).glob(f"{topic}-0-*/*.tmp")) if remote_root(node).exists() else set()
+
         for _round in range(4):
             produce_range(node, topic, produced, 400)
             produced += 400
-            # Kill while an upload may be in progress: as soon as a temp object shows up, or
-            # after a random moment.
-            deadline = time.monotonic() + rng.uniform(0.1, 1.0)
-            while time.monotonic() < deadline:
-                if list(remote_root(node).glob("*/*.tmp")) if remote_root(node).exists() else []:
-                    break
-                time.sleep(0.005)
+            # A partial object of an upload this run started (not a leftover of an earlier kill).
+            fresh = wait_for("an upload in progress", lambda: temp_objects() - seen, timeout=20, interval=0.002)
             node.kill9()
+            seen |= fresh
             node.start()
+            # Let the restarted node finish a few segments, so the next kill lands further on.
+            target = 90 * (_round + 1)
+            wait_for("copying resumed", lambda: offsets(node, topic, LATEST_TIERED) >= target, timeout=30)
         wait_for("every closed segment copied",
-                 lambda: offsets(node, topic, LATEST_TIERED) >= produced - 100, timeout=40)
+                 lambda: offsets(node, topic, LATEST_TIERED) >= produced - 100, timeout=60)
         wait_for("local segments deleted", lambda: offsets(node, topic, EARLIEST_LOCAL) > produced // 2)
         assert offsets(node, topic, EARLIEST) == 0
         assert_complete(consume_all(node, topic, produced), produced)
@@ -258,6 +264,8 @@ def test_kill_during_uploads_leaves_exactly_one_copy_per_segment(tmp_path):
                 key = (seg.start_offset, seg.end_offset)
                 finished[key] = finished.get(key, 0) + 1
         assert finished and all(n == 1 for n in finished.values()), finished
+        # The interrupted uploads are cleaned up by the expiration pass: no partial object stays.
+        wait_for("the partial objects of interrupted uploads removed", lambda: not temp_objects(), timeout=30)
         ranges = sorted(finished)
         assert ranges[0][0] == 0
         assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:])), ranges
