@@ -26,9 +26,11 @@ Created by the node only when ``remote.log.storage.system.enable=true``. It
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import os
+import struct
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -53,7 +55,7 @@ from kafkapy.tiered.remote_metadata import (
 )
 from kafkapy.tiered.remote_metadata_serde import REMOTE_LOG_METADATA_TOPIC, metadata_partition, serialize
 from kafkapy.tiered.remote_reader import ChunkCache, RemoteReader
-from kafkapy.tiered.storage import RemoteStorageManager
+from kafkapy.tiered.storage import IndexType, RemoteStorageManager
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,8 @@ TOPIC_RETRY_S = 1.0
 #: How long a new leader waits (per task interval) to read the metadata its predecessor wrote.
 CATCH_UP_TIMEOUT_S = 10.0
 _FINISHED = RemoteLogSegmentState.COPY_SEGMENT_FINISHED
+#: A time index entry: timestamp, offset relative to the segment's base (Kafka's layout).
+_TIME_ENTRY = struct.Struct(">qi")
 
 
 @dataclass(frozen=True)
@@ -619,7 +623,7 @@ class RemoteLogManager:
 
         def work() -> tuple[int, int] | None:
             for seg in candidates:
-                offset = seg.start_offset
+                offset = self._time_index_floor(seg, timestamp)
                 while offset <= seg.end_offset:
                     epochs = [e for e, start in seg.segment_leader_epochs.items() if start <= offset]
                     epoch = max(epochs) if epochs else min(seg.segment_leader_epochs)
@@ -639,6 +643,29 @@ class RemoteLogManager:
         except Exception as exc:
             log.warning("%s: remote timestamp lookup failed: %s", hosted.topic, exc)
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"remote timestamp lookup failed: {exc}") from exc
+
+    def _time_index_floor(self, seg: RemoteLogSegmentMetadata, timestamp: int) -> int:
+        """Where to start looking for ``timestamp`` in a remote segment: the offset of the last
+        time index entry older than it (Kafka's TimeIndex.lookup), else the segment's start.
+        The index is fetched once and kept in the chunk cache; on a worker thread."""
+        sid = seg.remote_log_segment_id
+        key = (sid, "timeindex")
+        index = self.reader.chunks.get(key)
+        if index is None:
+            with self.rsm.fetch_index(sid, IndexType.TIMESTAMP) as f:
+                index = f.read()
+            n = len(index) // _TIME_ENTRY.size
+            # A zero-filled tail (a preallocated index) is not entries.
+            while n > 1 and _TIME_ENTRY.unpack_from(index, (n - 1) * _TIME_ENTRY.size) == (0, 0):
+                n -= 1
+            index = index[:n * _TIME_ENTRY.size]
+            self.reader.chunks.put(key, index)
+        entries = len(index) // _TIME_ENTRY.size
+        i = bisect.bisect_left(range(entries), timestamp,
+                               key=lambda j: _TIME_ENTRY.unpack_from(index, j * _TIME_ENTRY.size)[0]) - 1
+        if i < 0:
+            return seg.start_offset
+        return max(seg.start_offset, seg.start_offset + _TIME_ENTRY.unpack_from(index, i * _TIME_ENTRY.size)[1])
 
     # ================================================================== visibility
     def status(self) -> dict[str, Any]:

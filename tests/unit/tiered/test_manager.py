@@ -214,8 +214,9 @@ def test_leader_copies_expires_serves_remote_reads_and_a_new_leader_resumes(tmp_
         async with trio.open_nursery() as nursery:
             rlm.on_metadata_update(full_update(mlog))
             await nursery.start(rlm.run)
-            await wait_until(lambda: rlm.status()["partitions"].get("t-0", {}).get("remote_segments") == closed,
+            await wait_until(lambda: plog.highest_offset_in_remote_storage == plog.segments[-1].base_offset - 1,
                              "every closed segment copied")
+            assert rlm.status()["partitions"]["t-0"]["remote_segments"] == closed
             # Local retention (run by the node's retention task) now deletes the copies.
             plog.delete_old_segments(NOW)
             assert plog.log_start_offset == plog.segments[-1].base_offset
@@ -233,6 +234,10 @@ def test_leader_copies_expires_serves_remote_reads_and_a_new_leader_resumes(tmp_
                         offset = rec.offset + 1
             assert seen == list(range(plog.log_start_offset))
             assert await rlm.offset_for_timestamp(hosted, NOW + 7) == (7, NOW + 7)
+            # Deeper in: the remote time index says where to start reading.
+            deep = plog.log_start_offset - 3
+            assert await rlm.offset_for_timestamp(hosted, NOW + deep) == (deep, NOW + deep)
+            assert await rlm.offset_for_timestamp(hosted, NOW + 10_000) is None
             status = rlm.status()["partitions"]["t-0"]
             assert status["remote_fetch_requests"] > 0 and status["copy_lag_segments"] == 0
             nursery.cancel_scope.cancel()
