@@ -46,7 +46,8 @@ from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.log.cleaner import CLEANER_TMP_DIR, LogCleaner, apply_clean, plan_clean
 from kafkapy.broker.lifecycle import BrokerLifecycleManager
-from kafkapy.controller import QuorumController, TopicDefaults
+from kafkapy.broker.handlers.topics import create_topics_internal
+from kafkapy.controller import NewTopic, QuorumController, TopicDefaults
 from kafkapy.log import files as log_files
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
@@ -691,26 +692,25 @@ class Node:
         self.remote_log_manager: RemoteLogManager | None = None
         rsm = remote_storage_from_config(self.config.props, self.config.log_dirs)
         if rsm is not None:
-            from kafkapy.broker.handlers.topics import create_topics_internal
-            from kafkapy.controller import NewTopic
-
-            async def create_topic(name: str, partitions: int, replication: int,
-                                   configs: dict[str, str]) -> None:
-                results = await create_topics_internal(ctx, [NewTopic(name, partitions, replication,
-                                                                      configs=configs)])
-                for _, code, message in results:
-                    if code == ErrorCode.NONE:
-                        log.info("Created %s with %d partitions, replication factor %d", name,
-                                 partitions, replication)
-                    elif code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                        raise KafkaError(code, message or f"creating {name}")
-
             metadata_log = MetadataLog(self.replicas, self.node_id, lambda: broker_metadata.image,
                                        self._connect_to_broker, self.clock.now_ms)
             self.remote_log_manager = RemoteLogManager(
                 self.config, rsm, self.replicas, self.node_id, self.clock.now_ms, metadata_log,
-                create_topic)
+                self._create_internal_topic)
             ctx.remote = self.remote_log_manager
+
+    async def _create_internal_topic(self, name: str, partitions: int, replication: int,
+                                     configs: dict[str, str]) -> None:
+        """Create an internal topic through the controller (as the coordinator creates
+        ``__consumer_offsets``); one that already exists is fine."""
+        results = await create_topics_internal(self.context, [NewTopic(name, partitions, replication,
+                                                                       configs=configs)])
+        for _, code, message in results:
+            if code == ErrorCode.NONE:
+                log.info("Created %s with %d partitions, replication factor %d", name, partitions,
+                         replication)
+            elif code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise KafkaError(code, message or f"creating {name}")
 
     async def _start_broker(self, nursery: trio.Nursery, client_listeners: list[Listener],
                             listen: Callable[..., Any], previous_epoch: int) -> None:
