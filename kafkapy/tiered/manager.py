@@ -65,6 +65,8 @@ STATUS_FILE = "remote-log-manager-status.json"
 DEFAULT_RLMM_PREFIX = "rlmm.config."
 #: How often the metadata consumer looks for new events when there were none.
 CONSUME_IDLE_S = 0.2
+#: A failing metadata read is retried every CONSUME_IDLE_S but logged only this often.
+CONSUME_ERROR_LOG_S = 30
 #: How often topic creation is retried while it fails (no controller yet, too few brokers).
 TOPIC_RETRY_S = 1.0
 #: How long a new leader waits (per task interval) to read the metadata its predecessor wrote.
@@ -309,6 +311,7 @@ class RemoteLogManager:
     async def _consume_loop(self) -> None:
         consumer = self.consumer
         assert consumer is not None
+        last_error_log = -CONSUME_ERROR_LOG_S
         while True:
             self._wake_consumer = trio.Event()
             progressed = False
@@ -324,7 +327,10 @@ class RemoteLogManager:
                         consumer.on_records(mp, [(next_offset - 1, None)])
                         progressed = True
             except Exception:  # a metadata partition moving or unreadable: try again shortly
-                log.exception("Reading %s failed", REMOTE_LOG_METADATA_TOPIC)
+                if trio.current_time() - last_error_log >= CONSUME_ERROR_LOG_S:
+                    last_error_log = trio.current_time()
+                    log.exception("Reading %s failed (retrying; logged at most every %d s)",
+                                  REMOTE_LOG_METADATA_TOPIC, CONSUME_ERROR_LOG_S)
             if progressed:
                 self._refresh_earliest()
                 self._wake_tasks.set()
