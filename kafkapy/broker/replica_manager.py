@@ -378,7 +378,7 @@ class ReplicaManager:
             state = hosted.leader_state
             if current is not hosted or state is None or not hosted.is_leader(self._node_id):
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
-            low = state.low_watermark(hosted.log.log_start_offset, alive)
+            low = state.low_watermark(hosted.log.whole_log_start_offset, alive)
             if low >= required_offset:
                 return ErrorCode.NONE, low
             if trio.current_time() >= deadline:

@@ -358,11 +358,12 @@ class LogManager:
                     continue
                 first_bases[tp] = plog.segments[0].base_offset
                 rps[tp] = plog.recovery_point
-                lsos[tp] = plog.log_start_offset
+                lsos[tp] = plog.checkpoint_log_start_offset
             write_offsets_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT), rps)
-            # Kafka records log start offsets only where they moved past the first segment.
+            # Kafka records log start offsets only where they differ from the first segment's
+            # base: past it (DeleteRecords, retention) or, on a tiered log, below it.
             write_offsets_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT),
-                                     {tp: o for tp, o in lsos.items() if o > first_bases[tp]})
+                                     {tp: o for tp, o in lsos.items() if o != first_bases[tp]})
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, then the clean-shutdown marker."""

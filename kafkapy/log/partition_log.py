@@ -111,6 +111,15 @@ class PartitionLog:
         # every offset is at or below highest_offset_in_remote_storage (-1: nothing copied).
         self.remote_log_enabled = False
         self.highest_offset_in_remote_storage = -1
+        # The whole log of a remote-enabled partition may start below its local log start
+        # (Kafka's logStartOffset vs localLogStartOffset). The remote log manager keeps
+        # earliest_remote_offset (-1: nothing remote; None: not known yet, as after a restart
+        # until the remote metadata is read); log_start_floor is the highest start DeleteRecords,
+        # remote retention or the leader asked for (0: none), kept here and in the log start
+        # offset checkpoint because it may lie below everything this broker holds locally.
+        # See whole_log_start_offset.
+        self.earliest_remote_offset: int | None = None
+        self.log_start_floor = 0
         self.closed = False
 
     # ================================================================== loading
@@ -255,6 +264,11 @@ class PartitionLog:
         leo = self.log_end_offset
         lso = first_base if log_start_offset is None else max(log_start_offset, first_base)
         self.log_start_offset = min(lso, leo)
+        if log_start_offset is not None and log_start_offset < self.log_start_offset:
+            # A tiered log's whole start (checkpoint_log_start_offset), or a stale start from a
+            # crash between deleting segments and checkpointing: harmless, as the floor counts
+            # only on remote-enabled logs and never below their earliest remote offset.
+            self.log_start_floor = log_start_offset
         # Everything is durable now: a clean shutdown flushed it all, and a recovery fsynced
         # each segment it scanned (those before the recovery point were flushed before).
         self.recovery_point = leo
@@ -653,11 +667,50 @@ class PartitionLog:
         self.producer_state.truncate_fully_and_start_at(offset)
 
     # ================================================================== log start, retention
+    @property
+    def whole_log_start_offset(self) -> int:
+        """Where the whole log starts (ListOffsets earliest, the low watermark, fetch ranges).
+
+        The local log start, except on a remote-enabled log with remote data: there the earliest
+        remote offset, or the floor DeleteRecords set if that is higher (the remote segments
+        below it are deleted by the next expiration pass), never above the local log start.
+        """
+        local = self.log_start_offset
+        earliest = self.earliest_remote_offset
+        if not self.remote_log_enabled or earliest is None or earliest < 0:
+            return local
+        return min(local, max(self.log_start_floor, earliest))
+
+    @property
+    def replicated_log_start_offset(self) -> int:
+        """The start a leader tells its followers in fetch responses: the whole log's, or -1
+        ("unknown", which followers ignore) while a remote-enabled log does not know its remote
+        part yet: its local start then would make them drop the remote offsets for good."""
+        if self.remote_log_enabled and self.earliest_remote_offset is None:
+            return -1
+        return self.whole_log_start_offset
+
+    @property
+    def checkpoint_log_start_offset(self) -> int:
+        """The start offset to checkpoint: the whole log's when its floor lies below the local
+        log start (it cannot be rebuilt from local files), else the local log start."""
+        floor = self.log_start_floor
+        return floor if 0 < floor < self.log_start_offset else self.log_start_offset
+
+    def _raise_floor(self, new_start: int) -> bool:
+        """Move the whole log's start to ``new_start`` below the local log start (remote-enabled
+        logs only: elsewhere those offsets are already gone); True if it moved."""
+        if not self.remote_log_enabled or new_start <= self.log_start_floor:
+            return False
+        self.log_start_floor = new_start
+        return True
+
     def increment_log_start_offset(self, new_start: int) -> bool:
         """Move the log start offset forward (DeleteRecords, retention); True if it moved.
 
         It may not pass the high watermark (KafkaError(OFFSET_OUT_OF_RANGE)). Segments wholly
-        below it are deleted by the next ``delete_old_segments``.
+        below it are deleted by the next ``delete_old_segments``. On a remote-enabled log an
+        offset below the local log start moves only the whole log's start (``log_start_floor``).
         """
         self._check_open()
         if new_start > self.high_watermark:
@@ -666,7 +719,7 @@ class PartitionLog:
                              f"partition {self.topic}-{self.partition} since it is larger "
                              f"than the high watermark {self.high_watermark}")
         if new_start <= self.log_start_offset:
-            return False
+            return self._raise_floor(new_start)
         self._set_log_start_offset(new_start)
         return True
 
@@ -684,7 +737,7 @@ class PartitionLog:
         self._check_open()
         new_start = min(new_start, self.log_end_offset)
         if new_start <= self.log_start_offset:
-            return False
+            return self._raise_floor(new_start)
         if new_start > self.high_watermark:
             self.high_watermark = new_start
         self._set_log_start_offset(new_start)
@@ -692,6 +745,10 @@ class PartitionLog:
 
     def _set_log_start_offset(self, new_start: int) -> None:
         self.log_start_offset = new_start
+        if self.remote_log_enabled:
+            # The whole log starts here too now: an older, lower floor must not reopen the
+            # remote offsets below it.
+            self.log_start_floor = max(self.log_start_floor, new_start)
         self.leader_epoch_cache.truncate_from_start(new_start)
         self.producer_state.delete_snapshots_before(
             self._segments[self._segment_for(new_start)].base_offset)

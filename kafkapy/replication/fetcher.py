@@ -252,7 +252,7 @@ class ReplicaFetcherManager:
             last_epoch = plog.leader_epoch_cache.latest_epoch
             by_topic.setdefault(key[0], []).append(P(
                 partition=key[1], current_leader_epoch=epoch, fetch_offset=leo,
-                last_fetched_epoch=last_epoch, log_start_offset=plog.log_start_offset,
+                last_fetched_epoch=last_epoch, log_start_offset=plog.whole_log_start_offset,
                 partition_max_bytes=s.partition_max_bytes))
             sent[key] = (epoch, leo)
         if not sent:

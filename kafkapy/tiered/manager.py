@@ -16,8 +16,10 @@ Created by the node only when ``remote.log.storage.system.enable=true``. It
   ``highest_offset_in_remote_storage``), so local retention (``local.retention.*``) deletes only
   copied segments;
 * serves fetches below the local log start from remote storage (``remote_reader``) on worker
-  threads (``remote.log.reader.threads`` at a time) and answers the log start offset of the whole
-  log (the earliest remote offset when remote data exists);
+  threads (``remote.log.reader.threads`` at a time) and keeps each log's earliest remote offset,
+  from which the log answers its whole start (``PartitionLog.whole_log_start_offset``: the
+  earliest remote offset, or the higher start DeleteRecords set; remote segments wholly below it
+  go with the next expiration pass);
 * deletes all remote data of a deleted topic's partitions it led (DELETE_PARTITION_MARKED,
   STARTED, every segment from the store, FINISHED);
 * keeps counters per partition (copy lag, bytes copied and expired, remote fetches) and writes
@@ -129,9 +131,6 @@ class _Tracked:
     tip: TopicIdPartition
     leader_id: int = -1
     stats: PartitionStats = field(default_factory=PartitionStats)
-    # The earliest readable remote offset (None: nothing remote), refreshed whenever the cache
-    # changes here, so fetches need not sort the segments.
-    earliest_remote: int | None = None
     # The leader epoch for which this broker has caught up with the metadata as a leader
     # (-1: not yet): the first pass of a new leadership waits for it.
     synced_epoch: int = -1
@@ -141,12 +140,6 @@ def earliest_remote_offset(cache: RemoteLogMetadataCache) -> int | None:
     """The first offset of the oldest readable (COPY_SEGMENT_FINISHED) segment, or None."""
     finished = cache.segments_in_state(_FINISHED)
     return finished[0].start_offset if finished else None
-
-
-def whole_log_start(earliest_remote: int | None, local_log_start: int) -> int:
-    """Kafka's log start offset of a remote-enabled log: the earliest remote offset when there is
-    remote data, else the local log start (never above it)."""
-    return local_log_start if earliest_remote is None else min(earliest_remote, local_log_start)
 
 
 def segment_for_offset(cache: RemoteLogMetadataCache,
@@ -381,7 +374,10 @@ class RemoteLogManager:
             with trio.move_on_at(next_run):
                 await self._wake_tasks.wait()
 
-    def _schedule_passes(self, nursery: trio.Nursery) -> None:
+    def _caught_up(self) -> list[tuple[tuple[str, int], _Tracked, Any, RemoteLogMetadataCache]]:
+        """(key, tracked, hosted partition, cache) of each tracked partition still hosted under
+        the same topic id whose remote metadata is read."""
+        out = []
         for key, tracked in list(self._tracked.items()):
             cache = self.cache_of(tracked.tip)
             if cache is None:
@@ -390,8 +386,12 @@ class RemoteLogManager:
                 hosted = self.replicas.get(*key)
             except KafkaError:
                 continue
-            if hosted.topic_id != tracked.tip.topic_id:
-                continue
+            if hosted.topic_id == tracked.tip.topic_id:
+                out.append((key, tracked, hosted, cache))
+        return out
+
+    def _schedule_passes(self, nursery: trio.Nursery) -> None:
+        for key, tracked, hosted, cache in self._caught_up():
             plog = hosted.log
             plog.remote_log_enabled = bool(plog.config.remote_storage_enable)
             # Followers learn what is remote from the metadata too: their local retention waits
@@ -469,9 +469,13 @@ class RemoteLogManager:
         self._wake_consumer.set()
 
     def _refresh_earliest(self) -> None:
-        for tracked in self._tracked.values():
-            cache = self.cache_of(tracked.tip)
-            tracked.earliest_remote = None if cache is None else earliest_remote_offset(cache)
+        """Tell each hosted log its earliest readable remote offset (-1: none), whenever the
+        caches change here: the log answers its whole start from it without sorting the
+        segments. A cache not caught up (again) leaves the last value: a start answered from the
+        local log meanwhile would reach the followers, which keep the highest start they hear."""
+        for _key, _tracked, hosted, cache in self._caught_up():
+            earliest = earliest_remote_offset(cache)
+            hosted.log.earliest_remote_offset = -1 if earliest is None else earliest
 
     def _blocking_pass(self, tracked: _Tracked, hosted: Any, cache: RemoteLogMetadataCache,
                        publish: Callable[[RemoteLogMetadata], None]) -> None:
@@ -566,13 +570,10 @@ class RemoteLogManager:
         return self.cache_of(tracked.tip)
 
     def log_start_offset(self, hosted: Any) -> int:
-        """The log start offset of the whole log: the earliest remote offset when there is remote
-        data (Kafka's logStartOffset), else the local log start."""
-        local = hosted.log.log_start_offset
-        tracked = self._tracked.get((hosted.topic, hosted.index))
-        if tracked is None or tracked.tip.topic_id != hosted.topic_id or self.cache_of(tracked.tip) is None:
-            return local
-        return whole_log_start(tracked.earliest_remote, local)
+        """The log start offset of the whole log (Kafka's logStartOffset, see
+        ``PartitionLog.whole_log_start_offset``); the local log start until the partition's
+        remote metadata is first read."""
+        return hosted.log.whole_log_start_offset
 
     def highest_remote_offset(self, hosted: Any) -> int:
         """The highest offset copied to remote storage along this log's epochs, -1 for none."""
@@ -623,13 +624,17 @@ class RemoteLogManager:
         if cache is None:
             return None
         local_start = hosted.log.log_start_offset
+        # Records below the whole log's start (DeleteRecords) are gone even while their segment
+        # is still remote, as in Kafka's remote timestamp lookup.
+        start = self.log_start_offset(hosted)
         # Listed here, where the cache changes; the thread reads only these segments.
         candidates = [seg for seg in cache.segments_in_state(_FINISHED)
-                      if seg.max_timestamp_ms >= timestamp and seg.start_offset < local_start]
+                      if seg.max_timestamp_ms >= timestamp and start <= seg.end_offset
+                      and seg.start_offset < local_start]
 
         def work() -> tuple[int, int] | None:
             for seg in candidates:
-                offset = self._time_index_floor(seg, timestamp)
+                offset = max(start, self._time_index_floor(seg, timestamp))
                 while offset <= seg.end_offset:
                     epochs = [e for e, start in seg.segment_leader_epochs.items() if start <= offset]
                     epoch = max(epochs) if epochs else min(seg.segment_leader_epochs)

@@ -28,6 +28,7 @@ from kafkapy.tiered.remote_metadata import (
     RemoteLogSegmentState,
 )
 from kafkapy.tiered.remote_metadata_serde import REMOTE_LOG_METADATA_TOPIC, deserialize
+from kafkapy.tiered.storage import ObjectKind, object_name
 
 METADATA_PARTITIONS = 3
 TIERED_OVERRIDES = {
@@ -220,6 +221,70 @@ def test_deleting_the_topic_removes_its_remote_data(tiered_node):
               and not isinstance(e, (RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate))]
     assert [s.name for s in states] == ["DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED",
                                         "DELETE_PARTITION_FINISHED"]
+
+
+def test_delete_records_inside_the_remote_part_moves_the_whole_log_start(tiered_node):
+    from confluent_kafka import Consumer, TopicPartition
+
+    node = tiered_node
+    topic = f"tiered-dr-{uuid.uuid4().hex[:8]}"
+    create(node, topic)
+    count, target = 600, 250
+    produce_range(node, topic, 0, count)
+    wait_for("local segments deleted after upload", lambda: offsets(node, topic, EARLIEST_LOCAL) >= count - 60)
+    local_start = offsets(node, topic, EARLIEST_LOCAL)
+
+    async def delete_records(client) -> Any:
+        Req = m.DeleteRecordsRequest
+        T = Req.DeleteRecordsTopic
+        resp = await client.send(Req(timeout_ms=10000, topics=[
+            T(name=topic, partitions=[T.DeleteRecordsPartition(partition_index=0, offset=target)])]))
+        return resp.topics[0].partitions[0]
+    part = run_client(node, delete_records)
+    assert (part.error_code, part.low_watermark) == (0, target)
+    assert offsets(node, topic, EARLIEST) == target
+    assert offsets(node, topic, EARLIEST_LOCAL) == local_start  # the local log is untouched
+
+    async def fetch_at(client, offset: int) -> Any:
+        resp = await client.send(fetch(topic, 0, offset), version=12)
+        return resp.responses[0].partitions[0]
+    below = run_client(node, lambda c: fetch_at(c, 0))
+    assert (below.error_code, below.log_start_offset) == (1, target)  # OFFSET_OUT_OF_RANGE
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        msg = None
+        deadline = time.monotonic() + 15
+        while msg is None and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error():
+                msg = None
+        assert msg is not None and (msg.offset(), msg.value()) == (target, value_of(target))
+    finally:
+        consumer.close()
+
+    # The next expiration pass deletes the remote segments wholly below the new start.
+    segments = [e for e in metadata_events(node) if isinstance(e, RemoteLogSegmentMetadata)
+                and e.remote_log_segment_id.topic_id_partition.topic == topic]
+    doomed = {object_name(s.remote_log_segment_id, ObjectKind.LOG) for s in segments if s.end_offset < target}
+    kept = {object_name(s.remote_log_segment_id, ObjectKind.LOG) for s in segments if s.end_offset >= target}
+    assert doomed and kept
+    wait_for("remote segments below the new start deleted",
+             lambda: not doomed & {f.name for f in remote_segment_logs(node, topic)}, timeout=15)
+    assert kept <= {f.name for f in remote_segment_logs(node, topic)}
+
+    node.restart()
+
+    def earliest() -> int | None:
+        try:
+            return offsets(node, topic, EARLIEST)
+        except Exception:  # no leader yet right after the restart
+            return None
+    # The checkpointed start, once the remote metadata is read again (before that: the local start).
+    wait_for("the start after a restart", lambda: earliest() == target)
+    assert (run_client(node, lambda c: fetch_at(c, target)).error_code,
+            run_client(node, lambda c: fetch_at(c, target - 1)).error_code) == (0, 1)
 
 
 def test_kill_during_uploads_leaves_exactly_one_copy_per_segment(tmp_path):

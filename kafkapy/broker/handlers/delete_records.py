@@ -4,7 +4,9 @@ Offset -1 means "up to the high watermark", as in Kafka; an offset above the hig
 OFFSET_OUT_OF_RANGE, and a topic whose cleanup.policy lacks ``delete`` refuses with
 POLICY_VIOLATION. The leader moves its own log start at once (reads below it fail from then on;
 the files of segments wholly below it go with the next retention pass); followers follow it with
-their next fetch. As Kafka's DelayedDeleteRecords, the answer waits until every live replica's log
+their next fetch. On a tiered partition an offset below the local log start moves only the whole
+log's start (``PartitionLog.whole_log_start_offset``), and the remote segments wholly below it go
+with the leader's next remote expiration pass. As Kafka's DelayedDeleteRecords, the answer waits until every live replica's log
 starts at the requested offset or later (the *low watermark*), or until the request's timeout,
 with REQUEST_TIMED_OUT and the low watermark reached so far.
 """

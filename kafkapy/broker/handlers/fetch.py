@@ -141,7 +141,8 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
                     # and so the segment's descriptor, until the reply has been written.
                     records = FileRegion.of(fslice)
             total += len(records)
-            start = plog.log_start_offset if remote is None else remote.log_start_offset(hosted)
+            # Followers keep the highest start they hear: see replicated_log_start_offset.
+            start = plog.replicated_log_start_offset
             results[key] = (records, ErrorCode.NONE, hw, start, lso)
         except KafkaError as exc:
             if (remote is not None and hosted is not None and exc.code == ErrorCode.OFFSET_OUT_OF_RANGE
@@ -153,7 +154,7 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
             hw = lso = start = -1
             try:
                 hosted_log = ctx.replicas.get(p.topic, p.partition).log
-                hw, start = hosted_log.high_watermark, hosted_log.log_start_offset
+                hw, start = hosted_log.high_watermark, hosted_log.replicated_log_start_offset
                 lso = hw
             except KafkaError:
                 pass
@@ -276,7 +277,10 @@ def _replica_read_partition(ctx: BrokerContext, name: str, index: int, p: object
     try:
         hosted = ctx.replicas.leader(name, index, p.current_leader_epoch)  # type: ignore[attr-defined]
         plog = hosted.log
-        hw, start, leo = plog.high_watermark, plog.log_start_offset, plog.log_end_offset
+        hw, local_start, leo = plog.high_watermark, plog.log_start_offset, plog.log_end_offset
+        # Followers keep the whole log's start (DeleteRecords below the local log start of a
+        # tiered log), except when out of range: they restart at the leader's local log start.
+        start = plog.replicated_log_start_offset
         offset = p.fetch_offset  # type: ignore[attr-defined]
         last_epoch = p.last_fetched_epoch if version >= 12 else -1  # type: ignore[attr-defined]
         if last_epoch >= 0:
@@ -284,8 +288,8 @@ def _replica_read_partition(ctx: BrokerContext, name: str, index: int, p: object
             if epoch < last_epoch or end < offset:
                 return FetchPartitionResult(index, ErrorCode.NONE, hw, hw, start, b"",
                                             diverging_epoch=(epoch, end))
-        if offset < start or offset > leo:
-            return FetchPartitionResult(index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start, b"")
+        if offset < local_start or offset > leo:
+            return FetchPartitionResult(index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, local_start, b"")
         limit = min(p.partition_max_bytes, budget)  # type: ignore[attr-defined]
         records: FileRegion | bytes = b""
         if ctx.replicas.leader_throttled(hosted, replica_id, now_ms):

@@ -21,7 +21,6 @@ from kafkapy.tiered.manager import (
     RemoteLogManager,
     TieredSettings,
     segment_for_offset,
-    whole_log_start,
 )
 from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache
 from kafkapy.tiered.remote_metadata import (
@@ -169,8 +168,6 @@ def _segment(start: int, end: int, epochs: dict[int, int]) -> RemoteLogSegmentMe
 
 
 def test_log_start_and_segment_lookup() -> None:
-    assert whole_log_start(None, 40) == 40
-    assert whole_log_start(0, 40) == 0
     cache = RemoteLogMetadataCache(TIP)
     a, b = _segment(0, 9, {0: 0}), _segment(10, 19, {0: 10, 2: 15})
     for seg in (a, b):
