@@ -621,11 +621,17 @@ class BrokerConfig:
         return config
 
     def _check(self) -> None:
+        # Keys under the remote storage plugins' prefixes belong to the plugins (Kafka hands them
+        # over with the prefix stripped), so they are not "unknown".
+        plugin_prefixes = tuple(self.props.get(name) or BROKER_CONFIGS[name].default or ""
+                                for name in ("remote.log.storage.manager.impl.prefix",
+                                             "remote.log.metadata.manager.impl.prefix"))
         for key, value in self.props.items():
             cdef = BROKER_CONFIGS.get(key)
             if cdef is None:
-                # Kafka logs unknown keys and carries on; a config for Kafka must start us unchanged.
-                log.info("Ignoring unknown configuration %s=%s", key, value)
+                if not key.startswith(tuple(p for p in plugin_prefixes if p)):
+                    # Kafka logs unknown keys and carries on; a config for Kafka must start us unchanged.
+                    log.info("Ignoring unknown configuration %s=%s", key, value)
                 continue
             try:
                 cdef.parse(value)

@@ -38,6 +38,18 @@ def test_kafka_server_properties_parse_and_unknown_keys_are_ignored():
     assert config.listeners[1] == Listener("CONTROLLER", "", 9093)
 
 
+def test_remote_storage_plugin_keys_are_not_reported_unknown(caplog):
+    caplog.set_level("INFO", logger="kafkapy.config")
+    BrokerConfig.from_sources({"rsm.config.dir": "/mnt/remote",
+                               "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
+                               "custom.rsm.bucket": "b", "remote.log.storage.manager.impl.prefix": "custom.rsm.",
+                               "some.plugin.setting": "x"})
+    unknown = [r.getMessage() for r in caplog.records if "Ignoring unknown" in r.getMessage()]
+    # rsm.config. is no longer the storage prefix once it is changed, so its key is unknown again.
+    assert unknown == ["Ignoring unknown configuration rsm.config.dir=/mnt/remote",
+                       "Ignoring unknown configuration some.plugin.setting=x"]
+
+
 def test_topic_defaults_follow_broker_synonyms_with_units():
     config = BrokerConfig.from_sources({"log.retention.hours": "1", "message.max.bytes": "2000000"})
     assert config.topic_default("retention.ms") == "3600000"
