@@ -11,13 +11,13 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from helpers import wait_for  # noqa: E402
 
 NODE_OVERRIDES = {
     "log.retention.check.interval.ms": "500",
@@ -26,20 +26,6 @@ NODE_OVERRIDES = {
 
 SEGMENT_BYTES = 4096
 VALUE_PAD = 100
-T = TypeVar("T")
-
-
-def wait_for(what: str, check: Callable[[], T | None], timeout: float = 20.0,
-             interval: float = 0.05) -> T:
-    """Poll ``check`` until it returns something truthy (bounded); that value is returned."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def value_of(i: int) -> bytes:
