@@ -501,7 +501,7 @@ class RemoteLogManager:
             return
         expired = expire_pass(cache, self.rsm, publish, broker_id=self.node_id, now_ms=self.now_ms,
                               retention_ms=config.retention_ms, retention_bytes=config.retention_bytes,
-                              local_only_bytes=local_only, log_start_offset=self.log_start_offset(hosted))
+                              local_only_bytes=local_only, log_start_offset=hosted.log.whole_log_start_offset)
         for seg in expired.deleted:
             self.reader.chunks.forget(seg.remote_log_segment_id)
         with self._stats_lock:
@@ -569,12 +569,6 @@ class RemoteLogManager:
             return None
         return self.cache_of(tracked.tip)
 
-    def log_start_offset(self, hosted: Any) -> int:
-        """The log start offset of the whole log (Kafka's logStartOffset, see
-        ``PartitionLog.whole_log_start_offset``); the local log start until the partition's
-        remote metadata is first read."""
-        return hosted.log.whole_log_start_offset
-
     def highest_remote_offset(self, hosted: Any) -> int:
         """The highest offset copied to remote storage along this log's epochs, -1 for none."""
         cache = self._tracked_cache(hosted)
@@ -584,7 +578,7 @@ class RemoteLogManager:
 
     def serves_remotely(self, hosted: Any, offset: int) -> bool:
         """Whether a fetch at ``offset`` is below the local log but inside the whole log."""
-        return offset < hosted.log.log_start_offset and offset >= self.log_start_offset(hosted) \
+        return offset < hosted.log.log_start_offset and offset >= hosted.log.whole_log_start_offset \
             and self._tracked_cache(hosted) is not None
 
     async def read_remote(self, hosted: Any, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
@@ -626,7 +620,7 @@ class RemoteLogManager:
         local_start = hosted.log.log_start_offset
         # Records below the whole log's start (DeleteRecords) are gone even while their segment
         # is still remote, as in Kafka's remote timestamp lookup.
-        start = self.log_start_offset(hosted)
+        start = hosted.log.whole_log_start_offset
         # Listed here, where the cache changes; the thread reads only these segments.
         candidates = [seg for seg in cache.segments_in_state(_FINISHED)
                       if seg.max_timestamp_ms >= timestamp and start <= seg.end_offset
@@ -703,7 +697,7 @@ class RemoteLogManager:
                 "local_segments": len(plog.segments),
                 "remote_bytes": sum(s.segment_size_in_bytes for s in finished),
                 "remote_segments": len(finished),
-                "log_start_offset": self.log_start_offset(hosted),
+                "log_start_offset": hosted.log.whole_log_start_offset,
                 "local_log_start_offset": plog.log_start_offset,
                 "highest_remote_offset": plog.highest_offset_in_remote_storage,
                 "log_end_offset": plog.log_end_offset,

@@ -141,20 +141,18 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
                     # and so the segment's descriptor, until the reply has been written.
                     records = FileRegion.of(fslice)
             total += len(records)
-            # Followers keep the highest start they hear: see replicated_log_start_offset.
-            start = plog.replicated_log_start_offset
-            results[key] = (records, ErrorCode.NONE, hw, start, lso)
+            results[key] = (records, ErrorCode.NONE, hw, plog.whole_log_start_offset, lso)
         except KafkaError as exc:
             if (remote is not None and hosted is not None and exc.code == ErrorCode.OFFSET_OUT_OF_RANGE
                     and remote.serves_remotely(hosted, p.fetch_offset)):
                 # Below the local log start but tiered: served from remote storage.
                 results[key] = (_RemotePending(hosted, p.fetch_offset, limit), ErrorCode.NONE, hw,
-                                remote.log_start_offset(hosted), lso)
+                                plog.whole_log_start_offset, lso)
                 continue
             hw = lso = start = -1
             try:
                 hosted_log = ctx.replicas.get(p.topic, p.partition).log
-                hw, start = hosted_log.high_watermark, hosted_log.replicated_log_start_offset
+                hw, start = hosted_log.high_watermark, hosted_log.whole_log_start_offset
                 lso = hw
             except KafkaError:
                 pass

@@ -46,7 +46,7 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                     # read_committed clients see the end of committed data (Kafka's LSO).
                     out.offset = min(plog.last_stable_offset, plog.high_watermark) if read_committed else plog.high_watermark
                 elif ts == EARLIEST:
-                    out.offset = plog.log_start_offset if ctx.remote is None else ctx.remote.log_start_offset(hosted)
+                    out.offset = plog.whole_log_start_offset
                 elif ts == EARLIEST_LOCAL:
                     out.offset = plog.log_start_offset
                 elif ts == LATEST_TIERED:
@@ -60,7 +60,7 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown special timestamp {ts}")
                 else:
                     found = None
-                    if ctx.remote is not None and ctx.remote.serves_remotely(hosted, ctx.remote.log_start_offset(hosted)):
+                    if ctx.remote is not None and ctx.remote.serves_remotely(hosted, plog.whole_log_start_offset):
                         found = await ctx.remote.offset_for_timestamp(hosted, ts)
                     if found is None:
                         found = plog.offset_for_timestamp(ts)

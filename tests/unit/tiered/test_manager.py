@@ -218,7 +218,7 @@ def test_leader_copies_expires_serves_remote_reads_and_a_new_leader_resumes(tmp_
             plog.delete_old_segments(NOW)
             assert plog.log_start_offset == plog.segments[-1].base_offset
             hosted = replicas.hosted[("t", 0)]
-            assert rlm.log_start_offset(hosted) == 0
+            assert hosted.log.whole_log_start_offset == 0
             assert rlm.serves_remotely(hosted, 0) and not rlm.serves_remotely(hosted, plog.log_start_offset)
             offset, seen = 0, []
             while offset < plog.log_start_offset:
