@@ -77,6 +77,11 @@ class LogManager:
         # (event loop and a worker thread) would trip over each other's temp file.
         self._checkpoint_lock = threading.Lock()
         self.had_clean_shutdown: dict[str, bool] = {}
+        # Log dirs taken offline by a storage fault (Kafka's LogDirFailureChannel): dir -> reason.
+        # Nothing is read from or written to an offline dir again in this process's life.
+        self.offline_dirs: dict[str, str] = {}
+        #: Called with the dir once it goes offline (the broker reports it, moves leaderships).
+        self.dir_offline_listeners: list[Callable[[str], None]] = []
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             self._load_dir(d, now_ms)
@@ -140,12 +145,39 @@ class LogManager:
     def all_logs(self) -> dict[TopicPartition, PartitionLog]:
         return dict(self._logs)
 
+    # ------------------------------------------------------------------ log dir failure
+    @property
+    def online_dirs(self) -> list[str]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
+
+    def mark_dir_offline(self, d: str, reason: str) -> bool:
+        """Take log dir ``d`` offline after a storage fault; False if it already was.
+
+        As Kafka's LogDirFailureChannel: the fault is logged once per dir at ERROR, the dir's
+        partitions stop being served, and the listeners (the broker) report it to the controller
+        so leadership moves elsewhere. The node keeps serving partitions in its other dirs.
+        """
+        d = os.path.abspath(d)
+        if d in self.offline_dirs:
+            return False
+        self.offline_dirs[d] = reason
+        lost = sorted(tp for tp, td in self._dir_of.items() if td == d)
+        log.error("Log dir %s is offline: %s; %d partition(s) there are no longer served",
+                  d, reason, len(lost))
+        for listener in list(self.dir_offline_listeners):
+            listener(d)
+        return True
+
     def _next_log_dir(self) -> str:
-        # As Kafka: the dir holding the fewest partitions.
-        counts = {d: 0 for d in self.log_dirs}
+        # As Kafka: the online dir holding the fewest partitions.
+        online = self.online_dirs
+        if not online:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "every log dir of this broker is offline")
+        counts = {d: 0 for d in online}
         for d in self._dir_of.values():
-            counts[d] += 1
-        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+            if d in counts:
+                counts[d] += 1
+        return min(online, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
     def get_or_create(self, topic: str, partition: int,
                       topic_id: uuid.UUID | bytes | None = None,
