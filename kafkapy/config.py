@@ -3,7 +3,8 @@
 Broker and topic settings keep Apache Kafka's names and defaults so a `server.properties` written for
 Kafka starts kafkapy unchanged. A topic setting resolves like Kafka's: the topic's own dynamic value,
 else the broker's value of its synonym (e.g. `log.segment.bytes` for `segment.bytes`), else the
-default. Unknown broker keys are logged and ignored, as Kafka does.
+default. Unknown broker keys are logged and ignored, as Kafka does, except the TLS, SASL and
+authorization settings kafkapy cannot honour yet: those stop the node from starting (it fails closed).
 """
 
 from __future__ import annotations
@@ -606,6 +607,113 @@ class Listener:
         return out
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+# Settings that only mean something with TLS, SASL or ACL authorization, none of which kafkapy
+# implements yet. Ignoring them would serve every client unauthenticated in plaintext while the
+# operator believes the node is secured, so a node given any of them refuses to start.
+_REFUSED_PREFIXES = ("sasl.", "ssl.")
+_REFUSED_KEYS = ("authorizer.class.name", "allow.everyone.if.no.acl.found", "super.users")
+# Kafka's per-listener security settings: listener.name.<listener>.ssl.*, .sasl.* and
+# .<mechanism>.sasl.jaas.config (and the other per-mechanism SASL settings).
+_LISTENER_SECURITY_KEY = re.compile(r"listener\.name\.[^.]+\.(?:[^.]+\.)?(?:sasl|ssl)\.")
+
+
+class UnsupportedSecurityConfig(ValueError):
+    """The configuration asks for security kafkapy does not implement; the node must not start."""
+
+    def __init__(self, settings: list[str]) -> None:
+        self.settings = settings
+        super().__init__(
+            "refusing to start: kafkapy does not implement TLS, SASL or ACL authorization yet, and "
+            f"these settings need them: {', '.join(settings)} (without them the node serves every "
+            "client unauthenticated in plaintext)")
+
+
+def _protocol_map(props: Mapping[str, str]) -> dict[str, str]:
+    raw = props.get("listener.security.protocol.map")
+    if raw is None:
+        raw = BROKER_CONFIGS["listener.security.protocol.map"].default or ""
+    mapping: dict[str, str] = {}
+    for entry in raw.split(","):
+        if not entry.strip():
+            continue
+        name, sep, protocol = entry.partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"listener.security.protocol.map: {entry.strip()!r} is not LISTENER:PROTOCOL")
+        mapping[name.strip().upper()] = protocol.strip().upper()
+    return mapping
+
+
+def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
+    """The settings in ``props`` that need TLS, SASL or authorization, described for an operator
+    (empty when the node can honour its configuration). Raises ValueError for a malformed
+    ``listeners`` or protocol map, whose protocols cannot be told."""
+    refused: list[str] = []
+    mapping = _protocol_map(props)
+    map_is_set = "listener.security.protocol.map" in props
+    controller_names = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",")}
+    names: dict[str, None] = {}
+    for key in ("listeners", "advertised.listeners"):
+        try:
+            names.update((lst.name, None) for lst in Listener.parse_list(props.get(key)))
+        except (KafkaError, ValueError):
+            raise ValueError(f"{key}: {props.get(key)!r} is not a list of NAME://host:port") from None
+    if props.get("inter.broker.listener.name"):
+        names[props["inter.broker.listener.name"].strip().upper()] = None
+    for name in names:
+        protocol = mapping.get(name)
+        if protocol is None:
+            # Kafka's rules for names missing from the map: a protocol's own name stands for
+            # itself; a controller listener is PLAINTEXT unless the operator wrote the map.
+            if name in SECURITY_PROTOCOLS:
+                protocol = name
+            elif name in controller_names and not map_is_set:
+                protocol = "PLAINTEXT"
+            else:
+                refused.append(f"listeners ({name} has no security protocol in listener.security.protocol.map)")
+                continue
+        if protocol != "PLAINTEXT":
+            where = "listener.security.protocol.map" if name in mapping and map_is_set else "listeners"
+            refused.append(f"{where} ({name} is {protocol})")
+    inter_broker = props.get("security.inter.broker.protocol", "").strip().upper()
+    if inter_broker not in ("", "PLAINTEXT"):
+        refused.append(f"security.inter.broker.protocol ({inter_broker})")
+    # An empty value is Kafka's "unset".
+    refused.extend(key for key, value in props.items() if value.strip() and _refused_key(key))
+    return refused
+
+
+def _refused_key(key: str) -> bool:
+    return key.startswith(_REFUSED_PREFIXES) or key in _REFUSED_KEYS or _LISTENER_SECURITY_KEY.match(key) is not None
+
+
+def _is_security_key(key: str) -> bool:
+    return _refused_key(key) or key == "security.inter.broker.protocol"
+
+
+def single_node_voters(props: Mapping[str, str]) -> str | None:
+    """``controller.quorum.voters`` for a combined single node that names no quorum: this node,
+    at its controller listener in ``listeners``. None when the quorum is configured or the node
+    is not combined (or its listeners do not say where the controller is)."""
+    if props.get("controller.quorum.voters", "").strip() or props.get("controller.quorum.bootstrap.servers", "").strip():
+        return None
+    roles = {r.strip() for r in props.get("process.roles", "").split(",")}
+    if roles != {"broker", "controller"}:
+        return None
+    try:
+        node_id = int(props.get("node.id") or props.get("broker.id") or "-1")
+        listeners = Listener.parse_list(props.get("listeners"))
+    except (KafkaError, ValueError):
+        return None
+    controller_names = [n.strip().upper() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
+    controller = next((lst for lst in listeners if controller_names and lst.name == controller_names[0]), None)
+    if node_id < 0 or controller is None:
+        return None
+    host = controller.host if controller.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+    return f"{node_id}@{f'[{host}]' if ':' in host else host}:{controller.port}"
+
+
 @dataclass
 class BrokerConfig:
     """A node's static configuration: the properties file plus `--override`s, typed on access."""
@@ -618,9 +726,18 @@ class BrokerConfig:
         props.update(overrides)
         config = cls(props)
         config._check()
+        voters = single_node_voters(props)
+        if voters is not None:
+            # A lone combined node is its own quorum: its voter follows its listeners, so
+            # overriding only `listeners` moves the controller port too.
+            log.info("controller.quorum.voters is not set: this node is the only voter (%s)", voters)
+            config.props["controller.quorum.voters"] = voters
         return config
 
     def _check(self) -> None:
+        refused = unsupported_security_settings(self.props)
+        if refused:
+            raise UnsupportedSecurityConfig(refused)
         # Keys under the remote storage plugins' prefixes belong to the plugins (Kafka hands them
         # over with the prefix stripped), so they are not "unknown".
         plugin_prefixes = tuple(self.props.get(name) or BROKER_CONFIGS[name].default or ""
@@ -629,9 +746,10 @@ class BrokerConfig:
         for key, value in self.props.items():
             cdef = BROKER_CONFIGS.get(key)
             if cdef is None:
-                if not key.startswith(tuple(p for p in plugin_prefixes if p)):
-                    # Kafka logs unknown keys and carries on; a config for Kafka must start us unchanged.
-                    log.info("Ignoring unknown configuration %s=%s", key, value)
+                if not key.startswith(tuple(p for p in plugin_prefixes if p)) and not _is_security_key(key):
+                    # Kafka warns of unknown keys and carries on; a config for Kafka must start us
+                    # unchanged. The value stays out of the log: it may be a plugin's secret.
+                    log.warning("The configuration '%s' was supplied but isn't a known config; ignoring it", key)
                 continue
             try:
                 cdef.parse(value)

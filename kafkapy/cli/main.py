@@ -13,16 +13,17 @@ import sys
 from pathlib import Path
 
 from kafkapy.cli import cluster, tiered
-from kafkapy.config import BrokerConfig, parse_properties
+from kafkapy.config import BrokerConfig, UnsupportedSecurityConfig, parse_properties
 
 # The single-node development defaults: what Kafka's config/kraft/server.properties sample sets,
-# plus an instant first rebalance for local work (as Kafka's sample config does).
+# plus an instant first rebalance for local work (as Kafka's sample config does). The node is its
+# own quorum: BrokerConfig derives controller.quorum.voters from `listeners`, so overriding the
+# listeners alone moves both ports.
 DEVELOPMENT_DEFAULTS: dict[str, str] = {
     "process.roles": "broker,controller",
     "node.id": "1",
     "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
     "controller.listener.names": "CONTROLLER",
-    "controller.quorum.voters": "1@127.0.0.1:9093",
     "inter.broker.listener.name": "PLAINTEXT",
     "log.dirs": "./data",
     "num.partitions": "1",
@@ -40,9 +41,17 @@ def _override(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+class ConfigFileError(ValueError):
+    """The --config file could not be read."""
+
+
 def load_config(config_file: str | None, overrides: list[tuple[str, str]]) -> BrokerConfig:
     if config_file:
-        props = parse_properties(Path(config_file).read_text())
+        try:
+            text = Path(config_file).read_text()
+        except OSError as exc:
+            raise ConfigFileError(f"cannot read the --config file {config_file}: {exc.strerror or exc}") from None
+        props = parse_properties(text)
     else:
         props = dict(DEVELOPMENT_DEFAULTS)
     return BrokerConfig.from_sources(props, overrides)
@@ -84,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             config = load_config(args.config, args.override)
+        except (ConfigFileError, UnsupportedSecurityConfig) as exc:
+            # Checked before anything is opened: nothing listens, nothing is written.
+            print(f"kafkapy: {exc}", file=sys.stderr)
+            return 2
         except (OSError, ValueError) as exc:
             print(f"kafkapy: invalid configuration: {exc}", file=sys.stderr)
             return 2

@@ -404,6 +404,24 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
 # ---------------------------------------------------------------------------------------------
 
 
+class ListenError(OSError):
+    """A listener could not be opened; the message names its address, e.g. ``cannot listen on
+    127.0.0.1:9092 (listener PLAINTEXT): address already in use``."""
+
+    def __init__(self, listener_name: str, host: str | None, port: int, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror)
+        shown = host or "0.0.0.0"
+        if ":" in shown:
+            shown = f"[{shown}]"
+        # os.strerror, not the cause's text: Trio may already have wrapped it in its own words.
+        # (A gaierror's negative errno is not an OS one.)
+        reason = os.strerror(cause.errno) if cause.errno and cause.errno > 0 else cause.strerror or str(cause)
+        self.message = f"cannot listen on {shown}:{port} (listener {listener_name}): {reason[:1].lower()}{reason[1:]}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def _addr(sock: Any, peer: bool) -> tuple[Any, ...] | None:
     try:
         return tuple(sock.getpeername() if peer else sock.getsockname())
@@ -438,7 +456,10 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
             supported = getattr(dispatcher, "supported", None)
     if not isinstance(supported, ApiVersionsTable):
         raise TypeError("serve() needs supported= (an ApiVersionsTable) or dispatcher.versions")
-    listeners = await trio.open_tcp_listeners(port, host=host, backlog=backlog)
+    try:
+        listeners = await trio.open_tcp_listeners(port, host=host, backlog=backlog)
+    except OSError as exc:
+        raise ListenError(listener_name, host, port, exc) from None
     counter = itertools.count()
 
     async def handler(stream: trio.SocketStream) -> None:

@@ -44,10 +44,10 @@ def test_remote_storage_plugin_keys_are_not_reported_unknown(caplog):
                                "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
                                "custom.rsm.bucket": "b", "remote.log.storage.manager.impl.prefix": "custom.rsm.",
                                "some.plugin.setting": "x"})
-    unknown = [r.getMessage() for r in caplog.records if "Ignoring unknown" in r.getMessage()]
+    unknown = [r.getMessage() for r in caplog.records if "isn't a known config" in r.getMessage()]
     # rsm.config. is no longer the storage prefix once it is changed, so its key is unknown again.
-    assert unknown == ["Ignoring unknown configuration rsm.config.dir=/mnt/remote",
-                       "Ignoring unknown configuration some.plugin.setting=x"]
+    assert unknown == ["The configuration 'rsm.config.dir' was supplied but isn't a known config; ignoring it",
+                       "The configuration 'some.plugin.setting' was supplied but isn't a known config; ignoring it"]
 
 
 def test_topic_defaults_follow_broker_synonyms_with_units():

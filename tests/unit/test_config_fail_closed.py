@@ -1,0 +1,184 @@
+"""Settings kafkapy cannot honour and that weaken security stop the node (fail closed); unknown
+settings are warned about; a lone combined node derives its voter from its listeners."""
+
+from __future__ import annotations
+
+import errno
+import logging
+
+import pytest
+
+from kafkapy.cli.main import main
+from kafkapy.config import BrokerConfig, UnsupportedSecurityConfig, parse_properties, single_node_voters
+from kafkapy.net.server import ListenError
+
+# The operator's configuration from issue 18: SASL/PLAIN with the standard authorizer.
+SASL_AUTHORIZER = """
+process.roles=broker,controller
+node.id=1
+listeners=SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093
+listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+controller.quorum.voters=1@127.0.0.1:9093
+inter.broker.listener.name=SASL_PLAINTEXT
+sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.inter.broker.protocol=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \\
+    required username="admin" password="admin-secret" user_admin="admin-secret";
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=false
+super.users=User:admin
+log.dirs=/tmp/never-written
+"""
+
+PLAIN = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+    "controller.listener.names": "CONTROLLER",
+    "controller.quorum.voters": "1@127.0.0.1:9093",
+}
+
+
+def test_the_issues_sasl_and_authorizer_config_is_refused_naming_every_setting():
+    with pytest.raises(UnsupportedSecurityConfig) as info:
+        BrokerConfig.from_sources(parse_properties(SASL_AUTHORIZER))
+    message = str(info.value)
+    for setting in ("listener.security.protocol.map (SASL_PLAINTEXT is SASL_PLAINTEXT)",
+                    "sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol",
+                    "listener.name.sasl_plaintext.plain.sasl.jaas.config", "authorizer.class.name",
+                    "allow.everyone.if.no.acl.found", "super.users"):
+        assert setting in message
+    assert "does not implement" in message
+    assert "\n" not in message
+    # The JAAS secret is named, never printed.
+    assert "admin-secret" not in message
+
+
+@pytest.mark.parametrize("extra, named", [
+    ({"listeners": "SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}, "listeners (SSL is SSL)"),
+    ({"listeners": "SASL_SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}, "listeners (SASL_SSL is SASL_SSL)"),
+    ({"listeners": "CLIENTS://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+      "listener.security.protocol.map": "CLIENTS:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"},
+     "listener.security.protocol.map (CLIENTS is SASL_PLAINTEXT)"),
+    ({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
+     "listener.security.protocol.map (CONTROLLER is SSL)"),
+    ({"listeners": "CLIENTS://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"},
+     "listeners (CLIENTS has no security protocol in listener.security.protocol.map)"),
+    ({"advertised.listeners": "SASL_SSL://broker.example:9092"}, "listeners (SASL_SSL is SASL_SSL)"),
+    ({"security.inter.broker.protocol": "SSL"}, "security.inter.broker.protocol (SSL)"),
+    ({"sasl.jaas.config": "x required;"}, "sasl.jaas.config"),
+    ({"ssl.keystore.location": "/etc/kafka/keystore.jks"}, "ssl.keystore.location"),
+    ({"ssl.client.auth": "required"}, "ssl.client.auth"),
+    ({"listener.name.external.ssl.keystore.location": "/k.jks"}, "listener.name.external.ssl.keystore.location"),
+    ({"listener.name.internal.scram-sha-512.sasl.jaas.config": "x;"},
+     "listener.name.internal.scram-sha-512.sasl.jaas.config"),
+    ({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"),
+    ({"allow.everyone.if.no.acl.found": "true"}, "allow.everyone.if.no.acl.found"),
+    ({"super.users": "User:admin"}, "super.users"),
+])
+def test_each_security_setting_is_refused(extra, named):
+    with pytest.raises(UnsupportedSecurityConfig) as info:
+        BrokerConfig.from_sources({**PLAIN, **extra})
+    assert named in str(info.value)
+
+
+def test_overrides_are_checked_too():
+    with pytest.raises(UnsupportedSecurityConfig, match="authorizer.class.name"):
+        BrokerConfig.from_sources(PLAIN, [("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer")])
+
+
+@pytest.mark.parametrize("extra", [
+    {},
+    # docker-compose's brokers: a second plaintext listener mapped explicitly.
+    {"listeners": "PLAINTEXT://0.0.0.0:19092,PLAINTEXT_HOST://0.0.0.0:29092,CONTROLLER://127.0.0.1:9093",
+     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,PLAINTEXT_HOST:PLAINTEXT,CONTROLLER:PLAINTEXT",
+     "inter.broker.listener.name": "PLAINTEXT"},
+    {"security.inter.broker.protocol": "PLAINTEXT"},
+    # Kafka reads an empty value as unset.
+    {"authorizer.class.name": "", "super.users": "", "ssl.keystore.location": ""},
+])
+def test_plaintext_configs_start_quietly(extra, caplog):
+    caplog.set_level(logging.INFO, logger="kafkapy.config")
+    BrokerConfig.from_sources({**PLAIN, **extra})
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_unknown_settings_are_warned_about_without_their_values(caplog):
+    caplog.set_level(logging.INFO, logger="kafkapy.config")
+    BrokerConfig.from_sources({**PLAIN, "my.plugin.password": "hunter2", "num.network.threads": "3"})
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["The configuration 'my.plugin.password' was supplied but isn't a known config; ignoring it"]
+    assert "hunter2" not in caplog.text
+
+
+def test_a_malformed_listener_is_a_config_error_not_a_crash():
+    with pytest.raises(ValueError, match="listeners"):
+        BrokerConfig.from_sources({**PLAIN, "listeners": "PLAINTEXT://127.0.0.1:notaport"})
+
+
+# -- a lone combined node is its own voter -------------------------------------------------------
+
+def _without_voters(**changes: str) -> dict[str, str]:
+    props = {k: v for k, v in PLAIN.items() if k != "controller.quorum.voters"}
+    props.update(changes)
+    return props
+
+
+def test_single_node_voter_follows_the_controller_listener():
+    props = _without_voters(listeners="PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093")
+    config = BrokerConfig.from_sources(props)
+    assert config.get("controller.quorum.voters") == ["1@127.0.0.1:19093"]
+
+
+def test_overriding_only_listeners_of_the_development_defaults_moves_the_voter():
+    from kafkapy.cli.main import load_config
+
+    config = load_config(None, [("listeners", "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093")])
+    assert config.get("controller.quorum.voters") == ["1@127.0.0.1:19093"]
+    assert load_config(None, []).get("controller.quorum.voters") == ["1@127.0.0.1:9093"]
+
+
+@pytest.mark.parametrize("props, expected", [
+    (_without_voters(listeners="PLAINTEXT://:9092,CONTROLLER://:9093"), "1@127.0.0.1:9093"),
+    (_without_voters(listeners="PLAINTEXT://[::1]:9092,CONTROLLER://[::1]:9093", **{"node.id": "7"}), "7@[::1]:9093"),
+    (_without_voters(**{"controller.quorum.voters": "1@10.0.0.1:9093"}), None),
+    (_without_voters(**{"controller.quorum.bootstrap.servers": "10.0.0.1:9093"}), None),
+    (_without_voters(**{"process.roles": "broker"}), None),
+    (_without_voters(**{"process.roles": "controller"}), None),
+    (_without_voters(**{"node.id": "-1"}), None),
+    (_without_voters(listeners="PLAINTEXT://127.0.0.1:9092"), None),
+])
+def test_single_node_voters(props, expected):
+    assert single_node_voters(props) == expected
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+def test_server_refuses_the_sasl_config_before_touching_the_data_dir(tmp_path, capsys):
+    data = tmp_path / "data"
+    config = tmp_path / "server.properties"
+    config.write_text(SASL_AUTHORIZER.replace("/tmp/never-written", str(data)))
+    assert main(["server", "--config", str(config)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("kafkapy: refusing to start: kafkapy does not implement")
+    assert "sasl.enabled.mechanisms" in err and "authorizer.class.name" in err
+    assert "\n" not in err and "Traceback" not in err
+    assert not data.exists()
+
+
+def test_server_with_a_missing_config_file_says_so_in_one_line(tmp_path, capsys):
+    missing = tmp_path / "missing.properties"
+    assert main(["server", "--config", str(missing)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err == f"kafkapy: cannot read the --config file {missing}: No such file or directory"
+
+
+def test_listen_error_names_the_address_and_listener():
+    cause = OSError(errno.EADDRINUSE, "error while attempting to bind on address ('127.0.0.1', 9092): in use")
+    assert str(ListenError("PLAINTEXT", "127.0.0.1", 9092, cause)) == \
+        "cannot listen on 127.0.0.1:9092 (listener PLAINTEXT): address already in use"
+    assert str(ListenError("CONTROLLER", None, 9093, OSError(errno.EACCES, "denied"))) == \
+        "cannot listen on 0.0.0.0:9093 (listener CONTROLLER): permission denied"
+    assert str(ListenError("PLAINTEXT", "::1", 9092, OSError(errno.EADDRNOTAVAIL, "x"))).startswith(
+        "cannot listen on [::1]:9092 (listener PLAINTEXT): cannot assign requested address")
