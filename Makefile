@@ -3,25 +3,43 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# `make run` needs only the runtime dependencies; `make test` (and the tools) the test extra too.
+RUN_STAMP := $(VENV)/.installed-run
+# `make run PORT=19092`: the client port; the controller listens on the next one unless
+# CONTROLLER_PORT says otherwise (the node derives its voter from its listeners).
+PORT   ?= 9092
+CONTROLLER_PORT ?= $(shell expr $(PORT) + 1)
 
-.PHONY: run test install tools bench report-card clean
+.PHONY: run test install install-run tools bench report-card clean
 MODE   ?= quick
 
-run: install
-	$(VENV)/bin/kafkapy server
+run: install-run
+	$(VENV)/bin/kafkapy server --override listeners=PLAINTEXT://127.0.0.1:$(PORT),CONTROLLER://127.0.0.1:$(CONTROLLER_PORT)
 
 test: install tools
 	bash scripts/test.sh
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py $(wildcard ext/*/*.pyx ext/*/*.pxd)
+install-run: $(RUN_STAMP)
+
+# $(1): what to install editable: '.' (runtime) or '.[test]' (everything).
+define install_venv
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip 'cython>=3.0' setuptools wheel
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '$(1)'
 	# Editable installs import from the source tree, so build the extensions in place too.
 	$(PY) setup.py -q build_ext --inplace
-	touch $(STAMP)
+endef
+
+$(RUN_STAMP): pyproject.toml setup.py $(wildcard ext/*/*.pyx ext/*/*.pxd)
+	$(call install_venv,.)
+	touch $(RUN_STAMP)
+
+# The full install covers the runtime one too.
+$(STAMP): pyproject.toml setup.py $(wildcard ext/*/*.pyx ext/*/*.pxd)
+	$(call install_venv,.[test])
+	touch $(STAMP) $(RUN_STAMP)
 
 tools: install
 	bash scripts/install-test-tools.sh
