@@ -648,7 +648,8 @@ def _protocol_map(props: Mapping[str, str]) -> dict[str, str]:
 def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
     """The settings in ``props`` that need TLS, SASL or authorization, described for an operator
     (empty when the node can honour its configuration). Raises ValueError for a malformed
-    ``listeners`` or protocol map, whose protocols cannot be told."""
+    ``listeners`` or protocol map, or a listener the map does not cover: their protocols cannot
+    be told."""
     refused: list[str] = []
     mapping = _protocol_map(props)
     map_is_set = "listener.security.protocol.map" in props
@@ -659,6 +660,8 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
             names.update((lst.name, None) for lst in Listener.parse_list(props.get(key)))
         except (KafkaError, ValueError):
             raise ValueError(f"{key}: {props.get(key)!r} is not a list of NAME://host:port") from None
+    # A broker-only node reaches the controllers over controller.listener.names without listening on it.
+    names.update((name, None) for name in sorted(controller_names) if name)
     if props.get("inter.broker.listener.name"):
         names[props["inter.broker.listener.name"].strip().upper()] = None
     for name in names:
@@ -671,10 +674,10 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
             elif name in controller_names and not map_is_set:
                 protocol = "PLAINTEXT"
             else:
-                refused.append(f"listeners ({name} has no security protocol in listener.security.protocol.map)")
-                continue
+                # Kafka refuses these too: the listener's protocol cannot be told.
+                raise ValueError(f"listener.security.protocol.map has no security protocol for listener {name}")
         if protocol != "PLAINTEXT":
-            where = "listener.security.protocol.map" if name in mapping and map_is_set else "listeners"
+            where = "listeners and listener.security.protocol.map" if name in mapping and map_is_set else "listeners"
             refused.append(f"{where} ({name} is {protocol})")
     inter_broker = props.get("security.inter.broker.protocol", "").strip().upper()
     if inter_broker not in ("", "PLAINTEXT"):
@@ -692,26 +695,24 @@ def _is_security_key(key: str) -> bool:
     return _refused_key(key) or key == "security.inter.broker.protocol"
 
 
-def single_node_voters(props: Mapping[str, str]) -> str | None:
+def single_node_voters(config: "BrokerConfig") -> str | None:
     """``controller.quorum.voters`` for a combined single node that names no quorum: this node,
     at its controller listener in ``listeners``. None when the quorum is configured or the node
     is not combined (or its listeners do not say where the controller is)."""
-    if props.get("controller.quorum.voters", "").strip() or props.get("controller.quorum.bootstrap.servers", "").strip():
+    if config.get("controller.quorum.voters") or config.get("controller.quorum.bootstrap.servers"):
         return None
-    roles = {r.strip() for r in props.get("process.roles", "").split(",")}
-    if roles != {"broker", "controller"}:
+    if set(config.get("process.roles") or []) != {"broker", "controller"}:  # type: ignore[arg-type]
         return None
+    controller_names = [str(n).upper() for n in config.get("controller.listener.names") or []]  # type: ignore[union-attr]
     try:
-        node_id = int(props.get("node.id") or props.get("broker.id") or "-1")
-        listeners = Listener.parse_list(props.get("listeners"))
+        listeners = config.listeners
     except (KafkaError, ValueError):
         return None
-    controller_names = [n.strip().upper() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
     controller = next((lst for lst in listeners if controller_names and lst.name == controller_names[0]), None)
-    if node_id < 0 or controller is None:
+    if config.node_id < 0 or controller is None:
         return None
     host = controller.host if controller.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
-    return f"{node_id}@{f'[{host}]' if ':' in host else host}:{controller.port}"
+    return f"{config.node_id}@{f'[{host}]' if ':' in host else host}:{controller.port}"
 
 
 @dataclass
@@ -726,7 +727,7 @@ class BrokerConfig:
         props.update(overrides)
         config = cls(props)
         config._check()
-        voters = single_node_voters(props)
+        voters = single_node_voters(config)
         if voters is not None:
             # A lone combined node is its own quorum: its voter follows its listeners, so
             # overriding only `listeners` moves the controller port too.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 
 import pytest
 
@@ -44,7 +45,7 @@ def test_the_issues_sasl_and_authorizer_config_is_refused_naming_every_setting()
     with pytest.raises(UnsupportedSecurityConfig) as info:
         BrokerConfig.from_sources(parse_properties(SASL_AUTHORIZER))
     message = str(info.value)
-    for setting in ("listener.security.protocol.map (SASL_PLAINTEXT is SASL_PLAINTEXT)",
+    for setting in ("listeners and listener.security.protocol.map (SASL_PLAINTEXT is SASL_PLAINTEXT)",
                     "sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol",
                     "listener.name.sasl_plaintext.plain.sasl.jaas.config", "authorizer.class.name",
                     "allow.everyone.if.no.acl.found", "super.users"):
@@ -60,11 +61,13 @@ def test_the_issues_sasl_and_authorizer_config_is_refused_naming_every_setting()
     ({"listeners": "SASL_SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}, "listeners (SASL_SSL is SASL_SSL)"),
     ({"listeners": "CLIENTS://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
       "listener.security.protocol.map": "CLIENTS:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"},
-     "listener.security.protocol.map (CLIENTS is SASL_PLAINTEXT)"),
+     "listeners and listener.security.protocol.map (CLIENTS is SASL_PLAINTEXT)"),
     ({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
-     "listener.security.protocol.map (CONTROLLER is SSL)"),
-    ({"listeners": "CLIENTS://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"},
-     "listeners (CLIENTS has no security protocol in listener.security.protocol.map)"),
+     "listeners and listener.security.protocol.map (CONTROLLER is SSL)"),
+    # A broker-only node does not listen on the controller listener but connects over it.
+    ({"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092",
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"},
+     "listeners and listener.security.protocol.map (CONTROLLER is SASL_SSL)"),
     ({"advertised.listeners": "SASL_SSL://broker.example:9092"}, "listeners (SASL_SSL is SASL_SSL)"),
     ({"security.inter.broker.protocol": "SSL"}, "security.inter.broker.protocol (SSL)"),
     ({"sasl.jaas.config": "x required;"}, "sasl.jaas.config"),
@@ -112,9 +115,17 @@ def test_unknown_settings_are_warned_about_without_their_values(caplog):
     assert "hunter2" not in caplog.text
 
 
-def test_a_malformed_listener_is_a_config_error_not_a_crash():
-    with pytest.raises(ValueError, match="listeners"):
-        BrokerConfig.from_sources({**PLAIN, "listeners": "PLAINTEXT://127.0.0.1:notaport"})
+@pytest.mark.parametrize("extra, message", [
+    ({"listeners": "PLAINTEXT://127.0.0.1:notaport"}, "listeners: 'PLAINTEXT://127.0.0.1:notaport' is not"),
+    ({"listener.security.protocol.map": "PLAINTEXT"}, "'PLAINTEXT' is not LISTENER:PROTOCOL"),
+    # As in Kafka: a listener whose protocol cannot be told does not start.
+    ({"listeners": "CLIENTS://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"},
+     "listener.security.protocol.map has no security protocol for listener CLIENTS"),
+])
+def test_listeners_whose_protocol_cannot_be_told_are_config_errors(extra, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
+        BrokerConfig.from_sources({**PLAIN, **extra})
+    assert not isinstance(info.value, UnsupportedSecurityConfig)
 
 
 # -- a lone combined node is its own voter -------------------------------------------------------
@@ -147,10 +158,11 @@ def test_overriding_only_listeners_of_the_development_defaults_moves_the_voter()
     (_without_voters(**{"process.roles": "broker"}), None),
     (_without_voters(**{"process.roles": "controller"}), None),
     (_without_voters(**{"node.id": "-1"}), None),
+    (_without_voters(**{"node.id": "-1", "broker.id": "3"}), "3@127.0.0.1:9093"),
     (_without_voters(listeners="PLAINTEXT://127.0.0.1:9092"), None),
 ])
 def test_single_node_voters(props, expected):
-    assert single_node_voters(props) == expected
+    assert single_node_voters(BrokerConfig(props)) == expected
 
 
 # -- the command line ----------------------------------------------------------------------------
