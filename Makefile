@@ -7,7 +7,10 @@ STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 # `make run PORT=19092`: the client port; the controller listens on the next one unless
 # CONTROLLER_PORT says otherwise (the node derives its voter from its listeners).
-PORT   ?= 9092
+# Only from make's command line: many dev containers export PORT for web apps.
+ifneq ($(origin PORT),command line)
+PORT   := 9092
+endif
 CONTROLLER_PORT ?= $(shell expr $(PORT) + 1)
 
 .PHONY: run test install install-run tools bench report-card clean

@@ -6,6 +6,7 @@ so every install step shows.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,9 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
 
-def _dry_run(tmp_path: Path, *args: str) -> list[str]:
+def _dry_run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> list[str]:
     out = subprocess.run(["make", "-n", "-B", f"VENV={tmp_path / 'venv'}", *args], cwd=REPO,
-                         capture_output=True, text=True, timeout=30, check=True).stdout
+                         capture_output=True, text=True, timeout=30, check=True,
+                         env={**os.environ, **(env or {})}).stdout
     return out.splitlines()
 
 
@@ -40,6 +42,9 @@ def test_make_run_serves_the_default_ports_unless_told(tmp_path):
         "listeners=PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093")
     assert _dry_run(tmp_path, "run", "PORT=19092", "CONTROLLER_PORT=29093")[-1].endswith(
         "listeners=PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:29093")
+    # A PORT exported for something else (a web app's) does not move the broker.
+    assert _dry_run(tmp_path, "run", env={"PORT": "3000"})[-1].endswith(
+        "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093")
 
 
 def test_make_test_installs_the_test_extra(tmp_path):
