@@ -407,6 +407,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("remote.log.metadata.topic.replication.factor", T.SHORT, "3",
               "Replication factor of __remote_log_metadata (capped to the live brokers).", at_least(1)),
     ConfigDef("remote.log.metadata.topic.retention.ms", T.LONG, "-1", "retention.ms of __remote_log_metadata."),
+    # kafkapy's own: the HTTP endpoint serving /metrics (Prometheus), /health and /ready.
+    ConfigDef("kafkapy.metrics.listener", T.STRING, None, "http://HOST:PORT of the metrics and health endpoint; unset: off."),
 )
 
 # Broker settings that may change at runtime, as Kafka's DynamicBrokerConfig lists them: every

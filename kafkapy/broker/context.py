@@ -69,6 +69,9 @@ class BrokerContext:
     # The RemoteLogManager (kafkapy.tiered.manager) when tiered storage is enabled, else None:
     # fetches below the local log start and ListOffsets earliest/earliest-local/latest-tiered.
     remote: Any = None
+    # Per-topic produce/fetch counters (kafkapy.metrics.stats.BrokerTopicStats), None in
+    # contexts that count nothing (the controller's admin context, tests).
+    stats: Any = None
 
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised

@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable
 
 from kafkapy.broker.context import BrokerContext, client_address, request_listener
 from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
-from kafkapy.broker.handlers.cluster import handle_describe_cluster, handle_describe_topic_partitions, handle_metadata
+from kafkapy.broker.handlers.cluster import (
+    handle_describe_cluster, handle_describe_quorum, handle_describe_topic_partitions, handle_metadata,
+)
 from kafkapy.broker.handlers.configs import (
     handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs,
 )
@@ -58,6 +60,8 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.DELETE_RECORDS, 0, 2, handle_delete_records),
     (ApiKey.CREATE_PARTITIONS, 0, 3, handle_create_partitions),
     (ApiKey.DESCRIBE_CLUSTER, 0, 1, handle_describe_cluster),
+    # Forwarded to the active controller as it is (handle_describe_quorum), Kafka's versions.
+    (ApiKey.DESCRIBE_QUORUM, 0, 2, handle_describe_quorum),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle_describe_topic_partitions),
     (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, handle_offset_for_leader_epoch),
     (ApiKey.DESCRIBE_LOG_DIRS, 1, 4, handle_describe_log_dirs),

@@ -8,11 +8,10 @@ Apache Kafka or for us), and `--override key=value` changes single settings eith
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
-from kafkapy.cli import cluster, tiered
+from kafkapy.cli import cluster, log_setup, tiered
 from kafkapy.config import BrokerConfig, UnsupportedSecurityConfig, parse_properties
 
 # The single-node development defaults: what Kafka's config/kraft/server.properties sample sets,
@@ -57,13 +56,10 @@ def load_config(config_file: str | None, overrides: list[tuple[str, str]]) -> Br
     return BrokerConfig.from_sources(props, overrides)
 
 
-def setup_logging(level: str) -> None:
-    # Kafka's log4j layout, so operators' greps and eyes work the same.
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
-        stream=sys.stderr,
-    )
+def setup_logging(level: str | list[str], log_format: str = "text") -> None:
+    """Kafka's log4j layout (or JSON lines); ``level`` is a root level and/or
+    ``logger=LEVEL`` entries (see ``cli.log_setup``)."""
+    log_setup.configure([level] if isinstance(level, str) else level, log_format)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     server = sub.add_parser("server", help="run a broker and/or controller node")
     server.add_argument("--config", "-c", help="server.properties file (Kafka's format and names)")
     server.add_argument("--override", "-o", action="append", type=_override, default=[], metavar="KEY=VALUE")
-    server.add_argument("--log-level", default="INFO")
+    server.add_argument("--log-level", action="append", default=[], metavar="LEVEL|LOGGER=LEVEL",
+                        help="root level (INFO) and/or per-logger levels (kafkapy.log=DEBUG); "
+                             "repeat or separate with commas")
+    server.add_argument("--log-format", choices=log_setup.LOG_FORMATS, default="text",
+                        help="text: Kafka's log4j layout; json: one JSON object per line")
 
     storage = sub.add_parser("storage", help="format log directories, make cluster ids")
     storage_sub = storage.add_subparsers(dest="storage_command", required=True)
@@ -88,7 +88,11 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "server":
-        setup_logging(args.log_level)
+        try:
+            setup_logging(args.log_level or ["INFO"], args.log_format)
+        except ValueError as exc:
+            print(f"kafkapy: {exc}", file=sys.stderr)
+            return 2
         from kafkapy.server import run_server
 
         try:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BROKER_APIS, FORWARDED_TO_CONTROLLER
+from kafkapy.broker.handlers.cluster import ENDPOINT_TYPE_CONTROLLER, describe_cluster_endpoint_error
 from kafkapy.controller import (
     AlterPartitionPartition,
     AlterPartitionTopic,
@@ -41,6 +42,10 @@ from kafkapy.protocol.apis import ApiVersionsTable, request_class
 from kafkapy.quorum.dispatcher import QuorumDispatcher
 
 log = logging.getLogger("kafkapy.node.controller_apis")
+
+#: DescribeCluster on a controller listener (KIP-919, Kafka 3.7+): v1+ with EndpointType 2
+#: lists the controllers; v2's IncludeFencedBrokers changes nothing (controllers are never fenced).
+DESCRIBE_CLUSTER_VERSIONS = (0, 2)
 
 Handler = Callable[[BrokerContext, Request], Awaitable[object]]
 
@@ -86,6 +91,8 @@ class ControllerApis:
             self.versions.register(key, request_cls.min_version, request_cls.max_version)
         for key, (lo, hi, _) in FORWARDED_APIS.items():
             self.versions.register(key, lo, hi)
+        self._handlers[ApiKey.DESCRIBE_CLUSTER] = self._describe_cluster
+        self.versions.register(ApiKey.DESCRIBE_CLUSTER, *DESCRIBE_CLUSTER_VERSIONS)
 
     async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
         key = request.api_key
@@ -98,6 +105,26 @@ class ControllerApis:
         if forwarded is not None:
             return await forwarded[2](self.admin_context, request)
         return await self.quorum.handle(request, conn)
+
+    # -- DescribeCluster -------------------------------------------------------------------------
+
+    async def _describe_cluster(self, request: Request) -> object:
+        """The controllers, for admin clients bootstrapped with ``--bootstrap-controller``: the
+        voters at their controller listener addresses, and the quorum leader as controller id
+        (-1 when unknown), as Kafka's controllers answer."""
+        mismatch = describe_cluster_endpoint_error(request, ENDPOINT_TYPE_CONTROLLER)
+        if mismatch is not None:
+            return mismatch
+        driver = self.quorum.driver
+        Resp = m.DescribeClusterResponse
+        nodes = [Resp.DescribeClusterBroker(broker_id=vid, host=host, port=port, rack=None,
+                                            is_fenced=False)
+                 for vid, (host, port) in sorted(driver.voter_addresses.items())]
+        leader = driver.leader_id if driver.running else -1
+        return Resp(throttle_time_ms=0, error_code=0, error_message=None,
+                    endpoint_type=ENDPOINT_TYPE_CONTROLLER, cluster_id=driver.cluster_id,
+                    controller_id=leader if leader in driver.voter_addresses else -1,
+                    brokers=nodes)
 
     # -- the brokers' lifecycle RPCs -------------------------------------------------------------
 

@@ -56,6 +56,7 @@ from kafkapy.controller.quorum_controller import LATEST_PRODUCTION_METADATA_VERS
 from kafkapy.metadata.image import METADATA_VERSION_FEATURE
 from kafkapy.metadata.snapshot import image_from_snapshot
 from kafkapy.metadata.update import MetadataUpdate
+from kafkapy.metrics import NodeMetrics
 from kafkapy.net.controller_channel import ControllerChannel
 from kafkapy.net.server import serve
 from kafkapy.node.controller_apis import ControllerApis
@@ -144,6 +145,9 @@ class Node:
         self.channel: ControllerChannel | None = None
         self._activated_epoch = -1
         self._started = trio.Event()
+        self.metrics = NodeMetrics(self)
+        #: The bound port of the metrics and health endpoint (None while it is off).
+        self.metrics_port: int | None = None
 
     # -- start-up -------------------------------------------------------------------------------
 
@@ -609,19 +613,23 @@ class Node:
             host = listener.host or None
             port = await nursery.start(
                 lambda task_status: serve(
-                    target, host, listener.port, task_status=task_status,
+                    self.metrics.metered(target), host, listener.port, task_status=task_status,
                     max_request_bytes=max_request, listener_name=listener.name,
                 )
             )
             self.bound_ports[listener.name] = port
             log.info("Listening for %s on %s:%d", listener.name, listener.host or "0.0.0.0", port)
 
+        metrics_listener = self.metrics.listener()
         if self.is_broker:
             previous_epoch = _clean_shutdown_epoch(self.config.log_dirs)
             self.advertised = self.config.advertised_listeners or client_listeners
             self._make_broker(cluster_id, now_ms)
         try:
             async with trio.open_nursery() as nursery:
+                if metrics_listener is not None:
+                    # First, so /health answers and /ready says why not while the node starts.
+                    self.metrics_port = await nursery.start(self.metrics.serve, metrics_listener)
                 # Snapshots are encoded on a worker thread (seconds at 100k partitions).
                 self.snapshotter.schedule = lambda job: nursery.start_soon(
                     encode_in_thread, self.snapshotter, job,
@@ -685,6 +693,7 @@ class Node:
             controller=None, advertised=self.advertised, controller_request=self.controller_request,
         )
         ctx.producer_ids = ProducerIdManager(self._allocate_producer_ids)
+        ctx.stats = self.metrics.topics
         self.groups = GroupCoordinator(self.config, self.replicas, self.clock, self.node_id)
         ctx.groups = self.groups
         self.context = ctx

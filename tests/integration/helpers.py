@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import trio
 
+from kafkapy.config import BrokerConfig
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.records.builder import Record, build_batch
@@ -133,3 +134,17 @@ FAST_FAILOVER = {
     "replica.lag.time.max.ms": 5000,
     "replica.fetch.backoff.ms": 200,
 }
+
+
+def combined_node_config(data_dir: str, **extra: str) -> BrokerConfig:
+    """A single combined (broker,controller) node on ephemeral ports, for in-process ``Node``s;
+    ``extra`` adds settings."""
+    return BrokerConfig.from_sources({**extra,
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": "1@127.0.0.1:9093",  # a lone voter never dials itself
+        "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": data_dir,
+        "offsets.topic.replication.factor": "1",
+    })

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from helpers import create_topics, metadata, run_trio
-from kafkapy.config import BrokerConfig
+from helpers import combined_node_config as _config, create_topics, metadata, run_trio
 from kafkapy.metadata.snapshot import write_snapshot
 from kafkapy.net.client import KafkaClient
 from kafkapy.node.node import Node, parse_voters
@@ -22,18 +21,6 @@ def test_parse_voters():
         1: ("127.0.0.1", 9093), 2: ("::1", 9094)}
     with pytest.raises(ValueError):
         parse_voters(["1@nohostport"])
-
-
-def _config(data_dir: str, **extra: str) -> BrokerConfig:
-    return BrokerConfig.from_sources({**extra,
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": "1@127.0.0.1:9093",  # a lone voter never dials itself
-        "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-        "controller.listener.names": "CONTROLLER",
-        "log.dirs": data_dir,
-        "offsets.topic.replication.factor": "1",
-    })
 
 
 async def _send(port: int, request: object) -> object:

@@ -15,7 +15,7 @@ from kafkapy.controller import topic_name_error
 from kafkapy.metadata.image import MetadataImage
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,47 @@ def _valid_name(name: str) -> bool:
     return topic_name_error(name) is None
 
 
+#: DescribeCluster's EndpointType values (KIP-919): what kind of node the client asked about.
+ENDPOINT_TYPE_BROKER = 1
+ENDPOINT_TYPE_CONTROLLER = 2
+
+
+def describe_cluster_endpoint_error(request: Request, served: int) -> object | None:
+    """The error answer Kafka gives a DescribeCluster asking for another kind of endpoint than
+    this listener serves (brokers on a broker listener, controllers on a controller listener),
+    or None when the request is for ``served``. v0 carries no endpoint type (it means brokers)
+    and no newer codes, so there it is INVALID_REQUEST."""
+    wanted = getattr(request.body, "endpoint_type", ENDPOINT_TYPE_BROKER) if request.api_version >= 1 \
+        else ENDPOINT_TYPE_BROKER
+    if wanted == served:
+        return None
+    v0 = request.api_version == 0
+    if wanted not in (ENDPOINT_TYPE_BROKER, ENDPOINT_TYPE_CONTROLLER):
+        code = ErrorCode.INVALID_REQUEST if v0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        message = f"Unsupported endpoint type {wanted}"
+    else:
+        code = ErrorCode.INVALID_REQUEST if v0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        names = {ENDPOINT_TYPE_BROKER: "BROKER", ENDPOINT_TYPE_CONTROLLER: "CONTROLLER"}
+        message = (f"The request was sent to an endpoint of type {names[served]}, but we wanted "
+                   f"an endpoint of type {names[wanted]}")
+    return m.DescribeClusterResponse(
+        throttle_time_ms=0, error_code=int(code), error_message=message, endpoint_type=served,
+        cluster_id="", controller_id=-1, brokers=[])
+
+
+async def handle_describe_quorum(ctx: BrokerContext, request: Request) -> object:
+    """DescribeQuorum on a broker listener: forwarded to the active controller, which answers
+    from the quorum leader's view (Kafka's brokers forward it the same way), so
+    ``kafka-metadata-quorum --bootstrap-server`` works."""
+    if ctx.controller_request is None:
+        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "no controller to forward DescribeQuorum to")
+    return await ctx.controller_request(request.body, request.api_version)
+
+
 async def handle_describe_cluster(ctx: BrokerContext, request: Request) -> object:
+    mismatch = describe_cluster_endpoint_error(request, ENDPOINT_TYPE_BROKER)
+    if mismatch is not None:
+        return mismatch
     image = ctx.image()
     Resp = m.DescribeClusterResponse
     include_fenced = request.api_version >= 2 and request.body.include_fenced_brokers

@@ -166,9 +166,15 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
     # object tree: the records stay FileRegions, so Python builds only the small framing.
     by_topic: dict[str, list[FetchPartitionResult]] = {}
     hints = LeaderHints(ctx)
+    stats = ctx.stats
     for p in session.partitions:
         key = (p.topic, p.partition)
         records, error, hw, start, lso = results[key]
+        if stats is not None:
+            if error == ErrorCode.NONE:
+                stats.fetched(p.topic, len(records))
+            elif error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                stats.fetched(p.topic, 0, failed=True)
         if not session.should_include(key, has_records=bool(records), error=error, high_watermark=hw,
                                       log_start_offset=start, last_stable_offset=lso):
             continue

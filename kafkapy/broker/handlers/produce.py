@@ -30,6 +30,8 @@ from kafkapy.records.format import BATCH_LENGTH, LOG_OVERHEAD
 log = logging.getLogger(__name__)
 
 VALID_ACKS = (-1, 0, 1)
+# Not counted per topic: a client naming topics that do not exist must not grow the series.
+_UNKNOWN_TOPIC = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
 
 
 async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
@@ -68,11 +70,15 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                 # records is a writable view into the request frame: validated, rewritten in
                 # place (offsets, epoch) and written to the segment without a copy.
                 result = ctx.replicas.append(hosted, records, now_ms=now_ms)
+                if ctx.stats is not None:
+                    ctx.stats.produced(name, result.last_offset - result.first_offset + 1, len(records))
                 if acks == -1:
                     waiting.append((parts_out, len(parts_out), hosted, result.last_offset + 1))
                 parts_out.append(ProducePartitionResult(
                     pdata.index, 0, result.first_offset, result.log_append_time, result.log_start_offset))
             except KafkaError as exc:
+                if ctx.stats is not None and name is not None and exc.code not in _UNKNOWN_TOPIC:
+                    ctx.stats.produce_failed(name)
                 message = exc.message if exc.message != exc.code.name else None
                 parts_out.append(ProducePartitionResult(
                     pdata.index, exc.code, -1, -1, -1, message,
