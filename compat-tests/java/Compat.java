@@ -11,7 +11,10 @@
 //      alter-configs (incrementalAlterConfigs on topics and brokers, then describeConfigs with
 //        synonyms and documentation; "broker" "" is the cluster default),
 //      list-offsets (AdminClient listOffsets of one partition for each named OffsetSpec: earliest,
-//        latest, max-timestamp, earliest-local and latest-tiered (KIP-405/KIP-1005); null for -1).
+//        latest, max-timestamp, earliest-local and latest-tiered (KIP-405/KIP-1005); null for -1),
+//      metadata-quorum (what kafka-metadata-quorum describe --status/--replication asks:
+//        describeCluster and describeMetadataQuorum, through bootstrap.servers or, with
+//        "controllers": true, bootstrap.controllers).
 // Bytes travel as base64. No dependencies beyond kafka-clients (so: a small JSON reader below).
 
 import java.io.*;
@@ -46,6 +49,7 @@ public class Compat {
                 case "admin": result = admin(job); break;
                 case "alter-configs": result = alterConfigs(job); break;
                 case "list-offsets": result = listOffsetsOp(job); break;
+                case "metadata-quorum": result = metadataQuorum(job); break;
                 default: throw new IllegalArgumentException("unknown op " + op);
             }
         } catch (Throwable t) {
@@ -454,6 +458,44 @@ public class Compat {
             }
         }
         return res;
+    }
+
+    // -> {"cluster_id", "controller": id or null, "nodes": [id...], "leader", "epoch",
+    //     "high_watermark", "voters": [{"id", "log_end_offset"}], "observers": [...]}
+    static Object metadataQuorum(Map<String, Object> job) throws Exception {
+        Properties ap = new Properties();
+        if (Boolean.TRUE.equals(job.get("controllers")))
+            ap.put(AdminClientConfig.BOOTSTRAP_CONTROLLERS_CONFIG, job.get("bootstrap"));
+        else
+            ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, job.get("bootstrap"));
+        Map<String, Object> res = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(ap)) {
+            DescribeClusterResult dc = admin.describeCluster();
+            res.put("cluster_id", dc.clusterId().get(30, TimeUnit.SECONDS));
+            Node controller = dc.controller().get(30, TimeUnit.SECONDS);
+            res.put("controller", controller == null ? null : controller.id());
+            List<Object> nodes = new ArrayList<>();
+            for (Node n : dc.nodes().get(30, TimeUnit.SECONDS)) nodes.add(n.id());
+            res.put("nodes", nodes);
+            QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get(30, TimeUnit.SECONDS);
+            res.put("leader", q.leaderId());
+            res.put("epoch", q.leaderEpoch());
+            res.put("high_watermark", q.highWatermark());
+            res.put("voters", replicaStates(q.voters()));
+            res.put("observers", replicaStates(q.observers()));
+        }
+        return res;
+    }
+
+    static List<Object> replicaStates(List<QuorumInfo.ReplicaState> states) {
+        List<Object> out = new ArrayList<>();
+        for (QuorumInfo.ReplicaState r : states) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("id", r.replicaId());
+            m.put("log_end_offset", r.logEndOffset());
+            out.add(m);
+        }
+        return out;
     }
 
     static ConfigResource resource(Map<String, Object> r) {
