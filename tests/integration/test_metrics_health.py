@@ -3,8 +3,8 @@
 * In-process combined nodes: ``/metrics`` moves with produce and fetch, two nodes in one process
   keep their metrics apart, DescribeQuorum sent to the broker listener is forwarded to the
   controller, DescribeCluster on the controller listener lists the controllers.
-* One controller and one broker as processes (``LocalCluster``): the broker's ``/ready`` turns
-  503 when it loses its controller (the controller process is stopped with SIGSTOP past the
+* One controller and one broker as processes (``LocalCluster``): DescribeQuorum through the
+  broker-only node; the broker's ``/ready`` turns 503 when it loses its controller (the controller process is stopped with SIGSTOP past the
   broker session timeout) and 200 again once the controller runs again.
 """
 
@@ -206,6 +206,14 @@ def test_ready_follows_the_broker_losing_and_regaining_its_controller(tmp_path):
         assert controller_metrics[("kafka_controller_kafkacontroller_fencedbrokercount", ())] == 0
         broker_metrics = samples(http_get(ports[BROKER], "/metrics")[1])
         assert broker_metrics[("kafka_server_raftmetrics_current_leader", ())] == CONTROLLER
+
+        # A broker-only node forwards DescribeQuorum to the controller process; the broker
+        # shows as the quorum's observer.
+        resp = trio.run(_send, cluster.broker_address(BROKER)[1], _describe_quorum())
+        part = resp.topics[0].partitions[0]
+        assert part.error_code == 0 and part.leader_id == CONTROLLER
+        assert [v.replica_id for v in part.current_voters] == [CONTROLLER]
+        assert [o.replica_id for o in part.observers] == [BROKER]
 
         pid = cluster.state().node(CONTROLLER).pid
         assert pid is not None
