@@ -8,8 +8,12 @@ name=MessagesInPerSec`` -> ``kafka_server_brokertopicmetrics_messagesin_total``)
 exposes as meters are running totals here (``rate()`` in PromQL makes them rates), with the
 ``PerSec`` dropped and ``_total`` added.
 
-Collectors run on the node's Trio thread (the HTTP handler calls ``generate_latest`` there), so
-they read live structures without locks.
+A scrape has two halves (:class:`SnapshotCollector`): ``snapshot()`` copies the numbers into
+plain tuples, on the node's Trio thread, where the state it reads is never half-changed; and
+``families()`` builds the Prometheus objects from that copy, which the HTTP endpoint does on a
+worker thread. The second half is most of the cost (tens of microseconds per series), and a
+broker with ten thousand partitions has tens of thousands of series: the loop must not pay for
+it.
 """
 
 from __future__ import annotations
@@ -17,14 +21,30 @@ from __future__ import annotations
 import os.path
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import astuple, fields
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from kafkapy.metrics.stats import BrokerTopicStats, RequestStats
+from kafkapy.metrics.stats import BrokerTopicStats, RequestStats, TopicCounters
 
 Source = Callable[[], Any]
+
+
+class SnapshotCollector(Collector):
+    """A collector in two halves: :meth:`snapshot` (cheap; reads live state into plain data)
+    and :meth:`families` (builds the metric families from a snapshot, on any thread)."""
+
+    def snapshot(self) -> Any:
+        raise NotImplementedError
+
+    def families(self, snap: Any) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def collect(self) -> Iterator[Any]:
+        return self.families(self.snapshot())
+
 
 _TOPIC_COUNTERS = (
     ("messagesin", "messages_in", "Records appended by produce requests."),
@@ -35,6 +55,7 @@ _TOPIC_COUNTERS = (
     ("failedproducerequests", "failed_produce_requests", "Produce partitions that failed."),
     ("failedfetchrequests", "failed_fetch_requests", "Consumer fetch partitions that failed."),
 )
+_COUNTER_FIELDS = [f.name for f in fields(TopicCounters)]
 
 # (metric suffix, RemoteLogManager PartitionStats field, is a counter, help).
 _REMOTE_STATS = (
@@ -51,7 +72,7 @@ _REMOTE_STATS = (
 )
 
 
-class TopicMetricsCollector(Collector):
+class TopicMetricsCollector(SnapshotCollector):
     """``kafka.server:type=BrokerTopicMetrics``, per topic; the tiered-storage ones from the
     RemoteLogManager's counters when tiering is on."""
 
@@ -59,39 +80,49 @@ class TopicMetricsCollector(Collector):
         self.stats = stats
         self.remote = remote
 
-    def collect(self) -> Iterator[Any]:
-        prefix = "kafka_server_brokertopicmetrics_"
-        topics = sorted(self.stats.topics.items())
-        for suffix, attr, doc in _TOPIC_COUNTERS:
-            family = CounterMetricFamily(prefix + suffix, doc, labels=["topic"])
-            for topic, counters in topics:
-                family.add_metric([topic], getattr(counters, attr))
-            yield family
+    def snapshot(self) -> tuple[list[tuple[str, tuple[int, ...]]], dict[str, Counter[str]] | None]:
+        topics = sorted((topic, astuple(c)) for topic, c in self.stats.topics.items())
         rlm = self.remote()
         if rlm is None:
-            return
+            return topics, None
         per_topic: dict[str, Counter[str]] = {}
         for row in rlm.status()["partitions"].values():
             totals = per_topic.setdefault(row["topic"], Counter())
             for _, field, _, _ in _REMOTE_STATS:
                 totals[field] += int(row.get(field, 0))
+        return topics, per_topic
+
+    def families(self, snap: Any) -> Iterator[Any]:
+        topics, remote = snap
+        prefix = "kafka_server_brokertopicmetrics_"
+        for suffix, attr, doc in _TOPIC_COUNTERS:
+            family = CounterMetricFamily(prefix + suffix, doc, labels=["topic"])
+            i = _COUNTER_FIELDS.index(attr)
+            for topic, values in topics:
+                family.add_metric([topic], values[i])
+            yield family
+        if remote is None:
+            return
         for suffix, field, is_counter, doc in _REMOTE_STATS:
             cls = CounterMetricFamily if is_counter else GaugeMetricFamily
             family = cls(prefix + suffix, doc, labels=["topic"])
-            for topic in sorted(per_topic):
-                family.add_metric([topic], per_topic[topic][field])
+            for topic in sorted(remote):
+                family.add_metric([topic], remote[topic][field])
             yield family
 
 
-class RequestMetricsCollector(Collector):
+class RequestMetricsCollector(SnapshotCollector):
     """``kafka.network:type=RequestMetrics``: requests, errors and total time per API."""
 
     def __init__(self, stats: RequestStats) -> None:
         self.stats = stats
 
-    def collect(self) -> Iterator[Any]:
+    def snapshot(self) -> list[tuple[str, int, int, list[tuple[str, int]], float]]:
+        return [(api, c.requests, c.errors, self.stats.cumulative(api), c.time_sum)
+                for api, c in sorted(self.stats.apis.items())]
+
+    def families(self, snap: Any) -> Iterator[Any]:
         prefix = "kafka_network_requestmetrics_"
-        apis = sorted(self.stats.apis.items())
         requests = CounterMetricFamily(prefix + "requests", "Requests handled, per API.",
                                        labels=["request"])
         errors = CounterMetricFamily(prefix + "errors", "Requests that failed as a whole "
@@ -100,16 +131,16 @@ class RequestMetricsCollector(Collector):
         times = HistogramMetricFamily(prefix + "totaltime_seconds", "Time from the start of "
                                       "handling to the response being ready (Kafka's "
                                       "TotalTimeMs, in seconds).", labels=["request"])
-        for api, counters in apis:
-            requests.add_metric([api], counters.requests)
-            errors.add_metric([api], counters.errors)
-            times.add_metric([api], self.stats.cumulative(api), sum_value=counters.time_sum)
+        for api, count, failed, buckets, total in snap:
+            requests.add_metric([api], count)
+            errors.add_metric([api], failed)
+            times.add_metric([api], buckets, sum_value=total)
         yield requests
         yield errors
         yield times
 
 
-class ReplicaManagerCollector(Collector):
+class ReplicaManagerCollector(SnapshotCollector):
     """``kafka.server:type=ReplicaManager`` and the per-partition ``kafka.log:type=Log``
     gauges of the replicas this broker hosts."""
 
@@ -118,62 +149,68 @@ class ReplicaManagerCollector(Collector):
         self.node_id = node_id
         self.offline_dirs = offline_dirs
 
-    def collect(self) -> Iterator[Any]:
+    def snapshot(self) -> tuple[dict[str, int], list[tuple[str, str, int, int, int, int]]] | None:
         replicas = self.replicas()
         if replicas is None:
-            return
-        prefix = "kafka_server_replicamanager_"
+            return None
         offline = set(self.offline_dirs() or ())
         partitions = leaders = under = offline_replicas = under_min_isr = 0
-        log_prefix = "kafka_log_log_"
-        labels = ["topic", "partition"]
-        size = GaugeMetricFamily(log_prefix + "size", "Bytes of the partition's local log.", labels=labels)
-        end = GaugeMetricFamily(log_prefix + "logendoffset", "The offset after the last record.",
-                                labels=labels)
-        start = GaugeMetricFamily(log_prefix + "logstartoffset", "The first offset still readable.",
-                                  labels=labels)
-        segments = GaugeMetricFamily(log_prefix + "numlogsegments", "Local segments of the log.",
-                                     labels=labels)
+        rows = []
         for hosted in replicas.partitions():
             partitions += 1
             plog = hosted.log
-            if offline and _parent(plog.dir) in offline:
+            if offline and os.path.dirname(os.path.normpath(plog.dir)) in offline:
                 offline_replicas += 1
                 continue
             if hosted.is_leader(self.node_id):
                 leaders += 1
-                if len(hosted.isr) < len(hosted.replicas):
+                isr = len(hosted.isr)
+                if isr < len(hosted.replicas):
                     under += 1
-                min_isr = getattr(getattr(plog, "config", None), "min_insync_replicas", 1)
-                if len(hosted.isr) < min_isr:
+                if isr < getattr(getattr(plog, "config", None), "min_insync_replicas", 1):
                     under_min_isr += 1
-            key = [hosted.topic, str(hosted.index)]
-            size.add_metric(key, plog.size_in_bytes)
-            end.add_metric(key, plog.log_end_offset)
-            start.add_metric(key, plog.whole_log_start_offset)
-            segments.add_metric(key, len(plog.segments))
-        offline_replicas += len(getattr(replicas, "_retry", ()))
-        for name, value, doc in (
-            ("partitioncount", partitions, "Partitions with a replica on this broker."),
-            ("leadercount", leaders, "Partitions this broker leads."),
-            ("underreplicatedpartitions", under, "Led partitions whose ISR is smaller than the replica set."),
-            ("underminisrpartitioncount", under_min_isr, "Led partitions whose ISR is below min.insync.replicas."),
-            ("offlinereplicacount", offline_replicas, "Replicas on offline log dirs or whose log would not open."),
-        ):
-            yield GaugeMetricFamily(prefix + name, doc, value=value)
-        yield size
-        yield end
-        yield start
-        yield segments
+            rows.append((hosted.topic, str(hosted.index), plog.size_in_bytes, plog.log_end_offset,
+                         plog.whole_log_start_offset, len(plog.segments)))
+        counts = {
+            "partitioncount": partitions, "leadercount": leaders,
+            "underreplicatedpartitions": under, "underminisrpartitioncount": under_min_isr,
+            # Partitions whose log would not open are retried by the replica manager.
+            "offlinereplicacount": offline_replicas + len(getattr(replicas, "_retry", ())),
+            "offlinelogdirectorycount": len(offline),
+        }
+        return counts, rows
+
+    _DOCS = (
+        ("partitioncount", "Partitions with a replica on this broker."),
+        ("leadercount", "Partitions this broker leads."),
+        ("underreplicatedpartitions", "Led partitions whose ISR is smaller than the replica set."),
+        ("underminisrpartitioncount", "Led partitions whose ISR is below min.insync.replicas."),
+        ("offlinereplicacount", "Replicas on offline log dirs or whose log would not open."),
+    )
+    _LOG_GAUGES = (
+        ("size", "Bytes of the partition's local log."),
+        ("logendoffset", "The offset after the last record."),
+        ("logstartoffset", "The first offset still readable."),
+        ("numlogsegments", "Local segments of the log."),
+    )
+
+    def families(self, snap: Any) -> Iterator[Any]:
+        if snap is None:
+            return
+        counts, rows = snap
+        for name, doc in self._DOCS:
+            yield GaugeMetricFamily("kafka_server_replicamanager_" + name, doc, value=counts[name])
+        for i, (name, doc) in enumerate(self._LOG_GAUGES):
+            family = GaugeMetricFamily("kafka_log_log_" + name, doc, labels=["topic", "partition"])
+            for row in rows:
+                family.add_metric(row[:2], row[2 + i])
+            yield family
         yield GaugeMetricFamily("kafka_log_logmanager_offlinelogdirectorycount",
-                                "Log dirs taken offline by a storage fault.", value=len(offline))
+                                "Log dirs taken offline by a storage fault.",
+                                value=counts["offlinelogdirectorycount"])
 
 
-def _parent(path: str) -> str:
-    return os.path.dirname(os.path.normpath(path))
-
-
-class BrokerStateCollector(Collector):
+class BrokerStateCollector(SnapshotCollector):
     """``kafka.server:type=KafkaServer,name=BrokerState`` (Kafka's BrokerState numbers) and the
     broker's metadata progress."""
 
@@ -181,52 +218,65 @@ class BrokerStateCollector(Collector):
         self.lifecycle = lifecycle
         self.applied_offset = applied_offset
 
-    def collect(self) -> Iterator[Any]:
+    def snapshot(self) -> tuple[int, int, int | None]:
         lifecycle = self.lifecycle()
         state = 0 if lifecycle is None else int(lifecycle.state)
+        fenced = 1 if lifecycle is None or lifecycle.fenced or lifecycle.contact_lost else 0
+        return state, fenced, self.applied_offset()
+
+    def families(self, snap: Any) -> Iterator[Any]:
+        state, fenced, offset = snap
         yield GaugeMetricFamily("kafka_server_kafkaserver_brokerstate",
                                 "0 not running, 1 starting, 2 recovery, 3 running, 6 pending "
                                 "controlled shutdown, 7 shutting down.", value=state)
-        fenced = 1 if lifecycle is None or lifecycle.fenced or lifecycle.contact_lost else 0
         yield GaugeMetricFamily("kafkapy_broker_fenced", "1 while the broker is fenced or has "
                                 "lost contact with the controllers.", value=fenced)
-        offset = self.applied_offset()
         if offset is not None:
             yield GaugeMetricFamily("kafka_server_brokermetadatametrics_last_applied_record_offset",
                                     "Offset of the last metadata record this broker applied.",
                                     value=offset)
 
 
-class GroupCoordinatorCollector(Collector):
+_GROUP_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty", "Dead")
+
+
+class GroupCoordinatorCollector(SnapshotCollector):
     """``kafka.coordinator.group:type=GroupMetadataManager`` and, per group this broker
     coordinates, its members and generation."""
 
     def __init__(self, groups: Source) -> None:
         self.groups = groups
 
-    def collect(self) -> Iterator[Any]:
+    def snapshot(self) -> tuple[list[tuple[str, str, int, int]], int] | None:
         coordinator = self.groups()
         if coordinator is None:
+            return None
+        rows, offsets = [], 0
+        for _, group in coordinator.groups():
+            offsets += len(group.offsets)
+            rows.append((group.group_id, group.state.value, len(group.members), group.generation))
+        rows.sort()
+        return rows, offsets
+
+    def families(self, snap: Any) -> Iterator[Any]:
+        if snap is None:
             return
+        rows, offsets = snap
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
-        by_state: Counter[str] = Counter()
-        offsets = 0
         members = GaugeMetricFamily("kafka_coordinator_group_members",
                                     "Members of each group this broker coordinates.",
                                     labels=["group", "state"])
         generation = GaugeMetricFamily("kafka_coordinator_group_generation",
                                        "Generation of each group this broker coordinates.",
                                        labels=["group"])
-        groups = sorted(((g.group_id, g) for _, g in coordinator.groups()), key=lambda p: p[0])
-        for group_id, group in groups:
-            state = group.state.value
+        by_state: Counter[str] = Counter()
+        for group_id, state, count, gen in rows:
             by_state[state] += 1
-            offsets += len(group.offsets)
-            members.add_metric([group_id, state], len(group.members))
-            generation.add_metric([group_id], group.generation)
+            members.add_metric([group_id, state], count)
+            generation.add_metric([group_id], gen)
         yield GaugeMetricFamily(prefix + "numgroups", "Groups this broker coordinates.",
-                                value=len(groups))
-        for state in ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty", "Dead"):
+                                value=len(rows))
+        for state in _GROUP_STATES:
             yield GaugeMetricFamily(prefix + "numgroups" + state.lower(),
                                     f"Groups in state {state}.", value=by_state[state])
         yield GaugeMetricFamily(prefix + "numoffsets", "Committed offsets held.", value=offsets)
@@ -234,36 +284,34 @@ class GroupCoordinatorCollector(Collector):
         yield generation
 
 
-class ControllerCollector(Collector):
+class ControllerCollector(SnapshotCollector):
     """``kafka.controller:type=KafkaController``: what the active controller knows; the other
     controllers report 0 for all but the active count, as in Kafka."""
 
     def __init__(self, controller: Source, is_active: Callable[[], bool]) -> None:
         self.controller = controller
         self.is_active = is_active
+        # Images are immutable: the walk over every partition runs once per new image.
+        self._counted: tuple[Any, tuple[int, int, int, int, int]] | None = None
 
-    def collect(self) -> Iterator[Any]:
+    def snapshot(self) -> tuple[int, tuple[int, int, int, int, int]] | None:
         controller = self.controller()
         if controller is None:
+            return None
+        if not self.is_active():
+            return 0, (0, 0, 0, 0, 0)
+        image = controller.image
+        if self._counted is None or self._counted[0] is not image:
+            self._counted = image, _count_image(image)
+        return 1, self._counted[1]
+
+    def families(self, snap: Any) -> Iterator[Any]:
+        if snap is None:
             return
+        active, (offline, fenced, unfenced, topics, partitions) = snap
         prefix = "kafka_controller_kafkacontroller_"
-        active = self.is_active()
-        fenced = unfenced = topics = partitions = offline = 0
-        if active:
-            image = controller.image
-            for reg in image.cluster.brokers.values():
-                if reg.fenced:
-                    fenced += 1
-                else:
-                    unfenced += 1
-            for topic in image.topics.by_id.values():
-                topics += 1
-                for reg in topic.partitions.values():
-                    partitions += 1
-                    if reg.leader < 0:
-                        offline += 1
         for name, value, doc in (
-            ("activecontrollercount", int(active), "1 on the active controller, else 0."),
+            ("activecontrollercount", active, "1 on the active controller, else 0."),
             ("offlinepartitionscount", offline, "Partitions without a leader."),
             ("fencedbrokercount", fenced, "Registered brokers that are fenced."),
             ("activebrokercount", unfenced, "Registered brokers that are not fenced."),
@@ -273,32 +321,53 @@ class ControllerCollector(Collector):
             yield GaugeMetricFamily(prefix + name, doc, value=value)
 
 
-class RaftCollector(Collector):
+def _count_image(image: Any) -> tuple[int, int, int, int, int]:
+    """(offline partitions, fenced brokers, unfenced brokers, topics, partitions)."""
+    fenced = sum(1 for reg in image.cluster.brokers.values() if reg.fenced)
+    unfenced = len(image.cluster.brokers) - fenced
+    topics = partitions = offline = 0
+    for topic in image.topics.by_id.values():
+        topics += 1
+        for reg in topic.partitions.values():
+            partitions += 1
+            if reg.leader < 0:
+                offline += 1
+    return offline, fenced, unfenced, topics, partitions
+
+
+class RaftCollector(SnapshotCollector):
     """``kafka.server:type=raft-metrics``: this node's view of the metadata quorum."""
 
     def __init__(self, replica: Source) -> None:
         self.replica = replica
 
-    def collect(self) -> Iterator[Any]:
-        replica = self.replica()
-        if replica is None:
+    def snapshot(self) -> tuple[int, int, int, int, int, str] | None:
+        r = self.replica()
+        if r is None:
+            return None
+        return (r.leader_id, r.epoch, r.voted_id, r.high_watermark, r.log_end_offset,
+                str(getattr(r.role, "value", r.role)))
+
+    def families(self, snap: Any) -> Iterator[Any]:
+        if snap is None:
             return
+        leader, epoch, vote, hw, leo, role = snap
         prefix = "kafka_server_raftmetrics_"
         for name, value, doc in (
-            ("current_leader", replica.leader_id, "The quorum leader's id, -1 when unknown."),
-            ("current_epoch", replica.epoch, "The quorum epoch."),
-            ("current_vote", replica.voted_id, "The voter this node voted for in this epoch, -1 if none."),
-            ("high_watermark", replica.high_watermark, "The committed end of the metadata log."),
-            ("log_end_offset", replica.log_end_offset, "The end of this node's metadata log."),
+            ("current_leader", leader, "The quorum leader's id, -1 when unknown."),
+            ("current_epoch", epoch, "The quorum epoch."),
+            ("current_vote", vote, "The voter this node voted for in this epoch, -1 if none."),
+            ("high_watermark", hw, "The committed end of the metadata log."),
+            ("log_end_offset", leo, "The end of this node's metadata log."),
         ):
             yield GaugeMetricFamily(prefix + name, doc, value=value)
         state = GaugeMetricFamily(prefix + "current_state", "1 for this node's Raft role.",
                                   labels=["state"])
-        state.add_metric([str(getattr(replica.role, "value", replica.role))], 1)
+        state.add_metric([role], 1)
         yield state
 
 
 __all__ = [
     "BrokerStateCollector", "ControllerCollector", "GroupCoordinatorCollector", "RaftCollector",
-    "ReplicaManagerCollector", "RequestMetricsCollector", "TopicMetricsCollector",
+    "ReplicaManagerCollector", "RequestMetricsCollector", "SnapshotCollector", "TopicMetricsCollector",
 ]

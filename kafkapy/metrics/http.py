@@ -1,25 +1,28 @@
 """The node's HTTP endpoint: ``/metrics`` (Prometheus text format), ``/health`` and ``/ready``.
 
-A deliberately small HTTP/1.1 server on the node's Trio loop, one request per connection: the
-scrape runs the collectors on the loop, between requests, so they read the node's state without
-locks (a server thread would read dicts the loop is changing). Requests are bounded in size and
-time, so a slow or hostile client costs one task and nothing else.
+A deliberately small HTTP/1.1 server on the node's Trio loop, one request per connection. A
+scrape copies the numbers on the loop, between requests, so they are read without locks and
+consistently (a server thread would read dicts the loop is changing), and builds the text on a
+worker thread, which is most of its cost. Requests are bounded in size and time, so a slow or
+hostile client costs one task and nothing else.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import trio
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
 
+from kafkapy.metrics.collectors import SnapshotCollector
 from kafkapy.metrics.health import ReadinessReport
 
 log = logging.getLogger("kafkapy.metrics")
@@ -50,21 +53,42 @@ class MetricsListener:
         return cls(url.hostname, port)
 
 
-class HealthEndpoint:
-    """Answers ``/metrics`` from ``registry``, ``/health`` (200 while the process serves) and
-    ``/ready`` (200 or 503 with a JSON body, from ``readiness``)."""
+class _Copied(Collector):
+    """The families of collectors' snapshots taken earlier (what a worker thread renders)."""
 
-    def __init__(self, registry: CollectorRegistry, readiness: Callable[[], ReadinessReport]) -> None:
-        self.registry = registry
+    def __init__(self, snapshots: list[tuple[SnapshotCollector, Any]]) -> None:
+        self.snapshots = snapshots
+
+    def collect(self) -> Iterator[Any]:
+        for collector, snap in self.snapshots:
+            yield from collector.families(snap)
+
+
+def render(snapshots: list[tuple[SnapshotCollector, Any]]) -> bytes:
+    """Prometheus' text format of collectors' snapshots."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Copied(snapshots))
+    return generate_latest(registry)
+
+
+class HealthEndpoint:
+    """Answers ``/metrics`` from ``collectors``, ``/health`` (200 while the process serves)
+    and ``/ready`` (200 or 503 with a JSON body, from ``readiness``)."""
+
+    def __init__(self, collectors: Sequence[SnapshotCollector],
+                 readiness: Callable[[], ReadinessReport]) -> None:
+        self.collectors = list(collectors)
         self.readiness = readiness
 
-    def respond(self, method: str, target: str) -> tuple[int, str, bytes]:
+    async def respond(self, method: str, target: str) -> tuple[int, str, bytes]:
         """(status, content type, body) for one request."""
         path = urlsplit(target).path
         if method not in ("GET", "HEAD"):
             return 405, "text/plain; charset=utf-8", b"only GET and HEAD\n"
         if path in ("/metrics", "/"):
-            return 200, CONTENT_TYPE_LATEST, generate_latest(self.registry)
+            snapshots = [(c, c.snapshot()) for c in self.collectors]
+            body = await trio.to_thread.run_sync(render, snapshots)
+            return 200, CONTENT_TYPE_LATEST, body
         if path == "/health":
             return 200, "application/json", b'{"status":"up"}\n'
         if path == "/ready":
@@ -85,7 +109,7 @@ class HealthEndpoint:
                     await _send(stream, 400, "text/plain; charset=utf-8", b"bad request\n", True)
                     return
                 try:
-                    status, ctype, body = self.respond(method, target)
+                    status, ctype, body = await self.respond(method, target)
                 except Exception:  # a collector bug must not take the endpoint down
                     log.exception("Answering %s %s failed", method, target)
                     status, ctype, body = 500, "text/plain; charset=utf-8", b"internal error\n"

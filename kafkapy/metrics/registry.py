@@ -18,6 +18,7 @@ from kafkapy.metrics.collectors import (
     RaftCollector,
     ReplicaManagerCollector,
     RequestMetricsCollector,
+    SnapshotCollector,
     TopicMetricsCollector,
 )
 from kafkapy.metrics.health import Readiness
@@ -38,20 +39,25 @@ class NodeMetrics:
         self.node = node
         self.topics = BrokerTopicStats()
         self.requests = RequestStats()
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(RequestMetricsCollector(self.requests))
-        self.registry.register(RaftCollector(lambda: getattr(node, "replica", None)))
+        collectors: list[SnapshotCollector] = [
+            RequestMetricsCollector(self.requests),
+            RaftCollector(lambda: getattr(node, "replica", None)),
+        ]
         if node.is_broker:
-            self.registry.register(TopicMetricsCollector(
-                self.topics, lambda: getattr(node, "remote_log_manager", None)))
-            self.registry.register(ReplicaManagerCollector(
-                lambda: getattr(node, "replicas", None), node.node_id, self._offline_dirs))
-            self.registry.register(BrokerStateCollector(
-                lambda: node.lifecycle, self._applied_offset))
-            self.registry.register(GroupCoordinatorCollector(lambda: getattr(node, "groups", None)))
+            collectors += [
+                TopicMetricsCollector(self.topics, lambda: getattr(node, "remote_log_manager", None)),
+                ReplicaManagerCollector(lambda: getattr(node, "replicas", None), node.node_id,
+                                        self._offline_dirs),
+                BrokerStateCollector(lambda: node.lifecycle, self._applied_offset),
+                GroupCoordinatorCollector(lambda: getattr(node, "groups", None)),
+            ]
         if node.is_controller:
-            self.registry.register(ControllerCollector(lambda: node.controller,
-                                                       node.is_active_controller))
+            collectors.append(ControllerCollector(lambda: node.controller, node.is_active_controller))
+        #: This node's registry (never the process-wide default one): generate_latest(registry)
+        #: in-process; the HTTP endpoint renders the same collectors off the event loop.
+        self.registry = CollectorRegistry(auto_describe=False)
+        for collector in collectors:
+            self.registry.register(collector)
         self.readiness = Readiness(
             node_id=node.node_id, is_broker=node.is_broker, is_controller=node.is_controller,
             started=node._started.is_set, lifecycle=lambda: node.lifecycle,
@@ -59,7 +65,7 @@ class NodeMetrics:
             applied_end=lambda: node.driver.committed_end if hasattr(node, "driver") else -1,
             all_log_dirs_offline=self._all_dirs_offline,
         )
-        self.endpoint = HealthEndpoint(self.registry, self.readiness.report)
+        self.endpoint = HealthEndpoint(collectors, self.readiness.report)
 
     def listener(self) -> MetricsListener | None:
         """The configured HTTP listener, or None when the endpoint is off (raises ValueError

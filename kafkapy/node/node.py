@@ -585,6 +585,8 @@ class Node:
                 rlm.on_metadata_update(update)
             except Exception:  # tiering must not stop the broker following its metadata
                 log.exception("Tiered storage could not follow metadata offset %d", update.image.offset)
+        for name in update.deleted_topics.values():
+            self.metrics.topics.forget(name)  # a deleted topic's series go with it
         groups = getattr(self, "groups", None)
         if groups is not None and update.topic_touched(OFFSETS_TOPIC):
             groups.on_image(update.image)

@@ -271,22 +271,25 @@ def _endpoint(ready: bool) -> HealthEndpoint:
     from kafkapy.metrics.health import ReadinessReport
     stats = RequestStats()
     stats.observe("Produce", 0.001)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(RequestMetricsCollector(stats))
-    return HealthEndpoint(registry, lambda: ReadinessReport(ready, [] if ready else ["the broker is fenced"]))
+    return HealthEndpoint([RequestMetricsCollector(stats)],
+                          lambda: ReadinessReport(ready, [] if ready else ["the broker is fenced"]))
+
+
+def _respond(ready: bool, method: str, path: str) -> tuple[int, str, bytes]:
+    return trio.run(_endpoint(ready).respond, method, path)
 
 
 def test_endpoint_answers():
-    status, ctype, body = _endpoint(True).respond("GET", "/metrics")
+    status, ctype, body = _respond(True, "GET", "/metrics")
     assert status == 200 and ctype.startswith("text/plain")
     assert b'kafka_network_requestmetrics_requests_total{request="Produce"} 1.0' in body
-    assert _endpoint(True).respond("GET", "/health")[0] == 200
-    assert _endpoint(True).respond("GET", "/ready?verbose=1")[0] == 200
-    status, ctype, body = _endpoint(False).respond("GET", "/ready")
+    assert _respond(True, "GET", "/health")[0] == 200
+    assert _respond(True, "GET", "/ready?verbose=1")[0] == 200
+    status, ctype, body = _respond(False, "GET", "/ready")
     assert status == 503 and ctype == "application/json"
     assert json.loads(body) == {"ready": False, "reasons": ["the broker is fenced"]}
-    assert _endpoint(True).respond("GET", "/nope")[0] == 404
-    assert _endpoint(True).respond("POST", "/metrics")[0] == 405
+    assert _respond(True, "GET", "/nope")[0] == 404
+    assert _respond(True, "POST", "/metrics")[0] == 405
 
 
 def _exchange(endpoint: HealthEndpoint, request: bytes) -> bytes:

@@ -70,8 +70,9 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                 # records is a writable view into the request frame: validated, rewritten in
                 # place (offsets, epoch) and written to the segment without a copy.
                 result = ctx.replicas.append(hosted, records, now_ms=now_ms)
-                if ctx.stats is not None:
-                    ctx.stats.produced(name, result.last_offset - result.first_offset + 1, len(records))
+                if ctx.stats is not None and not result.duplicate:
+                    # (A retried batch the log already has is acknowledged, not appended again.)
+                    ctx.stats.produced(name, result.record_count, len(records))
                 if acks == -1:
                     waiting.append((parts_out, len(parts_out), hosted, result.last_offset + 1))
                 parts_out.append(ProducePartitionResult(
