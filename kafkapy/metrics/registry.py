@@ -15,6 +15,7 @@ from kafkapy.metrics.collectors import (
     BrokerStateCollector,
     ControllerCollector,
     GroupCoordinatorCollector,
+    ProcessMetricsCollector,
     RaftCollector,
     ReplicaManagerCollector,
     RequestMetricsCollector,
@@ -42,6 +43,7 @@ class NodeMetrics:
         collectors: list[SnapshotCollector] = [
             RequestMetricsCollector(self.requests),
             RaftCollector(lambda: getattr(node, "replica", None)),
+            ProcessMetricsCollector(),
         ]
         if node.is_broker:
             collectors += [

@@ -353,3 +353,29 @@ def test_json_log_lines():
 def test_server_refuses_an_unknown_log_level(capsys):
     assert main(["server", "--log-level", "kafkapy.log=LOUD"]) == 2
     assert "unknown level" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("version, body, label", [
+    (12, SimpleNamespace(replica_id=-1), "FetchConsumer"),
+    (12, SimpleNamespace(replica_id=0), "FetchFollower"),
+    (15, SimpleNamespace(replica_state=SimpleNamespace(replica_id=2)), "FetchFollower"),
+    (15, SimpleNamespace(replica_state=None), "FetchConsumer"),
+])
+def test_fetches_also_count_as_consumer_or_follower_fetches(version, body, label):
+    class Inner:
+        versions = None
+
+        async def handle(self, request, conn):
+            return None
+
+    stats = RequestStats()
+    request = SimpleNamespace(api_key=1, api_version=version, body=body)
+    trio.run(MeteredDispatcher(Inner(), stats).handle, request, None)
+    assert {api: c.requests for api, c in stats.apis.items()} == {"Fetch": 1, label: 1}
+
+
+def test_process_series_come_from_a_private_registry():
+    from kafkapy.metrics.collectors import ProcessMetricsCollector
+    got = scrape(ProcessMetricsCollector(), ProcessMetricsCollector())
+    assert got[("process_open_fds", ())] > 0
+    assert any(name == "python_info" for name, _ in got)
