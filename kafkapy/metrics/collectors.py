@@ -28,7 +28,7 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from kafkapy.metrics.stats import BrokerTopicStats, RequestStats, TopicCounters
+from kafkapy.metrics.stats import BrokerTopicStats, ConnectionStats, RequestStats, TopicCounters
 
 Source = Callable[[], Any]
 
@@ -139,6 +139,28 @@ class RequestMetricsCollector(SnapshotCollector):
         yield requests
         yield errors
         yield times
+
+
+class SocketServerCollector(SnapshotCollector):
+    """``kafka.server:type=socket-server-metrics``: connections per listener."""
+
+    def __init__(self, stats: ConnectionStats) -> None:
+        self.stats = stats
+
+    def snapshot(self) -> list[tuple[str, int, int]]:
+        return sorted((name, now, total) for name, (now, total) in self.stats.listeners.items())
+
+    def families(self, snap: Any) -> Iterator[Any]:
+        prefix = "kafka_server_socketservermetrics_"
+        count = GaugeMetricFamily(prefix + "connection_count", "Open connections.",
+                                  labels=["listener"])
+        created = CounterMetricFamily(prefix + "connection_creation", "Connections accepted.",
+                                      labels=["listener"])
+        for name, now, total in snap:
+            count.add_metric([name], now)
+            created.add_metric([name], total)
+        yield count
+        yield created
 
 
 class ReplicaManagerCollector(SnapshotCollector):
@@ -289,51 +311,65 @@ class ControllerCollector(SnapshotCollector):
     """``kafka.controller:type=KafkaController``: what the active controller knows; the other
     controllers report 0 for all but the active count, as in Kafka."""
 
-    def __init__(self, controller: Source, is_active: Callable[[], bool]) -> None:
+    def __init__(self, controller: Source, is_active: Callable[[], bool],
+                 committed_end: Callable[[], int] = lambda: 0) -> None:
         self.controller = controller
         self.is_active = is_active
+        self.committed_end = committed_end
         # Images are immutable: the walk over every partition runs once per new image.
-        self._counted: tuple[Any, tuple[int, int, int, int, int]] | None = None
+        self._counted: tuple[Any, tuple[int, ...]] | None = None
 
-    def snapshot(self) -> tuple[int, tuple[int, int, int, int, int]] | None:
+    def snapshot(self) -> tuple[int, tuple[int, ...], int, int] | None:
         controller = self.controller()
         if controller is None:
             return None
+        applied, committed = controller.last_applied_offset, self.committed_end() - 1
         if not self.is_active():
-            return 0, (0, 0, 0, 0, 0)
+            return 0, (0,) * len(_IMAGE_COUNTS), applied, committed
         image = controller.image
         if self._counted is None or self._counted[0] is not image:
             self._counted = image, _count_image(image)
-        return 1, self._counted[1]
+        return 1, self._counted[1], applied, committed
 
     def families(self, snap: Any) -> Iterator[Any]:
         if snap is None:
             return
-        active, (offline, fenced, unfenced, topics, partitions) = snap
+        active, counts, applied, committed = snap
         prefix = "kafka_controller_kafkacontroller_"
-        for name, value, doc in (
-            ("activecontrollercount", active, "1 on the active controller, else 0."),
-            ("offlinepartitionscount", offline, "Partitions without a leader."),
-            ("fencedbrokercount", fenced, "Registered brokers that are fenced."),
-            ("activebrokercount", unfenced, "Registered brokers that are not fenced."),
-            ("globaltopiccount", topics, "Topics in the cluster."),
-            ("globalpartitioncount", partitions, "Partitions in the cluster."),
-        ):
+        yield GaugeMetricFamily(prefix + "activecontrollercount", "1 on the active controller, else 0.",
+                                value=active)
+        for (name, doc), value in zip(_IMAGE_COUNTS, counts):
             yield GaugeMetricFamily(prefix + name, doc, value=value)
+        yield GaugeMetricFamily(prefix + "lastappliedrecordoffset",
+                                "The last metadata record this controller replayed.", value=applied)
+        yield GaugeMetricFamily(prefix + "lastcommittedrecordoffset",
+                                "The last metadata record the quorum committed.", value=committed)
 
 
-def _count_image(image: Any) -> tuple[int, int, int, int, int]:
-    """(offline partitions, fenced brokers, unfenced brokers, topics, partitions)."""
+_IMAGE_COUNTS = (
+    ("offlinepartitionscount", "Partitions without a leader."),
+    ("preferredreplicaimbalancecount", "Partitions whose leader is not their first replica."),
+    ("fencedbrokercount", "Registered brokers that are fenced."),
+    ("activebrokercount", "Registered brokers that are not fenced."),
+    ("globaltopiccount", "Topics in the cluster."),
+    ("globalpartitioncount", "Partitions in the cluster."),
+)
+
+
+def _count_image(image: Any) -> tuple[int, ...]:
+    """The ``_IMAGE_COUNTS`` of one metadata image, in that order."""
     fenced = sum(1 for reg in image.cluster.brokers.values() if reg.fenced)
     unfenced = len(image.cluster.brokers) - fenced
-    topics = partitions = offline = 0
+    topics = partitions = offline = imbalanced = 0
     for topic in image.topics.by_id.values():
         topics += 1
         for reg in topic.partitions.values():
             partitions += 1
             if reg.leader < 0:
                 offline += 1
-    return offline, fenced, unfenced, topics, partitions
+            elif reg.replicas and reg.leader != reg.replicas[0]:
+                imbalanced += 1
+    return offline, imbalanced, fenced, unfenced, topics, partitions
 
 
 class RaftCollector(SnapshotCollector):
@@ -389,5 +425,6 @@ class ProcessMetricsCollector(SnapshotCollector):
 
 __all__ = [
     "BrokerStateCollector", "ProcessMetricsCollector", "ControllerCollector", "GroupCoordinatorCollector", "RaftCollector",
-    "ReplicaManagerCollector", "RequestMetricsCollector", "SnapshotCollector", "TopicMetricsCollector",
+    "ReplicaManagerCollector", "RequestMetricsCollector", "SnapshotCollector", "SocketServerCollector",
+    "TopicMetricsCollector",
 ]

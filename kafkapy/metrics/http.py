@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from kafkapy.metrics.collectors import SnapshotCollector
 from kafkapy.metrics.health import ReadinessReport
+from kafkapy.net.server import ListenError
 
 log = logging.getLogger("kafkapy.metrics")
 
@@ -146,7 +147,10 @@ async def _send(stream: trio.abc.Stream, status: int, ctype: str, body: bytes, w
 async def serve_http(endpoint: HealthEndpoint, listener: MetricsListener, *,
                      task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``endpoint`` on ``listener`` until cancelled; reports the bound port."""
-    listeners = await trio.open_tcp_listeners(listener.port, host=listener.host)
+    try:
+        listeners = await trio.open_tcp_listeners(listener.port, host=listener.host)
+    except OSError as exc:
+        raise ListenError("kafkapy.metrics.listener", listener.host, listener.port, exc) from None
     async with trio.open_nursery() as nursery:
         await nursery.start(partial(trio.serve_listeners, endpoint.serve_connection, listeners,
                                     handler_nursery=nursery))

@@ -20,12 +20,13 @@ from kafkapy.metrics.collectors import (
     ReplicaManagerCollector,
     RequestMetricsCollector,
     SnapshotCollector,
+    SocketServerCollector,
     TopicMetricsCollector,
 )
 from kafkapy.metrics.health import Readiness
 from kafkapy.metrics.http import HealthEndpoint, MetricsListener, serve_http
 from kafkapy.metrics.requests import MeteredDispatcher
-from kafkapy.metrics.stats import BrokerTopicStats, RequestStats
+from kafkapy.metrics.stats import BrokerTopicStats, ConnectionStats, RequestStats
 
 #: The config key naming the HTTP endpoint (unset or empty: no endpoint).
 LISTENER_CONFIG = "kafkapy.metrics.listener"
@@ -40,8 +41,10 @@ class NodeMetrics:
         self.node = node
         self.topics = BrokerTopicStats()
         self.requests = RequestStats()
+        self.connections = ConnectionStats()
         collectors: list[SnapshotCollector] = [
             RequestMetricsCollector(self.requests),
+            SocketServerCollector(self.connections),
             RaftCollector(lambda: getattr(node, "replica", None)),
             ProcessMetricsCollector(),
         ]
@@ -54,7 +57,9 @@ class NodeMetrics:
                 GroupCoordinatorCollector(lambda: getattr(node, "groups", None)),
             ]
         if node.is_controller:
-            collectors.append(ControllerCollector(lambda: node.controller, node.is_active_controller))
+            collectors.append(ControllerCollector(
+                lambda: node.controller, node.is_active_controller,
+                lambda: node.driver.high_watermark if hasattr(node, "driver") else 0))
         #: This node's registry (never the process-wide default one): generate_latest(registry)
         #: in-process; the HTTP endpoint renders the same collectors off the event loop.
         self.registry = CollectorRegistry(auto_describe=False)

@@ -8,7 +8,7 @@ the node's one Trio thread, and a scrape reads them there too.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 #: Upper bounds (seconds) of the request-time histogram's buckets: sub-millisecond produce
@@ -107,8 +107,26 @@ class RequestStats:
         return out
 
 
+class ConnectionStats:
+    """Open and accepted connections per listener (Kafka's socket-server-metrics)."""
+
+    def __init__(self) -> None:
+        #: listener -> [open now, accepted since start]
+        self.listeners: dict[str, list[int]] = {}
+
+    def tracker(self, listener: str) -> Callable[[int], None]:
+        """The ``on_connection`` callback of ``net.server.serve`` for ``listener``."""
+        counts = self.listeners.setdefault(listener, [0, 0])
+
+        def change(delta: int) -> None:
+            counts[0] += delta
+            if delta > 0:
+                counts[1] += delta
+        return change
+
+
 def _le(bound: float) -> str:
     return repr(float(bound))
 
 
-__all__ = ["REQUEST_TIME_BUCKETS", "BrokerTopicStats", "RequestCounters", "RequestStats", "TopicCounters"]
+__all__ = ["REQUEST_TIME_BUCKETS", "BrokerTopicStats", "ConnectionStats", "RequestCounters", "RequestStats", "TopicCounters"]

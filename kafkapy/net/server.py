@@ -441,7 +441,8 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                 send_timeout: float = DEFAULT_SEND_TIMEOUT,
                 handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
-                backlog: int | None = None) -> None:
+                backlog: int | None = None,
+                on_connection: Callable[[int], None] | None = None) -> None:
     """Listen on ``host:port`` and serve Kafka connections until cancelled.
 
     ``host=None`` listens on every interface (IPv4 and IPv6 where available); with ``port=0`` give a
@@ -449,6 +450,8 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
 
     ``supported`` defaults to ``dispatcher.versions`` (or ``dispatcher.supported``). Reports the
     bound port through ``task_status`` (``port = await nursery.start(serve, d, "127.0.0.1", 0)``).
+    ``on_connection`` is called with +1 when a connection is accepted and -1 when it ends
+    (connection metrics).
     """
     if supported is None:
         supported = getattr(dispatcher, "versions", None)
@@ -475,9 +478,15 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
         info = ConnectionInfo(f"{_fmt(local)}-{_fmt(peer)}-{next(counter)}", listener_name, peer,
                               local)
         log.debug("Accepted connection %s", info.connection_id)
-        await serve_stream(stream, dispatcher, supported, info, max_request_bytes=max_request_bytes,
-                           idle_timeout=idle_timeout, send_timeout=send_timeout,
-                           handler_timeout=handler_timeout)
+        if on_connection is not None:
+            on_connection(1)
+        try:
+            await serve_stream(stream, dispatcher, supported, info, max_request_bytes=max_request_bytes,
+                               idle_timeout=idle_timeout, send_timeout=send_timeout,
+                               handler_timeout=handler_timeout)
+        finally:
+            if on_connection is not None:
+                on_connection(-1)
 
     async with trio.open_nursery() as nursery:
         await nursery.start(partial(trio.serve_listeners, handler, listeners, handler_nursery=nursery))

@@ -617,6 +617,7 @@ class Node:
                 lambda task_status: serve(
                     self.metrics.metered(target), host, listener.port, task_status=task_status,
                     max_request_bytes=max_request, listener_name=listener.name,
+                    on_connection=self.metrics.connections.tracker(listener.name),
                 )
             )
             self.bound_ports[listener.name] = port

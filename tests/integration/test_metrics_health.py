@@ -116,6 +116,12 @@ async def test_metrics_move_with_produce_and_fetch_and_nodes_keep_their_own(tmp_
                            ("kafka_server_kafkaserver_brokerstate", 3)):
             assert after[(name, ())] == want, name
         assert after[("kafka_server_raftmetrics_high_watermark", ())] > 0
+        # Each _send was a connection of its own, closed by now.
+        assert delta("kafka_server_socketservermetrics_connection_creation_total",
+                     listener="PLAINTEXT") == 2
+        assert after[("kafka_server_socketservermetrics_connection_count",
+                      (("listener", "PLAINTEXT"),))] == 0
+        assert after[("process_open_fds", ())] > 0
 
         # The other node saw none of it.
         other = samples((await scrape(b.metrics_port))[1])

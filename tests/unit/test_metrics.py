@@ -160,17 +160,22 @@ def test_group_collector_reports_groups_members_and_states():
 
 def test_controller_collector_counts_only_on_the_active_controller():
     brokers = {1: SimpleNamespace(fenced=False), 2: SimpleNamespace(fenced=True)}
-    topic = SimpleNamespace(partitions={0: SimpleNamespace(leader=1), 1: SimpleNamespace(leader=-1)})
+    topic = SimpleNamespace(partitions={0: SimpleNamespace(leader=1, replicas=(1, 2)),
+                                        1: SimpleNamespace(leader=-1, replicas=(2, 1)),
+                                        2: SimpleNamespace(leader=1, replicas=(2, 1))})
     image = SimpleNamespace(cluster=SimpleNamespace(brokers=brokers),
                             topics=SimpleNamespace(by_id={"id": topic}))
-    controller = SimpleNamespace(image=image)
+    controller = SimpleNamespace(image=image, last_applied_offset=41)
     prefix = "kafka_controller_kafkacontroller_"
-    active = scrape(ControllerCollector(lambda: controller, lambda: True))
+    active = scrape(ControllerCollector(lambda: controller, lambda: True, lambda: 42))
     assert active[(prefix + "activecontrollercount", ())] == 1
     assert active[(prefix + "activebrokercount", ())] == 1
     assert active[(prefix + "fencedbrokercount", ())] == 1
     assert active[(prefix + "offlinepartitionscount", ())] == 1
-    assert active[(prefix + "globalpartitioncount", ())] == 2
+    assert active[(prefix + "preferredreplicaimbalancecount", ())] == 1
+    assert active[(prefix + "globalpartitioncount", ())] == 3
+    assert active[(prefix + "lastappliedrecordoffset", ())] == 41
+    assert active[(prefix + "lastcommittedrecordoffset", ())] == 41
     standby = scrape(ControllerCollector(lambda: controller, lambda: False))
     assert standby[(prefix + "activecontrollercount", ())] == 0
     assert standby[(prefix + "offlinepartitionscount", ())] == 0
@@ -379,3 +384,36 @@ def test_process_series_come_from_a_private_registry():
     got = scrape(ProcessMetricsCollector(), ProcessMetricsCollector())
     assert got[("process_open_fds", ())] > 0
     assert any(name == "python_info" for name, _ in got)
+
+
+def test_connections_per_listener():
+    from kafkapy.metrics.collectors import SocketServerCollector
+    from kafkapy.metrics.stats import ConnectionStats
+    stats = ConnectionStats()
+    plain, controller = stats.tracker("PLAINTEXT"), stats.tracker("CONTROLLER")
+    for delta in (1, 1, -1, 1):
+        plain(delta)
+    controller(1)
+    got = scrape(SocketServerCollector(stats))
+    prefix = "kafka_server_socketservermetrics_"
+    assert got[(prefix + "connection_count", (("listener", "PLAINTEXT"),))] == 2
+    assert got[(prefix + "connection_creation_total", (("listener", "PLAINTEXT"),))] == 3
+    assert got[(prefix + "connection_count", (("listener", "CONTROLLER"),))] == 1
+
+
+def test_a_metrics_port_in_use_is_one_clear_error():
+    import socket
+    from kafkapy.metrics.http import serve_http
+    from kafkapy.net.server import ListenError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        async def run():
+            await serve_http(_endpoint(True), MetricsListener("127.0.0.1", port))
+
+        with pytest.raises(ListenError, match=f"cannot listen on 127.0.0.1:{port} "
+                                              r"\(listener kafkapy.metrics.listener\): address"):
+            trio.run(run)
