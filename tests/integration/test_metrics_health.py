@@ -91,6 +91,10 @@ async def test_metrics_move_with_produce_and_fetch_and_nodes_keep_their_own(tmp_
         assert partition_response(resp).error_code == ErrorCode.NONE
         resp = await _send(ports_a["PLAINTEXT"], fetch("metered", 0, 0), 12)  # by name
         assert resp.responses[0].partitions[0].error_code == ErrorCode.NONE
+        # Failed produces count for topics that exist, not for names nobody created.
+        for topic in ("metered", "no-such-topic"):
+            resp = await _send(ports_a["PLAINTEXT"], produce(topic, 0, batch([b"v"]), acks=5))
+            assert partition_response(resp).error_code == ErrorCode.INVALID_REQUIRED_ACKS
         after = samples((await scrape(a.metrics_port))[1])
 
         def delta(name: str, **labels: str) -> float:
@@ -101,9 +105,11 @@ async def test_metrics_move_with_produce_and_fetch_and_nodes_keep_their_own(tmp_
         assert delta("kafka_server_brokertopicmetrics_messagesin_total", **topic) == 3
         assert delta("kafka_server_brokertopicmetrics_bytesin_total", **topic) == len(records)
         assert delta("kafka_server_brokertopicmetrics_bytesout_total", **topic) == len(records)
-        assert delta("kafka_network_requestmetrics_requests_total", request="Produce") == 1
+        assert delta("kafka_server_brokertopicmetrics_failedproducerequests_total", **topic) == 1
+        assert not [k for k in after if ("topic", "no-such-topic") in k[1]]
+        assert delta("kafka_network_requestmetrics_requests_total", request="Produce") == 3
         assert delta("kafka_network_requestmetrics_requests_total", request="Fetch") == 1
-        assert delta("kafka_network_requestmetrics_totaltime_seconds_count", request="Produce") == 1
+        assert delta("kafka_network_requestmetrics_totaltime_seconds_count", request="Produce") == 3
         part = {"topic": "metered", "partition": "0"}
         assert after[("kafka_log_log_logendoffset", tuple(sorted(part.items())))] == 3
         assert after[("kafka_log_log_size", tuple(sorted(part.items())))] >= len(records)
@@ -118,7 +124,7 @@ async def test_metrics_move_with_produce_and_fetch_and_nodes_keep_their_own(tmp_
         assert after[("kafka_server_raftmetrics_high_watermark", ())] > 0
         # Each _send was a connection of its own, closed by now.
         assert delta("kafka_server_socketservermetrics_connection_creation_total",
-                     listener="PLAINTEXT") == 2
+                     listener="PLAINTEXT") == 4
         assert after[("kafka_server_socketservermetrics_connection_count",
                       (("listener", "PLAINTEXT"),))] == 0
         assert after[("process_open_fds", ())] > 0

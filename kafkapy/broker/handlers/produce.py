@@ -30,7 +30,8 @@ from kafkapy.records.format import BATCH_LENGTH, LOG_OVERHEAD
 log = logging.getLogger(__name__)
 
 VALID_ACKS = (-1, 0, 1)
-# Not counted per topic: a client naming topics that do not exist must not grow the series.
+# Failures are counted per topic only for topics that exist: a client naming topics that do
+# not must not grow the series.
 _UNKNOWN_TOPIC = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
 
 
@@ -78,7 +79,8 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                 parts_out.append(ProducePartitionResult(
                     pdata.index, 0, result.first_offset, result.log_append_time, result.log_start_offset))
             except KafkaError as exc:
-                if ctx.stats is not None and name is not None and exc.code not in _UNKNOWN_TOPIC:
+                if (ctx.stats is not None and name is not None and exc.code not in _UNKNOWN_TOPIC
+                        and name in ctx.image().topics.by_name):
                     ctx.stats.produce_failed(name)
                 message = exc.message if exc.message != exc.code.name else None
                 parts_out.append(ProducePartitionResult(
