@@ -18,6 +18,7 @@ it.
 
 from __future__ import annotations
 
+import logging
 import os.path
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -31,6 +32,8 @@ from prometheus_client.registry import Collector
 from kafkapy.metrics.stats import BrokerTopicStats, ConnectionStats, RequestStats, TopicCounters
 
 Source = Callable[[], Any]
+
+log = logging.getLogger(__name__)
 
 
 class SnapshotCollector(Collector):
@@ -86,8 +89,13 @@ class TopicMetricsCollector(SnapshotCollector):
         rlm = self.remote()
         if rlm is None:
             return topics, None
+        try:
+            status = rlm.status()
+        except Exception:  # tiering's trouble must not cost the scrape its other series
+            log.exception("Reading the remote log manager's counters failed")
+            return topics, None
         per_topic: dict[str, Counter[str]] = {}
-        for row in rlm.status()["partitions"].values():
+        for row in status["partitions"].values():
             totals = per_topic.setdefault(row["topic"], Counter())
             for _, field, _, _ in _REMOTE_STATS:
                 totals[field] += int(row.get(field, 0))
@@ -192,8 +200,11 @@ class ReplicaManagerCollector(SnapshotCollector):
                     under += 1
                 if isr < getattr(getattr(plog, "config", None), "min_insync_replicas", 1):
                     under_min_isr += 1
-            rows.append((hosted.topic, str(hosted.index), plog.size_in_bytes, plog.log_end_offset,
-                         plog.whole_log_start_offset, len(plog.segments)))
+            try:
+                rows.append((hosted.topic, str(hosted.index), plog.size_in_bytes,
+                             plog.log_end_offset, plog.whole_log_start_offset, len(plog.segments)))
+            except Exception:  # a log closed under us (deleted, its dir failed): no row this time
+                continue
         counts = {
             "partitioncount": partitions, "leadercount": leaders,
             "underreplicatedpartitions": under, "underminisrpartitioncount": under_min_isr,

@@ -417,3 +417,29 @@ def test_a_metrics_port_in_use_is_one_clear_error():
         with pytest.raises(ListenError, match=f"cannot listen on 127.0.0.1:{port} "
                                               r"\(listener kafkapy.metrics.listener\): address"):
             trio.run(run)
+
+
+def test_a_failing_part_costs_the_scrape_only_its_own_series():
+    class ClosedLog:
+        dir = "/data/d1/t-9"
+
+        @property
+        def size_in_bytes(self):
+            raise IndexError("no segments: closed")
+
+    broken = SimpleNamespace(topic="t", index=9, log=ClosedLog(), replicas=[1], isr=[1],
+                             is_leader=lambda node_id: False)
+    hosted = [_hosted("t", 0, leader=1, replicas=[1], isr=[1]), broken]
+    replicas = SimpleNamespace(partitions=lambda: hosted)
+    got = scrape(ReplicaManagerCollector(lambda: replicas, 1, lambda: []))
+    assert got[("kafka_server_replicamanager_partitioncount", ())] == 2
+    assert [k for k in got if k[0] == "kafka_log_log_size"] == [
+        ("kafka_log_log_size", (("partition", "0"), ("topic", "t")))]
+
+    def failing_status():
+        raise OSError("remote index cache unreadable")
+
+    stats = BrokerTopicStats()
+    stats.produced("a", 1, 10)
+    got = scrape(TopicMetricsCollector(stats, lambda: SimpleNamespace(status=failing_status)))
+    assert got[("kafka_server_brokertopicmetrics_messagesin_total", (("topic", "a"),))] == 1
