@@ -12,16 +12,18 @@ import json
 import os
 import subprocess
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from helpers import batch, create_topics, fetch, list_offsets, run_client, wait_for
 from kafkapy.protocol import messages as m
 from kafkapy.records.reader import iter_batches, iter_records
-from kafkapy.testing.node import KafkaNode
+from kafkapy.testing.node import KafkaNode, free_port
 from kafkapy.tiered.remote_metadata import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
@@ -161,8 +163,19 @@ def assert_complete(records: list[tuple[int, bytes]], count: int) -> None:
 
 @pytest.fixture(scope="module")
 def tiered_node(tmp_path_factory):
-    with KafkaNode(tmp_path_factory.mktemp("tiered"), overrides=TIERED_OVERRIDES) as node:
+    metrics_port = free_port()
+    with KafkaNode(tmp_path_factory.mktemp("tiered"), overrides={
+            **TIERED_OVERRIDES, "kafkapy.metrics.listener": f"http://127.0.0.1:{metrics_port}"}) as node:
+        node.metrics_port = metrics_port
         yield node
+
+
+def remote_metrics(node: KafkaNode, topic: str) -> dict[str, float]:
+    """The node's tiered-storage series of ``topic`` from its /metrics, by name."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples
+            if s.name.startswith("kafka_server_brokertopicmetrics_remote") and s.labels.get("topic") == topic}
 
 
 def test_segments_go_remote_and_consumers_read_from_zero(tiered_node):
@@ -190,6 +203,12 @@ def test_segments_go_remote_and_consumers_read_from_zero(tiered_node):
     assert snap["log_start_offset"] == 0 and snap["copied_segments"] >= 5 and snap["copy_lag_segments"] <= 1
     totals = wait_for("remote fetch counted", lambda: (status(node).get("totals") or {}).get("remote_fetch_requests"))
     assert totals > 0
+    # Prometheus sees the same counters.
+    seen = remote_metrics(node, topic)
+    assert seen["kafka_server_brokertopicmetrics_remotecopybytes_total"] >= snap["copied_bytes"] > 0
+    assert seen["kafka_server_brokertopicmetrics_remotefetchrequests_total"] > 0
+    assert seen["kafka_server_brokertopicmetrics_remotefetchbytes_total"] > 0
+    assert seen["kafka_server_brokertopicmetrics_remotelogsizebytes"] > 0
     # The CLI shows the same through the protocol (DescribeLogDirs, ListOffsets, the metadata topic).
     out = subprocess.run([node.python, "-m", "kafkapy", "tiered", "describe", "--bootstrap-server",
                           node.bootstrap, "--topic", topic, "--json"],
