@@ -34,8 +34,15 @@ def atomic_write(path: str, data: bytes, *, sync: bool = True) -> None:
             view = view[n:]
         if sync:
             os.fsync(fd)
-    finally:
+    except BaseException:
+        # A full disk: the half-written temp file would only hold on to the space.
         os.close(fd)
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
     os.replace(tmp, path)
     if sync:
         fsync_dir(os.path.dirname(os.path.abspath(path)))

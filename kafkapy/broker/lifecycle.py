@@ -109,6 +109,8 @@ class BrokerLifecycleManager:
         self._restored = trio.Event()
         self._shutdown_granted = trio.Event()
         self._wake = trio.Event()
+        #: Directory ids of log dirs that failed; every heartbeat reports them (OfflineLogDirs).
+        self.offline_log_dirs: list[uuid.UUID] = []
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -132,6 +134,16 @@ class BrokerLifecycleManager:
                 nursery.cancel_scope.cancel()
         finally:
             self._running = False
+
+    def report_offline_dir(self, directory_id: uuid.UUID) -> None:
+        """A log dir went offline: tell the controller in a heartbeat now (and in every one
+        after), so it moves leadership of the replicas there to other in-sync replicas."""
+        if directory_id in self.offline_log_dirs:
+            return
+        self.offline_log_dirs.append(directory_id)
+        log.warning("%sReporting log dir %s as offline to the controller", self._prefix,
+                    directory_id)
+        self._wake.set()
 
     async def wait_unfenced(self) -> None:
         """Return once a heartbeat reply has said the broker is not fenced (at once if the last
@@ -246,6 +258,7 @@ class BrokerLifecycleManager:
             current_metadata_offset=self.metadata_offset(),
             want_fence=False,
             want_shut_down=self._want_shut_down,
+            offline_log_dirs=list(self.offline_log_dirs),
         )
         reply = await self._exchange(request, "BrokerHeartbeat")
         if reply is None:

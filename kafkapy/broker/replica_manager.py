@@ -20,6 +20,7 @@ consumers wait for the high watermark, which moves only when the whole (maximal)
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable, Mapping
@@ -31,6 +32,7 @@ from kafkapy.config import BrokerConfig
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import LogAppendResult, PartitionLog
+from kafkapy.log.storage_errors import LogStorageError, storage_error
 from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage, PartitionRegistration, TopicImage
 from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
@@ -117,6 +119,7 @@ class ReplicaManager:
         # the leader's on replica fetches it answers, the follower's read by the fetchers.
         self.leader_quota = throttle.ReplicationQuota(node_id)
         self.follower_quota = throttle.ReplicationQuota(node_id)
+        log_manager.dir_offline_listeners.append(self._on_dir_offline)
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -129,8 +132,16 @@ class ReplicaManager:
     def log_dirs(self) -> list[str]:
         return list(self._log_manager.log_dirs)
 
+    @property
+    def offline_log_dirs(self) -> frozenset[str]:
+        return frozenset(self._log_manager.offline_dirs)
+
     def move_to_log_dir(self, topic: str, partition: int, log_dir: str) -> bool:
         """AlterReplicaLogDirs for one replica: see ``LogManager.move``."""
+        if self._log_manager.offline_dirs and (
+                os.path.abspath(log_dir) in self._log_manager.offline_dirs
+                or self._log_manager.is_offline(topic, partition)):
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"log dir {log_dir} is offline")
         return self._log_manager.move(topic, partition, log_dir)
 
     def partitions(self) -> list[HostedPartition]:
@@ -140,6 +151,9 @@ class ReplicaManager:
         hosted = self._partitions.get((topic, partition))
         if hosted is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if self._log_manager.is_offline(topic, partition):
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"the log dir of {topic}-{partition} on broker {self._node_id} is offline")
         return hosted
 
     def leader(self, topic: str, partition: int, current_leader_epoch: int = -1) -> HostedPartition:
@@ -312,8 +326,14 @@ class ReplicaManager:
         state = hosted.leader_state
         if not hosted.is_leader(self._node_id) or state is None or self.leadership_suspended:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        result = hosted.log.append_as_leader(records, now_ms=now_ms, leader_epoch=hosted.leader_epoch,
-                                             from_client=from_client)
+        try:
+            result = hosted.log.append_as_leader(records, now_ms=now_ms, leader_epoch=hosted.leader_epoch,
+                                                 from_client=from_client)
+        except LogStorageError as exc:
+            self.storage_fault(hosted.topic, hosted.index, exc)
+            raise
+        if self._log_manager.faults.failing:
+            self._log_manager.faults.ok(self._log_manager.log_dir_of(hosted.topic, hosted.index))
         if not result.duplicate:
             # Followers parked in a long poll read the new batches now; with the leader alone
             # in the ISR the high watermark moves at once.
@@ -321,6 +341,32 @@ class ReplicaManager:
                 self._set_high_watermark(hosted, state.high_watermark)
             self._wake_fetches()
         return result
+
+    def storage_fault(self, topic: str, partition: int, exc: LogStorageError) -> None:
+        """A write to the partition's log failed on disk: log it once per episode, and take the
+        dir offline unless the disk is merely full (see ``log.storage_errors``)."""
+        d = self._log_manager.log_dir_of(topic, partition)
+        if d is not None:
+            self._log_manager.faults.fault(d, exc)
+
+    def read_fault(self, topic: str, partition: int, exc: OSError) -> None:
+        """Reading the partition's log failed on disk: its dir goes offline (any errno)."""
+        d = self._log_manager.log_dir_of(topic, partition)
+        if d is not None:
+            err = storage_error(exc, "read", d)
+            err.offline = True
+            self._log_manager.faults.fault(d, err)
+
+    def _on_dir_offline(self, d: str) -> None:
+        # Kafka's handleLogDirFailure: stop leading and following what lives there; the
+        # heartbeat tells the controller, which moves leadership to another in-sync replica.
+        keys = [k for k in self._partitions if self._log_manager.log_dir_of(*k) == d]
+        if self.fetchers is not None:
+            self.fetchers.unfollow(keys)
+        for key in keys:
+            hosted = self._partitions[key]
+            hosted.leader_state = None
+            hosted.wake()
 
     def check_min_insync(self, hosted: HostedPartition) -> None:
         """acks=all's check before appending: the committed ISR must have min.insync.replicas."""
@@ -447,6 +493,8 @@ class ReplicaManager:
         hosted = self._partitions.get((topic, partition))
         if hosted is not None:
             hosted.wake()
+            if self._log_manager.faults.failing:
+                self._log_manager.faults.ok(self._log_manager.log_dir_of(topic, partition))
 
     # -- leadership transitions ------------------------------------------------------------------
 

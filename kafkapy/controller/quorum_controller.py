@@ -57,6 +57,7 @@ from kafkapy.metadata.image import (
     NO_LEADER,
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
+    BrokerRegistration,
     MetadataImage,
     PartitionRegistration,
     TopicImage,
@@ -98,6 +99,8 @@ LEADER_RECOVERING = 1
 # shutdown one as version 1.
 FENCING_CHANGE_RECORD_VERSION = 0
 CONTROLLED_SHUTDOWN_RECORD_VERSION = 1
+# ... and the one dropping offline log dirs (LogDirs, KIP-858) as version 2.
+OFFLINE_DIRS_CHANGE_RECORD_VERSION = 2
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: an operation needing more records fails
@@ -1304,6 +1307,8 @@ class QuorumController:
         reg_offset = self._registration_offsets.get(req.broker_id, self.image.offset)
         caught_up = req.current_metadata_offset >= reg_offset
         records: list[MetadataRecord] = []
+        if req.offline_log_dirs:
+            records.extend(self._directories_offline(reg, req.offline_log_dirs))
         fenced = reg.fenced
         should_shut_down = False
         if req.want_shut_down:
@@ -1331,6 +1336,47 @@ class QuorumController:
             fenced = True
         return ControllerResult(tuple(records), BrokerHeartbeatReply(
             is_caught_up=caught_up, is_fenced=fenced, should_shut_down=should_shut_down))
+
+    def _directories_offline(self, reg: BrokerRegistration, offline: Sequence[uuid.UUID]
+                             ) -> list[MetadataRecord]:
+        """A heartbeat reported failed log dirs (Kafka's handleDirectoriesOffline): every
+        partition whose replica on the broker lives in one leaves its ISR, and where the broker
+        led, another in-sync replica leads (as when the broker is fenced, for those partitions
+        only); the registration keeps only the dirs still online.
+
+        Replicas whose directory is not assigned (a broker with several log dirs, which does
+        not send AssignReplicasToDirs) cannot be told apart and are left as they are.
+        """
+        gone = set(offline) & set(reg.log_dirs)
+        if not gone:
+            return []
+        cluster = self.image.cluster
+        unclean = self._unclean_by_topic()
+
+        def acceptable(r: int) -> bool:
+            return r != reg.id and cluster.is_active(r)
+
+        out: list[MetadataRecord] = []
+        for topic, index, p in self._partitions():
+            if reg.id not in p.isr and p.leader != reg.id:
+                continue
+            if len(p.directories) != len(p.replicas) or reg.id not in p.replicas:
+                continue
+            if p.directories[p.replicas.index(reg.id)] not in gone:
+                continue
+            change = self._partition_change(
+                topic.id, index, p, acceptable=acceptable,
+                target_isr=tuple(r for r in p.isr if r != reg.id), unclean=unclean(topic.name))
+            if change is not None:
+                out.append(change)
+        online = tuple(d for d in reg.log_dirs if d not in gone)
+        if online:
+            # With no dir left the record could not say so (an empty list means "unchanged");
+            # the partitions above are then looked at again on each heartbeat, a no-op.
+            out.append(BrokerRegistrationChangeRecord(
+                broker_id=reg.id, broker_epoch=reg.epoch, log_dirs=online,
+                version=OFFLINE_DIRS_CHANGE_RECORD_VERSION))
+        return out
 
     def fence_stale_brokers(self, now_ms: int) -> ControllerResult[list[int]]:
         """Fence the unfenced broker whose session expired longest ago (``[]`` if none).

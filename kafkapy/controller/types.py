@@ -182,6 +182,8 @@ class BrokerHeartbeatRequest:
     current_metadata_offset: int
     want_fence: bool = False
     want_shut_down: bool = False
+    #: Directory ids of the broker's log dirs that failed (KIP-858).
+    offline_log_dirs: tuple[uuid.UUID, ...] = ()
 
 
 @dataclass(frozen=True)

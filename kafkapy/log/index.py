@@ -12,6 +12,8 @@ import mmap
 import os
 import struct
 
+from kafkapy.log.storage_errors import storage_error
+
 
 class CorruptIndexError(Exception):
     """An index file fails its sanity check; the segment must rebuild it from the log."""
@@ -35,7 +37,11 @@ class MmapIndex:
         exists = os.path.exists(path)
         if not exists:
             length = self._round(max_index_size)
-            self._set_file_length(length)
+            try:
+                self._set_file_length(length, 0)
+            except BaseException:
+                _remove_quietly(path)  # a half-made index of a segment that will not exist
+                raise
             self._entries = 0
         else:
             length = os.path.getsize(path)
@@ -53,10 +59,28 @@ class MmapIndex:
     def _round(self, size: int) -> int:
         return (size // self._entry_size) * self._entry_size
 
-    def _set_file_length(self, length: int) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+    def _set_file_length(self, length: int, old_length: int) -> None:
+        """Set the file's length; growing allocates the blocks (raises LogStorageError).
+
+        The index is written through a shared mapping: a page of a sparse file that the file
+        system cannot back when it is first touched kills the process with SIGBUS. Allocating
+        the whole file up front turns a full disk into ENOSPC here, where it can be handled.
+        """
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise storage_error(e, "open index file", self.path) from e
         try:
             os.ftruncate(fd, length)
+            if length > old_length:
+                # From 0: an existing file may be sparse (made before this was done, or copied).
+                os.posix_fallocate(fd, 0, length)
+        except OSError as e:
+            try:
+                os.ftruncate(fd, old_length)
+            except OSError:
+                pass  # the length is checked again when the file is next loaded
+            raise storage_error(e, "resize index file", self.path) from e
         finally:
             os.close(fd)
 
@@ -83,7 +107,7 @@ class MmapIndex:
         if rounded == self._length:
             return False
         self._unmap()
-        self._set_file_length(rounded)
+        self._set_file_length(rounded, self._length)
         self._length = rounded
         self._max_entries = rounded // self._entry_size
         return True
@@ -148,6 +172,14 @@ class MmapIndex:
         if not self._entries <= n <= self._max_entries:
             raise IndexOffsetError(f"{self.path}: cannot go from {self._entries} to {n} entries")
         self._entries = n
+
+    def zero_slots(self, start: int, end: int) -> None:
+        """Zero the slots [start, end) past the entries (a failed writer's leftovers)."""
+        end = min(end, self._max_entries)
+        if start >= end or self._mm is None:
+            return  # never mapped: nothing was written through a mapping
+        self._mm[start * self._entry_size:end * self._entry_size] = bytes(
+            (end - start) * self._entry_size)
 
     def _entry(self, n: int) -> tuple:
         return self.ENTRY.unpack_from(self._mapped(), n * self._entry_size)
@@ -223,3 +255,10 @@ class MmapIndex:
 
     def can_append_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass

@@ -33,6 +33,7 @@ from kafkapy.log.checkpoint import (
 from kafkapy.log.config import LogConfig
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.log.partition_metadata import normalize_topic_id, write_partition_metadata
+from kafkapy.log.storage_errors import StorageFaults
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,8 @@ class LogManager:
         self.offline_dirs: dict[str, str] = {}
         #: Called with the dir once it goes offline (the broker reports it, moves leaderships).
         self.dir_offline_listeners: list[Callable[[str], None]] = []
+        #: Failure episodes of writes (a full disk logs once; other faults go offline).
+        self.faults = StorageFaults(self.mark_dir_offline)
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             self._load_dir(d, now_ms)
@@ -167,6 +170,10 @@ class LogManager:
         for listener in list(self.dir_offline_listeners):
             listener(d)
         return True
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        """True when the partition's log lives in an offline dir."""
+        return bool(self.offline_dirs) and self._dir_of.get((topic, partition)) in self.offline_dirs
 
     def _next_log_dir(self) -> str:
         # As Kafka: the online dir holding the fewest partitions.

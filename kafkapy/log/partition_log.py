@@ -38,6 +38,7 @@ from kafkapy.log.producer_state import (
     ProducerStateManager,
 )
 from kafkapy.log.segment import AppendBatch, BatchRef, CorruptSegmentError, FetchSlice, LogSegment
+from kafkapy.log.storage_errors import storage_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 from kafkapy.records import reader, recompress, timestamps
@@ -487,7 +488,10 @@ class PartitionLog:
         if self.hw_follows_leo:
             self.high_watermark = leo
         if leo - self.recovery_point >= self.config.flush_messages:
-            self.flush(now_ms=now_ms)
+            try:
+                self.flush(now_ms=now_ms)
+            except OSError as e:
+                raise storage_error(e, "flush", self.dir) from e
 
     def _maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int,
                     last_offset: int, now_ms: int) -> LogSegment:
@@ -510,22 +514,37 @@ class PartitionLog:
         old = self.active
         if old.base_offset == new_base and old.size == 0:
             return old
-        if old.size == 0:
-            # An empty active segment at a lower base (follower jumped ahead): replace it.
-            old.delete()
-            self._segments.pop()
-        else:
+        # Everything that can fail on a full disk (the old segment's final time index entry,
+        # the new segment's preallocated indexes, the producer snapshot) happens before the
+        # segment list changes, so a failed roll leaves the log as it was.
+        if old.size > 0:
             old.on_become_inactive()
-        self.producer_state.map_end_offset = leo
-        self.producer_state.take_snapshot()
-        for path in (files.log_file(self.dir, new_base), files.index_file(self.dir, new_base),
-                     files.time_index_file(self.dir, new_base)):
+        new_paths = (files.log_file(self.dir, new_base), files.index_file(self.dir, new_base),
+                     files.time_index_file(self.dir, new_base))
+        for path in new_paths:
             if os.path.exists(path):
                 if path.endswith(files.LOG_SUFFIX) and os.path.getsize(path) > 0:
                     raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
                                      f"trying to roll to {path} which already has data")
                 os.remove(path)
-        seg = self._new_segment(new_base, now_ms)
+        try:
+            seg = self._new_segment(new_base, now_ms)
+        except OSError as e:
+            _remove_new_segment_files(new_paths)
+            raise storage_error(e, "create segment", new_paths[0]) from e
+        except BaseException:
+            _remove_new_segment_files(new_paths)
+            raise
+        try:
+            self.producer_state.map_end_offset = leo
+            self.producer_state.take_snapshot()
+        except OSError as e:
+            seg.delete()
+            raise storage_error(e, "write a producer snapshot in", self.dir) from e
+        if old.size == 0:
+            # An empty active segment at a lower base (follower jumped ahead): replace it.
+            old.delete()
+            self._segments.pop()
         self._segments.append(seg)
         self._bases = [s.base_offset for s in self._segments]
         self.pending_roll_flush = new_base
@@ -947,6 +966,15 @@ class PartitionLog:
     def __repr__(self) -> str:
         return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, "
                 f"end={self.log_end_offset}, segments={len(self._segments)})")
+
+
+def _remove_new_segment_files(paths: tuple[str, ...]) -> None:
+    # The files of a segment that failed to come into being (all new and empty).
+    for path in paths:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
 
 
 _I64 = struct.Struct(">q")

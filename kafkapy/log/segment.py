@@ -7,6 +7,7 @@ callback so the partition log can rebuild that state in the same scan.
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -17,8 +18,11 @@ from kafkapy._speedups import load
 from kafkapy.log import files
 from kafkapy.log.index import CorruptIndexError
 from kafkapy.log.offset_index import OffsetIndex
+from kafkapy.log.storage_errors import LogStorageError, storage_error
 from kafkapy.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkapy.records import format as fmt
+
+log = logging.getLogger(__name__)
 
 # Per-append indexing: Cython ext/log/_fast.pyx, or its pure twin kafkapy/log/_pure.py.
 _index_batches = load("kafkapy.log._fast", "kafkapy.log._pure").index_batches
@@ -185,8 +189,19 @@ class LogSegment:
                 raise CorruptIndexError(f"{self.offset_index.path} points past the log end")
 
     def resize_indexes(self, size: int) -> None:
-        self.offset_index.resize(size)
-        self.time_index.resize(size)
+        """Re-expand (or shrink) both indexes to ``size``.
+
+        On a full disk an index keeps the size it has: it then reads as full, so the next
+        append rolls, and that roll fails with KAFKA_STORAGE_ERROR until space is freed. A log
+        can thus be opened and read on a full disk.
+        """
+        for idx in (self.offset_index, self.time_index):
+            try:
+                idx.resize(size)
+            except LogStorageError as e:
+                if not e.space:
+                    raise
+                log.warning("%s stays at %d bytes: %s", idx.path, idx.file_length, e.message)
 
     @property
     def next_offset(self) -> int:
@@ -263,23 +278,50 @@ class LogSegment:
         if not self.can_convert_to_relative_offset(last_offset):
             raise ValueError(f"offset {last_offset} does not fit segment {self.base_offset}")
         physical = self.size
-        _write_all(self.fd, buf, physical)
         oi, ti = self.offset_index, self.time_index
         max_ts = self.max_timestamp_so_far  # (loads it from the time index on first use)
-        # One pass in Cython (or its pure twin): largest timestamp, and the index entries due
-        # every index.interval.bytes, written straight into the mmap'ed index files.
-        (self.bytes_since_last_index_entry, self._max_ts, self._max_ts_offset, oi_entries,
-         ti_entries) = _index_batches(
-            batches, physical, self.index_interval_bytes, self.bytes_since_last_index_entry,
-            max_ts, self._max_ts_offset, self.base_offset,
-            oi.writable_buffer(), oi.entries, oi.max_entries,
-            ti.writable_buffer(), ti.entries, ti.max_entries)
+        try:
+            _write_all(self.fd, buf, physical)
+            # One pass in Cython (or its pure twin): largest timestamp, and the index entries
+            # due every index.interval.bytes, written straight into the mmap'ed index files
+            # (allocated when created, so these writes cannot fault on a full disk).
+            (bytes_since, new_max_ts, new_max_ts_offset, oi_entries,
+             ti_entries) = _index_batches(
+                batches, physical, self.index_interval_bytes, self.bytes_since_last_index_entry,
+                max_ts, self._max_ts_offset, self.base_offset,
+                oi.writable_buffer(), oi.entries, oi.max_entries,
+                ti.writable_buffer(), ti.entries, ti.max_entries)
+        except BaseException as exc:
+            self._undo_append(physical, len(batches))
+            if isinstance(exc, OSError):
+                raise storage_error(exc, "append to log file", self.log_path) from exc
+            raise
+        (self.bytes_since_last_index_entry, self._max_ts,
+         self._max_ts_offset) = bytes_since, new_max_ts, new_max_ts_offset
         oi.set_entries(oi_entries)
         ti.set_entries(ti_entries)
         if physical == 0:
             self._rolling_ts = batches[0].max_timestamp
         self.size = physical + len(buf)
         self._next_offset = last_offset + 1
+
+    def _undo_append(self, physical: int, batch_count: int) -> None:
+        """Put the segment back as it was before an append that failed part-way: the log file
+        cut to its old size, index slots the append may have filled zeroed (they were never
+        counted as entries, but a crash must not find them either).
+
+        If the cut itself fails, the file holds bytes nobody can vouch for: the error says the
+        dir must go offline.
+        """
+        try:
+            os.ftruncate(self.fd, physical)
+            for idx in (self.offset_index, self.time_index):
+                idx.zero_slots(idx.entries, idx.entries + batch_count)
+        except OSError as e:
+            raise LogStorageError(
+                f"Disk error when trying to roll back a failed append to {self.log_path}: "
+                f"{os.strerror(e.errno) if e.errno else e}",
+                path=self.log_path, cause=e, offline=True) from e
 
     def _add_index_entries(self, last_offset: int, position: int) -> None:
         # A full index only makes lookups scan further; the roll check keeps this rare (one
@@ -439,8 +481,7 @@ class LogSegment:
         ref = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
-        self.offset_index.resize(self.max_index_size)
-        self.time_index.resize(self.max_index_size)
+        self.resize_indexes(self.max_index_size)
         if ref is None:
             return 0
         removed = self.size - ref.position

@@ -161,6 +161,7 @@ class ControllerApis:
             broker_id=body.broker_id, broker_epoch=body.broker_epoch,
             current_metadata_offset=body.current_metadata_offset,
             want_fence=bool(body.want_fence), want_shut_down=bool(body.want_shut_down),
+            offline_log_dirs=tuple(getattr(body, "offline_log_dirs", None) or ()),
         )
         reply = await self.host.controller_call(
             lambda c: c.broker_heartbeat(req, now_ms=self.host.now_ms()))

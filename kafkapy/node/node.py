@@ -435,11 +435,19 @@ class Node:
 
     def _directory_ids(self) -> list[uuid.UUID]:
         ids = []
+        self._dir_ids: dict[str, uuid.UUID] = {}
         for d in self.config.log_dirs:
             meta = MetaProperties.read(d)
             if meta is not None and meta.directory_id:
                 ids.append(kafka_uuid_to_uuid(meta.directory_id))
+                self._dir_ids[os.path.abspath(d)] = ids[-1]
         return ids
+
+    def _log_dir_offline(self, d: str) -> None:
+        # The next heartbeat names the dir (by its directory id) in OfflineLogDirs.
+        dir_id = getattr(self, "_dir_ids", {}).get(d)
+        if self.lifecycle is not None and dir_id is not None:
+            self.lifecycle.report_offline_dir(dir_id)
 
     async def controller_request(self, body: Any, version: int | None = None) -> Any:
         """Send a request to the active controller (forwarding, internal topic creation) and
@@ -690,6 +698,7 @@ class Node:
             restore_high_watermarks=True,
         )
         self.replicas = ReplicaManager(self.log_manager, self.config, self.node_id)
+        self.log_manager.dir_offline_listeners.append(self._log_dir_offline)
         ctx = BrokerContext(
             node_id=self.node_id, cluster_id=cluster_id, config=self.config, clock=self.clock,
             replicas=self.replicas, image=lambda: broker_metadata.image,

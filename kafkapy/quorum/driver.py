@@ -155,6 +155,7 @@ class QuorumDriver:
         self._started = trio.Event()
         self._running = False
         self._fatal: BaseException | None = None
+        self._disk_full = False  # the metadata log's last write failed for lack of space
         self._processing = False
         self._fetch_times: dict[int, _FetchTimes] = {}
         self._fetch_times_epoch = -1
@@ -255,12 +256,24 @@ class QuorumDriver:
         except BaseException as exc:
             # NotLeaderError / ValueError: the caller's mistake (append off the leader, a bad
             # snapshot boundary), raised before the core changed anything.
+            if (isinstance(exc, KafkaError) and exc.code == ErrorCode.KAFKA_STORAGE_ERROR
+                    and getattr(exc, "offline", True) is False):
+                # The metadata log's disk is full: the write was rolled back and fails; the
+                # quorum goes on and writes again once space is freed.
+                if not self._disk_full:
+                    self._disk_full = True
+                    log.error("node %d: the metadata log cannot be written: %s", self.node_id,
+                              exc.message)
+                raise
             if self._fatal is None and not isinstance(exc, (NotLeaderError, ValueError,
                                                             trio.Cancelled)):
                 log.critical("node %d: the Raft core failed: %r", self.node_id, exc)
                 self._fatal = exc
                 self._wake.set()
             raise
+        if self._disk_full:
+            self._disk_full = False
+            log.info("node %d: the metadata log is writable again", self.node_id)
         return result
 
     def _process(self) -> None:

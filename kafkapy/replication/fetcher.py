@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, Protocol
 import trio
 
 from kafkapy.log.partition_log import PartitionLog
+from kafkapy.log.storage_errors import LogStorageError
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.records.reader import iter_batches
@@ -67,6 +68,9 @@ class FetcherHost(Protocol):
 
     def on_follower_progress(self, topic: str, partition: int) -> None:
         """Called after the log moved (append, truncation, high watermark)."""
+
+    def storage_fault(self, topic: str, partition: int, exc: LogStorageError) -> None:
+        """Writing the replica failed on disk (the host logs it and may take its dir offline)."""
 
 
 @dataclass
@@ -279,6 +283,10 @@ class ReplicaFetcherManager:
                     continue
                 try:
                     self._apply(fetcher, key, plog, p, fetch_offset)
+                except LogStorageError as exc:
+                    # Logged once per failure episode by the host, not once per fetch.
+                    self.host.storage_fault(key[0], key[1], exc)
+                    self._delay(fetcher, key)
                 except KafkaError as exc:
                     log.error("Replicating %s-%d from broker %d failed: %s", key[0], key[1],
                               fetcher.leader_id, exc)

@@ -157,6 +157,10 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
             except KafkaError:
                 pass
             results[key] = (b"", exc.code, hw, start, lso)
+        except OSError as exc:
+            # A read fault: KAFKA_STORAGE_ERROR, and the dir goes offline (as in Kafka).
+            ctx.replicas.read_fault(p.topic, p.partition, exc)
+            results[key] = (b"", ErrorCode.KAFKA_STORAGE_ERROR, -1, -1, -1)
     return results, total
 
 
@@ -305,3 +309,6 @@ def _replica_read_partition(ctx: BrokerContext, name: str, index: int, p: object
         return FetchPartitionResult(index, ErrorCode.NONE, hw, min(plog.last_stable_offset, hw), start, records)
     except KafkaError as exc:
         return FetchPartitionResult(index, exc.code, -1, -1, -1, b"")
+    except OSError as exc:
+        ctx.replicas.read_fault(name, index, exc)
+        return FetchPartitionResult(index, ErrorCode.KAFKA_STORAGE_ERROR, -1, -1, -1, b"")

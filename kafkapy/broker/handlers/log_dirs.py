@@ -14,7 +14,7 @@ import os
 from kafkapy.broker.context import BrokerContext
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
-from kafkapy.protocol.errors import KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 Resp = m.DescribeLogDirsResponse
 DirResult = Resp.DescribeLogDirsResult
@@ -48,7 +48,13 @@ async def handle_describe_log_dirs(ctx: BrokerContext, request: Request) -> obje
             offset_lag=max(0, hosted.log.high_watermark - hosted.log.log_end_offset),
             is_future_key=False))
     results = []
+    offline = ctx.replicas.offline_log_dirs
     for log_dir, topics in by_dir.items():
+        if log_dir in offline:
+            # As Kafka: an offline dir is listed with KAFKA_STORAGE_ERROR and nothing else.
+            results.append(DirResult(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=log_dir,
+                                     total_bytes=-1, usable_bytes=-1, topics=[]))
+            continue
         total, usable = _disk_usage(log_dir)
         results.append(DirResult(
             error_code=0, log_dir=log_dir, total_bytes=total, usable_bytes=usable,

@@ -86,7 +86,10 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                 parts_out.append(ProducePartitionResult(
                     pdata.index, exc.code, -1, -1, -1, message,
                     current_leader=hints.hint(name, pdata.index, exc.code) if name else None))
-                if exc.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER):
+                # A storage fault is logged once per episode where it is detected (the log
+                # manager's StorageFaults), not once per request.
+                if exc.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                    ErrorCode.KAFKA_STORAGE_ERROR):
                     log.info(
                         "Produce to %s-%d from %s rejected: %s %s",
                         name, pdata.index, request.client_id, exc.code.name, exc.message or "",

@@ -41,6 +41,11 @@ class FakeLogManager:
     deleted: Counter = field(default_factory=Counter)
     fail: set[tuple[str, int]] = field(default_factory=set)
     log_dirs: tuple[str, ...] = ("/nowhere",)
+    offline_dirs: dict[str, str] = field(default_factory=dict)
+    dir_offline_listeners: list = field(default_factory=list)
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        return False
 
     def get_or_create(self, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig,
                       *, now_ms: int) -> FakeLog:

@@ -1,0 +1,86 @@
+"""Storage faults of the log layer as Kafka errors, and which of them take a log dir offline.
+
+Kafka turns every IOException under a log dir into KAFKA_STORAGE_ERROR for the client and takes
+the dir offline. kafkapy does that for every fault except a full disk or an exceeded quota
+(ENOSPC, EDQUOT): those fail the write with KAFKA_STORAGE_ERROR, the failed write is rolled back,
+and the dir stays online for reads; appends succeed again once space is freed (see
+docs/storage-errors.md for why this differs from Kafka).
+
+:class:`StorageFaults` keeps the per-dir "failure episode" so the broker logs one ERROR line when
+a dir starts failing and one INFO line when it works again, not a traceback per request.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Callable
+
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("kafkapy.log.storage")
+
+#: Faults that mean "no room": the write fails, the dir stays online.
+SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+class LogStorageError(KafkaError):
+    """KAFKA_STORAGE_ERROR raised by a log write that failed on the file system.
+
+    ``offline`` says whether the dir must be taken offline: the fault was not a lack of space,
+    or undoing the failed write itself failed, so the files can no longer be trusted.
+    """
+
+    def __init__(self, message: str, *, path: str, cause: OSError | None = None,
+                 offline: bool | None = None) -> None:
+        super().__init__(ErrorCode.KAFKA_STORAGE_ERROR, message)
+        self.path = path
+        self.cause = cause
+        self.offline = (not is_space_error(cause)) if offline is None else offline
+
+    @property
+    def space(self) -> bool:
+        """True when the disk (or the quota) is full."""
+        return is_space_error(self.cause)
+
+
+def is_space_error(exc: BaseException | None) -> bool:
+    return isinstance(exc, OSError) and exc.errno in SPACE_ERRNOS
+
+
+def storage_error(exc: OSError, what: str, path: str) -> LogStorageError:
+    """A LogStorageError for ``exc`` raised while doing ``what`` to ``path``."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    return LogStorageError(f"Disk error when trying to {what} {path}: {reason}", path=path,
+                           cause=exc)
+
+
+class StorageFaults:
+    """Per-log-dir failure episodes: one ERROR line when writes start failing, one INFO line
+    when they work again; faults that are not about space take the dir offline.
+
+    ``mark_offline(dir, reason)`` is ``LogManager.mark_dir_offline`` (it logs its own ERROR).
+    """
+
+    def __init__(self, mark_offline: Callable[[str, str], bool]) -> None:
+        self._mark_offline = mark_offline
+        #: dir -> the message of the fault that opened its current episode.
+        self.failing: dict[str, str] = {}
+
+    def fault(self, dir: str, exc: LogStorageError) -> None:
+        """A write under ``dir`` failed with ``exc`` (already rolled back where it could be)."""
+        if exc.offline:
+            self.failing.pop(dir, None)
+            self._mark_offline(dir, exc.message or str(exc))
+            return
+        if dir in self.failing:
+            return
+        self.failing[dir] = exc.message or str(exc)
+        log.error("Log dir %s is out of space: %s. Writes to it fail with KAFKA_STORAGE_ERROR "
+                  "until space is freed; reads go on.", dir, exc.message)
+
+    def ok(self, dir: str) -> None:
+        """A write under ``dir`` succeeded: close its failure episode, if one is open."""
+        if self.failing and self.failing.pop(dir, None) is not None:
+            log.info("Log dir %s accepts writes again", dir)
