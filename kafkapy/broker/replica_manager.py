@@ -506,7 +506,13 @@ class ReplicaManager:
         leo = plog.log_end_offset
         # A new leader epoch starts at our log end: followers ahead of it in an older epoch
         # will find their tail diverges from here and truncate.
-        plog.leader_epoch_cache.assign(hosted.leader_epoch, leo)
+        try:
+            plog.leader_epoch_cache.assign(hosted.leader_epoch, leo)
+        except OSError as exc:
+            # The cache holds the new epoch; only its checkpoint file is behind, and it is
+            # written again with the next epoch. A full disk must not stop the leadership.
+            self.storage_fault(hosted.topic, hosted.index,
+                               storage_error(exc, "write the leader epoch checkpoint of", plog.dir))
         state = PartitionLeaderState(
             node_id=self._node_id, replicas=hosted.replicas, isr=hosted.isr,
             leader_epoch=hosted.leader_epoch, partition_epoch=hosted.partition_epoch,
@@ -609,10 +615,17 @@ class _TopicSync:
         if hosted is not None:
             manager._drop(key)  # same name, new id: the topic was deleted and recreated
         try:
-            plog = manager._log_manager.get_or_create(topic.name, index, topic.id, self._log_config(),
-                                                      now_ms=self._now_ms)
+            try:
+                plog = manager._log_manager.get_or_create(topic.name, index, topic.id,
+                                                          self._log_config(), now_ms=self._now_ms)
+            except OSError as e:
+                raise storage_error(e, "create the log of", f"{topic.name}-{index}") from e
         except KafkaError as exc:
-            log.error("Cannot open the log of %s-%d: %s", topic.name, index, exc)
+            online = manager._log_manager.online_dirs
+            if isinstance(exc, LogStorageError) and exc.space and online:
+                manager._log_manager.faults.fault(online[0], exc)  # once per full-disk episode
+            else:
+                log.error("Cannot open the log of %s-%d: %s", topic.name, index, exc)
             manager._retry.add(key)
             failures.append(exc)
             return

@@ -14,6 +14,10 @@ import struct
 
 from kafkapy.log.storage_errors import storage_error
 
+# Index blocks allocated at a time (8192 offset entries: about 32 MiB of log at the default
+# index.interval.bytes).
+_ALLOCATION_CHUNK = 64 * 1024
+
 
 class CorruptIndexError(Exception):
     """An index file fails its sanity check; the segment must rebuild it from the log."""
@@ -32,13 +36,16 @@ class MmapIndex:
         self.path = path
         self.base_offset = base_offset
         self._entry_size = self.ENTRY.size
+        # Bytes from the start known to be backed by blocks (written entries are; the sparse
+        # rest is allocated by reserve() before it is written through the mapping).
+        self._allocated = 0
         self._mm: mmap.mmap | None = None
         self._closed = False
         exists = os.path.exists(path)
         if not exists:
             length = self._round(max_index_size)
             try:
-                self._set_file_length(length, 0)
+                self._set_file_length(length)
             except BaseException:
                 _remove_quietly(path)  # a half-made index of a segment that will not exist
                 raise
@@ -52,6 +59,7 @@ class MmapIndex:
         self._max_entries = self._length // self._entry_size
         if exists:
             self._entries = self._count_valid(self._entries)
+        self._allocated = self._entries * self._entry_size
 
     # ----------------------------------------------------------------- file and mapping
     # No descriptor is kept: the mapping holds its own, and it is made on first use, so the
@@ -59,30 +67,43 @@ class MmapIndex:
     def _round(self, size: int) -> int:
         return (size // self._entry_size) * self._entry_size
 
-    def _set_file_length(self, length: int, old_length: int) -> None:
-        """Set the file's length; growing allocates the blocks (raises LogStorageError).
-
-        The index is written through a shared mapping: a page of a sparse file that the file
-        system cannot back when it is first touched kills the process with SIGBUS. Allocating
-        the whole file up front turns a full disk into ENOSPC here, where it can be handled.
-        """
+    def _set_file_length(self, length: int) -> None:
+        """Set the file's length (sparse, as Kafka's: blocks come with :meth:`reserve`)."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
             raise storage_error(e, "open index file", self.path) from e
         try:
             os.ftruncate(fd, length)
-            if length > old_length:
-                # From 0: an existing file may be sparse (made before this was done, or copied).
-                os.posix_fallocate(fd, 0, length)
         except OSError as e:
-            try:
-                os.ftruncate(fd, old_length)
-            except OSError:
-                pass  # the length is checked again when the file is next loaded
             raise storage_error(e, "resize index file", self.path) from e
         finally:
             os.close(fd)
+        self._allocated = min(self._allocated, length)
+
+    def reserve(self, n: int) -> None:
+        """Back the next ``n`` slots with disk blocks before anything writes them through the
+        mapping (raises LogStorageError, e.g. for ENOSPC).
+
+        The file is sparse. Writing a hole through a shared mapping when the file system has no
+        block left for it kills the process with SIGBUS; allocating first turns a full disk into
+        an exception here, before the append writes anything. Blocks are allocated a chunk at a
+        time, so this is a comparison on almost every append, and an index costs disk only for
+        the entries it holds, not for its whole preallocated length.
+        """
+        need = min((self._entries + n) * self._entry_size, self._length)
+        if need <= self._allocated:
+            return
+        end = min(self._length, max(need, self._allocated + _ALLOCATION_CHUNK))
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                os.posix_fallocate(fd, self._allocated, end - self._allocated)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise storage_error(e, "allocate index file", self.path) from e
+        self._allocated = end
 
     def _mapped(self) -> mmap.mmap:
         mm = self._mm
@@ -107,7 +128,7 @@ class MmapIndex:
         if rounded == self._length:
             return False
         self._unmap()
-        self._set_file_length(rounded, self._length)
+        self._set_file_length(rounded)
         self._length = rounded
         self._max_entries = rounded // self._entry_size
         return True
@@ -175,7 +196,7 @@ class MmapIndex:
 
     def zero_slots(self, start: int, end: int) -> None:
         """Zero the slots [start, end) past the entries (a failed writer's leftovers)."""
-        end = min(end, self._max_entries)
+        end = min(end, self._max_entries, self._allocated // self._entry_size)
         if start >= end or self._mm is None:
             return  # never mapped: nothing was written through a mapping
         self._mm[start * self._entry_size:end * self._entry_size] = bytes(
@@ -188,6 +209,7 @@ class MmapIndex:
         if self._entries >= self._max_entries:
             # Only reachable through skip_full_check (time index at roll): grow by one entry.
             self.resize(self._length + self._entry_size)
+        self.reserve(1)
         self.ENTRY.pack_into(self._mapped(), self._entries * self._entry_size, *values)
         self._entries += 1
 

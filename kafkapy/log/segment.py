@@ -280,6 +280,10 @@ class LogSegment:
         physical = self.size
         oi, ti = self.offset_index, self.time_index
         max_ts = self.max_timestamp_so_far  # (loads it from the time index on first use)
+        # Blocks for every index slot this append may fill, before a byte is written: a full
+        # disk fails here, with nothing to undo.
+        oi.reserve(len(batches))
+        ti.reserve(len(batches))
         try:
             _write_all(self.fd, buf, physical)
             # One pass in Cython (or its pure twin): largest timestamp, and the index entries

@@ -74,7 +74,7 @@ from kafkapy.raft.file_snapshots import FileSnapshotStore
 from kafkapy.raft.local import MetadataRecordCodec, NotLeaderError
 from kafkapy.raft.quorum_state import FileQuorumStateStore
 from kafkapy.records.reader import iter_batches, iter_records
-from kafkapy.storage import MetaProperties, ensure_formatted, kafka_uuid_to_uuid
+from kafkapy.storage import MetaProperties, StorageError, ensure_formatted, kafka_uuid_to_uuid
 from kafkapy.tiered.manager import RemoteLogManager
 from kafkapy.tiered.metadata_log import MetadataLog
 from kafkapy.tiered.storage import remote_storage_from_config
@@ -584,7 +584,7 @@ class Node:
         load is one full update)."""
         try:
             self.replicas.apply_update(update, now_ms=self.clock.now_ms())
-        except KafkaError as exc:
+        except (KafkaError, OSError) as exc:
             # A log that cannot be opened must not take the broker down with it.
             log.error("Applying metadata offset %d failed: %s", update.image.offset, exc)
         rlm = getattr(self, "remote_log_manager", None)
@@ -750,8 +750,15 @@ class Node:
         nursery.start_soon(self.lifecycle.run)
         wait = (SINGLE_VOTER_STARTUP_TIMEOUT_S if self.is_controller and len(self.voters) == 1
                 else CLUSTER_STARTUP_WAIT_S)
+        single = self.is_controller and len(self.voters) == 1
         with trio.move_on_after(wait) as waited:
-            await self.lifecycle.wait_unfenced()
+            while self.lifecycle.fenced:
+                if single and self.driver.disk_full is not None:
+                    # A lone voter must write its LeaderChange before anything commits: on a
+                    # full disk it cannot, so it refuses to start rather than wait in vain.
+                    raise StorageError(f"the metadata log cannot be written: {self.driver.disk_full}")
+                with trio.move_on_after(0.1):
+                    await self.lifecycle.wait_unfenced()
         if waited.cancelled_caught:
             if self.is_controller and len(self.voters) == 1:
                 raise RuntimeError("the broker was not unfenced by its own controller in time")
@@ -833,16 +840,30 @@ class Node:
         """Flush and close every log and write the clean-shutdown markers."""
         # The metadata log closes first: the partition logs' markers also cover its directory.
         meta = getattr(self, "metadata_log", None)
-        if meta is not None and not meta.closed:
-            meta.flush()
-            meta.close()
+        clean = True
+        try:
+            if meta is not None and not meta.closed:
+                meta.flush()
+                meta.close()
+        except (OSError, KafkaError) as exc:
+            # A full or failed disk: no clean-shutdown marker, so the next start recovers.
+            log.error("Could not close the metadata log cleanly: %s", exc)
+            clean = False
         rlm = getattr(self, "remote_log_manager", None)
         if rlm is not None:
             rlm.close()
         manager = getattr(self, "log_manager", None)
         if manager is not None:
-            manager.shutdown()
+            try:
+                manager.shutdown()
+            except (OSError, KafkaError) as exc:
+                log.error("Could not close the logs cleanly: %s", exc)
+                clean = False
             self.log_manager = None  # type: ignore[assignment]
+        if not clean:
+            log.info("[KafkaRaftServer nodeId=%d] shut down (the next start recovers the logs)",
+                     self.node_id)
+            return
         root = os.path.abspath(self.config.metadata_log_dir)
         if meta is not None and (not self.is_broker or root not in [os.path.abspath(d) for d in self.config.log_dirs]):
             with open(os.path.join(root, log_files.CLEAN_SHUTDOWN_FILE), "w") as f:

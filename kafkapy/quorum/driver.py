@@ -59,6 +59,16 @@ from kafkapy.records import format as fmt
 
 log = logging.getLogger("kafkapy.quorum.driver")
 
+#: How long the driver waits before touching the core again after a full-disk write failure.
+DISK_FULL_RETRY_S = 0.5
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    # A log write that failed for lack of space and was rolled back (log.storage_errors); the
+    # quorum layer does not import the log layer, so it is recognised by its attributes.
+    return (isinstance(exc, KafkaError) and exc.code == ErrorCode.KAFKA_STORAGE_ERROR
+            and getattr(exc, "offline", True) is False)
+
 
 class Clock(Protocol):
     def now_ms(self) -> int: ...
@@ -155,7 +165,8 @@ class QuorumDriver:
         self._started = trio.Event()
         self._running = False
         self._fatal: BaseException | None = None
-        self._disk_full = False  # the metadata log's last write failed for lack of space
+        #: Why the metadata log's last write failed for lack of space (None: it did not).
+        self.disk_full: str | None = None
         self._processing = False
         self._fetch_times: dict[int, _FetchTimes] = {}
         self._fetch_times_epoch = -1
@@ -216,7 +227,8 @@ class QuorumDriver:
             now = self.clock.now_ms()
             deadline = self.replica.next_deadline_ms()
             if deadline is not None and deadline <= now:
-                self._call(self.replica.tick)
+                if not await self._tick():
+                    continue
                 due_in_a_row += 1
                 # A deadline that stays due would spin; yield for real now and then.
                 await (trio.sleep(0.001) if due_in_a_row > 3 else trio.lowlevel.checkpoint())
@@ -227,7 +239,18 @@ class QuorumDriver:
             with trio.move_on_after(delay):
                 await self._wake.wait()
             self._raise_fatal()
+            await self._tick()
+
+    async def _tick(self) -> bool:
+        """One tick of the core; False (after a pause) when the metadata log's disk is full."""
+        try:
             self._call(self.replica.tick)
+        except KafkaError as exc:
+            if not _is_disk_full(exc):
+                raise
+            await trio.sleep(DISK_FULL_RETRY_S)
+            return False
+        return True
 
     def _raise_fatal(self) -> None:
         if self._fatal is not None:
@@ -256,14 +279,13 @@ class QuorumDriver:
         except BaseException as exc:
             # NotLeaderError / ValueError: the caller's mistake (append off the leader, a bad
             # snapshot boundary), raised before the core changed anything.
-            if (isinstance(exc, KafkaError) and exc.code == ErrorCode.KAFKA_STORAGE_ERROR
-                    and getattr(exc, "offline", True) is False):
+            if _is_disk_full(exc):
                 # The metadata log's disk is full: the write was rolled back and fails; the
                 # quorum goes on and writes again once space is freed.
-                if not self._disk_full:
-                    self._disk_full = True
+                if self.disk_full is None:
+                    self.disk_full = exc.message or str(exc)  # type: ignore[attr-defined]
                     log.error("node %d: the metadata log cannot be written: %s", self.node_id,
-                              exc.message)
+                              self.disk_full)
                 raise
             if self._fatal is None and not isinstance(exc, (NotLeaderError, ValueError,
                                                             trio.Cancelled)):
@@ -271,8 +293,8 @@ class QuorumDriver:
                 self._fatal = exc
                 self._wake.set()
             raise
-        if self._disk_full:
-            self._disk_full = False
+        if self.disk_full is not None:
+            self.disk_full = None
             log.info("node %d: the metadata log is writable again", self.node_id)
         return result
 
