@@ -354,3 +354,25 @@ async def test_controlled_shutdown_needs_a_registration() -> None:
         assert not await mgr.controlled_shutdown(timeout_s=5.0)  # running, never registered
         assert mgr.state == BrokerState.STARTING
         nursery.cancel_scope.cancel()
+
+
+@virtual_time
+async def test_an_offline_log_dir_is_reported_at_once_and_in_every_heartbeat_after() -> None:
+    controller = FakeController()
+    mgr = Broker(controller).manager
+    async with trio.open_nursery() as nursery:
+        await nursery.start(mgr.run)
+        await mgr.wait_unfenced()
+        assert all(not b.offline_log_dirs for b in controller.heartbeats())
+        before = len(controller.heartbeats())
+        reported_at = trio.current_time()
+        mgr.report_offline_dir(LOG_DIR)
+        await wait_for(lambda: len(controller.heartbeats()) > before)
+        assert controller.times[-1] - reported_at < INTERVAL, "not held back until the interval"
+        await trio.sleep(3 * INTERVAL)
+        beats = controller.heartbeats()[before:]
+        assert len(beats) >= 3 and all(list(b.offline_log_dirs) == [LOG_DIR] for b in beats)
+        # The field exists from BrokerHeartbeat v1: it must survive encoding there.
+        decoded = m.BrokerHeartbeatRequest.decode(bytes(beats[-1].encode(version=1)), version=1)
+        assert list(decoded.offline_log_dirs) == [LOG_DIR]
+        nursery.cancel_scope.cancel()
