@@ -33,7 +33,7 @@ from kafkapy.log.checkpoint import (
 from kafkapy.log.config import LogConfig
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.log.partition_metadata import normalize_topic_id, write_partition_metadata
-from kafkapy.log.storage_errors import StorageFaults
+from kafkapy.log.storage_errors import StorageFaults, storage_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,8 @@ class LogManager:
         self.dir_offline_listeners: list[Callable[[str], None]] = []
         #: Failure episodes of writes (a full disk logs once; other faults go offline).
         self.faults = StorageFaults(self.mark_dir_offline)
+        # Dirs whose last checkpoint write failed: no clean-shutdown marker for them.
+        self._stale_checkpoints: set[str] = set()
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             self._load_dir(d, now_ms)
@@ -275,9 +277,15 @@ class LogManager:
 
         It fsyncs, so the broker runs it off the event loop (Kafka's log flusher thread).
         """
-        for plog in list(self._logs.values()):
-            plog.flush_rolled()
-            plog.maybe_flush(now_ms)
+        for tp, plog in list(self._logs.items()):
+            d = self._dir_of.get(tp)
+            if d in self.offline_dirs:
+                continue
+            try:
+                plog.flush_rolled()
+                plog.maybe_flush(now_ms)
+            except OSError as e:
+                self.faults.fault(d or plog.dir, storage_error(e, "flush", plog.dir))
 
     def cleanup_logs(self, now_ms: int, *, checkpoint: bool = True) -> int:
         """Retention pass over every log (Kafka's log-retention task); segments deleted.
@@ -371,10 +379,14 @@ class LogManager:
         """
         hosted = self._hosted()
         with self._checkpoint_lock:
-            for d in self.log_dirs:
-                write_offsets_checkpoint(
-                    os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT),
-                    {tp: plog.high_watermark for tp, plog, in_dir in hosted if in_dir == d})
+            for d in self.online_dirs:
+                path = os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT)
+                try:
+                    write_offsets_checkpoint(
+                        path, {tp: plog.high_watermark for tp, plog, in_dir in hosted if in_dir == d})
+                except OSError as e:
+                    self._stale_checkpoints.add(d)
+                    self.faults.fault(d, storage_error(e, "write", path))
 
     def checkpoint(self) -> None:
         """Write the offset checkpoints of every log dir (high watermarks included).
@@ -388,7 +400,7 @@ class LogManager:
 
     def _checkpoint_offsets(self) -> None:
         hosted = self._hosted()
-        for d in self.log_dirs:
+        for d in self.online_dirs:
             rps: dict[TopicPartition, int] = {}
             lsos: dict[TopicPartition, int] = {}
             first_bases: dict[TopicPartition, int] = {}
@@ -398,18 +410,27 @@ class LogManager:
                 first_bases[tp] = plog.segments[0].base_offset
                 rps[tp] = plog.recovery_point
                 lsos[tp] = plog.checkpoint_log_start_offset
-            write_offsets_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT), rps)
-            # Kafka records log start offsets only where they differ from the first segment's
-            # base: past it (DeleteRecords, retention) or, on a tiered log, below it.
-            write_offsets_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT),
-                                     {tp: o for tp, o in lsos.items() if o != first_bases[tp]})
+            try:
+                write_offsets_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT), rps)
+                # Kafka records log start offsets only where they differ from the first
+                # segment's base: past it (DeleteRecords, retention) or, on a tiered log, below.
+                write_offsets_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT),
+                                         {tp: o for tp, o in lsos.items() if o != first_bases[tp]})
+            except OSError as e:
+                self._stale_checkpoints.add(d)
+                self.faults.fault(d, storage_error(e, "write the offset checkpoints in", d))
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, then the clean-shutdown marker."""
         for plog in self._logs.values():
             plog.flush()
             plog.close()
+        self._stale_checkpoints.clear()
         self.checkpoint()
         marker = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode()
-        for d in self.log_dirs:
+        for d in self.online_dirs:
+            if d in self._stale_checkpoints:
+                log.warning("No clean-shutdown marker in %s: its checkpoints could not be "
+                            "written, so the next start recovers its logs", d)
+                continue
             atomic_write(os.path.join(d, files.CLEAN_SHUTDOWN_FILE), marker)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,7 +98,6 @@ def _read_all(node: KafkaNode, topic: str, end: int) -> dict[int, bytes]:
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         got: dict[int, bytes] = {}
-        import time
         deadline = time.monotonic() + 30
         while len(got) < end and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
@@ -136,7 +136,10 @@ def test_full_disk_gives_storage_error_and_the_node_keeps_serving(small_disk: Pa
         got = _read_all(node, topic, max(acked) + 1)
         assert {o: got.get(o) for o in acked} == acked
 
-        # More attempts on the full disk: still refused, still one ERROR line for the episode.
+        # Longer than the high-watermark checkpoint interval (5 s) on the full disk, and more
+        # attempts: still refused, the node still up, still one ERROR line for the episode.
+        time.sleep(7)
+        assert node.running()
         more_acked, more_errors = _produce_until_full(node, topic, max_records=16)
         assert not more_acked and more_errors
         log_text = _node_log_since(node, "===== start #1")
