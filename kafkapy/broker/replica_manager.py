@@ -621,8 +621,9 @@ class _TopicSync:
             except OSError as e:
                 raise storage_error(e, "create the log of", f"{topic.name}-{index}") from e
         except KafkaError as exc:
-            online = manager._log_manager.online_dirs
-            if isinstance(exc, LogStorageError) and exc.space and online:
+            online = (manager._log_manager.online_dirs
+                      if isinstance(exc, LogStorageError) and exc.space else [])
+            if online:
                 manager._log_manager.faults.fault(online[0], exc)  # once per full-disk episode
             else:
                 log.error("Cannot open the log of %s-%d: %s", topic.name, index, exc)
