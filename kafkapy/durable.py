@@ -34,13 +34,15 @@ def atomic_write(path: str, data: bytes, *, sync: bool = True) -> None:
             view = view[n:]
         if sync:
             os.fsync(fd)
-    except BaseException:
+    except BaseException as exc:
         # A full disk: the half-written temp file would only hold on to the space.
         os.close(fd)
         try:
             os.remove(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = path  # os.write names no file; the log line should
         raise
     os.close(fd)
     os.replace(tmp, path)

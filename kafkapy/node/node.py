@@ -417,6 +417,8 @@ class Node:
             on_contact_lost=self._contact_lost,
             on_contact_restored=self._contact_restored,
         )
+        for d in getattr(getattr(self, "log_manager", None), "offline_dirs", {}):
+            self._log_dir_offline(d)  # failed before there was a lifecycle to tell
 
     def _contact_lost(self) -> None:
         # Kafka: a broker that cannot reach the controller for a whole session has been fenced
