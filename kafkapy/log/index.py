@@ -36,9 +36,9 @@ class MmapIndex:
         self.path = path
         self.base_offset = base_offset
         self._entry_size = self.ENTRY.size
-        # Bytes from the start known to be backed by blocks (written entries are; the sparse
-        # rest is allocated by reserve() before it is written through the mapping).
-        self._allocated = 0
+        #: Slots from the start known to be backed by disk blocks (written entries are; the
+        #: sparse rest is allocated by reserve() before it is written through the mapping).
+        self.backed_entries = 0
         self._mm: mmap.mmap | None = None
         self._closed = False
         exists = os.path.exists(path)
@@ -59,7 +59,7 @@ class MmapIndex:
         self._max_entries = self._length // self._entry_size
         if exists:
             self._entries = self._count_valid(self._entries)
-        self._allocated = self._entries * self._entry_size
+        self.backed_entries = self._entries
 
     # ----------------------------------------------------------------- file and mapping
     # No descriptor is kept: the mapping holds its own, and it is made on first use, so the
@@ -79,7 +79,7 @@ class MmapIndex:
             raise storage_error(e, "resize index file", self.path) from e
         finally:
             os.close(fd)
-        self._allocated = min(self._allocated, length)
+        self.backed_entries = min(self.backed_entries, length // self._entry_size)
 
     def reserve(self, n: int) -> None:
         """Back the next ``n`` slots with disk blocks before anything writes them through the
@@ -91,19 +91,22 @@ class MmapIndex:
         time, so this is a comparison on almost every append, and an index costs disk only for
         the entries it holds, not for its whole preallocated length.
         """
-        need = min((self._entries + n) * self._entry_size, self._length)
-        if need <= self._allocated:
+        if self._entries + n <= self.backed_entries:
             return
-        end = min(self._length, max(need, self._allocated + _ALLOCATION_CHUNK))
+        size = self._entry_size
+        start = self.backed_entries * size
+        end = min(self._length, max((self._entries + n) * size, start + _ALLOCATION_CHUNK))
+        if end <= start:
+            return  # a full index: nothing more will be written through the mapping
         try:
             fd = os.open(self.path, os.O_RDWR)
             try:
-                os.posix_fallocate(fd, self._allocated, end - self._allocated)
+                os.posix_fallocate(fd, start, end - start)
             finally:
                 os.close(fd)
         except OSError as e:
             raise storage_error(e, "allocate index file", self.path) from e
-        self._allocated = end
+        self.backed_entries = end // size
 
     def _mapped(self) -> mmap.mmap:
         mm = self._mm
@@ -196,7 +199,7 @@ class MmapIndex:
 
     def zero_slots(self, start: int, end: int) -> None:
         """Zero the slots [start, end) past the entries (a failed writer's leftovers)."""
-        end = min(end, self._max_entries, self._allocated // self._entry_size)
+        end = min(end, self._max_entries, self.backed_entries)
         if start >= end or self._mm is None:
             return  # never mapped: nothing was written through a mapping
         self._mm[start * self._entry_size:end * self._entry_size] = bytes(

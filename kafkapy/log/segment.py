@@ -282,8 +282,11 @@ class LogSegment:
         max_ts = self.max_timestamp_so_far  # (loads it from the time index on first use)
         # Blocks for every index slot this append may fill, before a byte is written: a full
         # disk fails here, with nothing to undo.
-        oi.reserve(len(batches))
-        ti.reserve(len(batches))
+        n = len(batches)
+        if oi.entries + n > oi.backed_entries:
+            oi.reserve(n)
+        if ti.entries + n > ti.backed_entries:
+            ti.reserve(n)
         try:
             _write_all(self.fd, buf, physical)
             # One pass in Cython (or its pure twin): largest timestamp, and the index entries
