@@ -625,6 +625,9 @@ class _TopicSync:
                       if isinstance(exc, LogStorageError) and exc.space else [])
             if online:
                 manager._log_manager.faults.fault(online[0], exc)  # once per full-disk episode
+            elif getattr(manager._log_manager, "online_dirs", True) == []:
+                # Every dir offline: that was logged when it happened; retried quietly.
+                log.debug("Cannot open the log of %s-%d: %s", topic.name, index, exc)
             else:
                 log.error("Cannot open the log of %s-%d: %s", topic.name, index, exc)
             manager._retry.add(key)

@@ -422,7 +422,9 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, then the clean-shutdown marker."""
-        for plog in self._logs.values():
+        for tp, plog in self._logs.items():
+            if self._dir_of.get(tp) in self.offline_dirs:
+                continue  # nothing is written to an offline dir, not even at shutdown
             plog.flush()
             plog.close()
         self._stale_checkpoints.clear()

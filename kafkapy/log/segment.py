@@ -64,6 +64,7 @@ class SegmentFile:
     __slots__ = ("fd",)
 
     def __init__(self, path: str) -> None:
+        self.fd = -1  # (for __del__ when the open below fails)
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
     def fileno(self) -> int:
