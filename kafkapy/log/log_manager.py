@@ -277,6 +277,7 @@ class LogManager:
 
         It fsyncs, so the broker runs it off the event loop (Kafka's log flusher thread).
         """
+        self.faults.drain()  # what the checkpoints on worker threads ran into
         for tp, plog in list(self._logs.items()):
             d = self._dir_of.get(tp)
             if d in self.offline_dirs:

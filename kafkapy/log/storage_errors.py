@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import threading
 from collections.abc import Callable
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -67,9 +68,18 @@ class StorageFaults:
         self._mark_offline = mark_offline
         #: dir -> the message of the fault that opened its current episode.
         self.failing: dict[str, str] = {}
+        # Faults seen on worker threads (checkpoints run there): the offline listeners touch
+        # the event loop's state, so they are handled on its thread, by drain().
+        self._owner = threading.get_ident()
+        self._deferred: list[tuple[str, LogStorageError]] = []
+        self._lock = threading.Lock()
 
     def fault(self, dir: str, exc: LogStorageError) -> None:
         """A write under ``dir`` failed with ``exc`` (already rolled back where it could be)."""
+        if threading.get_ident() != self._owner:
+            with self._lock:
+                self._deferred.append((dir, exc))
+            return
         if exc.offline:
             self.failing.pop(dir, None)
             self._mark_offline(dir, exc.message or str(exc))
@@ -79,6 +89,15 @@ class StorageFaults:
         self.failing[dir] = exc.message or str(exc)
         log.error("Log dir %s is out of space: %s. Writes to it fail with KAFKA_STORAGE_ERROR "
                   "until space is freed; reads go on.", dir, exc.message)
+
+    def drain(self) -> None:
+        """Handle the faults worker threads reported (call on the owning thread)."""
+        if not self._deferred:
+            return
+        with self._lock:
+            deferred, self._deferred = self._deferred, []
+        for d, exc in deferred:
+            self.fault(d, exc)
 
     def ok(self, dir: str) -> None:
         """A write under ``dir`` succeeded: close its failure episode, if one is open."""

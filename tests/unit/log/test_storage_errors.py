@@ -134,3 +134,16 @@ def test_a_full_disk_is_logged_once_per_episode(caplog):
     assert not offline, "a full disk keeps the dir online"
     faults.fault("/d", storage_error(OSError(errno.EIO, "I/O error"), "append to", "/d/x.log"))
     assert offline == ["/d"]
+
+
+def test_faults_on_worker_threads_are_handled_on_the_owning_thread():
+    import threading
+    offline: list[str] = []
+    faults = StorageFaults(lambda d, reason: offline.append(d) or True)
+    eio = storage_error(OSError(errno.EIO, "I/O error"), "write", "/d/checkpoint")
+    worker = threading.Thread(target=faults.fault, args=("/d", eio))
+    worker.start()
+    worker.join()
+    assert offline == [], "listeners must not run on the worker thread"
+    faults.drain()
+    assert offline == ["/d"]
