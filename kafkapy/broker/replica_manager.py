@@ -549,6 +549,8 @@ class ReplicaManager:
         hosted.leader_id, hosted.leader_epoch = reg.leader, reg.leader_epoch
         hosted.replicas, hosted.isr = list(reg.replicas), list(reg.isr)
         hosted.partition_epoch = reg.partition_epoch
+        if self._log_manager.is_offline(hosted.topic, hosted.index):
+            return  # its dir failed: neither leading nor following until a restart
         if reg.leader == self._node_id:
             if changed or hosted.leader_state is None:
                 self._become_leader(hosted, now_ms)

@@ -64,3 +64,14 @@ def test_an_io_error_takes_the_dir_offline(setup, monkeypatch, caplog):  # noqa:
     response = trio.run(handle_describe_log_dirs, SimpleNamespace(replicas=manager), request)
     (result,) = response.results
     assert result.error_code == ErrorCode.KAFKA_STORAGE_ERROR and result.topics == []
+
+
+def test_a_replica_in_an_offline_dir_is_not_followed_again(setup, monkeypatch):  # noqa: F811
+    manager, cluster = setup
+    fail_writes(monkeypatch, errno.EIO)
+    with pytest.raises(KafkaError):
+        produce(manager)
+    monkeypatch.undo()
+    # The controller moves leadership away (as after the heartbeat): no fetcher starts.
+    manager.apply_image(cluster.change(leader=2, isr=(2, 3)), now_ms=0)
+    assert KEY not in manager.fetchers.following
