@@ -20,7 +20,13 @@ __all__ = ["register"]
 
 
 def register(spark: Any) -> None:
-    """Register the ``kafkapy`` format with ``spark`` (a SparkSession)."""
+    """Register the ``kafkapy`` format with ``spark`` (a SparkSession).
+
+    Also lets ``df.write.format("kafkapy").save()`` run in Spark's default save mode, as
+    ``format("kafka")`` does (see :mod:`kafkapy.spark.save_mode`).
+    """
+    from kafkapy.spark.save_mode import install
     from kafkapy.spark.source import KafkapyDataSource
 
     spark.dataSource.register(KafkapyDataSource)
+    install()

@@ -107,15 +107,21 @@ class KafkaAccess:
         raise KafkaAccessError(f"no broker reachable: {'; '.join(errors)}",
                                ErrorCode.NETWORK_EXCEPTION)
 
-    def refresh(self, topics: Iterable[str] | None = None) -> None:
-        """Reload brokers, partitions and leaders (of ``topics``, or of every topic)."""
+    def refresh(self, topics: Iterable[str] | None = None, *,
+                auto_create: bool = False) -> dict[str, int]:
+        """Reload brokers, partitions and leaders (of ``topics``, or of every topic); returns the
+        error code of each topic the answer names. With ``auto_create`` the request lets the
+        broker create missing topics, as a producer's metadata request does (the broker decides,
+        by its ``auto.create.topics.enable``)."""
         Req = m.MetadataRequest
         wanted = None if topics is None else [Req.MetadataRequestTopic(name=t) for t in topics]
         resp = self._any_client().send(Req(
-            topics=wanted, allow_auto_topic_creation=False,
+            topics=wanted, allow_auto_topic_creation=auto_create,
             include_topic_authorized_operations=False))
         self._brokers = {b.node_id: (b.host, b.port) for b in resp.brokers}
+        codes: dict[str, int] = {}
         for t in resp.topics:
+            codes[t.name] = t.error_code
             if t.error_code != ErrorCode.NONE:
                 self._partitions.pop(t.name, None)
                 continue
@@ -128,6 +134,7 @@ class KafkaAccess:
                 self._topic_names[topic_id] = t.name
             for p in t.partitions:
                 self._leaders[(t.name, p.partition_index)] = p.leader_id
+        return codes
 
     def partitions(self, subscription: Subscription) -> list[TopicPartition]:
         """The partitions a subscription covers now (topics that do not exist yet add none)."""
@@ -150,6 +157,38 @@ class KafkaAccess:
         if not parts:
             raise KafkaAccessError(f"topic {topic} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return len(parts)
+
+    def partition_count_for_write(self, topic: str, *, max_block_s: float = 60.0) -> int:
+        """The partition count of a topic about to be written, waiting for it to exist.
+
+        As Kafka's producer: the Metadata request allows auto-creation, and a topic that is
+        missing (a broker with auto-creation off, or one whose creation has not reached this
+        broker yet) or still being created is asked for again until ``max_block_s`` (the
+        producer's ``max.block.ms``) has passed. A topic name the broker rejects fails at once.
+        """
+        if self._partitions.get(topic):
+            return len(self._partitions[topic])
+        deadline = time.monotonic() + max_block_s
+        backoff = 0.05
+        code: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        while True:
+            try:
+                code = self.refresh([topic], auto_create=True).get(topic, code)
+            except KafkaClientError as exc:
+                code = ErrorCode.NETWORK_EXCEPTION
+                log.info("Metadata for %s: %s; retrying", topic, exc)
+            parts = self._partitions.get(topic)
+            if parts:
+                return len(parts)
+            if code not in RETRIABLE and code != ErrorCode.NONE:
+                raise KafkaAccessError(f"topic {topic}: {ErrorCode(code).name}", code)
+            if time.monotonic() + backoff > deadline:
+                raise KafkaAccessError(
+                    f"topic {topic} not present in metadata after {max_block_s * 1000:.0f} ms "
+                    f"(last error {ErrorCode(code).name}; is auto.create.topics.enable off on "
+                    f"the broker? create the topic first)", code)
+            time.sleep(backoff)
+            backoff = min(1.0, backoff * 2)
 
     def _leader(self, tp: TopicPartition) -> int:
         leader = self._leaders.get(tp, -1)

@@ -84,6 +84,8 @@ class SinkOptions:
     batch_bytes: int = 1 << 20
     request_timeout_ms: int = 30_000
     client_id: str = "kafkapy-spark"
+    #: how long a write waits for its topic to appear (auto-created or not): max.block.ms
+    max_block_ms: int = 60_000
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -269,6 +271,7 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
                              "and values are written as they are (binary or string columns)")
     batch = _get(options, "kafka.batch.size")
     timeout = _get(options, "kafka.request.timeout.ms")
+    max_block = _get(options, "kafka.max.block.ms")
     return SinkOptions(
         bootstrap_servers=servers,
         topic=_get(options, "topic"),
@@ -277,6 +280,7 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
         batch_bytes=max(1024, int(batch)) if batch is not None else 1 << 20,
         request_timeout_ms=int(timeout) if timeout is not None else 30_000,
         client_id=_get(options, "kafka.client.id") or "kafkapy-spark",
+        max_block_ms=int(max_block) if max_block is not None else 60_000,
     )
 
 

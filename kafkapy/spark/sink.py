@@ -90,10 +90,24 @@ class _TaskProducer:
         self.sticky: dict[str, int] = {}
         self.written = 0
 
-    def partition_for(self, topic: str, key: bytes | None) -> int:
+    def partition_count(self, topic: str) -> int:
+        # Asked once per topic and task, with auto-creation allowed, as the producer's first
+        # send to a topic does: a topic the write names need not exist beforehand.
         count = self.counts.get(topic)
         if count is None:
-            count = self.counts[topic] = self.access.partition_count(topic)
+            count = self.counts[topic] = self.access.partition_count_for_write(
+                topic, max_block_s=self.opts.max_block_ms / 1000)
+        return count
+
+    def check_partition(self, topic: str, partition: int) -> int:
+        count = self.partition_count(topic)
+        if not 0 <= partition < count:
+            raise ValueError(f"partition {partition} of topic {topic} does not exist (the topic "
+                             f"has {count} partitions)")
+        return partition
+
+    def partition_for(self, topic: str, key: bytes | None) -> int:
+        count = self.partition_count(topic)
         if key is not None:
             return partition_for_key(key, count)
         if topic not in self.sticky:
@@ -151,6 +165,8 @@ def write_batches(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Write
                 partition = parts[i]
                 if partition is None:
                     partition = producer.partition_for(topic, key)
+                else:
+                    producer.check_partition(topic, partition)
                 hdrs = tuple((h["key"], _as_bytes(h["value"])) for h in headers[i] or ())
                 producer.add(topic, partition, Record(key, _as_bytes(values[i]), hdrs, now_ms))
                 touched.add((topic, partition))

@@ -71,6 +71,10 @@ class KafkapyDataSource(DataSource):
         return KafkaStreamReader(source_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
+        if overwrite:
+            # As Spark's Kafka sink: records can only be added to a topic, never replace it.
+            raise ValueError("save mode Overwrite is not allowed for Kafka; use Append or "
+                             "ErrorIfExists (the default)")
         return KafkaBatchWriter(sink_options(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:
