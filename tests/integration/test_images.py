@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -316,3 +317,22 @@ def _round_trip(bootstrap: str) -> None:
         assert next(iter(consumer)).value == b"hello"
     finally:
         consumer.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to run the entry point as another user")
+def test_the_entry_point_names_a_data_directory_its_user_cannot_write() -> None:
+    # Outside pytest's tmp dir, whose parents only root may enter.
+    top = Path(tempfile.mkdtemp(prefix="kafkapy-image-"))
+    try:
+        top.chmod(0o755)
+        data = top / "owned-by-root"
+        data.mkdir(mode=0o755)
+        for args in ([f"--override=log.dirs={top}/other,{data}"], ["--override", f"log.dirs={data}"]):
+            result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                     "sh", str(REPO / "docker" / "entrypoint.sh"), *args],
+                                    capture_output=True, text=True, timeout=30, cwd="/")
+            assert result.returncode == 1, result.stderr
+            assert f"log directory {data} is not writable by uid 65534" in result.stderr
+    finally:
+        shutil.rmtree(top)
