@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kafkapy.cli import cluster, log_setup, tiered
+from kafkapy.cli import cluster, commands, log_setup, tiered
 from kafkapy.config import BrokerConfig, UnsupportedSecurityConfig, parse_properties
 
 # The single-node development defaults: what Kafka's config/kraft/server.properties sample sets,
@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     storage_sub.add_parser("random-uuid", help="print a new cluster id")
     cluster.add_parser(sub, _override)
     tiered.add_parser(sub)
+    commands.add_parsers(sub)
 
     args = parser.parse_args(argv)
     if args.command == "server":
@@ -124,4 +125,6 @@ def main(argv: list[str] | None = None) -> int:
         return cluster.run(args)
     if args.command == "tiered":
         return tiered.run(args)
+    if hasattr(args, "admin_run"):
+        return args.admin_run(args)
     return 2
