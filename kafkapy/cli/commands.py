@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 
 from kafkapy.cli import (
-    configs, consume, dump_log, elect, groups, log_dirs, offsets, produce, quorum, reassign, topics,
+    configs, consume, delete_records, dump_log, elect, groups, log_dirs, offsets, produce, quorum, reassign, topics,
 )
 
-ADMIN_COMMANDS = (topics, groups, configs, offsets, produce, consume, quorum, log_dirs, reassign, elect,
-                  dump_log)
+ADMIN_COMMANDS = (topics, groups, configs, offsets, delete_records, produce, consume, quorum, log_dirs, reassign,
+                  elect, dump_log)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

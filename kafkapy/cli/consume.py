@@ -112,21 +112,25 @@ def _consume(args: argparse.Namespace, out: Output) -> int:
         else:
             consumer.subscribe([args.topic])
         last_record = time.monotonic()
-        while args.max_messages is None or printed < args.max_messages:
-            want = None if args.max_messages is None else args.max_messages - printed
-            batches = consumer.poll(timeout_ms=200, max_records=want)
-            got = [rec for tp in sorted(batches, key=lambda tp: tp.partition) for rec in batches[tp]]
-            if not got:
-                if timeout is not None and time.monotonic() - last_record >= timeout:
-                    break
-                continue
-            last_record = time.monotonic()
-            for rec in got:
-                line = json.dumps(record_json(rec)) if out.json_mode else format_record(rec, args)
-                sys.stdout.write(line + "\n")
-                consumed[TopicPartition(rec.topic, rec.partition)] = rec.offset + 1
-                printed += 1
-            sys.stdout.flush()
+        # A bar (on stderr) only when the records go to a file or a pipe, not to the same screen.
+        with out.progress(f"Consuming {args.topic}", args.max_messages,
+                          enabled=not sys.stdout.isatty()) as update:
+            while args.max_messages is None or printed < args.max_messages:
+                want = None if args.max_messages is None else args.max_messages - printed
+                batches = consumer.poll(timeout_ms=200, max_records=want)
+                got = [rec for tp in sorted(batches, key=lambda tp: tp.partition) for rec in batches[tp]]
+                if not got:
+                    if timeout is not None and time.monotonic() - last_record >= timeout:
+                        break
+                    continue
+                last_record = time.monotonic()
+                for rec in got:
+                    line = json.dumps(record_json(rec)) if out.json_mode else format_record(rec, args)
+                    sys.stdout.write(line + "\n")
+                    consumed[TopicPartition(rec.topic, rec.partition)] = rec.offset + 1
+                    printed += 1
+                sys.stdout.flush()
+                update(printed)
         if args.group and consumed:
             consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in consumed.items()})
     finally:

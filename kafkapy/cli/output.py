@@ -220,10 +220,11 @@ class Output:
         self.err_console.print(text, markup=False)
 
     @contextlib.contextmanager
-    def progress(self, description: str, total: int | None) -> Iterator[Callable[[int], None]]:
-        """A progress bar on stderr; yields ``update(completed)``. Silent unless stderr is a
-        terminal and not in JSON mode."""
-        enabled = not self.json_mode and self.err_console.is_terminal
+    def progress(self, description: str, total: int | None, *,
+                 enabled: bool = True) -> Iterator[Callable[[int], None]]:
+        """A progress bar on stderr; yields ``update(completed)``. Silent unless ``enabled``,
+        stderr is a terminal and not in JSON mode."""
+        enabled = enabled and not self.json_mode and self.err_console.is_terminal
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                        TimeElapsedColumn(), console=self.err_console, disable=not enabled,
                        transient=False)
@@ -278,12 +279,12 @@ def run_guarded(fn: Callable[[argparse.Namespace, Output], int | None], args: ar
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: a name and a message, no traceback
-        name = _foreign_error_name(exc)
+        name = foreign_error_name(exc)
         print(f"Error: {name}: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
 
-def _foreign_error_name(exc: Exception) -> str:
+def foreign_error_name(exc: Exception) -> str:
     """A Kafka-style name for errors from the client libraries and the OS."""
     from kafkapy.net.client import KafkaClientError
 
@@ -295,4 +296,9 @@ def _foreign_error_name(exc: Exception) -> str:
     kafka_name = getattr(type(exc), "message", None)
     if isinstance(kafka_name, str) and kafka_name.isupper():
         return kafka_name
-    return type(exc).__name__
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return "REQUEST_TIMED_OUT"
+    if "NoBrokers" in name or "Connection" in name:
+        return "CONNECTION_ERROR"
+    return name

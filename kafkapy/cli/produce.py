@@ -16,7 +16,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import IO
 
-from kafkapy.cli.output import CliError, Output, add_bootstrap_options, parse_key_values, run_guarded, usage
+from kafkapy.cli.output import (
+    CliError, Output, add_bootstrap_options, foreign_error_name, parse_key_values, run_guarded, usage,
+)
 
 #: Kafka's console-producer property names -> our option attributes.
 _PROPERTIES = {"parse.key": "parse_key", "key.separator": "key_separator", "parse.headers": "parse_headers",
@@ -104,20 +106,25 @@ def _produce(args: argparse.Namespace, out: Output, stdin: IO[str] | None = None
                              request_timeout_ms=int(args.command_timeout * 1000),
                              max_block_ms=int(args.command_timeout * 1000), linger_ms=5)
     futures = []
+    source = stdin or sys.stdin
     try:
-        for raw in (stdin or sys.stdin):
-            line = raw.rstrip("\n").rstrip("\r")
-            key, value, headers = fmt.parse(line)
-            futures.append(producer.send(args.topic, value=value, key=key, headers=fixed + headers,
-                                         partition=args.partition))
-        producer.flush(timeout=args.command_timeout)
+        # A bar only when the lines come from a file or a pipe, not while someone types them.
+        with out.progress(f"Producing to {args.topic}", None, enabled=not source.isatty()) as update:
+            for raw in source:
+                line = raw.rstrip("\n").rstrip("\r")
+                key, value, headers = fmt.parse(line)
+                futures.append(producer.send(args.topic, value=value, key=key, headers=fixed + headers,
+                                             partition=args.partition))
+                if len(futures) % 256 == 0:
+                    update(len(futures))
+            producer.flush(timeout=args.command_timeout)
+            update(len(futures))
         per_partition: Counter[int] = Counter()
         for f in futures:
             try:
                 meta = f.get(timeout=args.command_timeout)
             except ClientError as exc:
-                raise CliError(getattr(exc, "message", type(exc).__name__) or type(exc).__name__,
-                               f"producing to {args.topic}: {exc}") from None
+                raise CliError(foreign_error_name(exc), f"producing to {args.topic}: {exc}") from None
             per_partition[getattr(meta, "partition", -1)] += 1
     finally:
         producer.close(timeout=5)

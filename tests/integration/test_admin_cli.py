@@ -120,6 +120,11 @@ def test_an_operators_day(cluster: LocalCluster, tmp_path: Path) -> None:
             "--execute", *bs)
     assert lag() == 28
 
+    # -- trim a partition ------------------------------------------------------------------------------
+    [trimmed] = as_json("delete-records", "--topic", TOPIC, "--partition", "1", "--offset", "1", *bs)
+    assert trimmed["low_watermark"] == 1 and trimmed["error"] is None
+    assert [o["earliest"] for o in as_json("offsets", "--topic", f"{TOPIC}:1", *bs)] == [1]
+
     # -- move a partition to the other broker -----------------------------------------------------
     kafkapy("topics", "create", "--topic", "moving", "--replica-assignment", str(b1), *bs)
     kafkapy("produce", "--topic", "moving", *bs, stdin="".join(f"{i}\n" for i in range(500)))

@@ -7,6 +7,7 @@ import io
 import json
 
 import pytest
+from kafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
 
 from kafkapy.cli.output import (
     EXIT_USAGE,
@@ -126,6 +127,8 @@ def test_outcomes_print_successes_then_fail_with_the_first_error():
     (CliError("INVALID_ARGUMENT", "bad", exit_code=2), "Error: INVALID_ARGUMENT: bad", 2),
     (ConnectionRefusedError("refused"), "Error: CONNECTION_ERROR: refused", 1),
     (RuntimeError("boom"), "Error: RuntimeError: boom", 1),
+    (UnknownTopicOrPartitionError("t"), "Error: UNKNOWN_TOPIC_OR_PARTITION: [Error 3] UnknownTopicOrPartitionError: t", 1),
+    (KafkaTimeoutError("no metadata"), "Error: REQUEST_TIMED_OUT: KafkaTimeoutError: no metadata", 1),
 ])
 def test_failures_are_one_line_and_an_exit_code(capsys, raised, expected, code):
     def command(args: argparse.Namespace, out: Output) -> int:

@@ -12,6 +12,7 @@ import pytest
 from kafkapy.cli import dump_log
 from kafkapy.cli.configs import entity_of
 from kafkapy.cli.consume import format_record, record_json
+from kafkapy.cli.delete_records import parse_offsets_json
 from kafkapy.cli.groups import decode_assignment, parse_datetime, parse_topic_partitions
 from kafkapy.cli.main import main
 from kafkapy.cli.offsets import parse_time
@@ -123,8 +124,8 @@ def test_dump_lines_read_like_kafkas(tmp_path):
 
 
 def test_every_admin_command_is_registered(capsys):
-    for command in ("topics", "groups", "configs", "offsets", "produce", "consume", "quorum", "log-dirs",
-                    "reassign", "elect", "dump-log"):
+    for command in ("topics", "groups", "configs", "offsets", "delete-records", "produce", "consume", "quorum",
+                    "log-dirs", "reassign", "elect", "dump-log"):
         with pytest.raises(SystemExit) as exc:
             main([command, "--help"])
         assert exc.value.code == 0
@@ -134,3 +135,11 @@ def test_every_admin_command_is_registered(capsys):
 def test_usage_errors_exit_2_without_a_traceback(capsys):
     assert main(["topics", "create", "--topic", "t", "--partitions", "2", "--replica-assignment", "1,2"]) == 2
     assert capsys.readouterr().err.startswith("Error: INVALID_ARGUMENT: ")
+
+
+def test_delete_records_offset_files():
+    text = '{"version": 1, "partitions": [{"topic": "t", "partition": 0, "offset": 5}, {"topic": "t", "partition": 1, "offset": -1}]}'
+    assert parse_offsets_json(text) == {("t", 0): 5, ("t", 1): -1}
+    for bad in ('{"partitions": []}', '{"partitions": [{"topic": "t"}]}', "nope"):
+        with pytest.raises(CliError):
+            parse_offsets_json(bad)
