@@ -185,7 +185,14 @@ class Output:
             table.add_column(name, justify="right" if right else "left", overflow="fold")
         for row in rows:
             table.add_row(*(cell(v) for v in row))
-        self.console.print(table)
+        if self.console.is_terminal:
+            self.console.print(table)
+            return
+        # In files and pipes: no padding after the last column (diffs and greps stay clean).
+        with self.console.capture() as captured:
+            self.console.print(table)
+        self._stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+        self._stdout.flush()
 
     def result(self, data: Any, columns: Sequence[str], rows: Sequence[Sequence[Any]],
                *, title: str | None = None) -> None:
@@ -206,9 +213,10 @@ class Output:
                     self.line(done(item))
         failed = [r for r in results if r["error"]]
         if failed:
-            raise CliError(failed[0]["error"], "; ".join(
-                f"{r.get('what', '')}: {r['error']}" + (f" ({r['message']})" if r.get("message") else "")
-                for r in failed))
+            first = failed[0]["error"]
+            raise CliError(first, "; ".join(
+                r.get("what", "") + (f" ({r['error']})" if r["error"] != first else "")
+                + (f": {r['message']}" if r.get("message") else "") for r in failed))
 
     def line(self, text: str = "") -> None:
         """A plain line for humans (nothing with ``--json``)."""
