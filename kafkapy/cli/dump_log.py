@@ -24,6 +24,7 @@ import dataclasses
 import json
 import struct
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from kafkapy.cli.output import CliError, Output, add_output_options, run_guarded, usage
@@ -112,16 +113,22 @@ def decode_control(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return _plain(out)
 
 
-def dump_records(data: bytes, *, base_offset: int = 0, records: bool = False, print_data: bool = False,
-                 metadata: bool = False) -> dict[str, Any]:
-    """The batches (and optionally records) of log-format bytes; framing damage ends the dump
-    with an ``error`` naming the position."""
-    batches: list[dict[str, Any]] = []
-    error = None
+@dataclasses.dataclass
+class ScanEnd:
+    """How a scan of log bytes ended: bytes of whole batches, and what stopped it (None at a
+    clean end)."""
+
+    valid_bytes: int = 0
+    error: str | None = None
+
+
+def iter_dump(data: bytes, end: ScanEnd, *, records: bool = False, print_data: bool = False,
+              metadata: bool = False) -> Iterator[dict[str, Any]]:
+    """Each batch (and optionally its records) of log-format bytes, one at a time so a large
+    segment prints as it is read; ``end`` is filled in when the iteration finishes."""
     position = 0
     try:
         for header, batch in iter_batches(data):
-            valid = fmt.compute_crc(batch, 0, len(batch)) == header.crc
             entry: dict[str, Any] = {
                 "base_offset": header.base_offset, "last_offset": header.last_offset, "count": header.record_count,
                 "base_sequence": header.base_sequence, "last_sequence": header.last_sequence,
@@ -133,21 +140,28 @@ def dump_records(data: bytes, *, base_offset: int = 0, records: bool = False, pr
                 "base_timestamp": header.base_timestamp, "max_timestamp": header.max_timestamp,
                 "size": header.size, "magic": header.magic,
                 "compression": fmt.CODEC_NAMES.get(header.compression, str(header.compression)),
-                "crc": header.crc, "is_valid": valid,
+                "crc": header.crc, "is_valid": fmt.compute_crc(batch, 0, len(batch)) == header.crc,
             }
             if records:
                 entry["records"] = _records(batch, header, print_data=print_data, metadata=metadata)
-            batches.append(entry)
             position += header.size
+            end.valid_bytes = position
+            yield entry
     except KafkaError as exc:
-        error = f"{exc.code.name} at position {position}: {exc.message or exc}"
-    else:
-        if position < len(data):
-            tail = bytes(data[position:])
-            if tail.strip(b"\0"):
-                error = f"{len(data) - position} byte(s) of an incomplete batch at position {position}"
-    return {"base_offset": base_offset, "batches": batches, "bytes": len(data), "error": error,
-            "valid_bytes": position}
+        end.error = f"{exc.code.name} at position {position}: {exc.message or exc}"
+        return
+    if position < len(data) and bytes(data[position:]).strip(b"\0"):
+        end.error = f"{len(data) - position} byte(s) of an incomplete batch at position {position}"
+
+
+def dump_records(data: bytes, *, base_offset: int = 0, records: bool = False, print_data: bool = False,
+                 metadata: bool = False) -> dict[str, Any]:
+    """The batches (and optionally records) of log-format bytes; framing damage ends the dump
+    with an ``error`` naming the position."""
+    end = ScanEnd()
+    batches = list(iter_dump(data, end, records=records, print_data=print_data, metadata=metadata))
+    return {"base_offset": base_offset, "batches": batches, "bytes": len(data), "error": end.error,
+            "valid_bytes": end.valid_bytes}
 
 
 def _records(batch: memoryview, header: fmt.BatchHeader, *, print_data: bool, metadata: bool) -> list[dict[str, Any]]:
@@ -257,8 +271,9 @@ def _base_offset(path: Path) -> int:
         return 0
 
 
-def dump_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Everything the dump says about one file."""
+def dump_file(path: Path, args: argparse.Namespace, *, stream: bool = False) -> dict[str, Any]:
+    """Everything the dump says about one file; with ``stream`` a segment's ``batches`` are an
+    iterator, and its ``end`` (a :class:`ScanEnd`) is known once they have been read."""
     name = path.name
     metadata = args.cluster_metadata_decoder or path.parent.name == METADATA_DIR
     records = args.deep_iteration or args.print_data_log or metadata
@@ -277,9 +292,14 @@ def dump_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         return result
     if name.endswith(".log"):
         data = _read(path, args.max_bytes)
-        return {"file": str(path), "kind": "log",
-                **dump_records(data, base_offset=_base_offset(path), records=records,
-                               print_data=args.print_data_log, metadata=metadata)}
+        if not stream:
+            return {"file": str(path), "kind": "log",
+                    **dump_records(data, base_offset=_base_offset(path), records=records,
+                                   print_data=args.print_data_log, metadata=metadata)}
+        end = ScanEnd()
+        return {"file": str(path), "kind": "log", "base_offset": _base_offset(path), "end": end,
+                "batches": iter_dump(data, end, records=records, print_data=args.print_data_log,
+                                     metadata=metadata)}
     if name.endswith(".index") or name.endswith(".timeindex"):
         kind = "offset_index" if name.endswith(".index") else "time_index"
         base = _base_offset(path)
@@ -346,8 +366,9 @@ def render(out: Output, result: dict[str, Any], args: argparse.Namespace) -> Non
                     line += " headers: " + ",".join(f"{k}:{v}" for k, v in r["headers"].items())
                 line += f" payload: {r['payload']}"
             out.line(line)
-    if result.get("error"):
-        out.line(f"Found an unreadable tail: {result['error']}")
+    error = result["end"].error if "end" in result else result.get("error")
+    if error:
+        out.line(f"Found an unreadable tail: {error}")
     snapshot = result.get("snapshot")
     if snapshot is not None:
         out.line(f"Snapshot complete: {snapshot['records']} metadata records, epoch {snapshot['epoch']}"
@@ -356,10 +377,9 @@ def render(out: Output, result: dict[str, Any], args: argparse.Namespace) -> Non
 
 def _dump(args: argparse.Namespace, out: Output) -> int:
     paths = [Path(p) for item in args.files for p in item.split(",") if p.strip()]
-    results = [dump_file(p, args) for p in paths]
     if out.json_mode:
-        out.emit_json(results)
+        out.emit_json([dump_file(p, args) for p in paths])
     else:
-        for r in results:
-            render(out, r, args)
+        for p in paths:
+            render(out, dump_file(p, args, stream=True), args)
     return 0

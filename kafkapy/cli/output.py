@@ -221,7 +221,8 @@ class Output:
     def line(self, text: str = "") -> None:
         """A plain line for humans (nothing with ``--json``)."""
         if not self.json_mode:
-            self.console.print(text, markup=False)
+            # Plain text needs no layout: write it directly (dump-log prints millions of lines).
+            self._stdout.write(text + "\n")
 
     def note(self, text: str) -> None:
         """A remark on stderr (shown with ``--json`` too, as it does not pollute stdout)."""
