@@ -128,6 +128,9 @@ def describe_group(admin: Admin, group: str) -> dict[str, Any]:
             for p in ps:
                 owner[(t, p)] = member
     committed = admin.committed(group, coordinator)
+    if g.group_state == "Dead" and not committed:
+        # DescribeGroups answers an unknown group as Dead rather than with an error.
+        raise CliError("GROUP_ID_NOT_FOUND", f"consumer group {group} does not exist")
     partitions = sorted(set(committed) | set(owner))
     ends = admin.list_offsets({tp: LATEST for tp in partitions}) if partitions else {}
     offsets = []

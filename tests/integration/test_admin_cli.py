@@ -215,6 +215,8 @@ def test_errors_are_kafka_names_not_tracebacks(cluster: LocalCluster) -> None:
     nobody = kafkapy("topics", "list", "--bootstrap-server", f"127.0.0.1:{free_port()}",
                      "--command-timeout", "5", ok=False)
     assert nobody.returncode == 1 and "CONNECTION_ERROR" in nobody.stderr
+    no_group = kafkapy("groups", "describe", "--group", "nobody-here", *bs, ok=False)
+    assert no_group.returncode == 1 and "GROUP_ID_NOT_FOUND" in no_group.stderr
     not_a_file = kafkapy("dump-log", "--files", "/nonexistent/00000000000000000000.log", ok=False)
     assert not_a_file.returncode == 1 and "FILE_NOT_FOUND" in not_a_file.stderr
     kafkapy("topics", "delete", "--topic", "twice", *bs)
