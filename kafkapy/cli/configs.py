@@ -74,9 +74,11 @@ def entity_of(args: argparse.Namespace) -> tuple[int, str]:
 
 def describe_configs(admin: Admin, rtype: int, name: str, *, everything: bool) -> list[dict[str, Any]]:
     Req = m.DescribeConfigsRequest
+    # A broker's own configs (static ones included) are known to that broker: ask it, as Kafka does.
+    node = int(name) if rtype == RESOURCE_BROKER and name.isdigit() else None
     resp = admin.send(Req(resources=[Req.DescribeConfigsResource(resource_type=rtype, resource_name=name,
                                                                  configuration_keys=None)],
-                          include_synonyms=False, include_documentation=False))
+                          include_synonyms=False, include_documentation=False), node=node)
     [r] = resp.results
     check(r.error_code, r.error_message, f"configs of {resource_label(rtype, name)}")
     own = _OWN_SOURCES[rtype]
