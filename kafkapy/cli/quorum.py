@@ -3,8 +3,9 @@ shows it (DescribeQuorum on ``__cluster_metadata-0``).
 
 Only controllers answer DescribeQuorum, and only the leader with data: ``--bootstrap-controller``
 names controller listeners (a comma list), and the command asks each in turn until the leader
-answers. With only ``--bootstrap-server`` it asks that node, which works when it is a controller
-listener.
+answers. With only ``--bootstrap-server`` (a broker), it reads the controllers' addresses from
+the broker's ``controller.quorum.bootstrap.servers`` / ``controller.quorum.voters`` config and
+asks them.
 """
 
 from __future__ import annotations
@@ -89,9 +90,43 @@ def _view(p: Any) -> dict[str, Any]:
             "voters": voters, "observers": observers}
 
 
+def voter_addresses(text: str) -> list[str]:
+    """``1@h:9093,2@h2:9093`` (controller.quorum.voters) or ``h:9093,h2:9093``
+    (controller.quorum.bootstrap.servers) -> ["h:9093", "h2:9093"]."""
+    return [part.split("@", 1)[-1].strip() for part in text.split(",") if part.strip()]
+
+
+def controllers_of(bootstrap: str, timeout: float) -> list[str]:
+    """The controller listeners a broker is configured with (its static quorum configs)."""
+    from kafkapy.cli.admin import RESOURCE_BROKER
+    from kafkapy.cli.configs import describe_configs
+
+    with Admin(bootstrap, timeout=timeout) as admin:
+        for broker in sorted(admin.brokers()):
+            configs = {c["name"]: c["value"] for c in
+                       describe_configs(admin, RESOURCE_BROKER, str(broker), everything=True)}
+            for key in ("controller.quorum.bootstrap.servers", "controller.quorum.voters"):
+                if configs.get(key):
+                    return voter_addresses(configs[key])
+    return []
+
+
 def _describe(args: argparse.Namespace, out: Output) -> int:
-    targets = [t for t in (args.bootstrap_controller or args.bootstrap_server).split(",") if t.strip()]
-    view = describe_quorum(targets, args.command_timeout)
+    if args.bootstrap_controller:
+        targets = [t for t in args.bootstrap_controller.split(",") if t.strip()]
+        view = describe_quorum(targets, args.command_timeout)
+    else:
+        try:
+            view = describe_quorum([args.bootstrap_server], args.command_timeout)
+        except CliError as exc:
+            if exc.name != "UNSUPPORTED_VERSION":
+                raise
+            # A broker listener: find the controllers in the broker's quorum configs (Kafka's
+            # brokers would forward the request; ours do not yet).
+            targets = controllers_of(args.bootstrap_server, args.command_timeout)
+            if not targets:
+                raise
+            view = describe_quorum(targets, args.command_timeout)
     if args.replication:
         rows = view["voters"] + view["observers"]
         out.result(rows, ["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"],

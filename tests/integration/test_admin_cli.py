@@ -155,6 +155,8 @@ def test_an_operators_day(cluster: LocalCluster, tmp_path: Path) -> None:
     replication = as_json("quorum", "describe", "--replication", *ctrl)
     assert {r["status"] for r in replication} == {"Leader", "Observer"}
     assert "HighWatermark" in kafkapy("quorum", "describe", "--status", *ctrl).stdout
+    # Through a broker: the controllers come from its quorum config.
+    assert as_json("quorum", "describe", "--status", *bs)["leader_id"] == controller
 
     dirs = as_json("log-dirs", "describe", "--topic-list", TOPIC, *bs)
     sizes = {(b["broker"], p["partition"]): p["size"] for b in dirs["brokers"] for d in b["log_dirs"]

@@ -18,6 +18,7 @@ from kafkapy.cli.main import main
 from kafkapy.cli.offsets import parse_time
 from kafkapy.cli.output import CliError, Output
 from kafkapy.cli.produce import LineFormat
+from kafkapy.cli.quorum import voter_addresses
 from kafkapy.cli.topics import parse_replica_assignment
 from kafkapy.records.builder import Record, build_batch
 
@@ -143,3 +144,8 @@ def test_delete_records_offset_files():
     for bad in ('{"partitions": []}', '{"partitions": [{"topic": "t"}]}', "nope"):
         with pytest.raises(CliError):
             parse_offsets_json(bad)
+
+
+def test_controller_addresses_from_quorum_configs():
+    assert voter_addresses("1@a:9093,2@b:9094") == ["a:9093", "b:9094"]
+    assert voter_addresses("a:9093, b:9094") == ["a:9093", "b:9094"]
