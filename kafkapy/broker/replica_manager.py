@@ -23,12 +23,14 @@ import logging
 import os
 import uuid
 from dataclasses import dataclass, field
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import trio
 
+from kafkapy.broker.log_creation import INLINE_CREATE_LIMIT, LogCreator
 from kafkapy.config import BrokerConfig
+from kafkapy.log.bulk_create import NewLog
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import LogAppendResult, PartitionLog
@@ -114,6 +116,9 @@ class ReplicaManager:
         self.alter_partition: AlterPartitionManager | None = None
         # As the fetchers' host: opens a client to another broker (set by the node).
         self.connect: Callable[[int], Awaitable[Any]] | None = None
+        # Makes logs off the event loop when a metadata step places many new partitions here
+        # (attached by the node; without it every log is created inline).
+        self.log_creator: LogCreator | None = None
         self._lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]
         # Replication throttles (a reassignment's copying), kept in step with the metadata:
         # the leader's on replica fetches it answers, the follower's read by the fetchers.
@@ -150,6 +155,10 @@ class ReplicaManager:
     def get(self, topic: str, partition: int) -> HostedPartition:
         hosted = self._partitions.get((topic, partition))
         if hosted is None:
+            if self.log_creator is not None and (topic, partition) in self.log_creator:
+                # Known to the metadata but not hosted yet: Kafka's answer, which clients retry.
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 f"the log of {topic}-{partition} is still being created")
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if self._log_manager.is_offline(topic, partition):
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
@@ -228,10 +237,12 @@ class ReplicaManager:
         failures: list[KafkaError] = []
         broker_changed = previous is not None and \
             _broker_layers(previous, self._node_id) != _broker_layers(image, self._node_id)
+        defer = self._defer_new_logs((topic, index) for topic in image.topics.by_name.values()
+                                     for index in topic.partitions)
         for topic in image.topics.by_name.values():
             config_changed = previous is None or broker_changed or \
                 previous.configs.topic(topic.name) != image.configs.topic(topic.name)
-            sync = _TopicSync(self, image, topic, config_changed, now_ms)
+            sync = _TopicSync(self, image, topic, config_changed, now_ms, defer_new=defer)
             for index, reg in topic.partitions.items():
                 if self._node_id in reg.replicas:
                     wanted.add((topic.name, index))
@@ -274,6 +285,9 @@ class ReplicaManager:
         if broker_changed:
             for name in self._by_topic:
                 touched.setdefault(name, set())
+        defer = self._defer_new_logs((topic, index) for name, indexes in touched.items()
+                                     if (topic := image.topics.by_name.get(name)) is not None
+                                     for index in indexes)
         for name in sorted(touched):
             topic = image.topics.by_name.get(name)
             if topic is None:
@@ -283,7 +297,7 @@ class ReplicaManager:
                 continue
             config_changed = previous is None or broker_changed or \
                 previous.configs.topic(name) != image.configs.topic(name)
-            sync = _TopicSync(self, image, topic, config_changed, now_ms)
+            sync = _TopicSync(self, image, topic, config_changed, now_ms, defer_new=defer)
             for index in sorted(touched[name]):
                 reg = topic.partitions.get(index)
                 if reg is not None:
@@ -296,6 +310,89 @@ class ReplicaManager:
                     if index not in touched[name]:
                         sync.refresh_config(self._partitions[(name, index)])
         self._raise_first(failures)
+
+    def _defer_new_logs(self, partitions: Iterable[tuple[TopicImage, int]]) -> bool:
+        """Whether a step placing ``partitions`` needs more than INLINE_CREATE_LIMIT new logs
+        here: then the log creator makes them all, off the event loop."""
+        if self.log_creator is None:
+            return False
+        needed = 0
+        for topic, index in partitions:
+            reg = topic.partitions.get(index)
+            if (reg is not None and self._node_id in reg.replicas
+                    and (topic.name, index) not in self._partitions
+                    and self._log_manager.get(topic.name, index) is None):
+                needed += 1
+                if needed > INLINE_CREATE_LIMIT:
+                    return True
+        return False
+
+    # -- the log creator's host: what to create, and hosting what was created -------------------
+
+    def new_log_specs(self, keys: Sequence[tuple[str, int]]) -> list[NewLog]:
+        """What to create for ``keys`` as the image applied now says: partitions gone from
+        here (or hosted meanwhile) are left out; a log dir is chosen for each of the rest."""
+        image = self._applied
+        if image is None:
+            return []
+        wanted: list[tuple[TopicImage, int, PartitionRegistration]] = []
+        for name, index in keys:
+            topic = image.topics.by_name.get(name)
+            reg = topic.partitions.get(index) if topic is not None else None
+            if topic is None or reg is None or self._node_id not in reg.replicas \
+                    or (name, index) in self._partitions:
+                continue
+            if self._log_manager.get(name, index) is not None:
+                # A log appeared meanwhile (nothing makes one for a waiting partition, but if
+                # it did): the next metadata step hosts it the usual way.
+                self._retry.add((name, index))
+                continue
+            wanted.append((topic, index, reg))
+        try:
+            dirs = self._log_manager.place_new_logs(len(wanted))
+        except KafkaError as exc:
+            log.error("Cannot create %d partition log(s): %s", len(wanted), exc)
+            self._retry.update((topic.name, index) for topic, index, _ in wanted)
+            return []
+        configs: dict[str, LogConfig] = {}
+        specs = []
+        for (topic, index, reg), d in zip(wanted, dirs):
+            config = configs.get(topic.name)
+            if config is None:
+                config = configs[topic.name] = self.log_config(image, topic.name)
+            specs.append(NewLog(topic.name, index, topic.id, config, d,
+                                reg.leader_epoch if reg.leader == self._node_id else -1))
+        return specs
+
+    def create_new_logs(self, specs: Sequence[NewLog], *, now_ms: int) -> list[PartitionLog | KafkaError]:
+        """Make the logs of ``specs`` (on a worker thread: touches nothing of ours)."""
+        return self._log_manager.create_new_logs(specs, now_ms=now_ms)
+
+    def take_created(self, spec: NewLog, result: PartitionLog | KafkaError, *, now_ms: int) -> bool:
+        """Host a log the creator made, as the image applied *now* says (it may have changed
+        while the log was made); False when it is not hosted (failed, or no longer wanted)."""
+        key = (spec.topic, spec.partition)
+        if isinstance(result, KafkaError):
+            log.error("Cannot create the log of %s-%d: %s", spec.topic, spec.partition, result)
+            self._retry.add(key)
+            return False
+        image = self._applied
+        topic = image.topics.by_name.get(spec.topic) if image is not None else None
+        reg = topic.partitions.get(spec.partition) if topic is not None else None
+        if (topic is None or reg is None or topic.id != spec.topic_id
+                or self._node_id not in reg.replicas or key in self._partitions
+                or not self._log_manager.adopt(result, spec.log_dir)):
+            self._log_manager.abandon(result)
+            if topic is not None and reg is not None and self._node_id in reg.replicas \
+                    and key not in self._partitions and self.log_creator is not None:
+                self.log_creator.add(key)  # recreated under a new topic id meanwhile
+            return False
+        assert image is not None
+        config = self.log_config(image, topic.name)
+        if config != spec.config:
+            result.update_config(config)
+        _TopicSync(self, image, topic, False, now_ms).host(spec.partition, reg, result)
+        return True
 
     @staticmethod
     def _raise_first(failures: list[KafkaError]) -> None:
@@ -582,13 +679,15 @@ class _TopicSync:
     walk and the delta so both apply exactly the same rules."""
 
     def __init__(self, manager: ReplicaManager, image: MetadataImage, topic: TopicImage,
-                 config_changed: bool, now_ms: int) -> None:
+                 config_changed: bool, now_ms: int, *, defer_new: bool = False) -> None:
         self._manager = manager
         self._image = image
         self._topic = topic
         self._config_changed = config_changed
         self._now_ms = now_ms
         self._config: LogConfig | None = None
+        # Logs this step would create go to the log creator instead (a bulk step).
+        self._defer_new = defer_new
 
     def _log_config(self) -> LogConfig:
         if self._config is None:
@@ -616,6 +715,12 @@ class _TopicSync:
             return
         if hosted is not None:
             manager._drop(key)  # same name, new id: the topic was deleted and recreated
+        creator = manager.log_creator
+        if creator is not None and (key in creator or (
+                self._defer_new and manager._log_manager.get(topic.name, index) is None)):
+            # Made off the event loop, then hosted as the metadata says at that time.
+            creator.add(key)
+            return
         try:
             try:
                 plog = manager._log_manager.get_or_create(topic.name, index, topic.id,
@@ -635,7 +740,12 @@ class _TopicSync:
             manager._retry.add(key)
             failures.append(exc)
             return
+        self.host(index, reg, plog)
+
+    def host(self, index: int, reg: PartitionRegistration, plog: PartitionLog) -> None:
+        """Serve replica ``index`` from ``plog`` as ``reg`` says."""
+        topic = self._topic
         hosted = HostedPartition(topic.name, topic.id, index, plog, reg.leader, reg.leader_epoch,
                                  list(reg.replicas), list(reg.isr), reg.partition_epoch)
-        manager._host(hosted)
-        manager._apply_registration(hosted, reg, self._now_ms, new=True)
+        self._manager._host(hosted)
+        self._manager._apply_registration(hosted, reg, self._now_ms, new=True)

@@ -46,10 +46,10 @@ class LeaderEpochCache:
             out.append(EpochEntry(int(r[0]), int(r[1])))
         return out
 
-    def _flush(self) -> None:
+    def _flush(self, sync: bool | None = None) -> None:
         if self.path:
             write_checkpoint(self.path, (f"{e.epoch} {e.start_offset}" for e in self._entries),
-                             sync=self._sync)
+                             sync=self._sync if sync is None else sync)
 
     @property
     def entries(self) -> list[EpochEntry]:
@@ -62,11 +62,12 @@ class LeaderEpochCache:
     def latest_entry(self) -> EpochEntry | None:
         return self._entries[-1] if self._entries else None
 
-    def assign(self, epoch: int, start_offset: int) -> None:
+    def assign(self, epoch: int, start_offset: int, *, sync: bool | None = None) -> None:
         """Record that ``epoch`` begins at ``start_offset`` (no-op if already known).
 
         Entries that would break monotonicity (epoch ≥ new epoch or start ≥ new start) are
-        dropped first, as Kafka does when a new leader's epoch arrives.
+        dropped first, as Kafka does when a new leader's epoch arrives. ``sync=False`` leaves
+        the fsync to the caller (bulk log creation fsyncs many files together).
         """
         if epoch < 0:
             return
@@ -76,7 +77,7 @@ class LeaderEpochCache:
         self._entries = [e for e in self._entries
                          if e.epoch < epoch and e.start_offset < start_offset]
         self._entries.append(EpochEntry(epoch, start_offset))
-        self._flush()
+        self._flush(sync)
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop entries starting at or after ``end_offset`` (log truncated to ``end_offset``)."""

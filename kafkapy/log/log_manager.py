@@ -21,10 +21,11 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from kafkapy.durable import atomic_write, fsync_dir
 from kafkapy.log import files
+from kafkapy.log.bulk_create import NewLog, create_new_logs
 from kafkapy.log.checkpoint import (
     CorruptCheckpointError,
     read_offsets_checkpoint,
@@ -179,14 +180,7 @@ class LogManager:
 
     def _next_log_dir(self) -> str:
         # As Kafka: the online dir holding the fewest partitions.
-        online = self.online_dirs
-        if not online:
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "every log dir of this broker is offline")
-        counts = {d: 0 for d in online}
-        for d in self._dir_of.values():
-            if d in counts:
-                counts[d] += 1
-        return min(online, key=lambda d: (counts[d], self.log_dirs.index(d)))
+        return self.place_new_logs(1)[0]
 
     def get_or_create(self, topic: str, partition: int,
                       topic_id: uuid.UUID | bytes | None = None,
@@ -218,6 +212,49 @@ class LogManager:
         self._logs[tp] = plog
         self._dir_of[tp] = d
         return plog
+
+    # ------------------------------------------------------------------ bulk creation
+    def place_new_logs(self, count: int) -> list[str]:
+        """Log dirs for ``count`` new logs, each in the online dir holding the fewest logs
+        (``_next_log_dir`` for many at once, counting the dirs once)."""
+        online = self.online_dirs
+        if not online:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "every log dir of this broker is offline")
+        counts = {d: 0 for d in online}
+        for d in self._dir_of.values():
+            if d in counts:
+                counts[d] += 1
+        placed = []
+        for _ in range(count):
+            d = min(online, key=lambda d: (counts[d], self.log_dirs.index(d)))
+            counts[d] += 1
+            placed.append(d)
+        return placed
+
+    @staticmethod
+    def create_new_logs(specs: Sequence[NewLog], *, now_ms: int) -> list[PartitionLog | KafkaError]:
+        """Create brand-new logs (``bulk_create.create_new_logs``); safe on a worker thread, as
+        it touches nothing of the manager. :meth:`adopt` each result on the event loop."""
+        return create_new_logs(specs, now_ms=now_ms)
+
+    def adopt(self, plog: PartitionLog, log_dir: str) -> bool:
+        """Take a log made by :meth:`create_new_logs` as the log of its partition; False (and
+        the log is left to the caller) when the partition has a log already."""
+        tp = (plog.topic, plog.partition)
+        if tp in self._logs:
+            return False
+        self._logs[tp] = plog
+        self._dir_of[tp] = os.path.abspath(log_dir)
+        return True
+
+    def abandon(self, plog: PartitionLog) -> None:
+        """Remove a log made by :meth:`create_new_logs` that was never adopted (its partition
+        went away while it was being created), as :meth:`delete` would, but with no
+        checkpoint to update."""
+        d = os.path.dirname(plog.dir)
+        plog.rename_dir(os.path.join(d, files.delete_dir_name(plog.topic, plog.partition,
+                                                              uuid.uuid4().hex)))
+        plog.delete()
 
     def log_dir_of(self, topic: str, partition: int) -> str | None:
         return self._dir_of.get((topic, partition))

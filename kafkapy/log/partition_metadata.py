@@ -47,9 +47,9 @@ def topic_id_from_str(s: str) -> uuid.UUID:
     return uuid.UUID(bytes=raw)
 
 
-def write_partition_metadata(dir: str, topic_id: uuid.UUID) -> None:
+def write_partition_metadata(dir: str, topic_id: uuid.UUID, *, sync: bool = True) -> None:
     text = f"version: {VERSION}\ntopic_id: {topic_id_to_str(topic_id)}\n"
-    atomic_write(os.path.join(dir, PARTITION_METADATA), text.encode("utf-8"))
+    atomic_write(os.path.join(dir, PARTITION_METADATA), text.encode("utf-8"), sync=sync)
 
 
 def read_partition_metadata(dir: str) -> uuid.UUID | None:

@@ -68,6 +68,9 @@ class ControllerHost(Protocol):
 
     def now_ms(self) -> int: ...
 
+    async def broker_heartbeat(self, req: BrokerHeartbeatRequest) -> Any:
+        """The controller's BrokerHeartbeatReply to ``req`` (committing its records)."""
+
 
 class ControllerApis:
     """The controller listener's dispatcher (see the module docstring)."""
@@ -163,8 +166,7 @@ class ControllerApis:
             want_fence=bool(body.want_fence), want_shut_down=bool(body.want_shut_down),
             offline_log_dirs=tuple(getattr(body, "offline_log_dirs", None) or ()),
         )
-        reply = await self.host.controller_call(
-            lambda c: c.broker_heartbeat(req, now_ms=self.host.now_ms()))
+        reply = await self.host.broker_heartbeat(req)
         return m.BrokerHeartbeatResponse(
             throttle_time_ms=0, error_code=reply.error_code, is_caught_up=reply.is_caught_up,
             is_fenced=reply.is_fenced, should_shut_down=reply.should_shut_down)

@@ -46,8 +46,9 @@ from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.log.cleaner import CLEANER_TMP_DIR, LogCleaner, apply_clean, plan_clean
 from kafkapy.broker.lifecycle import BrokerLifecycleManager
+from kafkapy.broker.log_creation import LogCreator
 from kafkapy.broker.handlers.topics import create_topics_internal
-from kafkapy.controller import NewTopic, QuorumController, TopicDefaults
+from kafkapy.controller import BrokerHeartbeatRequest, NewTopic, QuorumController, TopicDefaults
 from kafkapy.log import files as log_files
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
@@ -73,6 +74,7 @@ from kafkapy.raft.events import CommitEvent, CommittedBatch, SnapshotLoad
 from kafkapy.raft.file_snapshots import FileSnapshotStore
 from kafkapy.raft.local import MetadataRecordCodec, NotLeaderError
 from kafkapy.raft.quorum_state import FileQuorumStateStore
+from kafkapy.records import format as fmt
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.storage import MetaProperties, StorageError, ensure_formatted, kafka_uuid_to_uuid
 from kafkapy.tiered.manager import RemoteLogManager
@@ -220,6 +222,10 @@ class Node:
         # controller's state changes only on replay, so the next operation must see it.
         self._controller_lock = trio.Lock()
         self._metadata_changed = trio.Event()
+        # Records this controller appended, already decoded on a worker thread, by base offset
+        # (with the epoch they were appended in): their commit replays these instead of
+        # decoding 10,000 records on the event loop.
+        self._predecoded: dict[int, tuple[int, list[Any]]] = {}
 
     # -- the metadata quorum ------------------------------------------------------------------
 
@@ -236,12 +242,14 @@ class Node:
             self.snapshotter.snapshot_loaded(event.snapshot_id, self.clock.now_ms())
         else:
             assert isinstance(event, CommittedBatch)
-            records = []
-            for header, view in iter_batches(event.batch):
-                if header.is_control:
-                    continue  # LeaderChange and the like: the quorum's business
-                records.extend((self.codec.decode(r.value), r.offset)
-                               for r in iter_records(view) if r.value is not None)
+            records = self._own_records(event)
+            if records is None:
+                records = []
+                for header, view in iter_batches(event.batch):
+                    if header.is_control:
+                        continue  # LeaderChange and the like: the quorum's business
+                    records.extend((self.codec.decode(r.value), r.offset)
+                                   for r in iter_records(view) if r.value is not None)
             if records:
                 if self.controller is not None:
                     self.controller.replay_batch(records)
@@ -254,6 +262,19 @@ class Node:
         self._metadata_changed.set()
         self._metadata_changed = trio.Event()
 
+    def _own_records(self, event: CommittedBatch) -> list[tuple[Any, int]] | None:
+        """The decoded records of a batch this node's controller appended (same base offset,
+        epoch and count: Raft's offset and epoch name one entry), else None."""
+        own = self._predecoded.pop(event.base_offset, None)
+        if own is None:
+            return None
+        epoch, decoded = own
+        header = fmt.parse_header(memoryview(event.batch))
+        if (header.partition_leader_epoch != epoch or header.attributes & fmt.CONTROL_MASK
+                or header.next_offset - header.base_offset != len(decoded)):
+            return None
+        return [(record, event.base_offset + i) for i, record in enumerate(decoded)]
+
     def is_active_controller(self) -> bool:
         """Kafka's active controller: the quorum leader, once it has replayed every entry of
         earlier epochs (its epoch's LeaderChange has been delivered), so it acts on the whole
@@ -265,7 +286,8 @@ class Node:
         """The active controller's id as far as this node knows (the quorum leader), or -1."""
         return self.driver.leader_id if self.driver.running else -1
 
-    async def _commit(self, result: Any, encoded: list[bytes] | None = None) -> Any:
+    async def _commit(self, result: Any, encoded: list[bytes] | None = None,
+                      decoded: list[Any] | None = None) -> Any:
         """Commit a ControllerResult's records (``encoded``: already encoded) and return its
         response.
 
@@ -277,8 +299,12 @@ class Node:
             if encoded is None:
                 encoded = [self.codec.encode(r) for r in result.records]
             epoch = self.driver.epoch
+            base = -1
             try:
                 last = self.driver.append(encoded)
+                if decoded is not None:
+                    base = last - len(encoded) + 1
+                    self._predecoded[base] = (epoch, decoded)
                 await self.driver.wait_committed(last, COMMIT_TIMEOUT_S, epoch=epoch)
             except (NotLeaderError, CommitLost) as exc:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER, f"node {self.node_id} lost the "
@@ -286,6 +312,8 @@ class Node:
             except trio.TooSlowError:
                 raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
                                  "the metadata quorum did not commit in time") from None
+            finally:
+                self._predecoded.pop(base, None)  # normally taken by _on_commit already
         return result.response
 
     async def _run(self, operation: Callable[[QuorumController], Any]) -> Any:
@@ -301,12 +329,14 @@ class Node:
         controller, codec = self.controller, self.codec
         assert controller is not None
 
-        def compute() -> tuple[Any, list[bytes]]:
+        def compute() -> tuple[Any, list[bytes], list[Any]]:
             result = operation(controller)
-            return result, [codec.encode(r) for r in result.records]
+            encoded = [codec.encode(r) for r in result.records]
+            # Decoded here, off the loop, exactly as _on_commit would decode the committed batch.
+            return result, encoded, [codec.decode(e) for e in encoded]
 
-        result, encoded = await trio.to_thread.run_sync(compute)
-        return await self._commit(result, encoded)
+        result, encoded, decoded = await trio.to_thread.run_sync(compute)
+        return await self._commit(result, encoded, decoded)
 
     async def controller_call(self, operation: Callable[[QuorumController], Any]) -> Any:
         """Run ``operation`` on this node's controller and commit its records (the controller
@@ -319,6 +349,26 @@ class Node:
                                  f"node {self.node_id} is not the active controller "
                                  f"(leader {self.active_controller_id()})")
             return await self._run(operation)
+
+    async def broker_heartbeat(self, req: BrokerHeartbeatRequest) -> Any:
+        """A broker's heartbeat, on the active controller.
+
+        While another operation holds the controller (a CreateTopics of 10,000 partitions
+        computes and commits for seconds), a steady heartbeat is answered at once from the
+        controller's current state rather than queued behind it: as Kafka's controller records a
+        heartbeat's contact before queueing it, a busy controller must neither fence a broker
+        nor leave it without an answer until it fences itself. Only a heartbeat that would
+        write nothing takes this path; the others (unfence, fence, shutdown) wait their turn.
+        """
+        controller = self.controller
+        if (controller is not None and self._controller_lock.locked()
+                and not (req.want_fence or req.want_shut_down)
+                and self.is_active_controller() and self._activated_epoch == self.driver.epoch):
+            result = controller.broker_heartbeat(req, now_ms=self.clock.now_ms())
+            if not result.records:
+                return result.response
+        return await self.controller_call(
+            lambda c: c.broker_heartbeat(req, now_ms=self.clock.now_ms()))
 
     def next_metadata_offset(self) -> int:
         return self.replica.log_end_offset
@@ -601,6 +651,20 @@ class Node:
         if groups is not None and update.topic_touched(OFFSETS_TOPIC):
             groups.on_image(update.image)
 
+    def _on_hosted(self, topics: set[str]) -> None:
+        """Logs made in the background are served now: tell those that follow the hosted
+        partitions, as ``_publish`` does after a metadata step."""
+        image = self._broker_image()
+        rlm = getattr(self, "remote_log_manager", None)
+        if rlm is not None:
+            try:
+                rlm.on_metadata_update(MetadataUpdate.whole(image))
+            except Exception:  # tiering must not stop the broker following its metadata
+                log.exception("Tiered storage could not follow newly hosted partitions")
+        groups = getattr(self, "groups", None)
+        if groups is not None and OFFSETS_TOPIC in topics:
+            groups.on_image(image)
+
     # -- running --------------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[dict[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
@@ -770,6 +834,11 @@ class Node:
         log.info("Metadata quorum: applied up to offset %d (epoch %d, leader %d)",
                  self.driver.committed_end, self.driver.epoch, self.driver.leader_id)
         await self._start_replication(nursery)
+        # Large metadata steps (a CreateTopics of thousands of partitions) make their logs in
+        # the background rather than on the event loop.
+        self.log_creator = LogCreator(self.replicas, self.clock.now_ms, on_hosted=self._on_hosted)
+        self.replicas.log_creator = self.log_creator
+        await nursery.start(self.log_creator.run)
         self.broker_metadata.add_update_publisher(self._publish)
         self.log_manager.broker_epoch = self.broker_epoch
         dispatcher = BrokerDispatcher(self.context)
