@@ -119,6 +119,7 @@ class ReplicaManager:
         # Makes logs off the event loop when a metadata step places many new partitions here
         # (attached by the node; without it every log is created inline).
         self.log_creator: LogCreator | None = None
+        self._config_memo: tuple[MetadataImage | None, dict[str, LogConfig]] = (None, {})
         self._lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]
         # Replication throttles (a reassignment's copying), kept in step with the metadata:
         # the leader's on replica fetches it answers, the follower's read by the fetchers.
@@ -388,11 +389,23 @@ class ReplicaManager:
                 self.log_creator.add(key)  # recreated under a new topic id meanwhile
             return False
         assert image is not None
-        config = self.log_config(image, topic.name)
+        config = self._creation_config(image, topic.name)
         if config != spec.config:
             result.update_config(config)
         _TopicSync(self, image, topic, False, now_ms).host(spec.partition, reg, result)
         return True
+
+    def _creation_config(self, image: MetadataImage, topic: str) -> LogConfig:
+        # A chunk hosts hundreds of partitions of one topic against one image: its config is
+        # worked out once, not per partition.
+        memo_image, memo = self._config_memo
+        if memo_image is not image:
+            memo = {}
+            self._config_memo = (image, memo)
+        config = memo.get(topic)
+        if config is None:
+            config = memo[topic] = self.log_config(image, topic)
+        return config
 
     @staticmethod
     def _raise_first(failures: list[KafkaError]) -> None:

@@ -2,8 +2,9 @@
 
 A CreateTopics of 10,000 partitions makes 10,000 directories, each with a segment, its two
 indexes, ``partition.metadata`` and (on the leader) ``leader-epoch-checkpoint``. Made one by one
-with an fsync per file, that is tens of seconds of a slow disk. Here the files of a whole chunk
-are written first without fsync, then fsynced together from a small thread pool: concurrent
+with an fsync per file, that is minutes of a slow disk. Here the files of a whole chunk are
+written first without fsync (by two threads, whose waits on the file system overlap), then
+fsynced together from a small thread pool: concurrent
 fsyncs share the file system's journal commits, which is many times faster than one after the
 other, and each file is still on disk before its log is handed back (and so before the
 partition is served). The log dir itself is fsynced last, so the new directories' entries
@@ -30,8 +31,12 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
-#: Files created or fsynced at once: enough to fill a journal commit, few enough for a small box.
-IO_THREADS = 8
+#: Logs made at once. Making one is mostly waiting on the file system, which threads overlap,
+#: but also some Python, which holds the interpreter lock: more threads would starve the event
+#: loop of it (each of its system calls waits for the lock again).
+CREATE_THREADS = 2
+#: fsyncs in flight at once: enough to share journal commits; each holds the lock only briefly.
+FSYNC_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -52,8 +57,8 @@ class NewLog:
         return os.path.join(self.log_dir, files.dir_name(self.topic, self.partition))
 
 
-def create_new_logs(specs: Sequence[NewLog], *, now_ms: int,
-                    threads: int = IO_THREADS) -> list[PartitionLog | KafkaError]:
+def create_new_logs(specs: Sequence[NewLog], *, now_ms: int, create_threads: int = CREATE_THREADS,
+                    fsync_threads: int = FSYNC_THREADS) -> list[PartitionLog | KafkaError]:
     """Create every log of ``specs`` (none may exist yet); one result per spec, in order: the
     open log, or the KAFKA_STORAGE_ERROR that stopped it (the others go on)."""
     def create(spec: NewLog) -> PartitionLog | KafkaError:
@@ -71,18 +76,19 @@ def create_new_logs(specs: Sequence[NewLog], *, now_ms: int,
             return i, exc
         return i, None
 
-    # Both passes in a pool: creating a file waits on the file system's journal as an fsync
-    # does, and the waits of several threads overlap. All files are written before the first
-    # fsync, so the fsyncs find most of their work in one journal commit.
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(specs)))) as pool:
+    # Files first, then their fsyncs: the fsyncs find most of their work in a few journal
+    # commits, which concurrent fsyncs share.
+    with ThreadPoolExecutor(max_workers=max(1, min(create_threads, len(specs)))) as pool:
         results: list[PartitionLog | KafkaError] = list(pool.map(create, specs))
-        created = [(i, r) for i, r in enumerate(results) if isinstance(r, PartitionLog)]
-        for i, exc in pool.map(sync, created):
-            if exc is not None:
-                plog = results[i]
-                assert isinstance(plog, PartitionLog)
-                _close_quietly(plog)
-                results[i] = _storage_error(specs[i], exc)
+    created = [(i, r) for i, r in enumerate(results) if isinstance(r, PartitionLog)]
+    if created:
+        with ThreadPoolExecutor(max_workers=max(1, min(fsync_threads, len(created)))) as pool:
+            for i, exc in pool.map(sync, created):
+                if exc is not None:
+                    plog = results[i]
+                    assert isinstance(plog, PartitionLog)
+                    _close_quietly(plog)
+                    results[i] = _storage_error(specs[i], exc)
     for d in sorted({s.log_dir for s in specs}):
         try:
             _fsync(d)
@@ -144,4 +150,4 @@ def _storage_error(spec: NewLog, exc: BaseException) -> KafkaError:
                       f"cannot create the log of {spec.topic}-{spec.partition} in {spec.log_dir}: {exc}")
 
 
-__all__ = ["IO_THREADS", "NewLog", "create_new_logs"]
+__all__ = ["CREATE_THREADS", "FSYNC_THREADS", "NewLog", "create_new_logs"]
