@@ -27,8 +27,8 @@ def test_bulk_create_keeps_the_node_serving(tmp_path):
         print(f"\nbulk create: {report.as_dict()}")
         from confluent_kafka.admin import AdminClient
 
-        brokers = AdminClient({"bootstrap.servers": node.bootstrap}).describe_cluster(
-            request_timeout=30).result(60).nodes
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        brokers = admin.describe_cluster(request_timeout=30).result(60).nodes
         node.stop()  # a clean stop: the whole log is on disk before it is read
         node_log = node.log_path.read_text(errors="replace")
 
