@@ -374,7 +374,10 @@ class ReplicaManager:
         while the log was made); False when it is not hosted (failed, or no longer wanted)."""
         key = (spec.topic, spec.partition)
         if isinstance(result, KafkaError):
-            log.error("Cannot create the log of %s-%d: %s", spec.topic, spec.partition, result)
+            if isinstance(result, LogStorageError) and result.space:
+                self._log_manager.faults.fault(spec.log_dir, result)  # once per full-disk episode
+            else:
+                log.error("Cannot create the log of %s-%d: %s", spec.topic, spec.partition, result)
             self._retry.add(key)
             return False
         image = self._applied

@@ -27,6 +27,7 @@ from kafkapy.log import files
 from kafkapy.log.config import LogConfig
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.log.partition_metadata import write_partition_metadata
+from kafkapy.log.storage_errors import storage_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -146,6 +147,8 @@ def _close_quietly(plog: PartitionLog) -> None:
 def _storage_error(spec: NewLog, exc: BaseException) -> KafkaError:
     if isinstance(exc, KafkaError):
         return exc
+    if isinstance(exc, OSError):
+        return storage_error(exc, "create the log of", spec.path)
     return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
                       f"cannot create the log of {spec.topic}-{spec.partition} in {spec.log_dir}: {exc}")
 

@@ -11,6 +11,7 @@ from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.log.partition_metadata import read_partition_metadata
+from kafkapy.log.storage_errors import LogStorageError
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
@@ -47,7 +48,8 @@ def test_one_failure_does_not_stop_the_others(tmp_path):
     open(os.path.join(str(tmp_path), "bulk-1"), "w").close()
     results = create_new_logs(specs(str(tmp_path), 3), now_ms=0)
     assert isinstance(results[0], PartitionLog) and isinstance(results[2], PartitionLog)
-    assert isinstance(results[1], KafkaError)
+    # A storage error as the log layer reports them (its dir goes offline unless it is full).
+    assert isinstance(results[1], LogStorageError) and results[1].offline
     assert results[1].code == ErrorCode.KAFKA_STORAGE_ERROR
     for r in (results[0], results[2]):
         r.close()  # type: ignore[union-attr]
