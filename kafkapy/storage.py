@@ -15,8 +15,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafkapy.config import BrokerConfig, parse_properties
+
+if TYPE_CHECKING:
+    from kafkapy.raft.voters import VoterSet
 
 log = logging.getLogger(__name__)
 
@@ -93,18 +97,68 @@ def storage_dirs(config: BrokerConfig) -> list[str]:
     return dirs
 
 
-def format_storage(config: BrokerConfig, cluster_id: str | None = None, *, ignore_formatted: bool = False) -> str:
-    """Write meta.properties to every unformatted directory; returns the cluster id in use."""
-    existing = {d: MetaProperties.read(d) for d in storage_dirs(config)}
+def validate_cluster_id(cluster_id: str) -> str:
+    """``cluster_id`` if it is what Kafka's StorageTool accepts: a Kafka ``Uuid`` string (16
+    bytes in URL-safe base64 without padding, 22 characters); else StorageError."""
+    problem = None
+    if len(cluster_id) != 22:
+        problem = f"it has {len(cluster_id)} characters, not 22"
+    else:
+        try:
+            raw = base64.urlsafe_b64decode(cluster_id + "==")
+        except (ValueError, TypeError):
+            raw = b""
+        if len(raw) != 16 or uuid_to_kafka_uuid(uuid.UUID(bytes=raw)) != cluster_id:
+            problem = "it is not a URL-safe base64 encoding of 16 bytes"
+    if problem is not None:
+        raise StorageError(f"Cluster ID string {cluster_id} does not appear to be a valid UUID: "
+                           f"{problem} (make one with `kafkapy storage random-uuid`)")
+    return cluster_id
+
+
+def check_formatted(existing: dict[str, "MetaProperties | None"], cluster_id: str | None,
+                    node_id: int, *, ignore_formatted: bool) -> tuple[str, list[str]]:
+    """Decide what formatting ``existing`` (dir -> its meta.properties) may do: the cluster id to
+    write and the directories to skip because they already carry it. A directory formatted for
+    another cluster or node is always an error; an already formatted one is skipped only with
+    ``ignore_formatted`` (Kafka's ``--ignore-formatted``)."""
     formatted = {d: m for d, m in existing.items() if m is not None}
-    if formatted and not ignore_formatted:
-        raise StorageError(f"Log directory {next(iter(formatted))} is already formatted")
-    ids = {m.cluster_id for m in formatted.values()}
+    ids = sorted({m.cluster_id for m in formatted.values()})
+    if cluster_id is not None and cluster_id not in ids:
+        validate_cluster_id(cluster_id)  # one already on disk was accepted when it was written
     if cluster_id is None:
-        cluster_id = ids.pop() if len(ids) == 1 else random_kafka_uuid()
+        if len(ids) > 1:
+            raise StorageError(f"Log directories belong to different clusters: {ids}")
+        cluster_id = ids[0] if ids else random_kafka_uuid()
+    for directory, meta in formatted.items():
+        if meta.cluster_id != cluster_id:
+            raise StorageError(f"Log directory {directory} is already formatted with cluster id "
+                               f"{meta.cluster_id}, not {cluster_id}: refusing to mix clusters")
+        if meta.node_id != node_id:
+            raise StorageError(f"Log directory {directory} is already formatted for node "
+                               f"{meta.node_id}, not node.id {node_id}")
+    if formatted and not ignore_formatted:
+        raise StorageError(f"Log directory {next(iter(formatted))} is already formatted. Use "
+                           "--ignore-formatted to ignore this directory and format the others.")
+    return cluster_id, list(formatted)
+
+
+def format_storage(config: BrokerConfig, cluster_id: str | None = None, *, ignore_formatted: bool = False,
+                   metadata_directory_id: str | None = None) -> str:
+    """Write meta.properties to every unformatted directory; returns the cluster id in use.
+    ``metadata_directory_id``: the directory id of the metadata log dir, when the initial voter
+    set names it (``--initial-controllers``)."""
+    existing = {d: MetaProperties.read(d) for d in storage_dirs(config)}
+    cluster_id, skipped = check_formatted(existing, cluster_id, config.node_id,
+                                          ignore_formatted=ignore_formatted)
+    for directory in skipped:
+        log.info("Skipping %s: already formatted for cluster %s, node %d", directory, cluster_id,
+                 config.node_id)
     for directory, meta in existing.items():
         if meta is None:
-            MetaProperties(cluster_id, config.node_id, random_kafka_uuid()).write(directory)
+            dir_id = (metadata_directory_id if metadata_directory_id is not None
+                      and directory == config.metadata_log_dir else random_kafka_uuid())
+            MetaProperties(cluster_id, config.node_id, dir_id).write(directory)
             log.info("Formatted %s for cluster %s, node %d", directory, cluster_id, config.node_id)
     return cluster_id
 
@@ -127,3 +181,87 @@ def ensure_formatted(config: BrokerConfig) -> str:
     if len(found) < len(metas):
         format_storage(config, cluster_id, ignore_formatted=True)
     return cluster_id
+
+
+# --------------------------------------------------------------------------------------------
+# KIP-853: the initial voter set, written at format time
+
+
+class InitialVoters(NamedTuple):
+    """What `storage format` was told about the initial voters: ``--standalone``,
+    ``--initial-controllers`` (``text``) or ``--no-initial-controllers``; all false/None when
+    none of them was given."""
+
+    standalone: bool = False
+    initial_controllers: str | None = None
+    no_initial_controllers: bool = False
+
+    @property
+    def given(self) -> bool:
+        return self.standalone or self.initial_controllers is not None or self.no_initial_controllers
+
+
+def plan_initial_voters(config: BrokerConfig, choice: InitialVoters) -> "VoterSet | None":
+    """Check ``choice`` against the configuration as Kafka's StorageTool does, and return the
+    voter set to write in the bootstrap checkpoint (None: write none). The directory id of this
+    node's metadata dir is set later (``--standalone``: a fresh one)."""
+    from kafkapy.raft.voters import Voter, VoterSet, parse_initial_controllers
+
+    flags = sum((choice.standalone, choice.initial_controllers is not None,
+                 choice.no_initial_controllers))
+    if flags > 1:
+        raise StorageError("Only one of --standalone, --initial-controllers and "
+                           "--no-initial-controllers may be given")
+    roles = set(config.get("process.roles") or [])  # type: ignore[arg-type]
+    static = list(config.get("controller.quorum.voters") or [])  # type: ignore[arg-type]
+    if choice.given and "controller" not in roles:
+        raise StorageError("--standalone, --initial-controllers and --no-initial-controllers are "
+                           "for controllers: this node's process.roles has no controller")
+    if choice.given and static:
+        raise StorageError("controller.quorum.voters is set (a static quorum, kraft.version 0): "
+                           "--standalone, --initial-controllers and --no-initial-controllers "
+                           "need controller.quorum.bootstrap.servers instead")
+    if "controller" in roles and not static and not choice.given:
+        raise StorageError("Because controller.quorum.voters is not set on this controller, you "
+                           "must specify one of the following: --standalone, "
+                           "--initial-controllers, or --no-initial-controllers.")
+    if not choice.standalone and choice.initial_controllers is None:
+        return None
+    names = list(config.get("controller.listener.names") or [])  # type: ignore[arg-type]
+    if not names:
+        raise StorageError("controller.listener.names must name the controller listener")
+    listener = str(names[0])
+    if choice.initial_controllers is not None:
+        try:
+            voters = parse_initial_controllers(choice.initial_controllers, listener)
+        except ValueError as exc:
+            raise StorageError(str(exc)) from None
+        if voters.get(config.node_id) is None:
+            raise StorageError(f"--initial-controllers does not name this node ({config.node_id})")
+        return voters
+    found = [lst for lst in config.listeners if lst.name == listener.upper()]
+    if not found:
+        raise StorageError(f"listeners has no {listener} listener for --standalone")
+    return VoterSet.of([Voter(config.node_id, endpoints={listener: (found[0].host or "localhost",
+                                                                    found[0].port)})])
+
+
+def write_bootstrap_voters(config: BrokerConfig, voters: "VoterSet", *, now_ms: int) -> Path:
+    """Write the bootstrap checkpoint holding ``voters`` into the metadata partition directory
+    (this node's own entry takes the directory id its metadata dir was formatted with)."""
+    from dataclasses import replace
+
+    from kafkapy.raft.file_snapshots import FileSnapshotStore
+    from kafkapy.raft.messages import SnapshotId
+    from kafkapy.raft.voters import bootstrap_checkpoint
+
+    meta = MetaProperties.read(config.metadata_log_dir)
+    own = voters.get(config.node_id)
+    if meta is not None and own is not None and meta.directory_id:
+        voters = voters.with_voter(replace(own, directory_id=kafka_uuid_to_uuid(meta.directory_id)))
+    partition_dir = Path(config.metadata_log_dir) / "__cluster_metadata-0"
+    partition_dir.mkdir(parents=True, exist_ok=True)
+    store = FileSnapshotStore(partition_dir)
+    bootstrap = SnapshotId(0, 0)
+    store.write(bootstrap, bootstrap_checkpoint(voters, now_ms=now_ms))
+    return Path(store.path(bootstrap))

@@ -53,6 +53,9 @@ def load_config(config_file: str | None, overrides: list[tuple[str, str]]) -> Br
         props = parse_properties(text)
     else:
         props = dict(DEVELOPMENT_DEFAULTS)
+        if any(key == "controller.quorum.bootstrap.servers" for key, _ in overrides):
+            # A dynamic quorum (KIP-853) replaces the default static voter list.
+            props.pop("controller.quorum.voters")
     return BrokerConfig.from_sources(props, overrides)
 
 
@@ -60,6 +63,50 @@ def setup_logging(level: str | list[str], log_format: str = "text") -> None:
     """Kafka's log4j layout (or JSON lines); ``level`` is a root level and/or
     ``logger=LEVEL`` entries (see ``cli.log_setup``)."""
     log_setup.configure([level] if isinstance(level, str) else level, log_format)
+
+
+def _storage_format(args: argparse.Namespace) -> int:
+    """`kafkapy storage format`: every outcome is one line, the truth about each directory."""
+    import time
+
+    from kafkapy.storage import (InitialVoters, MetaProperties, StorageError, format_storage,
+                                 plan_initial_voters, storage_dirs, write_bootstrap_voters)
+
+    try:
+        config = load_config(args.config, args.override)
+    except FileNotFoundError:
+        print(f"kafkapy: the configuration file {args.config} does not exist", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"kafkapy: invalid configuration: {exc}", file=sys.stderr)
+        return 1
+    choice = InitialVoters(args.standalone, args.initial_controllers, args.no_initial_controllers)
+    try:
+        voters = plan_initial_voters(config, choice)
+        before = {d: MetaProperties.read(d) for d in storage_dirs(config)}
+        own = voters.get(config.node_id) if voters is not None else None
+        directory_id = None
+        if own is not None and own.directory_id.int:
+            from kafkapy.storage import uuid_to_kafka_uuid
+            directory_id = uuid_to_kafka_uuid(own.directory_id)
+        cluster_id = format_storage(config, args.cluster_id, ignore_formatted=args.ignore_formatted,
+                                    metadata_directory_id=directory_id)
+        if voters is not None and before.get(config.metadata_log_dir) is None:
+            path = write_bootstrap_voters(config, voters, now_ms=int(time.time() * 1000))
+            print(f"Wrote the initial voter set ({', '.join(map(str, sorted(voters.ids)))}) "
+                  f"to {path}")
+    except (StorageError, OSError) as exc:
+        print(f"kafkapy: {exc}", file=sys.stderr)
+        return 1
+    skipped = [d for d, meta in before.items() if meta is not None]
+    fresh = [d for d, meta in before.items() if meta is None]
+    for directory in skipped:
+        print(f"Skipping {directory}: already formatted with cluster id {cluster_id}")
+    if fresh:
+        print(f"Formatted {', '.join(fresh)} with cluster id {cluster_id}")
+    else:
+        print("All of the log directories are already formatted.")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,6 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     fmt.add_argument("--override", "-o", action="append", type=_override, default=[], metavar="KEY=VALUE")
     fmt.add_argument("--cluster-id", "-t")
     fmt.add_argument("--ignore-formatted", "-g", action="store_true")
+    # KIP-853 (controller.quorum.bootstrap.servers): who the initial voters are.
+    fmt.add_argument("--standalone", "-s", action="store_true",
+                     help="this controller is the only initial voter")
+    fmt.add_argument("--initial-controllers", "-I", metavar="ID@HOST:PORT:DIRECTORY-ID,...",
+                     help="the initial voters (this controller among them)")
+    fmt.add_argument("--no-initial-controllers", "-N", action="store_true",
+                     help="a controller that joins an existing quorum later")
     storage_sub.add_parser("random-uuid", help="print a new cluster id")
     cluster.add_parser(sub, _override)
     tiered.add_parser(sub)
@@ -113,14 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             print(random_kafka_uuid())
             return 0
         setup_logging("INFO")
-        config = load_config(args.config, args.override)
-        try:
-            cluster_id = format_storage(config, args.cluster_id, ignore_formatted=args.ignore_formatted)
-        except StorageError as exc:
-            print(f"kafkapy: {exc}", file=sys.stderr)
-            return 1
-        print(f"Formatted {', '.join(config.log_dirs)} with cluster id {cluster_id}")
-        return 0
+        return _storage_format(args)
     if args.command == "cluster":
         return cluster.run(args)
     if args.command == "tiered":

@@ -18,6 +18,7 @@ before sending the next Fetch, whose ``fetch_offset`` is what the leader counts.
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -59,8 +60,10 @@ from kafkapy.raft.roles import (
     RoleState,
     Unattached,
 )
+from kafkapy.raft.membership import VoterHistory
 from kafkapy.raft.snapshot_store import SnapshotStore
 from kafkapy.raft.store import RaftLogStore
+from kafkapy.raft.voters import Voter, VoterSet, build_voters_batch, snapshot_with_voters
 from kafkapy.records.builder import Record, build_batch
 
 # Kafka: a leader resigns if a majority has not fetched within 1.5 x quorum.fetch.timeout.ms.
@@ -85,7 +88,7 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
     def __init__(
         self,
         node_id: int,
-        voters: frozenset[int],
+        voters: frozenset[int] | None,
         log_store: RaftLogStore,
         state_store: QuorumStateStore,
         snapshot_store: SnapshotStore,
@@ -99,13 +102,24 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         retry_backoff_ms: int = 20,
         fetch_max_wait_ms: int = 500,
         fetch_max_bytes: int = 8 * 1024 * 1024,
+        bootstrap_ids: Sequence[int] = (),
     ) -> None:
-        if not voters:
+        if voters is not None and not voters:
             raise ValueError("the voter set is empty")
         self.node_id = node_id
-        self.voters = frozenset(voters)
+        # kraft.version 0: the voters are configuration (controller.quorum.voters). None: they
+        # are data in the log and snapshots (KIP-853), followed by ``_history``.
+        self._static_voters = frozenset(voters) if voters is not None else None
+        # Who an observer asks for the leader when it knows no voter (controller.quorum.
+        # bootstrap.servers): ids the I/O edge maps to addresses.
+        self.bootstrap_ids = tuple(bootstrap_ids)
         self.cluster_id = cluster_id
         self.log = RaftLog(log_store, snapshot_store)
+        self._history = VoterHistory()
+        if self._static_voters is None:
+            self.log.on_batch = self._history.observe
+            self.log.on_truncate = self._history.truncate
+            self.log.on_snapshot = self._on_snapshot
         self._state_store = state_store
         self._rng = rng
         self.election_timeout_ms = election_timeout_ms
@@ -167,6 +181,36 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         return self.node_id in self.voters
 
     @property
+    def voters(self) -> frozenset[int]:
+        """The voter ids in force: the configured ones, or those of the latest VotersRecord in
+        the log, committed or not (KIP-853)."""
+        if self._static_voters is not None:
+            return self._static_voters
+        return self._history.latest.ids
+
+    @property
+    def is_dynamic(self) -> bool:
+        """Are the voters data in the log (kraft.version 1) rather than configuration?"""
+        return self._static_voters is None
+
+    @property
+    def voter_set(self) -> VoterSet:
+        """The voters in force with their directory ids and endpoints (static voters: ids only)."""
+        if self._static_voters is not None:
+            return VoterSet.of(Voter(v) for v in self._static_voters)
+        return self._history.latest
+
+    @property
+    def kraft_version(self) -> int:
+        return 0 if self._static_voters is not None else self._history.kraft_version
+
+    def _on_snapshot(self, snapshot_id: SnapshotId, compacted: bool) -> None:
+        if compacted:
+            self._history.compact(snapshot_id.end_offset)
+        else:
+            self._history.load_snapshot(self.log.snapshots.read(snapshot_id))
+
+    @property
     def high_watermark(self) -> int:
         """One past the last committed offset known here (monotonic within a run)."""
         return self._hw
@@ -210,7 +254,8 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
             epoch, voted, leader = self.log.last_fetched_epoch, -1, NO_LEADER
         self._epoch, self._voted_id, self._leader_id = epoch, voted, leader
         self._hw = self._delivered = self.log.start_offset
-        if self.log.latest_snapshot is not None:
+        if self.log.latest_snapshot is not None and self.log.latest_snapshot.end_offset > 0:
+            # (0, 0) is the bootstrap checkpoint of `storage format`: voters, no state.
             data = self.log.snapshots.read(self.log.latest_snapshot)
             if data is None:
                 raise RaftInvariantError(f"snapshot {self.log.latest_snapshot} is missing")
@@ -219,6 +264,10 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         if leader == self.node_id and self.is_voter:
             self._state = Resigned(self._random_election_deadline(now_ms), (),
                                    set(self.voters - {self.node_id}))
+        elif leader == self.node_id:
+            # We led, and have since been removed from the voters: an observer now.
+            self._leader_id = NO_LEADER
+            self._state = Unattached(None)
         elif voted == self.node_id and self.is_voter and leader == NO_LEADER:
             self._state = Candidate(self._random_election_deadline(now_ms), {self.node_id})
         elif leader >= 0 and leader != self.node_id:
@@ -325,6 +374,73 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
             self._resign(now_ms)
         self._drive(now_ms)
 
+    # -- membership changes (KIP-853) ----------------------------------------------------------
+
+    def _change_refused(self, now_ms: int) -> tuple[ErrorCode, str] | None:
+        """Why the leader cannot start a voter change now (None: it can). One change at a time,
+        and only once this leader has committed in its own epoch (Raft's single-server change
+        rule, with the fix that a new leader first commits an entry of its term)."""
+        if not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, (f"node {self.node_id} is not the leader "
+                                                      f"(leader {self._leader_id})")
+        if self._static_voters is not None:
+            return ErrorCode.UNSUPPORTED_VERSION, ("the voters are static (controller.quorum."
+                                                   "voters, kraft.version 0)")
+        if self._hw <= self.leader_epoch_start_offset:
+            return ErrorCode.REQUEST_TIMED_OUT, "the leader has not committed in its epoch yet"
+        if self._history.latest_offset >= self._hw:
+            return ErrorCode.REQUEST_TIMED_OUT, "another voter change is not committed yet"
+        return None
+
+    def add_voter(self, voter: Voter, now_ms: int) -> tuple[ErrorCode, str, int]:
+        """Leader: add ``voter`` (an observer that has caught up) to the voter set. Returns
+        (error, message, offset of the VotersRecord); the change is done once that commits."""
+        self._now = now_ms
+        self._flush_leader(now_ms)
+        refused = self._change_refused(now_ms)
+        if refused is not None:
+            return refused[0], refused[1], -1
+        current = self._history.latest
+        if voter.voter_id in current.ids:
+            return ErrorCode.DUPLICATE_VOTER, f"node {voter.voter_id} is already a voter", -1
+        st = self._state
+        assert isinstance(st, Leader)
+        prog = st.replicas.get(voter.voter_id)
+        if (prog is None or prog.last_fetch_ms is None
+                or now_ms - prog.last_fetch_ms > self.fetch_timeout_ms
+                or prog.end_offset < self._hw):
+            return (ErrorCode.REQUEST_TIMED_OUT,
+                    f"node {voter.voter_id} is not a caught-up observer of this leader", -1)
+        return self._append_voters(current.with_voter(voter), now_ms)
+
+    def remove_voter(self, voter_id: int, directory_id: uuid.UUID | None,
+                     now_ms: int) -> tuple[ErrorCode, str, int]:
+        """Leader: remove ``voter_id`` (this leader too: it resigns once the change commits)."""
+        self._now = now_ms
+        self._flush_leader(now_ms)
+        refused = self._change_refused(now_ms)
+        if refused is not None:
+            return refused[0], refused[1], -1
+        current = self._history.latest
+        found = current.get(voter_id)
+        if found is None or (directory_id is not None and directory_id.int
+                             and found.directory_id.int and directory_id != found.directory_id):
+            return ErrorCode.VOTER_NOT_FOUND, f"node {voter_id} is not a voter", -1
+        if len(current.voters) == 1:
+            return ErrorCode.INVALID_REQUEST, "the last voter cannot be removed", -1
+        return self._append_voters(current.without(voter_id), now_ms)
+
+    def _append_voters(self, voters: VoterSet, now_ms: int) -> tuple[ErrorCode, str, int]:
+        base = self.log.end_offset
+        self.log.append(build_voters_batch(base_offset=base, epoch=self._epoch, voters=voters,
+                                           now_ms=now_ms))
+        st = self._state
+        if isinstance(st, Leader):
+            for v in voters.ids:
+                st.replicas.setdefault(v, ReplicaProgress(next_begin_ms=now_ms))
+        self._drive(now_ms)
+        return ErrorCode.NONE, "", base
+
     def snapshot_written(self, end_offset: int, epoch: int, data: bytes, now_ms: int) -> None:
         """The state machine wrote a snapshot of everything below ``end_offset`` (a committed,
         delivered batch boundary whose last batch has ``epoch``); the log prefix goes."""
@@ -339,6 +455,9 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
             raise ValueError(f"({end_offset}, {epoch}) is not the end of a batch in the log")
         self._flush_leader(now_ms)
         sid = SnapshotId(end_offset, epoch)
+        if self._static_voters is None:
+            voters, version = self._history.at(end_offset)
+            data = snapshot_with_voters(data, voters, kraft_version=version or 1)
         self.log.snapshots.write(sid, data)
         self.log.delete_before_snapshot(sid)
         self._drive(now_ms)
@@ -346,9 +465,13 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
     # -- persistence and sending ---------------------------------------------------------------
 
     def _persist(self) -> None:
-        new = QuorumState(leader_id=self._leader_id, leader_epoch=self._epoch,
-                          voted_id=self._voted_id, cluster_id=self.cluster_id,
-                          current_voters=tuple(sorted(self.voters)), data_version=0)
+        if self._static_voters is None:
+            new = QuorumState(leader_id=self._leader_id, leader_epoch=self._epoch,
+                              voted_id=self._voted_id, data_version=1)
+        else:
+            new = QuorumState(leader_id=self._leader_id, leader_epoch=self._epoch,
+                              voted_id=self._voted_id, cluster_id=self.cluster_id,
+                              current_voters=tuple(sorted(self.voters)), data_version=0)
         if self._persisted != new:
             self._state_store.write(new)
             self._persisted = new
@@ -460,6 +583,12 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         self.log.append(build_leader_change_batch(
             base_offset=start, epoch=self._epoch, leader_id=self.node_id, voters=self.voters,
             granting_voters=granted, now_ms=now_ms))
+        if self._static_voters is None and not self._history.in_log:
+            # The first leader of a dynamic quorum copies the bootstrap voter set into the log,
+            # so replicas that start from an empty log (new controllers, brokers) learn it.
+            self.log.append(build_voters_batch(
+                base_offset=self.log.end_offset, epoch=self._epoch, voters=self._history.latest,
+                now_ms=now_ms, kraft_version=self._history.kraft_version or 1))
         leader = Leader(epoch_start_offset=start, granting_voters=granted,
                         check_quorum_deadline=now_ms + self._check_quorum_timeout())
         for v in self.voters:
@@ -474,7 +603,8 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         st = self._state
         assert isinstance(st, Leader)
         others = [v for v in self.voters if v != self.node_id]
-        successors = tuple(sorted(others, key=lambda v: (-st.replicas[v].end_offset, v)))
+        successors = tuple(sorted(others, key=lambda v: (
+            -st.replicas.get(v, ReplicaProgress()).end_offset, v)))
         self._leave_state(now_ms)
         self._state = Resigned(self._random_election_deadline(now_ms), successors, set(others))
 
@@ -518,8 +648,10 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
                 if now_ms >= st.election_deadline:
                     self._become_prospective(now_ms)
             elif not self._inflight and now_ms >= st.backoff_until:
-                # An observer without a leader asks a random voter (Kafka: bootstrap servers).
-                self._send(self._rng.choice(sorted(self.voters)), self._fetch_request(), now_ms)
+                # An observer without a leader asks a bootstrap server, else a random voter.
+                targets = sorted(self.bootstrap_ids or (self.voters - {self.node_id}))
+                if targets:
+                    self._send(self._rng.choice(targets), self._fetch_request(), now_ms)
         elif isinstance(st, Prospective):
             if self._majority(len(st.granted)):
                 self._become_candidate(now_ms)
@@ -549,7 +681,10 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
                 self._send_fetch(st, now_ms)
         elif isinstance(st, Resigned):
             if now_ms >= st.election_deadline:
-                self._become_prospective(now_ms)
+                if self.is_voter:
+                    self._become_prospective(now_ms)
+                else:
+                    self._become_unattached(self._epoch, now_ms)
             else:
                 for v in sorted(st.unacked):
                     if v not in self._inflight:
@@ -558,6 +693,12 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
                             st.preferred_successors), now_ms)
 
     def _drive_leader(self, st: Leader, now_ms: int) -> None:
+        if (not self.is_voter and self._history.latest_offset >= 0
+                and self._hw > self._history.latest_offset):
+            # KIP-853: a leader removed from the voters leads until that change commits, then
+            # steps down (it would not count toward any later commit).
+            self._resign(now_ms)
+            return
         if now_ms >= st.check_quorum_deadline:
             # Fetches from a majority would have pushed the deadline (replication's
             # _note_follower_alive); reaching it means the majority is gone.
@@ -573,7 +714,7 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
             self._answer_fetch(replica, p.correlation_id, p.request, now_ms, park=False)
         half = self.fetch_timeout_ms // 2
         for v in sorted(self.voters):
-            prog = st.replicas[v]
+            prog = st.replicas.setdefault(v, ReplicaProgress(next_begin_ms=now_ms))
             if v == self.node_id or v in self._inflight or now_ms < prog.next_begin_ms:
                 continue
             if prog.last_fetch_ms is None or now_ms - prog.last_fetch_ms >= half:

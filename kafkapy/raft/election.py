@@ -41,6 +41,7 @@ class ElectionMixin:
     # Owned by RaftReplica.
     node_id: int
     voters: frozenset[int]
+    _static_voters: frozenset[int] | None
     cluster_id: str
     log: RaftLog
     retry_backoff_ms: int
@@ -69,7 +70,10 @@ class ElectionMixin:
         def reply(code: ErrorCode, granted: bool) -> VoteResponse:
             return VoteResponse(code, self._leader_id, self._epoch, granted)
 
-        if not self.is_voter or req.replica_id not in self.voters:
+        if self._static_voters is not None and (not self.is_voter
+                                                or req.replica_id not in self.voters):
+            # A dynamic quorum (KIP-853) judges a candidate by its log alone: a new voter may
+            # know of its own addition before this replica has the record.
             return reply(ErrorCode.INCONSISTENT_VOTER_SET, False)
         if req.replica_epoch < self._epoch:
             return reply(ErrorCode.FENCED_LEADER_EPOCH, False)
@@ -122,7 +126,8 @@ class ElectionMixin:
 
     def _on_begin_epoch(self, req: BeginQuorumEpochRequest,
                         now_ms: int) -> BeginQuorumEpochResponse:
-        if not self.is_voter or req.leader_id not in self.voters:
+        if self._static_voters is not None and (not self.is_voter
+                                                or req.leader_id not in self.voters):
             code = ErrorCode.INCONSISTENT_VOTER_SET
         elif req.leader_epoch < self._epoch:
             code = ErrorCode.FENCED_LEADER_EPOCH
@@ -134,7 +139,8 @@ class ElectionMixin:
         return BeginQuorumEpochResponse(code, self._leader_id, self._epoch)
 
     def _on_end_epoch(self, req: EndQuorumEpochRequest, now_ms: int) -> EndQuorumEpochResponse:
-        if not self.is_voter or req.leader_id not in self.voters:
+        if self._static_voters is not None and (not self.is_voter
+                                                or req.leader_id not in self.voters):
             return EndQuorumEpochResponse(ErrorCode.INCONSISTENT_VOTER_SET, self._leader_id,
                                           self._epoch)
         if req.leader_epoch < self._epoch:

@@ -9,6 +9,7 @@ how far a follower truncates when told it diverged (``truncate_to_end_offset``).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import NamedTuple
 
 from kafkapy.raft.epoch_cache import EpochCache
@@ -48,6 +49,11 @@ class RaftLog:
         self.cache = EpochCache()
         self.latest_snapshot: SnapshotId | None = None
         self._dirty = False
+        # What a dynamic quorum (KIP-853) watches: every batch appended or loaded (base, bytes),
+        # truncations (new end offset) and snapshot installs. None: nobody watches.
+        self.on_batch: Callable[[int, bytes], None] | None = None
+        self.on_truncate: Callable[[int], None] | None = None
+        self.on_snapshot: Callable[[SnapshotId, bool], None] | None = None
 
     def start(self) -> None:
         """Reconcile the log with the latest snapshot and rebuild the epoch cache."""
@@ -59,8 +65,12 @@ class RaftLog:
             elif self.store.log_start_offset < snap.end_offset:
                 self.store.delete_before(snap.end_offset)
         self.cache.clear()
+        if snap is not None and self.on_snapshot is not None:
+            self.on_snapshot(snap, False)
         for base, batch in self.store.read(self.store.log_start_offset):
             self.cache.assign(batch_epoch(batch), base)
+            if self.on_batch is not None:
+                self.on_batch(base, batch)
         self._dirty = False
 
     # -- positions -------------------------------------------------------------------------------
@@ -135,6 +145,8 @@ class RaftLog:
         base = self.store.append(batch)
         self.cache.assign(batch_epoch(batch), base)
         self._dirty = True
+        if self.on_batch is not None:
+            self.on_batch(base, batch)
 
     @property
     def needs_flush(self) -> bool:
@@ -148,6 +160,8 @@ class RaftLog:
     def truncate_to(self, offset: int) -> None:
         self.store.truncate_to(offset)
         self.cache.truncate_from_end(offset)
+        if self.on_truncate is not None:
+            self.on_truncate(offset)
 
     def truncate_to_end_offset(self, diverging: EpochEndOffset) -> int:
         """Truncate to where the leader says epoch ``diverging.epoch`` ends (or to where our own
@@ -170,6 +184,8 @@ class RaftLog:
         self.store.delete_before(snapshot_id.end_offset)
         self.cache.truncate_from_start(snapshot_id.end_offset)
         self.snapshots.delete_before(snapshot_id)
+        if self.on_snapshot is not None:
+            self.on_snapshot(snapshot_id, True)
 
     def reset_to_snapshot(self, snapshot_id: SnapshotId) -> None:
         """The log restarts empty at ``snapshot_id.end_offset`` (a follower installed it)."""
@@ -178,6 +194,8 @@ class RaftLog:
         self.cache.clear()
         self.snapshots.delete_before(snapshot_id)
         self._dirty = False
+        if self.on_snapshot is not None:
+            self.on_snapshot(snapshot_id, False)
 
 
 __all__ = ["RaftInvariantError", "RaftLog", "ValidKind", "ValidOffsetAndEpoch", "batch_epoch"]

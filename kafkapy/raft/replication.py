@@ -152,7 +152,8 @@ class ReplicationMixin:
         if source not in self.voters:
             return
         st.fetched_voters.add(source)
-        if len(st.fetched_voters | {self.node_id}) * 2 > len(self.voters):
+        me = {self.node_id} if self.node_id in self.voters else set()
+        if len(st.fetched_voters | me) * 2 > len(self.voters):
             st.fetched_voters.clear()
             st.check_quorum_deadline = now_ms + self._check_quorum_timeout()
 
@@ -166,7 +167,8 @@ class ReplicationMixin:
         prog.last_fetch_ms = now_ms
         if replica not in self.voters:
             return  # observers never count toward the high watermark
-        ends = sorted((st.replicas[v].end_offset for v in self.voters), reverse=True)
+        ends = sorted((st.replicas[v].end_offset if v in st.replicas else -1
+                       for v in self.voters), reverse=True)
         new_hw = ends[len(self.voters) // 2]
         if new_hw > st.epoch_start_offset and new_hw > self._hw:
             self._hw = new_hw
