@@ -181,6 +181,20 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         return self.node_id in self.voters
 
     @property
+    def can_stand(self) -> bool:
+        """May this replica run for leader? Voters may; so may a replica whose removal is the
+        latest, still uncommitted change in its log: the voters left may lack that record and
+        need its log to elect anyone (it counts their votes, not its own, and resigns once the
+        removal commits)."""
+        if self.is_voter:
+            return True
+        if self._static_voters is not None:
+            return False
+        latest = self._history.latest_offset
+        return (latest >= self._hw
+                and self.node_id in self._history.at(latest)[0].ids)
+
+    @property
     def voters(self) -> frozenset[int]:
         """The voter ids in force: the configured ones, or those of the latest VotersRecord in
         the log, committed or not (KIP-853)."""
@@ -237,6 +251,12 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
     def _majority(self, count: int) -> bool:
         return count * 2 > len(self.voters)
 
+    def _won(self, granted: set[int]) -> bool:
+        """Do the votes ``granted`` (ours included) make a majority of the voters?"""
+        voters = self.voters
+        return self._majority(len(granted & voters) if self._static_voters is None
+                              else len(granted))
+
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self, now_ms: int) -> None:
@@ -261,21 +281,21 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
                 raise RaftInvariantError(f"snapshot {self.log.latest_snapshot} is missing")
             self._events.append(SnapshotLoad(self.log.latest_snapshot, data))
         self._started = True
-        if leader == self.node_id and self.is_voter:
+        if leader == self.node_id and self.can_stand:
             self._state = Resigned(self._random_election_deadline(now_ms), (),
                                    set(self.voters - {self.node_id}))
         elif leader == self.node_id:
             # We led, and have since been removed from the voters: an observer now.
             self._leader_id = NO_LEADER
             self._state = Unattached(None)
-        elif voted == self.node_id and self.is_voter and leader == NO_LEADER:
+        elif voted == self.node_id and self.can_stand and leader == NO_LEADER:
             self._state = Candidate(self._random_election_deadline(now_ms), {self.node_id})
         elif leader >= 0 and leader != self.node_id:
             self._state = Follower(now_ms + self.fetch_timeout_ms)
         else:
             self._leader_id = NO_LEADER
             self._state = Unattached(self._random_election_deadline(now_ms)
-                                     if self.is_voter else None)
+                                     if self.can_stand else None)
         self._persist()
         self._drive(now_ms)
 
@@ -521,7 +541,7 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
             leader_id = self.node_id
         self._epoch, self._leader_id = epoch, leader_id
         self._persist()
-        if self.is_voter:
+        if self.can_stand:
             self._state = Unattached(deadline if deadline is not None
                                      else self._random_election_deadline(now_ms))
         else:
@@ -649,11 +669,11 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
                     self._become_prospective(now_ms)
             elif not self._inflight and now_ms >= st.backoff_until:
                 # An observer without a leader asks a bootstrap server, else a random voter.
-                targets = sorted(self.bootstrap_ids or (self.voters - {self.node_id}))
+                targets = sorted(set(self.bootstrap_ids or self.voters) - {self.node_id})
                 if targets:
                     self._send(self._rng.choice(targets), self._fetch_request(), now_ms)
         elif isinstance(st, Prospective):
-            if self._majority(len(st.granted)):
+            if self._won(st.granted):
                 self._become_candidate(now_ms)
             elif self._majority(len(st.rejected)) or now_ms >= st.election_deadline:
                 self._lose_election(now_ms)
@@ -663,7 +683,7 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
             if st.backoff_until is not None:
                 if now_ms >= st.backoff_until:
                     self._become_prospective(now_ms)
-            elif self._majority(len(st.granted)):
+            elif self._won(st.granted):
                 self._become_leader(now_ms)
             elif self._majority(len(st.rejected)) or now_ms >= st.election_deadline:
                 self._lose_election(now_ms)
@@ -673,7 +693,7 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
             self._drive_leader(st, now_ms)
         elif isinstance(st, Follower):
             if now_ms >= st.fetch_deadline:
-                if self.is_voter:
+                if self.can_stand:
                     self._become_prospective(now_ms)
                 else:
                     self._become_unattached(self._epoch, now_ms)
@@ -681,7 +701,7 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
                 self._send_fetch(st, now_ms)
         elif isinstance(st, Resigned):
             if now_ms >= st.election_deadline:
-                if self.is_voter:
+                if self.can_stand:
                     self._become_prospective(now_ms)
                 else:
                     self._become_unattached(self._epoch, now_ms)

@@ -17,6 +17,12 @@ Checked invariants:
   committed sequence (snapshots carry a digest of the prefix they replace);
 - liveness: once the network heals and every node is up, a leader is elected and an append
   commits on every node within a bounded simulated time.
+
+With ``SimConfig(dynamic=True)`` the voters are data (KIP-853): the initial voters start from a
+bootstrap checkpoint, spare controllers start empty as observers, and the chaos adds caught-up
+observers as voters and removes voters (the leader too) through the leader. On top of the
+above it checks that committed voter sets change by at most one voter at a time, and the calm
+phase then needs a majority of the final voter set.
 """
 
 from __future__ import annotations
@@ -29,13 +35,19 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kafkapy.raft.control import build_snapshot_footer_batch, build_snapshot_header_batch
 from kafkapy.raft.core import CommittedBatch, RaftReplica, SnapshotLoad
-from kafkapy.raft.messages import FetchResponse, Outbound, VoteRequest
+from kafkapy.raft.messages import FetchResponse, Outbound, SnapshotId, VoteRequest
 from kafkapy.raft.quorum_state import MemoryQuorumStateStore
 from kafkapy.raft.raft_log import batch_epoch
 from kafkapy.raft.snapshot_store import MemorySnapshotStore
 from kafkapy.raft.store import MemoryLogStore
+from kafkapy.raft.voters import Voter, VoterSet, bootstrap_checkpoint, scan_voter_controls
 from kafkapy.records import format as fmt
+from kafkapy.records.builder import Record, build_batch
+
+#: Marks the state machine's part of a (dynamic-mode, batch-shaped) snapshot.
+_SNAPSHOT_PAYLOAD = b"SIM|"
 
 OBSERVER_ID = 100
 
@@ -132,6 +144,10 @@ class SimConfig:
     max_delay_ms: int = 12
     drop_p: float = 0.05
     dup_p: float = 0.03
+    #: KIP-853: voters from the log, membership changes in the chaos; ``spares`` controllers
+    #: that start as observers and may be added.
+    dynamic: bool = False
+    spares: int = 0
 
 
 class RaftSimulation:
@@ -151,8 +167,17 @@ class RaftSimulation:
         self.verbose = verbose
         self.now = 0
         self.voter_ids = frozenset(range(1, self.cfg.voters + 1))
-        ids = sorted(self.voter_ids) + [OBSERVER_ID + i for i in range(self.cfg.observers)]
+        self.spare_ids = [self.cfg.voters + 1 + i for i in range(self.cfg.spares)]
+        ids = (sorted(self.voter_ids) + self.spare_ids
+               + [OBSERVER_ID + i for i in range(self.cfg.observers)])
         self.nodes = {i: SimNode(i, self._make_store(i)) for i in ids}
+        if self.cfg.dynamic:
+            initial = VoterSet.of(Voter(v) for v in self.voter_ids)
+            for v in self.voter_ids:  # what `storage format --initial-controllers` writes
+                self.nodes[v].snapshots.write(SnapshotId(0, 0),
+                                              bootstrap_checkpoint(initial, now_ms=0))
+        self.committed_voters: VoterSet | None = None
+        self.membership_changes = 0
         self.msgs: list[_Msg] = []
         self.seq = 0
         self.blocked: set[tuple[int, int]] = set()
@@ -204,8 +229,10 @@ class RaftSimulation:
     def _new_replica(self, node: SimNode) -> RaftReplica:
         c = self.cfg
         return RaftReplica(
-            node.node_id, self.voter_ids, node.store, node.state_store, node.snapshots,
-            random.Random(self.rng.getrandbits(64)), cluster_id="sim",
+            node.node_id, None if c.dynamic else self.voter_ids, node.store, node.state_store,
+            node.snapshots, random.Random(self.rng.getrandbits(64)), cluster_id="sim",
+            # controller.quorum.bootstrap.servers: every controller, voter or spare.
+            bootstrap_ids=sorted(self.voter_ids) + self.spare_ids if c.dynamic else (),
             election_timeout_ms=c.election_timeout_ms, fetch_timeout_ms=c.fetch_timeout_ms,
             election_backoff_max_ms=c.election_backoff_max_ms,
             request_timeout_ms=c.request_timeout_ms, retry_backoff_ms=10,
@@ -310,7 +337,10 @@ class RaftSimulation:
         for ev in r.take_committed():
             if isinstance(ev, SnapshotLoad):
                 self.stats["snapshot_loads"] += 1
-                end_s, digest_hex = ev.data.split(b";", 1)[0].split(b":")
+                payload = ev.data
+                if self.cfg.dynamic:
+                    payload = payload[payload.index(_SNAPSHOT_PAYLOAD) + len(_SNAPSHOT_PAYLOAD):]
+                end_s, digest_hex = payload.split(b";", 1)[0].split(b":")
                 end, digest = int(end_s), bytes.fromhex(digest_hex.decode())
                 if end != ev.snapshot_id.end_offset:
                     self.fail(f"node {node.node_id}: snapshot {ev.snapshot_id} holds state up "
@@ -331,6 +361,8 @@ class RaftSimulation:
             if known != ev.batch:
                 self.fail(f"node {node.node_id}: committed batch at {ev.base_offset} differs "
                           "from the one committed before")
+            if self.cfg.dynamic and ev.base_offset >= self.max_committed:
+                self._check_membership_change(ev.batch)
             nxt = fmt.parse_header(memoryview(ev.batch)).next_offset
             node.sm_digest = _h(node.sm_digest, ev.batch)
             node.sm_next = nxt
@@ -342,6 +374,47 @@ class RaftSimulation:
                 if self.committed_chain.setdefault(nxt, chain) != chain:
                     self.fail(f"node {node.node_id}: committed chain at {nxt} differs")
             self.max_committed = max(self.max_committed, nxt)
+
+    def _check_membership_change(self, batch: bytes) -> None:
+        """Committed voter sets differ by at most one voter from the one before (the
+        single-server change rule that keeps every two majorities overlapping)."""
+        if not fmt.parse_header(memoryview(batch)).is_control:
+            return
+        for _offset, ctl in scan_voter_controls(batch):
+            if ctl.voters is None:
+                continue
+            before = self.committed_voters.ids if self.committed_voters else self.voter_ids
+            after = ctl.voters.ids
+            if len(before ^ after) > 1:
+                self.fail(f"voter set changed from {sorted(before)} to {sorted(after)} at once")
+            if before != after:
+                self.log(f"committed voters {sorted(after)}")
+            self.committed_voters = ctl.voters
+
+    def _change_membership(self) -> None:
+        leaders = [n for n in self._alive() if n.replica is not None and n.replica.is_leader]
+        if not leaders:
+            return
+        node = self.rng.choice(leaders)
+        r = node.replica
+        assert r is not None
+        voters = r.voters
+        controllers = sorted(self.voter_ids) + self.spare_ids
+        addable = [c for c in controllers if c not in voters]
+        if addable and (len(voters) <= 2 or self.rng.random() < 0.5):
+            new = self.rng.choice(addable)
+            result = self._call(node, lambda x: x.add_voter(Voter(new), self.now))
+            what = f"add voter {new}"
+        elif len(voters) > 1:
+            gone = self.rng.choice(sorted(voters))
+            result = self._call(node, lambda x: x.remove_voter(gone, None, self.now))
+            what = f"remove voter {gone}"
+        else:
+            return
+        code, why, offset = result  # type: ignore[misc]
+        self.log(f"{what} on node {node.node_id}: {code.name} {why} (offset {offset})")
+        if offset >= 0:
+            self.membership_changes += 1
 
     # -- the event loop ------------------------------------------------------------------------
 
@@ -418,6 +491,16 @@ class RaftSimulation:
         node = self.rng.choice(nodes)
         data = (f"{node.sm_next}:{node.sm_digest.hex()};".encode()
                 + b"s" * self.rng.randint(0, 1200))
+        if self.cfg.dynamic:
+            # Snapshots of a dynamic quorum are record batches: the core adds the voters to
+            # their header batch.
+            data = (build_snapshot_header_batch(epoch=node.sm_epoch, last_contained_log_timestamp=0,
+                                                now_ms=self.now)
+                    + build_batch([Record(None, _SNAPSHOT_PAYLOAD + data, (), self.now)],
+                                  base_offset=1, partition_leader_epoch=node.sm_epoch,
+                                  now_ms=self.now)
+                    + build_snapshot_footer_batch(base_offset=2, epoch=node.sm_epoch,
+                                                  now_ms=self.now))
         self.stats["snapshots"] += 1
         self.log(f"node {node.node_id} snapshots at {node.sm_next} (epoch {node.sm_epoch})")
         self._call(node, lambda r: r.snapshot_written(node.sm_next, node.sm_epoch, data,
@@ -443,6 +526,9 @@ class RaftSimulation:
             self.log(f"partition {sorted(group)} | {sorted(set(ids) - group)}")
 
     def _chaos_event(self) -> None:
+        if self.cfg.dynamic and self.rng.random() < 0.08:
+            self._change_membership()
+            return
         x = self.rng.random()
         if x < 0.55:
             self._client_append()
@@ -514,11 +600,23 @@ class RaftSimulation:
         return self.stats
 
 
-def run_seeds(seeds: list[int]) -> list[SimulationFailure]:
+def dynamic_config(seed: int) -> SimConfig:
+    """A dynamic-quorum run's shape (varied by seed like the static default)."""
+    rng = random.Random(seed ^ 0x853)
+    wait = rng.choice([0, 20, 50, 150])
+    # A Fetch outlives the leader's wait, as with Kafka's defaults (2 s vs 500 ms): else an
+    # observer whose parked fetches always time out never learns the high watermark.
+    return SimConfig(voters=rng.choice([1, 3, 3, 5]), spares=rng.choice([1, 2]), dynamic=True,
+                     request_timeout_ms=rng.choice([t for t in (50, 100, 300) if t > wait]),
+                     fetch_max_wait_ms=wait,
+                     fetch_max_bytes=rng.choice([100, 400, 4000]))
+
+
+def run_seeds(seeds: list[int], *, dynamic: bool = False) -> list[SimulationFailure]:
     failures = []
     for seed in seeds:
         try:
-            RaftSimulation(seed).run()
+            RaftSimulation(seed, dynamic_config(seed) if dynamic else None).run()
         except SimulationFailure as exc:
             failures.append(exc)
     return failures
@@ -530,13 +628,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=100, help="run seeds 0..N-1")
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--dynamic", action="store_true", help="KIP-853 membership changes")
     args = parser.parse_args(argv)
     if args.seed is not None:
-        sim = RaftSimulation(args.seed, verbose=args.verbose)
+        sim = RaftSimulation(args.seed, dynamic_config(args.seed) if args.dynamic else None,
+                             verbose=args.verbose)
         print(sim.run())
         print(dict(sorted(sim.kinds.items())))
         return 0
-    failures = run_seeds(list(range(args.first, args.first + args.seeds)))
+    failures = run_seeds(list(range(args.first, args.first + args.seeds)), dynamic=args.dynamic)
     for f in failures:
         print(f, file=sys.stderr)
     print(f"{args.seeds} seeds, {len(failures)} failed: {[f.seed for f in failures]}")
