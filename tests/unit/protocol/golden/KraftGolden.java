@@ -32,7 +32,11 @@ import java.util.UUID;
 import java.util.function.Function;
 
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.message.AddRaftVoterRequestData;
+import org.apache.kafka.common.message.AddRaftVoterResponseData;
 import org.apache.kafka.common.message.AllocateProducerIdsRequestData;
+import org.apache.kafka.common.message.RemoveRaftVoterRequestData;
+import org.apache.kafka.common.message.RemoveRaftVoterResponseData;
 import org.apache.kafka.common.message.AllocateProducerIdsResponseData;
 import org.apache.kafka.common.message.AlterPartitionRequestData;
 import org.apache.kafka.common.message.AlterPartitionResponseData;
@@ -365,6 +369,29 @@ public final class KraftGolden {
             .setProducerIdStart(5_000_000_000L + v).setProducerIdLen(1000 + v);
     }
 
+    static ApiMessage addRaftVoterRequest(short v) {
+        AddRaftVoterRequestData.ListenerCollection listeners = new AddRaftVoterRequestData.ListenerCollection();
+        listeners.add(new AddRaftVoterRequestData.Listener().setName("CONTROLLER").setHost("ctrl-4.example").setPort(9093));
+        listeners.add(new AddRaftVoterRequestData.Listener().setName("SECURE").setHost("10.0.0.4").setPort(65001));
+        return new AddRaftVoterRequestData().setClusterId("golden-cluster").setTimeoutMs(30_000 + v)
+            .setVoterId(1004 + v).setVoterDirectoryId(uuid(0x44)).setListeners(listeners);
+    }
+
+    static ApiMessage addRaftVoterResponse(short v) {
+        return new AddRaftVoterResponseData().setThrottleTimeMs(42 + v).setErrorCode((short) 126)
+            .setErrorMessage("already a voter");
+    }
+
+    static ApiMessage removeRaftVoterRequest(short v) {
+        return new RemoveRaftVoterRequestData().setClusterId("golden-cluster").setVoterId(1003 + v)
+            .setVoterDirectoryId(uuid(0x33));
+    }
+
+    static ApiMessage removeRaftVoterResponse(short v) {
+        return new RemoveRaftVoterResponseData().setThrottleTimeMs(43 + v).setErrorCode((short) 127)
+            .setErrorMessage(null);
+    }
+
     static ApiMessage describeQuorumRequest(short v) {
         return new DescribeQuorumRequestData().setTopics(Arrays.asList(
             new DescribeQuorumRequestData.TopicData().setTopicName("__cluster_metadata").setPartitions(Arrays.asList(
@@ -570,6 +597,10 @@ public final class KraftGolden {
         builders.put("ControllerRegistrationResponse", KraftGolden::controllerRegistrationResponse);
         builders.put("AllocateProducerIdsRequest", KraftGolden::allocateProducerIdsRequest);
         builders.put("AllocateProducerIdsResponse", KraftGolden::allocateProducerIdsResponse);
+        builders.put("AddRaftVoterRequest", KraftGolden::addRaftVoterRequest);
+        builders.put("AddRaftVoterResponse", KraftGolden::addRaftVoterResponse);
+        builders.put("RemoveRaftVoterRequest", KraftGolden::removeRaftVoterRequest);
+        builders.put("RemoveRaftVoterResponse", KraftGolden::removeRaftVoterResponse);
         builders.put("DescribeQuorumRequest", KraftGolden::describeQuorumRequest);
         builders.put("DescribeQuorumResponse", KraftGolden::describeQuorumResponse);
         builders.put("FetchRequest", KraftGolden::fetchRequest);
