@@ -69,6 +69,7 @@ from kafkapy.replication.fetcher import FetcherSettings, ReplicaFetcherManager
 from kafkapy.protocol import ApiKey, messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum import CommitLost, QuorumDispatcher, QuorumDriver
+from kafkapy.quorum.bootstrap import parse_bootstrap_servers
 from kafkapy.raft.core import RaftReplica
 from kafkapy.raft.events import CommitEvent, CommittedBatch, SnapshotLoad
 from kafkapy.raft.file_snapshots import FileSnapshotStore
@@ -163,19 +164,24 @@ class Node:
         self.metadata_log = PartitionLog.open(meta_dir, LogConfig(), now_ms=now_ms, recover=not clean)
         self.recovered_metadata_end = self.metadata_log.log_end_offset
         self.voters = parse_voters(list(self.config.get("controller.quorum.voters") or []))  # type: ignore[arg-type]
+        # KIP-853: no static voters, but bootstrap servers: the voters are in the metadata log.
+        dynamic = not self.voters and bool(self.config.get("controller.quorum.bootstrap.servers"))
+        if dynamic:
+            self.voters = parse_bootstrap_servers(list(self.config.get("controller.quorum.bootstrap.servers")))  # type: ignore[arg-type]
         if not self.voters:
-            raise ValueError("controller.quorum.voters must name the metadata quorum's voters")
-        if self.is_controller and self.node_id not in self.voters:
+            raise ValueError("controller.quorum.voters (or controller.quorum.bootstrap.servers) must "
+                             "name the metadata quorum's voters")
+        if not dynamic and self.is_controller and self.node_id not in self.voters:
             raise ValueError(f"controller.quorum.voters does not name this node ({self.node_id}): "
                              "a controller is a voter of the metadata quorum")
         if not self.is_controller and self.node_id in self.voters:
             raise ValueError(f"node {self.node_id} has process.roles=broker but is one of "
                              "controller.quorum.voters: a voter must have the controller role")
-        single = self.is_controller and len(self.voters) == 1
+        single = self._lone_voter = self.is_controller and len(self.voters) == 1 and not dynamic
         election_ms = int(self.config.get("controller.quorum.election.timeout.ms"))  # type: ignore[arg-type]
         fetch_ms = int(self.config.get("controller.quorum.fetch.timeout.ms"))  # type: ignore[arg-type]
         self.replica = RaftReplica(
-            self.node_id, frozenset(self.voters), PartitionLogStore(self.metadata_log),
+            self.node_id, None if dynamic else frozenset(self.voters), PartitionLogStore(self.metadata_log),
             FileQuorumStateStore(os.path.join(meta_dir, "quorum-state")),
             FileSnapshotStore(meta_dir), random.Random(),
             cluster_id=cluster_id,
@@ -185,6 +191,7 @@ class Node:
             election_timeout_ms=1 if single else election_ms,
             election_backoff_max_ms=1 if single else election_ms,
             fetch_timeout_ms=fetch_ms,
+            bootstrap_ids=tuple(self.voters) if dynamic else (),
         )
         self.codec = MetadataRecordCodec()
         self.driver = QuorumDriver(
@@ -212,7 +219,7 @@ class Node:
                 broker_topic_configs=broker_topic_configs,
                 session_timeout_ms=int(self.config.get("broker.session.timeout.ms")),  # type: ignore[arg-type]
                 delete_topic_enable=bool(self.config.get("delete.topic.enable")),
-                controller_ids=sorted(self.voters),
+                controller_ids=sorted(v for v in self.voters if v >= 0),
                 leader_imbalance_percentage=int(self.config.get("leader.imbalance.per.broker.percentage")),  # type: ignore[arg-type]
                 remote_storage_system_enable=bool(self.config.get("remote.log.storage.system.enable")),
             )
@@ -719,7 +726,7 @@ class Node:
                                                      self._admin_context())
                     for listener in controller_listeners:
                         await listen(nursery, listener, controller_apis)
-                        if listener.port == 0:
+                        if listener.port == 0 and self.node_id in self.voters:
                             # An ephemeral port (tests): our own entry in the voter set must
                             # name the port we got, for this node's broker to reach us.
                             host = self.voters[self.node_id][0]
@@ -816,7 +823,7 @@ class Node:
         self._make_lifecycle(self.advertised, previous_epoch)
         assert self.lifecycle is not None
         nursery.start_soon(self.lifecycle.run)
-        wait = (SINGLE_VOTER_STARTUP_TIMEOUT_S if self.is_controller and len(self.voters) == 1
+        wait = (SINGLE_VOTER_STARTUP_TIMEOUT_S if self._lone_voter
                 else CLUSTER_STARTUP_WAIT_S)
         single = self.is_controller and len(self.voters) == 1
         with trio.move_on_after(wait) as waited:
@@ -828,7 +835,7 @@ class Node:
                 with trio.move_on_after(0.1):
                     await self.lifecycle.wait_unfenced()
         if waited.cancelled_caught:
-            if self.is_controller and len(self.voters) == 1:
+            if self._lone_voter:
                 raise RuntimeError("the broker was not unfenced by its own controller in time")
             log.info("Broker %d is not unfenced yet; opening its listeners while it catches up",
                      self.node_id)

@@ -17,12 +17,15 @@ the partition, as Kafka answers it.
 
 from __future__ import annotations
 
+import logging
+import uuid
 from typing import Any
 
 from kafkapy.net.server import ConnectionInfo
 from kafkapy.protocol import ApiKey, ApiVersionsTable, ErrorCode, Request, messages as m
 from kafkapy.quorum.driver import QuorumDriver, ReplicaDescription
 from kafkapy.raft import wire
+from kafkapy.raft.voters import NO_DIRECTORY_ID, Voter
 from kafkapy.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -35,6 +38,10 @@ from kafkapy.raft.messages import (
 
 #: DescribeQuorum versions (kafka-python's schema matches Kafka 3.9's 0-2).
 DESCRIBE_QUORUM_VERSIONS = (0, 2)
+#: How long a voter change may take (RemoveRaftVoter has no timeout field; AddRaftVoter's 0).
+ADD_VOTER_TIMEOUT_S = 30.0
+
+log = logging.getLogger("kafkapy.quorum.dispatcher")
 
 
 class QuorumDispatcher:
@@ -47,6 +54,8 @@ class QuorumDispatcher:
         for api_key, (lo, hi) in wire.SUPPORTED.items():
             self.versions.register(api_key, lo, hi)
         self.versions.register(ApiKey.DESCRIBE_QUORUM, *DESCRIBE_QUORUM_VERSIONS)
+        self.versions.register(ApiKey.ADD_RAFT_VOTER, 0, 0)
+        self.versions.register(ApiKey.REMOVE_RAFT_VOTER, 0, 0)
 
     async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
         key = request.api_key
@@ -54,6 +63,8 @@ class QuorumDispatcher:
             return self.versions.response(request.api_version)
         if key == ApiKey.DESCRIBE_QUORUM:
             return self.describe_quorum(request.body, request.api_version)
+        if key in (ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER):
+            return await self.change_voters(key, request.body)
         version = request.api_version
         try:
             message = wire.decode_request(key, version, request.body,
@@ -72,6 +83,44 @@ class QuorumDispatcher:
                                replica.epoch, replica.log_start_offset)
         response = refusal if refusal is not None else await self.driver.handle_request(message)
         return wire.encode_response(response, version, endpoints=self.driver.voter_addresses)
+
+    # -- AddRaftVoter / RemoveRaftVoter (KIP-853) ----------------------------------------------
+
+    async def change_voters(self, key: int, body: Any) -> Any:
+        """Kafka's AddVoterHandler/RemoveVoterHandler: the leader appends the new voter set
+        and answers once it commits; elsewhere NOT_LEADER_OR_FOLLOWER, so the admin client
+        looks for the leader."""
+        response_cls = m.AddRaftVoterResponse if key == ApiKey.ADD_RAFT_VOTER else m.RemoveRaftVoterResponse
+
+        def answer(code: ErrorCode, message: str | None = None) -> Any:
+            return response_cls(version=0, throttle_time_ms=0, error_code=int(code),
+                                error_message=message or None)
+
+        if body.cluster_id and body.cluster_id != self.driver.cluster_id:
+            return answer(ErrorCode.INCONSISTENT_CLUSTER_ID,
+                          f"cluster {body.cluster_id} is not this cluster")
+        directory = uuid.UUID(str(body.voter_directory_id)) if body.voter_directory_id else None
+        if key == ApiKey.ADD_RAFT_VOTER:
+            endpoints = {l.name: (l.host, l.port) for l in body.listeners or []}
+            if body.voter_id < 0 or not endpoints:
+                return answer(ErrorCode.INVALID_REQUEST, "a voter needs an id and an endpoint")
+            voter = Voter(body.voter_id, directory or NO_DIRECTORY_ID, endpoints)
+            timeout = max(body.timeout_ms, 0) / 1000 or ADD_VOTER_TIMEOUT_S
+            code, message = await self.driver.change_voters(
+                lambda now: self.driver.replica.add_voter(voter, now), timeout)
+            what = f"add voter {voter.voter_id} ({', '.join(f'{n}://{h}:{p}' for n, (h, p) in endpoints.items())})"
+        else:
+            voter_id = body.voter_id
+            code, message = await self.driver.change_voters(
+                lambda now: self.driver.replica.remove_voter(voter_id, directory, now),
+                ADD_VOTER_TIMEOUT_S)
+            what = f"remove voter {voter_id}"
+        if code == ErrorCode.NONE:
+            log.info("Quorum: %s committed; voters now %s", what,
+                     sorted(self.driver.replica.voters))
+        else:
+            log.info("Quorum: %s refused: %s %s", what, code.name, message)
+        return answer(code, message)
 
     # -- DescribeQuorum ------------------------------------------------------------------------
 
@@ -109,6 +158,8 @@ class QuorumDispatcher:
             return response([td(version=version, topic_name=wire.METADATA_TOPIC, partitions=[
                 error_part(wire.METADATA_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER)])])
 
+        voter_set = self.driver.replica.voter_set
+
         def state(row: ReplicaDescription) -> Any:
             s = pd.ReplicaState(version=version, replica_id=row.replica_id,
                                 log_end_offset=row.log_end_offset)
@@ -116,7 +167,9 @@ class QuorumDispatcher:
                 s.last_fetch_timestamp = row.last_fetch_timestamp
                 s.last_caught_up_timestamp = row.last_caught_up_timestamp
             if version >= 2:
-                s.replica_directory_id = wire.NO_DIRECTORY_ID
+                voter = voter_set.get(row.replica_id)
+                s.replica_directory_id = (voter.directory_id if voter is not None
+                                          else wire.NO_DIRECTORY_ID)
             return s
 
         part = pd(version=version, partition_index=wire.METADATA_PARTITION, error_code=0,

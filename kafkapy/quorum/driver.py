@@ -55,6 +55,7 @@ from kafkapy.raft.messages import (
     is_request,
 )
 from kafkapy.raft.roles import Leader
+from kafkapy.raft.voters import VoterSet
 from kafkapy.records import format as fmt
 
 log = logging.getLogger("kafkapy.quorum.driver")
@@ -171,6 +172,7 @@ class QuorumDriver:
         self._fetch_times: dict[int, _FetchTimes] = {}
         self._fetch_times_epoch = -1
         self._last_transition: tuple[Any, int, int] | None = None
+        self._known_voters: VoterSet | None = None
 
     # -- the replica's view --------------------------------------------------------------------
 
@@ -336,8 +338,20 @@ class QuorumDriver:
                                    now, out.correlation_id)
         finally:
             self._processing = False
+        if replica.is_dynamic and replica.voter_set is not self._known_voters:
+            self._learn_voters()
         self._log_transition()
         self._wake.set()
+
+    def _learn_voters(self) -> None:
+        """KIP-853: the voters' addresses come from the log's VotersRecord; keep the shared
+        address map (peers, the controller channel) in step with it."""
+        voters = self._known_voters = self.replica.voter_set
+        if isinstance(self.voter_addresses, dict):
+            for vid, address in voters.addresses(self.listener_name).items():
+                self.voter_addresses[vid] = address
+        log.info("node %d: the voters are now %s (kraft.version %d)", self.node_id,
+                 sorted(voters.ids), self.replica.kraft_version)
 
     def _log_transition(self) -> None:
         """One line per role or epoch change, as Kafka's "Completed transition to ..." lines:
@@ -454,6 +468,34 @@ class QuorumDriver:
         batch boundary; ``epoch`` is that batch's): the core stores it and drops the log prefix,
         and replicas behind the new log start will fetch it with FetchSnapshot."""
         self._call(lambda now: self.replica.snapshot_written(end_offset, epoch, data, now))
+
+    # -- membership changes (KIP-853) ----------------------------------------------------------
+
+    async def change_voters(self, change: Callable[[int], tuple[ErrorCode, str, int]],
+                            timeout: float) -> tuple[ErrorCode, str]:
+        """Run a voter change on the leader (``change(now)``: the core's ``add_voter`` or
+        ``remove_voter``) and wait until it commits. A change refused for now (another one
+        pending, the new voter still catching up) is retried until ``timeout`` seconds."""
+        deadline = trio.current_time() + timeout
+        while True:
+            try:
+                code, message, offset = self._call(change)
+            except NotLeaderError as exc:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER, str(exc)
+            if code == ErrorCode.NONE:
+                break
+            if code != ErrorCode.REQUEST_TIMED_OUT or trio.current_time() >= deadline:
+                return code, message
+            await trio.sleep(0.05)
+        epoch = self.replica.epoch
+        try:
+            await self.wait_committed(offset, max(0.001, deadline - trio.current_time()),
+                                      epoch=epoch)
+        except (CommitLost, NotLeaderError) as exc:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, f"the voter change was lost: {exc}"
+        except trio.TooSlowError:
+            return ErrorCode.REQUEST_TIMED_OUT, "the voter change did not commit in time"
+        return ErrorCode.NONE, ""
 
     def resign(self) -> None:
         """Graceful shutdown of a leader: resign and send EndQuorumEpoch (no-op otherwise)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import trio
 
@@ -104,6 +105,7 @@ class _Peer:
                       api_key.message_name, self.node_id, exc)
             await self.drop(client)
             return
+        owner.learn_endpoints(response)
         owner.deliver(self.node_id, wire.decode_response(api_key, version, response),
                       out.correlation_id)
 
@@ -155,6 +157,16 @@ class PeerSet:
         if peer is None:
             peer = self._peers[out.destination_id] = _Peer(self, out.destination_id)
         self._nursery.start_soon(peer.exchange, out)
+
+    def learn_endpoints(self, response: Any) -> None:
+        """Note the leader addresses a response names (NodeEndpoints, KIP-853): an observer
+        that bootstrapped from controller.quorum.bootstrap.servers learns who leads from one
+        server and must then reach the leader by id."""
+        if not isinstance(self.addresses, dict):
+            return
+        for ep in getattr(response, "node_endpoints", None) or ():
+            if ep.node_id >= 0 and ep.node_id not in self.addresses:
+                self.addresses[ep.node_id] = (ep.host, ep.port)
 
     async def aclose(self) -> None:
         """Close every connection (the driver's shutdown)."""
