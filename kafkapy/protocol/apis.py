@@ -274,7 +274,7 @@ _OWN_SCHEMAS = tuple(
     f"{api}{kind}"
     for api in ("Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "AlterPartition", "FetchSnapshot",
                 "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker", "ControllerRegistration",
-                "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter")
+                "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter")
     for kind in ("Request", "Response")
 )
 _SCHEMA_PACKAGE = "kafkapy.protocol.schemas"

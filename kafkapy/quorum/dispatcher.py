@@ -56,6 +56,7 @@ class QuorumDispatcher:
         self.versions.register(ApiKey.DESCRIBE_QUORUM, *DESCRIBE_QUORUM_VERSIONS)
         self.versions.register(ApiKey.ADD_RAFT_VOTER, 0, 0)
         self.versions.register(ApiKey.REMOVE_RAFT_VOTER, 0, 0)
+        self.versions.register(ApiKey.UPDATE_RAFT_VOTER, 0, 0)
 
     async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
         key = request.api_key
@@ -65,6 +66,8 @@ class QuorumDispatcher:
             return self.describe_quorum(request.body, request.api_version)
         if key in (ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER):
             return await self.change_voters(key, request.body)
+        if key == ApiKey.UPDATE_RAFT_VOTER:
+            return await self.update_voter(request.body)
         version = request.api_version
         try:
             message = wire.decode_request(key, version, request.body,
@@ -121,6 +124,39 @@ class QuorumDispatcher:
         else:
             log.info("Quorum: %s refused: %s %s", what, code.name, message)
         return answer(code, message)
+
+    async def update_voter(self, body: Any) -> Any:
+        """UpdateRaftVoter: a voter's new endpoints or kraft.version range, on the leader of
+        the epoch it names. The answer carries the leader as we know it."""
+        r = m.UpdateRaftVoterResponse
+        replica = self.driver.replica
+
+        def answer(code: ErrorCode) -> Any:
+            leader = replica.leader_id
+            host, port = self.driver.voter_addresses.get(leader, ("", -1))
+            current = None
+            if leader >= 0:
+                current = r.CurrentLeader(version=0, leader_id=leader, leader_epoch=replica.epoch,
+                                          host=host, port=port)
+            return r(version=0, throttle_time_ms=0, error_code=int(code), current_leader=current)
+
+        if body.cluster_id and body.cluster_id != self.driver.cluster_id:
+            return answer(ErrorCode.INCONSISTENT_CLUSTER_ID)
+        if body.current_leader_epoch != replica.epoch:
+            return answer(ErrorCode.FENCED_LEADER_EPOCH if body.current_leader_epoch < replica.epoch
+                          else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        endpoints = {l.name: (l.host, l.port) for l in body.listeners or []}
+        feature = body.k_raft_version_feature
+        if not endpoints or feature is None:
+            return answer(ErrorCode.INVALID_REQUEST)
+        directory = uuid.UUID(str(body.voter_directory_id)) if body.voter_directory_id else None
+        voter = Voter(body.voter_id, directory or NO_DIRECTORY_ID, endpoints,
+                      feature.min_supported_version, feature.max_supported_version)
+        code, message = await self.driver.change_voters(
+            lambda now: replica.update_voter(voter, now), ADD_VOTER_TIMEOUT_S)
+        if code != ErrorCode.NONE:
+            log.info("Quorum: update of voter %d refused: %s %s", voter.voter_id, code.name, message)
+        return answer(code)
 
     # -- DescribeQuorum ------------------------------------------------------------------------
 

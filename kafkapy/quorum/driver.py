@@ -483,6 +483,8 @@ class QuorumDriver:
             except NotLeaderError as exc:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER, str(exc)
             if code == ErrorCode.NONE:
+                if offset < 0:
+                    return code, ""  # nothing to change
                 break
             if code != ErrorCode.REQUEST_TIMED_OUT or trio.current_time() >= deadline:
                 return code, message

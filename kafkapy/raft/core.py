@@ -396,30 +396,30 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
 
     # -- membership changes (KIP-853) ----------------------------------------------------------
 
-    def _change_refused(self, now_ms: int) -> tuple[ErrorCode, str] | None:
+    def _change_refused(self, now_ms: int) -> tuple[ErrorCode, str, int] | None:
         """Why the leader cannot start a voter change now (None: it can). One change at a time,
         and only once this leader has committed in its own epoch (Raft's single-server change
         rule, with the fix that a new leader first commits an entry of its term)."""
+        self._now = now_ms
+        self._flush_leader(now_ms)
         if not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, (f"node {self.node_id} is not the leader "
-                                                      f"(leader {self._leader_id})")
+                                                      f"(leader {self._leader_id})"), -1
         if self._static_voters is not None:
             return ErrorCode.UNSUPPORTED_VERSION, ("the voters are static (controller.quorum."
-                                                   "voters, kraft.version 0)")
+                                                   "voters, kraft.version 0)"), -1
         if self._hw <= self.leader_epoch_start_offset:
-            return ErrorCode.REQUEST_TIMED_OUT, "the leader has not committed in its epoch yet"
+            return ErrorCode.REQUEST_TIMED_OUT, "the leader has not committed in its epoch yet", -1
         if self._history.latest_offset >= self._hw:
-            return ErrorCode.REQUEST_TIMED_OUT, "another voter change is not committed yet"
+            return ErrorCode.REQUEST_TIMED_OUT, "another voter change is not committed yet", -1
         return None
 
     def add_voter(self, voter: Voter, now_ms: int) -> tuple[ErrorCode, str, int]:
         """Leader: add ``voter`` (an observer that has caught up) to the voter set. Returns
         (error, message, offset of the VotersRecord); the change is done once that commits."""
-        self._now = now_ms
-        self._flush_leader(now_ms)
         refused = self._change_refused(now_ms)
         if refused is not None:
-            return refused[0], refused[1], -1
+            return refused
         current = self._history.latest
         if voter.voter_id in current.ids:
             return ErrorCode.DUPLICATE_VOTER, f"node {voter.voter_id} is already a voter", -1
@@ -436,11 +436,9 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
     def remove_voter(self, voter_id: int, directory_id: uuid.UUID | None,
                      now_ms: int) -> tuple[ErrorCode, str, int]:
         """Leader: remove ``voter_id`` (this leader too: it resigns once the change commits)."""
-        self._now = now_ms
-        self._flush_leader(now_ms)
         refused = self._change_refused(now_ms)
         if refused is not None:
-            return refused[0], refused[1], -1
+            return refused
         current = self._history.latest
         found = current.get(voter_id)
         if found is None or (directory_id is not None and directory_id.int
@@ -449,6 +447,21 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         if len(current.voters) == 1:
             return ErrorCode.INVALID_REQUEST, "the last voter cannot be removed", -1
         return self._append_voters(current.without(voter_id), now_ms)
+
+    def update_voter(self, voter: Voter, now_ms: int) -> tuple[ErrorCode, str, int]:
+        """Leader: a voter's new endpoints / supported kraft.versions (UpdateRaftVoter). Same
+        id and directory id; nothing to append when nothing changed (offset -1)."""
+        refused = self._change_refused(now_ms)
+        if refused is not None:
+            return refused
+        current = self._history.latest
+        found = current.get(voter.voter_id)
+        if found is None or (voter.directory_id.int and found.directory_id.int
+                             and voter.directory_id != found.directory_id):
+            return ErrorCode.VOTER_NOT_FOUND, f"node {voter.voter_id} is not a voter", -1
+        if found == voter:
+            return ErrorCode.NONE, "", -1
+        return self._append_voters(current.with_voter(voter), now_ms)
 
     def _append_voters(self, voters: VoterSet, now_ms: int) -> tuple[ErrorCode, str, int]:
         base = self.log.end_offset

@@ -184,9 +184,15 @@ def test_decoding_kafka_bytes(name: str, version: int) -> None:
     assert bytes(decoded.encode()) == kafka
 
 
+NO_STRUCT_DEFAULT = {"UpdateRaftVoterRequest"}
+
+
 @pytest.mark.parametrize(("name", "version"), CASES, ids=[f"{n}-v{v}" for n, v in CASES])
 def test_defaults_match_kafka(name: str, version: int) -> None:
     """A message built with no values encodes as Kafka's freshly constructed one (schema defaults)."""
+    if name in NO_STRUCT_DEFAULT:
+        pytest.skip("kafka-python cannot default a non-tagged struct field (KRaftVersionFeature); "
+                    "we always build this message with values")
     cls = _cls(name)
     kafka = DEFAULTS_WIRE[(name, version)]
     ours = bytes(cls(version=version).encode(version=version))

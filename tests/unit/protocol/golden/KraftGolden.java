@@ -37,6 +37,8 @@ import org.apache.kafka.common.message.AddRaftVoterResponseData;
 import org.apache.kafka.common.message.AllocateProducerIdsRequestData;
 import org.apache.kafka.common.message.RemoveRaftVoterRequestData;
 import org.apache.kafka.common.message.RemoveRaftVoterResponseData;
+import org.apache.kafka.common.message.UpdateRaftVoterRequestData;
+import org.apache.kafka.common.message.UpdateRaftVoterResponseData;
 import org.apache.kafka.common.message.AllocateProducerIdsResponseData;
 import org.apache.kafka.common.message.AlterPartitionRequestData;
 import org.apache.kafka.common.message.AlterPartitionResponseData;
@@ -392,6 +394,21 @@ public final class KraftGolden {
             .setErrorMessage(null);
     }
 
+    static ApiMessage updateRaftVoterRequest(short v) {
+        UpdateRaftVoterRequestData.ListenerCollection listeners = new UpdateRaftVoterRequestData.ListenerCollection();
+        listeners.add(new UpdateRaftVoterRequestData.Listener().setName("CONTROLLER").setHost("ctrl-2.example").setPort(9095));
+        return new UpdateRaftVoterRequestData().setClusterId("golden-cluster").setCurrentLeaderEpoch(17 + v)
+            .setVoterId(1002 + v).setVoterDirectoryId(uuid(0x22)).setListeners(listeners)
+            .setKRaftVersionFeature(new UpdateRaftVoterRequestData.KRaftVersionFeature()
+                .setMinSupportedVersion((short) 0).setMaxSupportedVersion((short) 1));
+    }
+
+    static ApiMessage updateRaftVoterResponse(short v) {
+        return new UpdateRaftVoterResponseData().setThrottleTimeMs(44 + v).setErrorCode((short) 6)
+            .setCurrentLeader(new UpdateRaftVoterResponseData.CurrentLeader().setLeaderId(3).setLeaderEpoch(18)
+                .setHost("ctrl-3.example").setPort(9096));
+    }
+
     static ApiMessage describeQuorumRequest(short v) {
         return new DescribeQuorumRequestData().setTopics(Arrays.asList(
             new DescribeQuorumRequestData.TopicData().setTopicName("__cluster_metadata").setPartitions(Arrays.asList(
@@ -601,6 +618,8 @@ public final class KraftGolden {
         builders.put("AddRaftVoterResponse", KraftGolden::addRaftVoterResponse);
         builders.put("RemoveRaftVoterRequest", KraftGolden::removeRaftVoterRequest);
         builders.put("RemoveRaftVoterResponse", KraftGolden::removeRaftVoterResponse);
+        builders.put("UpdateRaftVoterRequest", KraftGolden::updateRaftVoterRequest);
+        builders.put("UpdateRaftVoterResponse", KraftGolden::updateRaftVoterResponse);
         builders.put("DescribeQuorumRequest", KraftGolden::describeQuorumRequest);
         builders.put("DescribeQuorumResponse", KraftGolden::describeQuorumResponse);
         builders.put("FetchRequest", KraftGolden::fetchRequest);
