@@ -70,6 +70,7 @@ from kafkapy.protocol import ApiKey, messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum import CommitLost, QuorumDispatcher, QuorumDriver
 from kafkapy.quorum.bootstrap import parse_bootstrap_servers
+from kafkapy.raft.voters import Voter
 from kafkapy.raft.core import RaftReplica
 from kafkapy.raft.events import CommitEvent, CommittedBatch, SnapshotLoad
 from kafkapy.raft.file_snapshots import FileSnapshotStore
@@ -492,6 +493,16 @@ class Node:
         if replicas is not None:
             replicas.leadership_suspended = False
 
+    def _own_voter(self, controller_listeners: list[Listener]) -> Voter | None:
+        """This controller as a KIP-853 voter: its metadata dir's id and the endpoints it
+        listens on (None when a wildcard host could not be advertised)."""
+        meta = MetaProperties.read(self.config.metadata_log_dir)
+        endpoints = {l.name: (l.host, self.bound_ports.get(l.name, l.port)) for l in controller_listeners}
+        if meta is None or any(h in ("", "0.0.0.0", "::") for h, _ in endpoints.values()):
+            return None
+        directory = kafka_uuid_to_uuid(meta.directory_id) if meta.directory_id else uuid.UUID(int=0)
+        return Voter(self.node_id, directory, endpoints)
+
     def _directory_ids(self) -> list[uuid.UUID]:
         ids = []
         self._dir_ids: dict[str, uuid.UUID] = {}
@@ -731,6 +742,8 @@ class Node:
                             # name the port we got, for this node's broker to reach us.
                             host = self.voters[self.node_id][0]
                             self.voters[self.node_id] = (host, self.bound_ports[listener.name])
+                if self.is_controller and self.replica.is_dynamic:
+                    self.driver.own_voter = self._own_voter(controller_listeners)
                 quorum_started = trio.current_time()
                 await nursery.start(self.driver.run)
                 if self.is_broker:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
@@ -55,6 +55,8 @@ class QuorumInfo:
     high_watermark: int
     voters: tuple[ReplicaState, ...]
     observers: tuple[ReplicaState, ...]
+    #: The voters' endpoints the leader knows: node id -> listener name -> (host, port).
+    endpoints: dict[int, dict[str, Address]] = field(default_factory=dict)
 
     @property
     def voter_ids(self) -> list[int]:
@@ -172,8 +174,10 @@ async def describe_quorum(controllers: Sequence[Address], *, timeout: float = 30
                                   s.log_end_offset, s.last_fetch_timestamp,
                                   s.last_caught_up_timestamp) for s in states or [])
 
+    endpoints = {n.node_id: {l.name: (l.host, l.port) for l in n.listeners or []}
+                 for n in getattr(response, "nodes", None) or []}
     return QuorumInfo(part.leader_id, part.leader_epoch, part.high_watermark,
-                      rows(part.current_voters), rows(part.observers))
+                      rows(part.current_voters), rows(part.observers), endpoints)
 
 
 __all__ = ["QuorumAdminError", "QuorumInfo", "ReplicaState", "add_controller",

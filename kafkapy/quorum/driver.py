@@ -39,7 +39,8 @@ from typing import Any, Protocol
 
 import trio
 
-from kafkapy.protocol import ErrorCode, KafkaError
+from kafkapy.net.client import KafkaClient, KafkaClientError
+from kafkapy.protocol import ErrorCode, KafkaError, messages as m
 from kafkapy.quorum.clock import TrioClock
 from kafkapy.quorum.peers import PeerSet
 from kafkapy.raft import wire
@@ -55,11 +56,13 @@ from kafkapy.raft.messages import (
     is_request,
 )
 from kafkapy.raft.roles import Leader
-from kafkapy.raft.voters import VoterSet
+from kafkapy.raft.voters import Voter, VoterSet
 from kafkapy.records import format as fmt
 
 log = logging.getLogger("kafkapy.quorum.driver")
 
+#: How often a voter compares its endpoints with its entry in the voter set.
+UPDATE_VOTER_INTERVAL_S = 1.0
 #: How long the driver waits before touching the core again after a full-disk write failure.
 DISK_FULL_RETRY_S = 0.5
 
@@ -173,6 +176,9 @@ class QuorumDriver:
         self._fetch_times_epoch = -1
         self._last_transition: tuple[Any, int, int] | None = None
         self._known_voters: VoterSet | None = None
+        #: This controller as it runs now (id, directory id, controller endpoints), set by the
+        #: node: a voter whose entry in the voter set differs tells the leader (UpdateRaftVoter).
+        self.own_voter: Voter | None = None
 
     # -- the replica's view --------------------------------------------------------------------
 
@@ -215,6 +221,7 @@ class QuorumDriver:
                 self._call(lambda now: self.replica.start(now))
                 self._started.set()
                 task_status.started()
+                nursery.start_soon(self._keep_own_entry)
                 await self._loop()
         finally:
             self._running = False
@@ -350,8 +357,12 @@ class QuorumDriver:
         if isinstance(self.voter_addresses, dict):
             for vid, address in voters.addresses(self.listener_name).items():
                 self.voter_addresses[vid] = address
-        log.info("node %d: the voters are now %s (kraft.version %d)", self.node_id,
-                 sorted(voters.ids), self.replica.kraft_version)
+        if voters.voters:
+            log.info("node %d: the voters are now %s (kraft.version %d)", self.node_id,
+                     sorted(voters.ids), self.replica.kraft_version)
+        else:
+            log.info("node %d: no voter set yet (a controller formatted with "
+                     "--no-initial-controllers waits to be added)", self.node_id)
 
     def _log_transition(self) -> None:
         """One line per role or epoch change, as Kafka's "Completed transition to ..." lines:
@@ -498,6 +509,52 @@ class QuorumDriver:
         except trio.TooSlowError:
             return ErrorCode.REQUEST_TIMED_OUT, "the voter change did not commit in time"
         return ErrorCode.NONE, ""
+
+    async def _keep_own_entry(self) -> None:
+        """KIP-853: a voter that now listens elsewhere than its VotersRecord entry says (it
+        moved, or was formatted with other addresses) has the leader update the entry, so the
+        other voters and the brokers can reach it. The leader updates its own entry itself."""
+        while True:
+            await trio.sleep(UPDATE_VOTER_INTERVAL_S)
+            me, replica = self.own_voter, self.replica
+            if me is None or not replica.is_dynamic or not replica.is_voter or replica.leader_id < 0:
+                continue
+            known = replica.voter_set.get(self.node_id)
+            if known is None or dict(known.endpoints) == dict(me.endpoints):
+                continue
+            wanted = Voter(me.voter_id, known.directory_id, dict(me.endpoints),
+                           me.min_kraft_version, me.max_kraft_version)
+            if replica.is_leader:
+                code, message = await self.change_voters(
+                    lambda now: replica.update_voter(wanted, now), UPDATE_VOTER_INTERVAL_S * 10)
+            else:
+                code, message = await self._send_update_voter(wanted)
+            log.info("node %d: asked to update its voter entry to %s: %s %s", self.node_id,
+                     dict(wanted.endpoints), code.name, message)
+
+    async def _send_update_voter(self, voter: Voter) -> tuple[ErrorCode, str]:
+        address = self.voter_addresses.get(self.replica.leader_id)
+        if address is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, "the leader's address is not known"
+        r = m.UpdateRaftVoterRequest
+        body = r(version=0, cluster_id=self.cluster_id or None,
+                 current_leader_epoch=self.replica.epoch, voter_id=voter.voter_id,
+                 voter_directory_id=voter.directory_id,
+                 listeners=[r.Listener(version=0, name=n, host=h, port=p)
+                            for n, (h, p) in sorted(voter.endpoints.items())],
+                 k_raft_version_feature=r.KRaftVersionFeature(
+                     version=0, min_supported_version=voter.min_kraft_version,
+                     max_supported_version=voter.max_kraft_version))
+        try:
+            with trio.fail_after(UPDATE_VOTER_INTERVAL_S * 10):
+                client = await KafkaClient.connect(*address, client_id=f"raft-client-{self.node_id}")
+                try:
+                    response = await client.send(body, version=0)
+                finally:
+                    await client.aclose()
+        except (OSError, KafkaClientError, trio.TooSlowError) as exc:
+            return ErrorCode.NETWORK_EXCEPTION, str(exc)
+        return ErrorCode(response.error_code), ""
 
     def resign(self) -> None:
         """Graceful shutdown of a leader: resign and send EndQuorumEpoch (no-op otherwise)."""

@@ -5,7 +5,8 @@ Three controllers are formatted with ``storage format --initial-controllers`` an
 them. A fourth controller, formatted with ``--no-initial-controllers``, catches up as an observer
 and is added with AddRaftVoter (``kafkapy.quorum.admin``); then the leader, one of the original
 voters, is removed with RemoveRaftVoter and stopped. Topics and records written before, between
-and after the changes must all be there after every remaining node restarts.
+and after the changes must all be there after every remaining node restarts. Last, a voter
+restarts on another port and has its entry updated (UpdateRaftVoter).
 
 Every node is a real process (``KafkaNode``); every wait is bounded.
 """
@@ -222,3 +223,19 @@ def test_add_and_remove_controllers_without_losing_metadata(dyn: DynamicCluster)
     wait_for("the broker back", lambda: _broker_ready(dyn), timeout=60)
     assert wait_for("every topic and record after the restart", lambda: _everything_there(dyn, topics),
                     timeout=60)
+
+    # Controller 4 comes back on another port: it has the leader update its entry
+    # (UpdateRaftVoter), and the quorum goes on with the new address.
+    mover = next(c for c in remaining if c != final.leader_id)
+    node = dyn.controllers[mover]
+    node.stop()
+    new_port = next(p for p in _ports(8) if p not in [a[1] for a in dyn.addresses.values()])
+    node.controller_port = node.port = new_port
+    node.overrides["listeners"] = f"CONTROLLER://127.0.0.1:{new_port}"
+    dyn.addresses[mover] = ("127.0.0.1", new_port)
+    node.start()
+    wait_for(f"controller {mover}'s new endpoint in the voter set", lambda: (
+        lambda q: q and q.endpoints.get(mover, {}).get("CONTROLLER") == ("127.0.0.1", new_port))(dyn.quorum()),
+        timeout=60)
+    topics["moved"] = _create_and_fill(dyn, "moved", 1)
+    assert wait_for("every topic and record at the end", lambda: _everything_there(dyn, topics), timeout=60)
