@@ -124,3 +124,34 @@ def test_static_voters_refuse_membership_changes() -> None:
                  lambda r: r.remove_voter(2, None, net.now),
                  lambda r: r.update_voter(_voter(2), net.now)):
         assert call(net[leader])[0] == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_snapshots_of_a_dynamic_quorum_carry_the_voters() -> None:
+    from dataclasses import replace
+
+    from kafkapy.metadata.image import MetadataImage
+    from kafkapy.metadata.snapshot import image_from_snapshot, read_snapshot, same_image, write_snapshot
+    from kafkapy.raft.events import CommittedBatch
+    from kafkapy.raft.raft_log import batch_epoch
+    from kafkapy.raft.voters import scan_voter_controls
+
+    net = dynamic_net()
+    leader = net.elect()
+    _settle(net)
+    assert net[leader].add_voter(_voter(4), net.now)[0] == ErrorCode.NONE
+    _settle(net)
+    net[leader].append([b"x"], net.now)
+    _settle(net)
+    node = net.nodes[leader]
+    last = [ev for ev in node.delivered if isinstance(ev, CommittedBatch)][-1]
+    end = last.base_offset + 1
+    sid = SnapshotId(end, batch_epoch(last.batch))
+    image = replace(MetadataImage.empty("test"), offset=end - 1)
+    net[leader].snapshot_written(end, sid.epoch, write_snapshot(image, sid, now_ms=net.now), net.now)
+    stored = node.snapshots.read(sid)
+    info, records = read_snapshot(stored)  # still a well-formed snapshot for the metadata layer
+    assert records == [] and same_image(image_from_snapshot(stored, sid, cluster_id="test"), image)
+    (_, ctl), = scan_voter_controls(stored)
+    assert ctl.kraft_version == 1 and ctl.voters.ids == {1, 2, 3, 4}
+    node.crash_and_restart(net.now)  # the log before the snapshot is gone: the voters are not
+    assert net[leader].log_start_offset == end and net[leader].voters == {1, 2, 3, 4}
