@@ -53,9 +53,6 @@ def load_config(config_file: str | None, overrides: list[tuple[str, str]]) -> Br
         props = parse_properties(text)
     else:
         props = dict(DEVELOPMENT_DEFAULTS)
-        if any(key == "controller.quorum.bootstrap.servers" for key, _ in overrides):
-            # A dynamic quorum (KIP-853) replaces the default static voter list.
-            props.pop("controller.quorum.voters")
     return BrokerConfig.from_sources(props, overrides)
 
 
@@ -70,12 +67,13 @@ def _storage_format(args: argparse.Namespace) -> int:
     import time
 
     from kafkapy.storage import (InitialVoters, MetaProperties, StorageError, format_storage,
-                                 plan_initial_voters, storage_dirs, write_bootstrap_voters)
+                                 plan_initial_voters, storage_dirs, uuid_to_kafka_uuid,
+                                 write_bootstrap_voters)
 
     try:
         config = load_config(args.config, args.override)
-    except FileNotFoundError:
-        print(f"kafkapy: the configuration file {args.config} does not exist", file=sys.stderr)
+    except (ConfigFileError, UnsupportedSecurityConfig) as exc:
+        print(f"kafkapy: {exc}", file=sys.stderr)
         return 1
     except (OSError, ValueError) as exc:
         print(f"kafkapy: invalid configuration: {exc}", file=sys.stderr)
@@ -87,7 +85,6 @@ def _storage_format(args: argparse.Namespace) -> int:
         own = voters.get(config.node_id) if voters is not None else None
         directory_id = None
         if own is not None and own.directory_id.int:
-            from kafkapy.storage import uuid_to_kafka_uuid
             directory_id = uuid_to_kafka_uuid(own.directory_id)
         cluster_id = format_storage(config, args.cluster_id, ignore_formatted=args.ignore_formatted,
                                     metadata_directory_id=directory_id)
@@ -161,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_server(config)
     if args.command == "storage":
-        from kafkapy.storage import StorageError, format_storage, random_kafka_uuid
+        from kafkapy.storage import random_kafka_uuid
 
         if args.storage_command == "random-uuid":
             print(random_kafka_uuid())

@@ -18,7 +18,7 @@ import trio
 
 from kafkapy.config import BrokerConfig
 from kafkapy.net.client import KafkaClient, KafkaClientError
-from kafkapy.protocol import ApiKey, ErrorCode, messages as m
+from kafkapy.protocol import ErrorCode, messages as m
 from kafkapy.raft import wire
 from kafkapy.raft.voters import NO_DIRECTORY_ID, Voter
 from kafkapy.storage import MetaProperties, kafka_uuid_to_uuid

@@ -74,7 +74,8 @@ def test_cli_reports_what_it_did(tmp_path, capsys):
 def test_cli_missing_config_is_one_line(tmp_path, capsys):
     assert main(["storage", "format", "-c", str(tmp_path / "missing.properties"), "-t", CLUSTER]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == f"kafkapy: the configuration file {tmp_path / 'missing.properties'} does not exist"
+    assert err == (f"kafkapy: cannot read the --config file {tmp_path / 'missing.properties'}: "
+                   "No such file or directory")
 
 
 def _controller_props(tmp_path, node_id=1, port=19093):
