@@ -5,6 +5,9 @@ messages, persisted state and committed batches out); ``simulation`` drives it t
 partitioned, crashing network to check Raft's safety properties. ``LocalQuorum`` is the single
 voter the node runs today; the wiring of ``RaftReplica`` onto the wire and into the node replaces it.
 Storage seams: ``RaftLogStore`` (batches), ``SnapshotStore``, the ``quorum-state`` file.
+Voters are static configuration (kraft.version 0) or, with KIP-853, data in the log:
+``voters`` encodes VotersRecord / KRaftVersionRecord and the bootstrap checkpoint,
+``membership.VoterHistory`` tracks the voter set in force.
 """
 
 from kafkapy.raft.core import RaftReplica
