@@ -24,7 +24,7 @@ import trio
 from helpers import batch, create_topics, fetch, metadata, partition_response, produce, send_to, wait_for
 from kafkapy.config import BrokerConfig
 from kafkapy.net.client import KafkaClient
-from kafkapy.protocol import ErrorCode
+from kafkapy.protocol import ErrorCode, messages as m
 from kafkapy.quorum.admin import (
     QuorumAdminError, QuorumInfo, add_controller, controller_identity, describe_quorum, remove_controller,
 )
@@ -116,6 +116,15 @@ def dyn(tmp_path):
         yield cluster
     finally:
         cluster.stop()
+
+
+def _describe_cluster(address: tuple[str, int]) -> Any:
+    async def main() -> Any:
+        with trio.fail_after(15):
+            async with await KafkaClient.connect(*address) as client:
+                return await client.send(m.DescribeClusterRequest(
+                    version=1, include_cluster_authorized_operations=False, endpoint_type=2), version=1)
+    return trio.run(main)
 
 
 def _broker_ready(cluster: DynamicCluster) -> bool:
@@ -219,6 +228,11 @@ def test_add_and_remove_controllers_without_losing_metadata(dyn: DynamicCluster)
     final = wait_for("a leader after the restart", lambda: (
         lambda q: q if q and q.leader_id in remaining else None)(dyn.quorum()), timeout=60)
     assert final.voter_ids == remaining
+    # What Kafka's admin client asks first with bootstrap.controllers (KIP-919).
+    described = _describe_cluster(dyn.addresses[remaining[0]])
+    assert described.error_code == ErrorCode.NONE and described.endpoint_type == 2
+    assert described.controller_id == final.leader_id and described.cluster_id == CLUSTER_ID
+    assert sorted(b.broker_id for b in described.brokers) == remaining
     dyn.broker.start()
     wait_for("the broker back", lambda: _broker_ready(dyn), timeout=60)
     assert wait_for("every topic and record after the restart", lambda: _everything_there(dyn, topics),
