@@ -120,13 +120,16 @@ class ControllerApis:
             return mismatch
         driver = self.quorum.driver
         Resp = m.DescribeClusterResponse
+        # The voters in force: with a dynamic quorum (KIP-853) the address map also holds
+        # bootstrap servers and removed voters, and a removed leader may still name itself.
+        voters = driver.replica.voters
         nodes = [Resp.DescribeClusterBroker(broker_id=vid, host=host, port=port, rack=None,
                                             is_fenced=False)
-                 for vid, (host, port) in sorted(driver.voter_addresses.items())]
+                 for vid, (host, port) in sorted(driver.voter_addresses.items()) if vid in voters]
         leader = driver.leader_id if driver.running else -1
         return Resp(throttle_time_ms=0, error_code=0, error_message=None,
                     endpoint_type=ENDPOINT_TYPE_CONTROLLER, cluster_id=driver.cluster_id,
-                    controller_id=leader if leader in driver.voter_addresses else -1,
+                    controller_id=leader if leader in voters and leader in driver.voter_addresses else -1,
                     brokers=nodes)
 
     # -- the brokers' lifecycle RPCs -------------------------------------------------------------

@@ -38,8 +38,6 @@ from kafkapy.raft.messages import (
 
 #: DescribeQuorum versions (kafka-python's schema matches Kafka 3.9's 0-2).
 DESCRIBE_QUORUM_VERSIONS = (0, 2)
-#: DescribeCluster's EndpointType for controllers (1 is brokers).
-CONTROLLER_ENDPOINT_TYPE = 2
 #: How long a voter change may take (RemoveRaftVoter has no timeout field; AddRaftVoter's 0).
 ADD_VOTER_TIMEOUT_S = 30.0
 
@@ -59,9 +57,6 @@ class QuorumDispatcher:
         self.versions.register(ApiKey.ADD_RAFT_VOTER, 0, 0)
         self.versions.register(ApiKey.REMOVE_RAFT_VOTER, 0, 0)
         self.versions.register(ApiKey.UPDATE_RAFT_VOTER, 0, 0)
-        # KIP-919: admin clients with bootstrap.controllers find the controllers and the active
-        # one here (endpoint type 2) before they send AddRaftVoter and the like.
-        self.versions.register(ApiKey.DESCRIBE_CLUSTER, 1, 1)
 
     async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
         key = request.api_key
@@ -73,8 +68,6 @@ class QuorumDispatcher:
             return await self.change_voters(key, request.body)
         if key == ApiKey.UPDATE_RAFT_VOTER:
             return await self.update_voter(request.body)
-        if key == ApiKey.DESCRIBE_CLUSTER:
-            return self.describe_cluster(request.body, request.api_version)
         version = request.api_version
         try:
             message = wire.decode_request(key, version, request.body,
@@ -164,28 +157,6 @@ class QuorumDispatcher:
         if code != ErrorCode.NONE:
             log.info("Quorum: update of voter %d refused: %s %s", voter.voter_id, code.name, message)
         return answer(code)
-
-    def describe_cluster(self, body: Any, version: int) -> Any:
-        """DescribeCluster for controllers (KIP-919): the voters at their controller listener
-        and the quorum leader as the controller id."""
-        r = m.DescribeClusterResponse
-        resp = r(version=version, throttle_time_ms=0, error_code=0, error_message=None,
-                 endpoint_type=CONTROLLER_ENDPOINT_TYPE, cluster_id=self.driver.cluster_id,
-                 controller_id=-1, brokers=[],
-                 authorized_operations=None)  # None encodes as -2^31: not requested
-        if body.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
-            resp.error_code = int(ErrorCode.MISMATCHED_ENDPOINT_TYPE)
-            resp.error_message = "The request was sent to an endpoint of type controller."
-            return resp
-        addresses = self.driver.voter_addresses
-        voters = self.driver.replica.voters
-        # A removed leader may still name itself in its old epoch: only a voter can be active.
-        if self.driver.leader_id in voters and self.driver.leader_id in addresses:
-            resp.controller_id = self.driver.leader_id
-        resp.brokers = [r.DescribeClusterBroker(version=version, broker_id=v, host=addresses[v][0],
-                                                port=addresses[v][1], rack=None)
-                        for v in sorted(voters) if v in addresses]
-        return resp
 
     # -- DescribeQuorum ------------------------------------------------------------------------
 
