@@ -95,6 +95,11 @@ FORWARDED_TO_CONTROLLER = frozenset({
     ApiKey.LIST_PARTITION_REASSIGNMENTS,
 })
 
+#: Of those, the ones whose broker handler runs first and forwards itself: a config change of one
+#: broker's entry is checked by the broker it names (Kafka's ConfigAdminManager.preprocess), so
+#: only the rest of the request goes to the controller.
+FORWARDED_BY_HANDLER = frozenset({ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
+
 
 class BrokerDispatcher:
     """The network edge's dispatcher for client listeners."""
@@ -115,7 +120,8 @@ class BrokerDispatcher:
         client_address.set(getattr(conn, "peer", None))
         request_listener.set(getattr(conn, "listener", None))
         try:
-            if request.api_key in FORWARDED_TO_CONTROLLER and self.ctx.controller_request is not None:
+            if (request.api_key in FORWARDED_TO_CONTROLLER and request.api_key not in FORWARDED_BY_HANDLER
+                    and self.ctx.controller_request is not None):
                 return await self.ctx.controller_request(request.body, request.api_version)
             return await handler(self.ctx, request)
         except KafkaError as exc:

@@ -12,7 +12,9 @@ Kafka's controllers serve two kinds of request on ``controller.listener.names``:
 
 The admin requests run the very handlers a broker listener uses (``broker.handlers``), with a
 context whose ``controller`` door is this node's controller, so a request answers the same
-whether a combined node runs it locally or a broker forwards it here. A controller that is not
+whether a combined node runs it locally or a broker forwards it here (config changes run their
+controller side, which leaves to the forwarding broker the check that a broker entry names
+that broker). A controller that is not
 the active one fails them with NOT_CONTROLLER, which the server turns into the request's error
 response; the forwarding broker then finds the new active controller and retries, as Kafka's
 forwarding manager does.
@@ -28,6 +30,9 @@ from typing import Any, Protocol
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BROKER_APIS, FORWARDED_TO_CONTROLLER
 from kafkapy.broker.handlers.cluster import ENDPOINT_TYPE_CONTROLLER, describe_cluster_endpoint_error
+from kafkapy.broker.handlers.configs import (
+    handle_forwarded_alter_configs, handle_forwarded_incremental_alter_configs,
+)
 from kafkapy.controller import (
     AlterPartitionPartition,
     AlterPartitionTopic,
@@ -49,10 +54,20 @@ DESCRIBE_CLUSTER_VERSIONS = (0, 2)
 
 Handler = Callable[[BrokerContext, Request], Awaitable[object]]
 
+#: Controller-side handlers of forwarded APIs whose broker handler checks what only the
+#: receiving broker can (a config change of one broker's entry names that broker): here an entry
+#: of any broker is accepted, as Kafka's ControllerApis does.
+_CONTROLLER_SIDE: dict[int, Handler] = {
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_forwarded_incremental_alter_configs,
+    ApiKey.ALTER_CONFIGS: handle_forwarded_alter_configs,
+}
+
 #: The admin APIs a broker forwards to the active controller, served with the broker
-#: listener's handlers and versions (a forwarded request keeps the client's version).
+#: listener's handlers (or their controller side) and versions (a forwarded request keeps the
+#: client's version).
 FORWARDED_APIS: dict[int, tuple[int, int, Handler]] = {
-    key: (lo, hi, handler) for key, lo, hi, handler in BROKER_APIS if key in FORWARDED_TO_CONTROLLER
+    key: (lo, hi, _CONTROLLER_SIDE.get(key, handler))
+    for key, lo, hi, handler in BROKER_APIS if key in FORWARDED_TO_CONTROLLER
 }
 
 

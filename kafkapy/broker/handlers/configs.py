@@ -5,6 +5,9 @@ Changes are ConfigRecords in the metadata log, so they survive restarts and reac
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+
 from kafkapy.broker.config_view import (
     BrokerLayers,
     ConfigEntry,
@@ -90,54 +93,123 @@ AlterResp = m.AlterConfigsResponse
 
 
 async def handle_incremental_alter_configs(ctx: BrokerContext, request: Request) -> object:
-    """IncrementalAlterConfigs: SET/DELETE/APPEND/SUBTRACT on topic and broker configs, through the controller."""
+    """IncrementalAlterConfigs on a broker listener: SET/DELETE/APPEND/SUBTRACT on topic and
+    broker configs. This broker refuses another broker's entry itself and has the controller do
+    the rest (see ``_alter_through_controller``)."""
+    return await _alter_through_controller(ctx, request, IncResp, _incremental_ops)
+
+
+async def handle_alter_configs(ctx: BrokerContext, request: Request) -> object:
+    """The legacy AlterConfigs on a broker listener: the given set replaces the resource's
+    dynamic configs entirely (checked and forwarded as IncrementalAlterConfigs is)."""
+    return await _alter_through_controller(ctx, request, AlterResp, _replacing_ops)
+
+
+async def handle_forwarded_incremental_alter_configs(ctx: BrokerContext, request: Request) -> object:
+    """IncrementalAlterConfigs on the controller listener, as a broker forwards it: a broker
+    entry may name any broker (the forwarding broker has checked it names itself), as Kafka's
+    ControllerApis accepts."""
     body = request.body
-    resources = [
+    results = await _controller_alter(ctx, _incremental_ops(ctx, body.resources), bool(body.validate_only))
+    return IncResp(throttle_time_ms=0, responses=_to_wire_results(results, IncResp))
+
+
+async def handle_forwarded_alter_configs(ctx: BrokerContext, request: Request) -> object:
+    """The legacy AlterConfigs on the controller listener (see
+    ``handle_forwarded_incremental_alter_configs``)."""
+    body = request.body
+    results = await _controller_alter(ctx, _replacing_ops(ctx, body.resources), bool(body.validate_only))
+    return AlterResp(throttle_time_ms=0, responses=_to_wire_results(results, AlterResp))
+
+
+def _incremental_ops(ctx: BrokerContext, wire: list) -> list[AlterConfigsResource]:
+    return [
         AlterConfigsResource(
             resource_type=r.resource_type, resource_name=r.resource_name,
             ops=tuple(AlterConfigOp(c.name, OpType(c.config_operation), c.value) for c in r.configs),
         )
-        for r in body.resources
+        for r in wire
     ]
-    return IncResp(throttle_time_ms=0, responses=await _alter(ctx, resources, bool(body.validate_only), IncResp))
 
 
-async def handle_alter_configs(ctx: BrokerContext, request: Request) -> object:
-    """The legacy AlterConfigs: the given set replaces the resource's dynamic configs entirely."""
-    body = request.body
+def _replacing_ops(ctx: BrokerContext, wire: list) -> list[AlterConfigsResource]:
+    # The legacy request's full set becomes SETs plus DELETEs of what it leaves out, against the
+    # image of the node that runs it (the controller's, when forwarded).
     image = ctx.image()
     resources = []
-    for r in body.resources:
+    for r in wire:
         given = {c.name: c.value for c in r.configs}
         current = image.configs.get(r.resource_type, r.resource_name)
         ops = [AlterConfigOp(k, OpType.SET, v) for k, v in given.items()]
         ops += [AlterConfigOp(k, OpType.DELETE) for k in current if k not in given]
         resources.append(AlterConfigsResource(r.resource_type, r.resource_name, tuple(ops)))
-    return AlterResp(throttle_time_ms=0, responses=await _alter(ctx, resources, bool(body.validate_only), AlterResp))
+    return resources
 
 
-async def _alter(ctx: BrokerContext, resources: list, validate_only: bool, resp_class: type) -> list:
-    # A broker entry other than the cluster default may only be changed through that broker
-    # (Kafka's ConfigAdminManager checks this before forwarding to the controller).
-    refused: dict[int, AlterConfigsResult] = {}
-    for i, r in enumerate(resources):
+ResourceKey = tuple[int, str]
+
+
+def _foreign_broker_entries(node_id: int, wire: list) -> dict[ResourceKey, AlterConfigsResult]:
+    """The refusals of Kafka's ConfigAdminManager.preprocess: a broker entry other than the
+    cluster default may only be changed through that broker, as only it can apply it."""
+    refused: dict[ResourceKey, AlterConfigsResult] = {}
+    for r in wire:
         if r.resource_type == RESOURCE_BROKER and r.resource_name:
             try:
-                if _broker_id(r.resource_name, "Node id must be an integer, but it is: ") != ctx.node_id:
+                if _broker_id(r.resource_name, "Node id must be an integer, but it is: ") != node_id:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                     f"Unexpected broker id, expected {ctx.node_id}, but received {r.resource_name}")
+                                     f"Unexpected broker id, expected {node_id}, but received {r.resource_name}")
             except KafkaError as exc:
-                refused[i] = AlterConfigsResult(r.resource_type, r.resource_name, int(exc.code), exc.message)
-    forwarded = [r for i, r in enumerate(resources) if i not in refused]
-    answers = iter(await ctx.controller(
-        lambda c: c.incremental_alter_configs(forwarded, validate_only=validate_only)) if forwarded else [])
-    # One result per distinct resource, in request order, as the controller answers.
-    results, seen = [], set()
-    for i, r in enumerate(resources):
+                refused[(r.resource_type, r.resource_name)] = AlterConfigsResult(
+                    r.resource_type, r.resource_name, int(exc.code), exc.message)
+    return refused
+
+
+async def _alter_through_controller(ctx: BrokerContext, request: Request, resp_class: type,
+                                    to_ops: Callable[[BrokerContext, list], list[AlterConfigsResource]]) -> object:
+    """Refuse another broker's entries here, then have the controller do the rest and answer
+    in request order, one result per distinct resource (Kafka's broker-side forwarding of
+    config changes). A broker node forwards the remaining entries as a request of the client's
+    version; a combined node calls its controller in-process."""
+    body = request.body
+    refused = _foreign_broker_entries(ctx.node_id, body.resources)
+    rest = [r for r in body.resources if (r.resource_type, r.resource_name) not in refused]
+    answers: dict[ResourceKey, AlterConfigsResult] = {}
+    if rest and ctx.controller_request is not None:
+        forwarded = copy.copy(body)
+        forwarded.resources = rest
+        response = await ctx.controller_request(forwarded, request.api_version)
+        for r in response.responses:
+            answers[(r.resource_type, r.resource_name)] = AlterConfigsResult(
+                r.resource_type, r.resource_name, r.error_code, r.error_message)
+    elif rest:
+        for res in await _controller_alter(ctx, to_ops(ctx, rest), bool(body.validate_only)):
+            answers[(res.resource_type, res.resource_name)] = res
+    results: list[AlterConfigsResult] = []
+    seen: set[ResourceKey] = set()
+    for r in body.resources:
         key = (r.resource_type, r.resource_name)
-        if key not in seen:
-            seen.add(key)
-            results.append(refused[i] if i in refused else next(answers))
+        if key in seen:
+            continue
+        seen.add(key)
+        found = refused.get(key) or answers.get(key)
+        if found is None:
+            # A request-level failure on the controller can come back without the entries.
+            found = AlterConfigsResult(*key, int(ErrorCode.UNKNOWN_SERVER_ERROR),
+                                       "The controller's answer did not include this resource")
+        results.append(found)
+    return resp_class(throttle_time_ms=0, responses=_to_wire_results(results, resp_class))
+
+
+async def _controller_alter(ctx: BrokerContext, resources: list[AlterConfigsResource],
+                            validate_only: bool) -> list[AlterConfigsResult]:
+    """Run the change on this node's controller: one result per distinct resource, in order."""
+    assert ctx.controller is not None
+    return list(await ctx.controller(
+        lambda c: c.incremental_alter_configs(resources, validate_only=validate_only)))
+
+
+def _to_wire_results(results: list[AlterConfigsResult], resp_class: type) -> list:
     return [
         resp_class.AlterConfigsResourceResponse(
             error_code=r.error_code, error_message=r.error_message,

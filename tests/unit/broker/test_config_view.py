@@ -208,7 +208,7 @@ def _ctx(image: MetadataImage, calls: list) -> SimpleNamespace:
         return [AlterConfigsResult(RESOURCE_BROKER, "")]
 
     return SimpleNamespace(node_id=NODE, config=BrokerConfig.from_sources({"node.id": "1"}),
-                           image=lambda: image, controller=controller)
+                           image=lambda: image, controller=controller, controller_request=None)
 
 
 def _describe(image: MetadataImage, *resources: tuple[int, str, list[str] | None]) -> list:
