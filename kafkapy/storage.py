@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafkapy.config import BrokerConfig, parse_properties
+from kafkapy.log.dir_lock import LogDirLockedError, lock_dirs
 
 if TYPE_CHECKING:
     from kafkapy.raft.voters import VoterSet
@@ -147,7 +148,22 @@ def format_storage(config: BrokerConfig, cluster_id: str | None = None, *, ignor
                    metadata_directory_id: str | None = None) -> str:
     """Write meta.properties to every unformatted directory; returns the cluster id in use.
     ``metadata_directory_id``: the directory id of the metadata log dir, when the initial voter
-    set names it (``--initial-controllers``)."""
+    set names it (``--initial-controllers``).
+
+    Each dir's ``.lock`` is held meanwhile: a dir a running node owns is never formatted under it
+    (StorageError naming the dir and the holder's pid).
+    """
+    try:
+        locks = lock_dirs(storage_dirs(config))
+    except LogDirLockedError as exc:
+        raise StorageError(str(exc)) from None
+    with locks:
+        return _format_storage(config, cluster_id, ignore_formatted=ignore_formatted,
+                               metadata_directory_id=metadata_directory_id)
+
+
+def _format_storage(config: BrokerConfig, cluster_id: str | None, *, ignore_formatted: bool,
+                    metadata_directory_id: str | None) -> str:
     existing = {d: MetaProperties.read(d) for d in storage_dirs(config)}
     cluster_id, skipped = check_formatted(existing, cluster_id, config.node_id,
                                           ignore_formatted=ignore_formatted)

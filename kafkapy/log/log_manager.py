@@ -20,8 +20,10 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from kafkapy.durable import atomic_write, fsync_dir
 from kafkapy.log import files
@@ -50,7 +52,9 @@ class LogManager:
     def __init__(self, log_dirs: list[str], default_config: LogConfig, *, now_ms: int,
                  topic_configs: Callable[[str], LogConfig | None] | None = None,
                  skip_topics: Iterable[str] = (METADATA_TOPIC,),
-                 broker_epoch: int = -1, restore_high_watermarks: bool = False) -> None:
+                 broker_epoch: int = -1, restore_high_watermarks: bool = False,
+                 recovery_threads: int = 1, progress_interval_s: float = 5.0,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         """Open every partition directory under ``log_dirs``.
 
         ``topic_configs(topic)`` gives a topic's config when it overrides the default.
@@ -59,6 +63,8 @@ class LogManager:
         ``restore_high_watermarks``: open each log at the high watermark in its dir's
         ``replication-offset-checkpoint`` (a replicating broker must not expose what its
         followers may lack); otherwise logs start with the high watermark at their end.
+        ``recovery_threads``: Kafka's num.recovery.threads.per.data.dir (logs of one dir load in
+        parallel); a progress line goes out every ``progress_interval_s`` while a dir loads.
         """
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -68,6 +74,9 @@ class LogManager:
         self.skip_topics = frozenset(skip_topics)
         self.broker_epoch = broker_epoch
         self.restore_high_watermarks = restore_high_watermarks
+        self.recovery_threads = max(1, recovery_threads)
+        self.progress_interval_s = progress_interval_s
+        self._monotonic = monotonic
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         # Retired segment files waiting for file.delete.delay.ms: a heap of (due_ms, seq, paths).
@@ -110,17 +119,92 @@ class LogManager:
             return {}
 
     def _load_dir(self, d: str, now_ms: int) -> None:
+        """Open every partition log of ``d`` on ``recovery_threads`` worker threads.
+
+        A log that cannot be opened (unreadable file, an error recovery cannot repair) takes
+        the whole dir offline, as an I/O error does in Kafka: none of its logs is served, nothing
+        more is written there, and the node keeps serving its other dirs.
+        """
+        started = self._monotonic()
         marker = os.path.join(d, files.CLEAN_SHUTDOWN_FILE)
-        clean = os.path.exists(marker)
+        try:
+            clean = os.path.exists(marker)
+            recovery_points = self._read_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT))
+            start_offsets = self._read_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT))
+            high_watermarks = (self._read_checkpoint(os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT))
+                               if self.restore_high_watermarks else None)
+            jobs = self._partition_dirs(d)
+        except OSError as e:
+            self.had_clean_shutdown[d] = False
+            self.mark_dir_offline(d, f"could not read it at start-up: {e}")
+            return
         self.had_clean_shutdown[d] = clean
-        recovery_points = self._read_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT))
-        start_offsets = self._read_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT))
-        high_watermarks = (self._read_checkpoint(os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT))
-                           if self.restore_high_watermarks else None)
-        for name in sorted(os.listdir(d)):
+
+        def open_one(tp: TopicPartition, path: str) -> PartitionLog:
+            return PartitionLog.open(
+                path, self.config_for(tp[0]), now_ms=now_ms, recover=not clean,
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp),
+                high_watermark=None if high_watermarks is None else high_watermarks.get(tp, 0))
+
+        total = len(jobs)
+        log.info("Loading %d logs in %s (%s shutdown, %d recovery threads)", total, d,
+                 "clean" if clean else "unclean", self.recovery_threads)
+        loaded: dict[TopicPartition, PartitionLog] = {}
+        failure: tuple[TopicPartition, str, BaseException] | None = None
+        recovered = 0
+        next_report = started + self.progress_interval_s
+        with ThreadPoolExecutor(self.recovery_threads,
+                                thread_name_prefix="log-recovery") as pool:
+            futures = {pool.submit(open_one, tp, path): (tp, path) for tp, path in jobs}
+            for done, fut in enumerate(as_completed(futures), 1):
+                tp, path = futures[fut]
+                if fut.cancelled():
+                    continue
+                try:
+                    plog = fut.result()
+                except Exception as e:  # noqa: BLE001 — any fault isolates the dir, never the node
+                    if failure is None:
+                        failure = (tp, path, e)
+                        # The logs not started yet need not be opened: the dir goes offline.
+                        for other in futures:
+                            other.cancel()
+                    continue
+                loaded[tp] = plog
+                recovered += plog.recovered
+                now = self._monotonic()
+                if now >= next_report and done < total:
+                    next_report = now + self.progress_interval_s
+                    log.info("Loaded %d/%d logs in %s (%d%%), %d recovered so far", done, total, d,
+                             done * 100 // total, recovered)
+        for tp in (tp for tp, _ in jobs):
+            self._dir_of[tp] = d
+        if failure is not None:
+            tp, path, e = failure
+            for plog in loaded.values():
+                # Nothing is written into an offline dir: no trimming, no producer snapshot.
+                for seg in plog.segments:
+                    seg.close_handlers()
+                plog.closed = True
+            self.mark_dir_offline(d, f"the log of {tp[0]}-{tp[1]} ({path}) could not be opened: "
+                                     f"{type(e).__name__}: {e}")
+            return
+        self._logs.update(loaded)
+        log.info("Loaded %d logs in %s in %d ms (%s shutdown; %d recovered)", total, d,
+                 round((self._monotonic() - started) * 1000), "clean" if clean else "unclean",
+                 recovered)
+        if clean:
+            os.remove(marker)
+
+    def _partition_dirs(self, d: str) -> list[tuple[TopicPartition, str]]:
+        """(partition, path) of every partition directory in ``d`` (finishing interrupted
+        deletions on the way)."""
+        jobs: list[tuple[TopicPartition, str]] = []
+        seen: dict[TopicPartition, str] = {}
+        with os.scandir(d) as entries:
+            names = sorted(e.name for e in entries if e.is_dir())
+        for name in names:
             path = os.path.join(d, name)
-            if not os.path.isdir(path):
-                continue
             special = files.parse_special_dir_name(name)
             if special is not None:
                 if special[3] == files.DELETE_DIR_SUFFIX:
@@ -130,19 +214,13 @@ class LogManager:
             tp = files.parse_dir_name(name)
             if tp is None or tp[0] in self.skip_topics:
                 continue
-            if tp in self._logs:
+            other = seen.get(tp) or (self._logs[tp].dir if tp in self._logs else None)
+            if other is not None:
                 raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
-                                 f"duplicate log directories for {tp[0]}-{tp[1]}: "
-                                 f"{self._logs[tp].dir} and {path}")
-            plog = PartitionLog.open(
-                path, self.config_for(tp[0]), now_ms=now_ms, recover=not clean,
-                recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=start_offsets.get(tp),
-                high_watermark=None if high_watermarks is None else high_watermarks.get(tp, 0))
-            self._logs[tp] = plog
-            self._dir_of[tp] = d
-        if clean:
-            os.remove(marker)
+                                 f"duplicate log directories for {tp[0]}-{tp[1]}: {other} and {path}")
+            seen[tp] = path
+            jobs.append((tp, path))
+        return jobs
 
     # ------------------------------------------------------------------ access
     def get(self, topic: str, partition: int) -> PartitionLog | None:
@@ -193,6 +271,11 @@ class LogManager:
         tp = (topic, partition)
         topic_id = normalize_topic_id(topic_id)
         existing = self._logs.get(tp)
+        if existing is None and self._dir_of.get(tp) in self.offline_dirs:
+            # Its data sits in a dir that went offline: a fresh empty log elsewhere would serve
+            # (and acknowledge writes at) offsets that already exist.
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"{topic}-{partition} is in offline log dir {self._dir_of[tp]}")
         if existing is not None:
             if topic_id is not None and existing.topic_id is not None \
                     and existing.topic_id != topic_id:

@@ -16,6 +16,7 @@ Appends never fsync unless flush.messages asks for it; ``flush``, ``flush_rolled
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import shutil
 import struct
@@ -48,6 +49,8 @@ from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
 __all__ = [
     "FetchSlice", "LogAppendResult", "OffsetAndTimestamp", "PartitionLog", "TimestampAndOffset",
 ]
+
+_log = logging.getLogger(__name__)
 
 _CONTROL_VALUE = struct.Struct(">hi")  # end-transaction marker value: version, coordinator epoch
 
@@ -122,6 +125,8 @@ class PartitionLog:
         self.earliest_remote_offset: int | None = None
         self.log_start_floor = 0
         self.closed = False
+        #: Whether opening it scanned (recovered) any segment, for the loader's summary line.
+        self.recovered = False
 
     # ================================================================== loading
     @classmethod
@@ -228,19 +233,40 @@ class PartitionLog:
             seg = self._segments[i]
             scan = (recover and i >= first_unflushed) or seg.base_offset in needs_recovery
             if not scan:
+                is_active = i == len(self._segments) - 1
                 try:
                     # Every entry of the active segment's indexes is checked; older segments
                     # get Kafka's cheap checks (their indexes were trimmed and flushed at roll).
-                    seg.sanity_check(full=i == len(self._segments) - 1)
-                except CorruptIndexError:
+                    seg.sanity_check(full=is_active)
+                except CorruptIndexError as e:
+                    _log.warning("%s: index of segment %s is corrupt (%s); rebuilding it",
+                                 self._name, seg.log_path, e)
                     scan = True
+                if not scan and is_active:
+                    # The clean-shutdown marker is a promise about the whole dir, made before
+                    # anything (a torn write, a bad disk, another process) could touch this file
+                    # after it: check the tail it vouches for, cheaply, before serving from it.
+                    problem = seg.validate_tail()
+                    if problem is not None:
+                        _log.warning("%s: the active segment %s does not end cleanly despite the "
+                                     "clean-shutdown marker (%s); recovering it",
+                                     self._name, seg.log_path, problem)
+                        scan = True
             if scan:
+                self.recovered = True
+                prev_end = recovery_point if recover else None
                 truncated = seg.recover(self._on_recovered_batch)
-                if truncated > 0 or (recover and i >= first_unflushed):
+                dropped_later = self._segments[i + 1:] if truncated > 0 else []
+                if truncated > 0:
+                    self._warn_truncated(seg, dropped_later, prev_end)
+                # A scan that cut nothing and ends at or below the recovery point found only
+                # data that was already durable: no fsync needed (one per log at 10k logs).
+                if truncated > 0 or (recover and i >= first_unflushed
+                                     and seg.next_offset > recovery_point):
                     seg.flush()
-                if truncated > 0 and i + 1 < len(self._segments):
+                if dropped_later:
                     # Data after a corrupt point is untrustworthy: drop the following segments.
-                    for later in self._segments[i + 1:]:
+                    for later in dropped_later:
                         later.delete()
                     del self._segments[i + 1:]
             i += 1
@@ -278,6 +304,38 @@ class PartitionLog:
         self._rebuild_producer_state(leo, now_ms)
         self.high_watermark = leo
         self.last_flush_ms = now_ms
+
+    @property
+    def _name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    def _warn_truncated(self, seg: LogSegment, dropped: list[LogSegment],
+                        prev_end: int | None) -> None:
+        """One WARN line per cut: where, why, offsets kept and dropped, bytes dropped."""
+        rec = seg.last_recovery
+        assert rec is not None
+        dropped_bytes = rec.truncated_bytes + sum(s.size for s in dropped)
+        last = rec.dropped_last_offset
+        if dropped:
+            last = None  # the later segments' ends are not read; name their bases instead
+        dropped_desc = (f"{rec.next_offset}..{last}" if last is not None
+                        else f"{rec.next_offset} and above")
+        later = ""
+        if dropped:
+            later = (f", and {len(dropped)} later segment(s) from offset "
+                     f"{dropped[0].base_offset} ({sum(s.size for s in dropped)} bytes)")
+        kept = (f"{seg.base_offset}..{rec.next_offset - 1}" if rec.next_offset > seg.base_offset
+                else "none")
+        torn = "torn write" in rec.reason or "zero-filled" in rec.reason
+        what = "Truncated the torn tail of" if torn else "Found invalid messages in"
+        _log.warning("%s log segment %s of %s at byte offset %d: %s. Kept offsets %s of the "
+                     "segment (%d bytes); dropped offsets %s: %d bytes in this segment%s; %d "
+                     "bytes in all. The log now ends at offset %d%s",
+                     what, seg.log_path, self._name, rec.valid_bytes, rec.reason, kept,
+                     rec.valid_bytes, dropped_desc, rec.truncated_bytes, later, dropped_bytes,
+                     rec.next_offset,
+                     "" if prev_end is None or prev_end <= rec.next_offset
+                     else f", below its recovery point {prev_end}: flushed data was lost")
 
     def _on_recovered_batch(self, h: fmt.BatchHeader, position: int) -> None:
         # As Kafka's recovery: only epochs newer than the cache's latest are added; older ones

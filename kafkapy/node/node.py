@@ -51,6 +51,7 @@ from kafkapy.broker.handlers.topics import create_topics_internal
 from kafkapy.controller import BrokerHeartbeatRequest, NewTopic, QuorumController, TopicDefaults
 from kafkapy.log import files as log_files
 from kafkapy.log.config import LogConfig
+from kafkapy.log.dir_lock import lock_dirs
 from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.controller.quorum_controller import LATEST_PRODUCTION_METADATA_VERSION, MINIMUM_KRAFT_METADATA_VERSION
@@ -78,7 +79,7 @@ from kafkapy.raft.local import MetadataRecordCodec, NotLeaderError
 from kafkapy.raft.quorum_state import FileQuorumStateStore
 from kafkapy.records import format as fmt
 from kafkapy.records.reader import iter_batches, iter_records
-from kafkapy.storage import MetaProperties, StorageError, ensure_formatted, kafka_uuid_to_uuid
+from kafkapy.storage import MetaProperties, StorageError, ensure_formatted, kafka_uuid_to_uuid, storage_dirs
 from kafkapy.tiered.manager import RemoteLogManager
 from kafkapy.tiered.metadata_log import MetadataLog
 from kafkapy.tiered.storage import remote_storage_from_config
@@ -689,6 +690,9 @@ class Node:
 
     async def run(self, *, task_status: trio.TaskStatus[dict[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
         now_ms = self.clock.now_ms()
+        # Each dir's .lock before anything in it is read or written: a second process on the same
+        # dirs stops here, having touched nothing (its shutdown() never runs).
+        self._dir_locks = lock_dirs(storage_dirs(self.config))
         cluster_id = ensure_formatted(self.config)
         self.cluster_id = cluster_id
         self._open_metadata(cluster_id, now_ms)
@@ -784,6 +788,7 @@ class Node:
             self.config.log_dirs, default_log_config, now_ms=now_ms,
             topic_configs=lambda topic: topic_log_config(self.config, broker_metadata.image, topic),
             restore_high_watermarks=True,
+            recovery_threads=int(self.config.get("num.recovery.threads.per.data.dir")),  # type: ignore[arg-type]
         )
         self.replicas = ReplicaManager(self.log_manager, self.config, self.node_id)
         self.log_manager.dir_offline_listeners.append(self._log_dir_offline)
@@ -962,6 +967,9 @@ class Node:
             with open(os.path.join(root, log_files.CLEAN_SHUTDOWN_FILE), "w") as f:
                 f.write('{"version":0,"brokerEpoch":%d}' % self.broker_epoch)
         log.info("[KafkaRaftServer nodeId=%d] shut down cleanly", self.node_id)
+        locks = getattr(self, "_dir_locks", None)
+        if locks is not None:
+            locks.release()  # the last write is done: the dirs may have their next owner
 
 
 def _clean_shutdown_epoch(log_dirs: list[str]) -> int:
