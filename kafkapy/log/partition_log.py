@@ -255,7 +255,8 @@ class PartitionLog:
             if scan:
                 self.recovered = True
                 prev_end = recovery_point if recover else None
-                truncated = seg.recover(self._on_recovered_batch)
+                truncated = seg.recover(self._on_recovered_batch,
+                                        active=i == len(self._segments) - 1)
                 dropped_later = self._segments[i + 1:] if truncated > 0 else []
                 if truncated > 0:
                     self._warn_truncated(seg, dropped_later, prev_end)

@@ -478,7 +478,8 @@ class LogSegment:
             self._next_offset = next_offset
         return None
 
-    def recover(self, on_batch: Callable[[fmt.BatchHeader, int], None] | None = None) -> int:
+    def recover(self, on_batch: Callable[[fmt.BatchHeader, int], None] | None = None, *,
+                active: bool = False) -> int:
         """Rebuild both indexes from the log; cut the file at the first invalid batch.
 
         A batch is valid when its header parses, its size fits the file, its magic is 2, its CRC
@@ -537,8 +538,16 @@ class LogSegment:
         self.size = valid
         self._next_offset = next_offset
         # As a normally closed segment: the largest timestamp gets a final time index entry and
-        # both indexes are trimmed (the partition log re-expands the active segment's).
-        self.on_become_inactive()
+        # both indexes are trimmed. Not the ``active`` one's: the partition log would only grow
+        # them back, and on some file systems each of those four ftruncates costs milliseconds
+        # (seconds per thousand logs after a crash).
+        if active:
+            if self.max_timestamp_so_far >= 0:
+                self.time_index.maybe_append(self.max_timestamp_so_far,
+                                             self.offset_of_max_timestamp_so_far,
+                                             skip_full_check=True)
+        else:
+            self.on_become_inactive()
         return truncated
 
     def truncate_to(self, offset: int) -> int:
