@@ -41,7 +41,11 @@ class MmapIndex:
         self.backed_entries = 0
         self._mm: mmap.mmap | None = None
         self._closed = False
-        exists = os.path.exists(path)
+        try:
+            length = os.stat(path).st_size  # one stat: thousands of indexes open at start-up
+            exists = True
+        except FileNotFoundError:
+            exists = False
         if not exists:
             length = self._round(max_index_size)
             try:
@@ -51,7 +55,6 @@ class MmapIndex:
                 raise
             self._entries = 0
         else:
-            length = os.path.getsize(path)
             # An existing file holds floor(length / entry) entries; a file left preallocated by a
             # crash ends in zero entries, which _count_valid() discards.
             self._entries = length // self._entry_size

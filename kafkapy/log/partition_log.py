@@ -147,7 +147,12 @@ class PartitionLog:
         """
         parsed = files.parse_dir_name(dir)
         topic, partition = parsed if parsed else (os.path.basename(dir), 0)
-        os.makedirs(dir, exist_ok=True)
+        try:
+            os.mkdir(dir)  # one syscall when it exists (loading thousands of logs at start-up)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            os.makedirs(dir, exist_ok=True)
         log = cls(dir, config, topic=topic, partition=partition,
                   producer_id_expiration_ms=producer_id_expiration_ms)
         log._check_topic_id(topic_id)
@@ -167,14 +172,14 @@ class PartitionLog:
             write_partition_metadata(self.dir, topic_id)
         self.topic_id = stored or topic_id
 
-    def _clean_temp_files(self) -> tuple[set[int], set[int]]:
-        """Remove leftovers of interrupted operations.
+    def _clean_temp_files(self, names: list[str]) -> tuple[set[int], set[int]]:
+        """Remove leftovers of interrupted operations among ``names`` (the dir's listing).
 
-        Returns (bases of segments that need recovery, bases of segments swapped in).
+        Returns (bases of segments that need recovery, bases of segments swapped in); empty
+        sets and nothing touched in the common case.
         """
         needs_recovery: set[int] = set()
         swapped: set[int] = set()
-        names = os.listdir(self.dir)
         for name in names:
             path = os.path.join(self.dir, name)
             if name.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, ".tmp")):
@@ -194,8 +199,12 @@ class PartitionLog:
 
     def _load(self, *, now_ms: int, recover: bool, recovery_point: int,
               log_start_offset: int | None) -> None:
-        needs_recovery, swapped = self._clean_temp_files()
-        names = set(os.listdir(self.dir))
+        listing = os.listdir(self.dir)
+        needs_recovery, swapped = self._clean_temp_files(listing)
+        if any(n.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, ".tmp", files.SWAP_SUFFIX))
+               for n in listing):
+            listing = os.listdir(self.dir)  # the cleanup changed the dir
+        names = set(listing)
         bases: list[int] = []
         for name in names:
             if name.endswith(files.LOG_SUFFIX):
@@ -229,6 +238,7 @@ class PartitionLog:
         if recover and self._segments:
             first_unflushed = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
         i = 0
+        unflushed = False
         while i < len(self._segments):
             seg = self._segments[i]
             scan = (recover and i >= first_unflushed) or seg.base_offset in needs_recovery
@@ -260,11 +270,14 @@ class PartitionLog:
                 dropped_later = self._segments[i + 1:] if truncated > 0 else []
                 if truncated > 0:
                     self._warn_truncated(seg, dropped_later, prev_end)
-                # A scan that cut nothing and ends at or below the recovery point found only
-                # data that was already durable: no fsync needed (one per log at 10k logs).
-                if truncated > 0 or (recover and i >= first_unflushed
-                                     and seg.next_offset > recovery_point):
+                # Only a cut is made durable here. As in Kafka, data a crash recovery kept past
+                # the recovery point is not fsynced at load (three syncs per log would be minutes
+                # at 10k logs): the recovery point stays where it was (below), so a second crash
+                # scans it again.
+                if truncated > 0:
                     seg.flush()
+                elif recover and seg.next_offset > recovery_point:
+                    unflushed = True
                 if dropped_later:
                     # Data after a corrupt point is untrustworthy: drop the following segments.
                     for later in dropped_later:
@@ -297,9 +310,10 @@ class PartitionLog:
             # crash between deleting segments and checkpointing: harmless, as the floor counts
             # only on remote-enabled logs and never below their earliest remote offset.
             self.log_start_floor = log_start_offset
-        # Everything is durable now: a clean shutdown flushed it all, and a recovery fsynced
-        # each segment it scanned (those before the recovery point were flushed before).
-        self.recovery_point = leo
+        # A clean shutdown flushed everything, and a recovery that kept nothing past the
+        # checkpointed recovery point (or cut and fsynced) leaves it all durable; otherwise the
+        # old recovery point stands.
+        self.recovery_point = min(recovery_point, leo) if unflushed else leo
         self.leader_epoch_cache.truncate_from_end(leo)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self._rebuild_producer_state(leo, now_ms)

@@ -538,15 +538,12 @@ class LogSegment:
         self.size = valid
         self._next_offset = next_offset
         # As a normally closed segment: the largest timestamp gets a final time index entry and
-        # both indexes are trimmed. Not the ``active`` one's: the partition log would only grow
-        # them back, and on some file systems each of those four ftruncates costs milliseconds
-        # (seconds per thousand logs after a crash).
-        if active:
-            if self.max_timestamp_so_far >= 0:
-                self.time_index.maybe_append(self.max_timestamp_so_far,
-                                             self.offset_of_max_timestamp_so_far,
-                                             skip_full_check=True)
-        else:
+        # both indexes are trimmed. Not the ``active`` one: the partition log would only grow
+        # the indexes back (four ftruncates, milliseconds each on a busy ext4), and the final
+        # entry would land in a hole of the preallocated file (a block allocation, about as
+        # slow); the active segment keeps its largest timestamp in memory and gets that entry
+        # when it rolls or closes.
+        if not active:
             self.on_become_inactive()
         return truncated
 
