@@ -123,6 +123,11 @@ class MmapIndex:
                 os.close(fd)
         return mm
 
+    def release_mapping(self) -> None:
+        """Drop the mapping until the next use maps again: Python's mmap keeps a duplicate of
+        the file's descriptor, so thousands of idle mapped indexes hit the open-files limit."""
+        self._unmap()
+
     def _unmap(self) -> None:
         if self._mm is not None:
             self._mm.close()

@@ -319,6 +319,11 @@ class PartitionLog:
         self._rebuild_producer_state(leo, now_ms)
         self.high_watermark = leo
         self.last_flush_ms = now_ms
+        # Loading may have mapped the active indexes (checks, recovery); the first append maps
+        # them again. Python's mmap pins a duplicate descriptor per mapping: kept, 10k logs
+        # would need 30k descriptors before serving anything.
+        self.active.offset_index.release_mapping()
+        self.active.time_index.release_mapping()
 
     @property
     def _name(self) -> str:
