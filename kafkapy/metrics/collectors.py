@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os.path
+from abc import abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import astuple, fields
@@ -40,11 +41,13 @@ class SnapshotCollector(Collector):
     """A collector in two halves: :meth:`snapshot` (cheap; reads live state into plain data)
     and :meth:`families` (builds the metric families from a snapshot, on any thread)."""
 
+    @abstractmethod
     def snapshot(self) -> Any:
-        raise NotImplementedError
+        """Read live state into plain data; runs on the event loop, so it only copies."""
 
+    @abstractmethod
     def families(self, snap: Any) -> Iterator[Any]:
-        raise NotImplementedError
+        """The metric families of ``snap``; may run on a worker thread."""
 
     def collect(self) -> Iterator[Any]:
         return self.families(self.snapshot())
