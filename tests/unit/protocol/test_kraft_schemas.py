@@ -184,15 +184,16 @@ def test_decoding_kafka_bytes(name: str, version: int) -> None:
     assert bytes(decoded.encode()) == kafka
 
 
+# kafka-python cannot default a non-tagged struct field (UpdateRaftVoterRequest's
+# KRaftVersionFeature), so that message has no all-defaults case; we always build it with values,
+# and its round trip with values is checked above.
 NO_STRUCT_DEFAULT = {"UpdateRaftVoterRequest"}
+DEFAULT_CASES = [(n, v) for n, v in CASES if n not in NO_STRUCT_DEFAULT]
 
 
-@pytest.mark.parametrize(("name", "version"), CASES, ids=[f"{n}-v{v}" for n, v in CASES])
+@pytest.mark.parametrize(("name", "version"), DEFAULT_CASES, ids=[f"{n}-v{v}" for n, v in DEFAULT_CASES])
 def test_defaults_match_kafka(name: str, version: int) -> None:
     """A message built with no values encodes as Kafka's freshly constructed one (schema defaults)."""
-    if name in NO_STRUCT_DEFAULT:
-        pytest.skip("kafka-python cannot default a non-tagged struct field (KRaftVersionFeature); "
-                    "we always build this message with values")
     cls = _cls(name)
     kafka = DEFAULTS_WIRE[(name, version)]
     ours = bytes(cls(version=version).encode(version=version))
