@@ -56,6 +56,18 @@ def load_config(config_file: str | None, overrides: list[tuple[str, str]]) -> Br
     return BrokerConfig.from_sources(props, overrides)
 
 
+def config_or_error(args: argparse.Namespace) -> BrokerConfig | str:
+    """The config of ``--config`` and ``--override``s, or the one line that says why there is
+    none. Checked before anything is opened, so a refused config listens on nothing and writes
+    nothing."""
+    try:
+        return load_config(args.config, args.override)
+    except (ConfigFileError, UnsupportedSecurityConfig) as exc:
+        return f"kafkapy: {exc}"
+    except (OSError, ValueError) as exc:
+        return f"kafkapy: invalid configuration: {exc}"
+
+
 def setup_logging(level: str | list[str], log_format: str = "text") -> None:
     """Kafka's log4j layout (or JSON lines); ``level`` is a root level and/or
     ``logger=LEVEL`` entries (see ``cli.log_setup``)."""
@@ -70,13 +82,9 @@ def _storage_format(args: argparse.Namespace) -> int:
                                  plan_initial_voters, storage_dirs, uuid_to_kafka_uuid,
                                  write_bootstrap_voters)
 
-    try:
-        config = load_config(args.config, args.override)
-    except (ConfigFileError, UnsupportedSecurityConfig) as exc:
-        print(f"kafkapy: {exc}", file=sys.stderr)
-        return 1
-    except (OSError, ValueError) as exc:
-        print(f"kafkapy: invalid configuration: {exc}", file=sys.stderr)
+    config = config_or_error(args)
+    if isinstance(config, str):
+        print(config, file=sys.stderr)
         return 1
     choice = InitialVoters(args.standalone, args.initial_controllers, args.no_initial_controllers)
     try:
@@ -147,14 +155,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         from kafkapy.server import run_server
 
-        try:
-            config = load_config(args.config, args.override)
-        except (ConfigFileError, UnsupportedSecurityConfig) as exc:
-            # Checked before anything is opened: nothing listens, nothing is written.
-            print(f"kafkapy: {exc}", file=sys.stderr)
-            return 2
-        except (OSError, ValueError) as exc:
-            print(f"kafkapy: invalid configuration: {exc}", file=sys.stderr)
+        config = config_or_error(args)
+        if isinstance(config, str):
+            print(config, file=sys.stderr)
             return 2
         return run_server(config)
     if args.command == "storage":
