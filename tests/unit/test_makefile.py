@@ -19,9 +19,13 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make
 
 
 def _dry_run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> list[str]:
-    out = subprocess.run(["make", "-n", "-B", f"VENV={tmp_path / 'venv'}", *args], cwd=REPO,
-                         capture_output=True, text=True, timeout=30, check=True,
-                         env={**os.environ, **(env or {})}).stdout
+    # Under `make test` this runs inside a make: drop what the outer make passes down, or this
+    # one becomes a sub-make that prints "Entering/Leaving directory" and inherits its flags.
+    outer = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"}
+    base = {k: v for k, v in os.environ.items() if k not in outer}
+    out = subprocess.run(["make", "-n", "-B", "--no-print-directory", f"VENV={tmp_path / 'venv'}", *args],
+                         cwd=REPO, capture_output=True, text=True, timeout=30, check=True,
+                         env={**base, **(env or {})}).stdout
     return out.splitlines()
 
 
