@@ -7,25 +7,32 @@ partitions with CreateTopics through our own client in topics of ``--per-topic``
 produces ``--records`` records to every partition (so each log has data and, after the kill, a
 tail past its checkpointed recovery point), kills the node with SIGKILL and restarts it on the
 same dirs. Prints the seconds from the restart's exec to the first answered ApiVersions, the
-log-loading progress lines the node printed, and its loading summary. Nothing is asserted:
-this reports numbers (tests/integration/test_data_dir_safety.py checks the behaviour).
+log-loading progress lines the node printed, and its loading summary, and saves them under
+``benchmarks/results/restart-10k-<time>.{json,md}``. Nothing is asserted: this reports numbers
+(tests/integration/test_data_dir_safety.py checks the behaviour).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import re
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import trio
 
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.records.builder import Record, build_batch
+from kafkapy.testing.many_partitions import TOPIC_PREFIX, populate_direct
 from kafkapy.testing.node import KafkaNode
 
-TOPIC_PREFIX = "restart"
+RESULTS = Path(__file__).resolve().parent / "results"
+
 
 
 def _create_request(names: list[str], partitions: int) -> m.CreateTopicsRequest:
@@ -66,63 +73,31 @@ async def populate(host: str, port: int, partitions: int, per_topic: int, record
     return time.monotonic() - started
 
 
-def populate_direct(data_dir: str, partitions: int, per_topic: int, records: int) -> float:
-    """Write the partitions straight into a stopped node's dirs with our own log and metadata
-    code; seconds taken.
-
-    CreateTopics at this scale is (today) far slower than the restart being measured, so the
-    topics go into the metadata log as TopicRecord + PartitionRecords batches at the quorum's
-    current epoch (the node, a single voter, commits them when it next becomes leader), and
-    each partition's log is created with its partition.metadata and ``records`` records. The
-    recovery-point checkpoint does not list them: as after a kill -9 before the first periodic
-    checkpoint, every one of them is recovered on the next start.
-    """
-    import os
-    import uuid
-
-    from kafkapy.log import files
-    from kafkapy.log.config import LogConfig
-    from kafkapy.log.dir_lock import lock_dirs
-    from kafkapy.log.partition_log import PartitionLog
-    from kafkapy.metadata.records import PartitionRecord, TopicRecord, encode_record
-    from kafkapy.node.metadata_log import METADATA_PARTITION_DIR
-
-    started = time.monotonic()
-    with lock_dirs([data_dir]):
-        meta = PartitionLog.open(os.path.join(data_dir, METADATA_PARTITION_DIR), LogConfig(),
-                                 now_ms=0, recover=False)
-        epoch = meta.leader_epoch_cache.latest_epoch
-        payload = bytes(build_batch([Record(b"k", b"v" * 100, timestamp=1_700_000_000_000 + i)
-                                     for i in range(records)])) if records else b""
-        now_ms = int(time.time() * 1000)
-        for t in range((partitions + per_topic - 1) // per_topic):
-            name, tid = f"{TOPIC_PREFIX}-{t}", uuid.uuid4()
-            count = min(per_topic, partitions - t * per_topic)
-            recs = [TopicRecord(name, tid)] + [PartitionRecord(p, tid, (1,), (1,), 1)
-                                               for p in range(count)]
-            meta.append_as_follower(build_batch(
-                [Record(None, encode_record(r), timestamp=now_ms) for r in recs],
-                base_offset=meta.log_end_offset, partition_leader_epoch=epoch, max_timestamp=now_ms))
-            for p in range(count):
-                plog = PartitionLog.open(os.path.join(data_dir, files.dir_name(name, p)),
-                                         LogConfig(), now_ms=now_ms, recover=False, topic_id=tid)
-                if payload:
-                    plog.append_as_leader(bytearray(payload), now_ms=now_ms, leader_epoch=0)
-                plog.close()
-        meta.flush()
-        meta.close()
-        # As after kill -9: no clean-shutdown marker.
-        marker = os.path.join(data_dir, files.CLEAN_SHUTDOWN_FILE)
-        if os.path.exists(marker):
-            os.remove(marker)
-    return time.monotonic() - started
-
-
 def restart_after_kill(node: KafkaNode) -> float:
     node.kill9()
     started = time.monotonic()
     node.start()  # returns once ApiVersions is answered on the client port
     return time.monotonic() - started
+
+
+def _commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).parent)
+    return done.stdout.strip() or "unknown"
+
+
+def _save(result: dict) -> None:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"restart-10k-{stamp}.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [f"# Restart after kill -9 ({result['partitions']} partitions, commit {result['commit']}, "
+             f"load before {result['load_before']})", "",
+             f"- client port answered **{result['restart_to_listen_s']} s** after the restart's exec",
+             f"- partitions written in {result['populate_s']} s "
+             f"({'CreateTopics' if result['via_create_topics'] else 'directly on disk'})",
+             "- the node's loading lines:", ""]
+    lines += [f"      {line}" for line in result["progress_lines"] + result["summary"]]
+    (RESULTS / f"restart-10k-{stamp}.md").write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(progress)} progress line(s):")
         for line in progress + summary:
             print("  " + line)
+        _save({"partitions": args.partitions, "records_per_partition": args.records,
+               "via_create_topics": args.via_create_topics, "populate_s": round(took, 1),
+               "restart_to_listen_s": round(to_listen, 1),
+               "load_before": Path("/proc/loadavg").read_text().split()[0],
+               "commit": _commit(), "progress_lines": progress, "summary": summary})
     finally:
         node.cleanup()
     return 0

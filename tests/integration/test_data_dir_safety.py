@@ -14,6 +14,7 @@ import pytest
 from helpers import batch, create_topics, fetch, list_offsets, partition_response, produce, run_client
 from kafkapy.log import files
 from kafkapy.records.reader import iter_batches, iter_records
+from kafkapy.testing.many_partitions import populate_direct
 from kafkapy.testing.node import KafkaNode, NodeError
 
 # No periodic writes into the dirs while a test compares their contents.
@@ -216,8 +217,6 @@ def test_a_log_that_cannot_be_opened_takes_only_its_dir_offline(tmp_path):
 
 @pytest.mark.slow
 def test_kill9_restart_of_10k_partitions_reports_progress_and_listens(tmp_path):
-    from benchmarks.restart_10k import populate_direct
-
     with KafkaNode(tmp_path / "n", startup_timeout=600) as node:
         node.stop()
         populate_direct(str(node.data_dir), 10_000, 1_000, 1)
