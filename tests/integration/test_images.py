@@ -38,7 +38,7 @@ DOCKERFILES = {"node": REPO / "Dockerfile", "spark": REPO / "docker" / "spark.Do
 RELEASE = "bookworm"
 COMPILERS = {"gcc", "g++", "cc", "clang", "build-essential"}
 DATA_DIR = "/var/lib/kafkapy"
-CLUSTER_ID = "aW1hZ2VzVGVzdENsdXN0ZXI"
+CLUSTER_ID = "aW1hZ2VzVGVzdENsdXN0cg"  # base64url of 16 bytes, as Kafka requires
 
 
 # -- reading Dockerfiles ---------------------------------------------------------------------------
