@@ -69,6 +69,10 @@ def pytest_runtest_makereport(item, call):
                 if id(node) not in seen:
                     seen.add(id(node))
                     report.sections.append((f"{node.name} log tail ({node.log_path})", node.log_tail(8000)))
+        for value in getattr(item, "funcargs", {}).values():
+            last = getattr(value, "last_answer", None) if isinstance(value, Cluster) else None
+            if last and last.get("_stderr"):
+                report.sections.append(("last client run's stderr", last["_stderr"]))
 
 
 def _nodes_in(value):
@@ -84,6 +88,8 @@ class Cluster:
     def __init__(self, node):
         self.node = node
         self.target = TARGET
+        # The last driver answer, shown with a failing test's report (its stderr says why).
+        self.last_answer: dict | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -92,7 +98,9 @@ class Cluster:
     def driver(self, client: str, op: str, *, timeout: float = 60.0, **job) -> dict:
         """Run one client job against this broker; returns the raw answer (ok/result/error)."""
         self.assert_alive()
-        return clients.run_driver(client, {"op": op, "bootstrap": self.bootstrap, **job}, timeout=timeout)
+        self.last_answer = clients.run_driver(client, {"op": op, "bootstrap": self.bootstrap, **job},
+                                              timeout=timeout)
+        return self.last_answer
 
     def assert_alive(self) -> None:
         """Fail at once (not after client timeouts) when the node process has died."""

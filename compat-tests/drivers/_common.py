@@ -8,7 +8,9 @@ Diagnostics go to stderr. Bytes travel as base64 strings; None stays null.
 from __future__ import annotations
 
 import base64
+import collections
 import json
+import logging
 import sys
 import time
 import traceback
@@ -52,7 +54,58 @@ class Deadline:
         return time.monotonic() >= self.end
 
 
+class DebugTail(logging.Handler):
+    """The Python clients' last debug lines, printed to stderr only when an operation timed out.
+
+    A consume that ends with nothing is otherwise silent about why (no fetch sent, an error code
+    retried, a session reset…); the tail says which without flooding every run's stderr.
+    """
+
+    def __init__(self, head: int = 60, tail: int = 40) -> None:
+        super().__init__(logging.DEBUG)
+        # The first lines show how the operation began (the first fetch and its answer), the last
+        # ones what it was stuck on.
+        self.head: list[str] = []
+        self.head_size = head
+        self.tail: collections.deque[str] = collections.deque(maxlen=tail)
+        self.dropped = 0
+        self.setFormatter(logging.Formatter("%(relativeCreated)8.0f %(name)s %(levelname)s %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record)
+        except Exception:  # a log line that fails to format must not fail the operation
+            return
+        if len(self.head) < self.head_size:
+            self.head.append(line)
+            return
+        if len(self.tail) == self.tail.maxlen:
+            self.dropped += 1
+        self.tail.append(line)
+
+    def text(self) -> str:
+        gap = [f"... {self.dropped} lines left out ..."] if self.dropped else []
+        return "\n".join(self.head + gap + list(self.tail))
+
+    # Not the wire-level loggers (kafka.protocol.parser, kafka.net.transport): they print raw bytes.
+    @classmethod
+    def install(cls, loggers: tuple[str, ...] = ("kafka.consumer", "kafka.producer", "kafka.cluster",
+                                                 "kafka.net.connection", "kafka.coordinator",
+                                                 "aiokafka")) -> "DebugTail":
+        tail = cls()
+        # The root handlers (basicConfig's stderr one) keep printing warnings only.
+        for handler in logging.getLogger().handlers:
+            if handler.level == logging.NOTSET:
+                handler.setLevel(logging.WARNING)
+        for name in loggers:
+            logger = logging.getLogger(name)
+            logger.setLevel(logging.DEBUG)
+            logger.addHandler(tail)
+        return tail
+
+
 def main(ops: dict, error_mapper=None) -> None:
+    tail = DebugTail.install()
     job = read_job()
     op = job.get("op")
     if op not in ops:
@@ -66,4 +119,6 @@ def main(ops: dict, error_mapper=None) -> None:
         info = error_mapper(exc) if error_mapper else None
         emit({"ok": False, "error": info or error_info(exc)})
         sys.exit(1)
+    if isinstance(result, dict) and result.get("timed_out") and tail.head:
+        sys.stderr.write("--- client debug log ---\n" + tail.text() + "\n")
     emit({"ok": True, "result": result})

@@ -123,7 +123,7 @@ def run_driver(client: str, job: Mapping, *, timeout: float = 60.0) -> dict:
         raise ClientError(f"{client} driver printed no JSON result for op {job.get('op')!r}\n"
                           + done.describe())
     answer = json.loads(lines[-1])
-    answer["_stderr"] = done.stderr.decode("utf-8", "replace")[-6000:]
+    answer["_stderr"] = done.stderr.decode("utf-8", "replace")[-16000:]
     return answer
 
 
