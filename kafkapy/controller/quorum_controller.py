@@ -284,10 +284,16 @@ class QuorumController:
     @property
     def image(self) -> MetadataImage:
         """The image after every record replayed so far."""
-        if self._delta is not None:
-            self._image = self._delta.apply()
-            self._delta = None
-        return self._image
+        # Read once: a steady heartbeat answered on the event loop may ask for the image while an
+        # operation on a worker thread does too (see Node.broker_heartbeat). Both may apply the
+        # same pending delta (same result); neither may find it gone halfway.
+        delta = self._delta
+        if delta is None:
+            return self._image
+        image = delta.apply()
+        if self._delta is delta:
+            self._image, self._delta = image, None
+        return image
 
     @property
     def last_applied_offset(self) -> int:

@@ -369,6 +369,13 @@ class Node:
         records a heartbeat's contact before queueing it, a busy controller must neither fence
         a broker nor leave it unanswered until it fences itself. A heartbeat that would write
         (unfence, fence, controlled shutdown) takes its turn through ``controller_call``.
+
+        It may run while an operation computes on a worker thread, without the controller lock:
+        a steady heartbeat reads the image (replaced whole, never mutated in place; records are
+        replayed only on the loop, and not while an operation holds the lock, since its commit
+        is awaited under it) and writes one key of the contact-time dict, which the worker side
+        only reads key by key (placement's session check). Each is a single atomic operation, and
+        the image's lazy apply tolerates two threads asking at once.
         """
         controller = self.controller
         if (controller is not None and not (req.want_fence or req.want_shut_down)
