@@ -183,6 +183,9 @@ def _check_budget(used: int, more: int) -> None:
         raise _BatchTooLarge()
 
 
+_OP_TYPES = frozenset(OpType)
+
+
 def _error(code: ErrorCode, message: str | None = None) -> KafkaError:
     return KafkaError(code, message)
 
@@ -723,6 +726,10 @@ class QuorumController:
         nulls = [op.name for op in res.ops if op.op != OpType.DELETE and op.value is None]
         if nulls:
             raise _error(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+        unknown = [op for op in res.ops if op.op not in _OP_TYPES]
+        if unknown:
+            raise _error(ErrorCode.INVALID_REQUEST,
+                         f"Unknown config operation type {int(unknown[0].op)} for config {unknown[0].name}")
         # Resource name checks (Kafka's ControllerConfigurationValidator).
         if rtype == RESOURCE_TOPIC:
             if not rname:

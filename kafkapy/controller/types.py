@@ -129,7 +129,7 @@ class OpType(IntEnum):
 @dataclass(frozen=True)
 class AlterConfigOp:
     name: str
-    op: OpType
+    op: OpType | int  # an int outside OpType is a client's unknown id, refused as INVALID_REQUEST
     value: str | None = None
 
 

@@ -6,6 +6,7 @@ Changes are ConfigRecords in the metadata log, so they survive restarts and reac
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable
 
 from kafkapy.broker.config_view import (
@@ -22,6 +23,8 @@ from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESO
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
 
 Resp = m.DescribeConfigsResponse
 Result = Resp.DescribeConfigsResult
@@ -96,19 +99,54 @@ async def handle_incremental_alter_configs(ctx: BrokerContext, request: Request)
     """IncrementalAlterConfigs on a broker listener: SET/DELETE/APPEND/SUBTRACT on topic and
     broker configs. This broker refuses another broker's entry itself and has the controller do
     the rest (see ``_alter_through_controller``)."""
-    return await _alter_through_controller(ctx, request, IncResp, _incremental_ops)
+    return _refused(request, IncResp) or await _alter_through_controller(ctx, request, IncResp, _incremental_ops)
 
 
 async def handle_alter_configs(ctx: BrokerContext, request: Request) -> object:
     """The legacy AlterConfigs on a broker listener: the given set replaces the resource's
     dynamic configs entirely (checked and forwarded as IncrementalAlterConfigs is)."""
-    return await _alter_through_controller(ctx, request, AlterResp, _replacing_ops)
+    return _refused(request, AlterResp) or await _alter_through_controller(ctx, request, AlterResp, _replacing_ops)
+
+
+def malformed_alter(body: object) -> str | None:
+    """Why an (Incremental)AlterConfigs request has a null where Kafka's schema has none (the
+    resources, a resource's name or configs, a config's name), or None when it is well formed.
+    Kafka's parser refuses such a request before anything runs; acting on its other entries
+    would apply half of a request the client never validly sent."""
+    resources = getattr(body, "resources", None)
+    if not isinstance(resources, (list, tuple)):
+        return "resources is null"
+    for i, r in enumerate(resources):
+        if r is None or not isinstance(r.resource_name, str):
+            return f"resource entry {i} has a null resource_name"
+        if not isinstance(r.configs, (list, tuple)):
+            return f"resource {r.resource_name!r} has null configs"
+        if any(c is None or not isinstance(c.name, str) for c in r.configs):
+            return f"resource {r.resource_name!r} has a config with a null name"
+    return None
+
+
+def _refused(request: Request, resp_class: type) -> object | None:
+    """INVALID_REQUEST for every resource of a malformed request (nothing is changed), or
+    None to go on."""
+    problem = malformed_alter(request.body)
+    if problem is None:
+        return None
+    log.info("%s rejected: %s", resp_class.__name__.replace("Response", "Request"), problem)
+    listed = request.body.resources if isinstance(request.body.resources, (list, tuple)) else ()
+    results = [AlterConfigsResult(r.resource_type, r.resource_name if isinstance(r.resource_name, str) else "",
+                                  int(ErrorCode.INVALID_REQUEST), problem)
+               for r in listed if r is not None]
+    return resp_class(throttle_time_ms=0, responses=_to_wire_results(results, resp_class))
 
 
 async def handle_forwarded_incremental_alter_configs(ctx: BrokerContext, request: Request) -> object:
     """IncrementalAlterConfigs on the controller listener, as a broker forwards it: a broker
     entry may name any broker (the forwarding broker has checked it names itself), as Kafka's
     ControllerApis accepts."""
+    refused = _refused(request, IncResp)
+    if refused is not None:
+        return refused
     body = request.body
     results = await _controller_alter(ctx, _incremental_ops(ctx, body.resources), bool(body.validate_only))
     return IncResp(throttle_time_ms=0, responses=_to_wire_results(results, IncResp))
@@ -117,6 +155,9 @@ async def handle_forwarded_incremental_alter_configs(ctx: BrokerContext, request
 async def handle_forwarded_alter_configs(ctx: BrokerContext, request: Request) -> object:
     """The legacy AlterConfigs on the controller listener (see
     ``handle_forwarded_incremental_alter_configs``)."""
+    refused = _refused(request, AlterResp)
+    if refused is not None:
+        return refused
     body = request.body
     results = await _controller_alter(ctx, _replacing_ops(ctx, body.resources), bool(body.validate_only))
     return AlterResp(throttle_time_ms=0, responses=_to_wire_results(results, AlterResp))
@@ -126,10 +167,19 @@ def _incremental_ops(ctx: BrokerContext, wire: list) -> list[AlterConfigsResourc
     return [
         AlterConfigsResource(
             resource_type=r.resource_type, resource_name=r.resource_name,
-            ops=tuple(AlterConfigOp(c.name, OpType(c.config_operation), c.value) for c in r.configs),
+            ops=tuple(AlterConfigOp(c.name, _op_type(c.config_operation), c.value) for c in r.configs),
         )
         for r in wire
     ]
+
+
+def _op_type(op: int) -> OpType | int:
+    # An id outside 0..3 goes through as the bare number: the controller answers it with
+    # INVALID_REQUEST for its resource alone, as Kafka does.
+    try:
+        return OpType(op)
+    except ValueError:
+        return op
 
 
 def _replacing_ops(ctx: BrokerContext, wire: list) -> list[AlterConfigsResource]:

@@ -160,3 +160,29 @@ def test_config_changes_survive_replay_and_snapshots(h) -> None:
         assert image.configs.topic("t") == {"message.timestamp.type": "LogAppendTime"}
         assert image.configs.get(RESOURCE_BROKER, "") == {"log.retention.ms": "60000"}
         assert image.configs.get(RESOURCE_BROKER, "1") == {"message.max.bytes": "5000"}
+
+
+def test_an_unknown_operation_type_is_invalid_request_for_its_resource_alone(h) -> None:
+    topic(h)
+    for op in (-2, 4, 127):
+        result = h.controller.incremental_alter_configs([
+            AlterConfigsResource(RESOURCE_TOPIC, "t", (AlterConfigOp("retention.ms", op, "1"),)),
+            AlterConfigsResource(RESOURCE_BROKER, "", (AlterConfigOp("log.retention.ms", OpType.SET, "60000"),)),
+        ])
+        bad, good = h.commit(result)
+        assert (bad.error_code, bad.error_message) == (
+            E.INVALID_REQUEST, f"Unknown config operation type {op} for config retention.ms")
+        assert good.error_code == 0
+    assert h.controller.image.configs.topic("t") == {}
+
+
+def test_unknown_resource_types_and_duplicates_are_invalid_request(h) -> None:
+    topic(h)
+    set_retention = (AlterConfigOp("retention.ms", OpType.SET, "1000"),)
+    results = h.commit(h.controller.incremental_alter_configs([
+        AlterConfigsResource(99, "t", set_retention), AlterConfigsResource(RESOURCE_TOPIC, "t", set_retention),
+        AlterConfigsResource(RESOURCE_TOPIC, "t", set_retention)]))
+    assert [(r.error_code, r.error_message) for r in results] == [
+        (E.INVALID_REQUEST, "Unknown resource type 99"),
+        (E.INVALID_REQUEST, "Each resource must appear at most once.")]
+    assert h.controller.image.configs.topic("t") == {}
