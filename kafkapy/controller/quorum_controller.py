@@ -720,6 +720,9 @@ class QuorumController:
     def _alter_resource(self, res: AlterConfigsResource) -> list[ConfigRecord]:
         rtype, rname = res.resource_type, res.resource_name
         # Request-shape checks (Kafka's ConfigAdminManager, before the controller).
+        if not isinstance(rname, str) or any(not isinstance(op.name, str) for op in res.ops):
+            # Kafka's parser refuses these nulls; none may reach a ConfigRecord.
+            raise _error(ErrorCode.INVALID_REQUEST, "Resource and config names must not be null")
         names = [op.name for op in res.ops]
         if len(set(names)) != len(names):
             raise _error(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")

@@ -186,3 +186,13 @@ def test_unknown_resource_types_and_duplicates_are_invalid_request(h) -> None:
         (E.INVALID_REQUEST, "Unknown resource type 99"),
         (E.INVALID_REQUEST, "Each resource must appear at most once.")]
     assert h.controller.image.configs.topic("t") == {}
+
+
+def test_null_names_never_reach_a_config_record(h) -> None:
+    topic(h)
+    result = h.controller.incremental_alter_configs([
+        AlterConfigsResource(RESOURCE_BROKER, None, (AlterConfigOp("log.retention.ms", OpType.SET, "60000"),)),
+        AlterConfigsResource(RESOURCE_TOPIC, "t", (AlterConfigOp(None, OpType.SET, "1"),))])
+    assert [(r.error_code, r.error_message) for r in result.response] == [
+        (E.INVALID_REQUEST, "Resource and config names must not be null")] * 2
+    assert result.records == ()
