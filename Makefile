@@ -13,7 +13,7 @@ PORT   := 9092
 endif
 CONTROLLER_PORT ?= $(shell expr $(PORT) + 1)
 
-.PHONY: run test install install-run tools bench report-card clean
+.PHONY: run test install install-run tools bench report-card clean fuzz fuzz-seeds
 MODE   ?= quick
 
 run: install-run
@@ -54,6 +54,17 @@ bench: install tools
 # and the README's numbers. MODE=full runs librdkafka's whole suite (long).
 report-card: install tools
 	$(PY) compat-tests/report_card.py run --mode $(MODE) --report
+
+# A long fuzz campaign against a fresh node (docs/fuzzing.md); the summary and reproducer frames
+# land in $(FUZZ_OUT). `make fuzz-seeds` re-records the committed seed corpus from the stock clients.
+FRAMES   ?= 1000000
+SEED     ?= 1
+FUZZ_OUT ?= .fuzz/seed-$(SEED)
+fuzz: install
+	$(PY) -m kafkapy.testing.fuzz run --frames $(FRAMES) --seed $(SEED) --out $(FUZZ_OUT)
+
+fuzz-seeds: install tools
+	$(PY) -m kafkapy.testing.fuzz record
 
 clean:
 	rm -rf $(VENV) .tools build kafkapy/*/_fast*.so kafkapy/*/_fast*.c
