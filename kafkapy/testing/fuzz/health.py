@@ -17,9 +17,27 @@ class Sample:
     rss_kib: int
     fds: int
     cpu_s: float
+    #: descriptors of files under the data dir: segments and indexes of partitions, which grow
+    #: with the topics a campaign legitimately creates
+    data_fds: int = 0
 
 
-def sample(pid: int) -> Sample:
+def fd_kinds(pid: int) -> dict[str, int]:
+    """Open descriptors by what they are: socket, pipe, anon_inode, or the file's directory."""
+    kinds: dict[str, int] = {}
+    base = f"/proc/{pid}/fd"
+    for fd in os.listdir(base):
+        try:
+            target = os.readlink(os.path.join(base, fd))
+        except OSError:
+            continue
+        kind = target.split(":", 1)[0] if ":" in target and not target.startswith("/") else (
+            os.path.basename(os.path.dirname(target)) or target)
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:20])
+
+
+def sample(pid: int, data_dir: str | os.PathLike[str] | None = None) -> Sample:
     rss = 0
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -29,7 +47,16 @@ def sample(pid: int) -> Sample:
         # utime and stime, fields 14 and 15, after the parenthesised command name
         fields = f.read().rsplit(")", 1)[1].split()
     cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return Sample(rss, len(os.listdir(f"/proc/{pid}/fd")), cpu)
+    fds = os.listdir(f"/proc/{pid}/fd")
+    data = 0
+    if data_dir is not None:
+        prefix = os.path.realpath(data_dir) + os.sep
+        for fd in fds:
+            try:
+                data += os.readlink(f"/proc/{pid}/fd/{fd}").startswith(prefix)
+            except OSError:
+                pass
+    return Sample(rss, len(fds), cpu, data)
 
 
 @dataclass

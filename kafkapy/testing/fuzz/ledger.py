@@ -69,8 +69,9 @@ class DataLedger:
 
     def _produce(self, c: SyncKafkaClient, topic: str, partition: int, values: list[bytes]) -> int | None:
         req = m.ProduceRequest
-        batch = build_batch([Record(None, v, (), 1_700_000_000_000) for v in values],
-                            now_ms=1_700_000_000_000)
+        # Today's timestamps: older ones would be (rightly) deleted by 7-day time retention.
+        now_ms = int(time.time() * 1000)
+        batch = build_batch([Record(None, v, (), now_ms) for v in values], now_ms=now_ms)
         resp = c.send(req(transactional_id=None, acks=-1, timeout_ms=10000, topic_data=[
             req.TopicProduceData(name=topic, partition_data=[
                 req.TopicProduceData.PartitionProduceData(index=partition, records=batch)])]),

@@ -164,14 +164,16 @@ class Mutator:
             return None
         start, end = spot.offset, spot.offset + spot.width
         batch = data[start:end]
+        if len(batch) < _RECORDS_START:
+            return None
         (length,) = _SIZE.unpack_from(batch, _BATCH_LENGTH)
         what = rng.randrange(9)
         if what == 0:
-            _SIZE.pack_into(batch, _BATCH_LENGTH, rng.choice(
-                (0, 1, length - 1, length + 1, length * 2, -1, 0x7FFFFFFF, 48, 49)))
+            _SIZE.pack_into(batch, _BATCH_LENGTH, _int32(rng.choice(
+                (0, 1, length - 1, length + 1, length * 2, -1, 0x7FFFFFFF, 48, 49))))
         elif what == 1:
-            _SIZE.pack_into(batch, _RECORD_COUNT, rng.choice(
-                (0, -1, 1, 2, 1000, 0x7FFFFFFF, -0x80000000, _SIZE.unpack_from(batch, _RECORD_COUNT)[0] + 1)))
+            _SIZE.pack_into(batch, _RECORD_COUNT, _int32(rng.choice(
+                (0, -1, 1, 2, 1000, 0x7FFFFFFF, -0x80000000, _SIZE.unpack_from(batch, _RECORD_COUNT)[0] + 1))))
         elif what == 2:  # compression codec (incl. unknown 5-7), timestamp type, txn, control
             attrs = struct.unpack_from(">H", batch, _ATTRIBUTES)[0]
             attrs = rng.choice(((attrs & ~7) | rng.randrange(8), attrs ^ (1 << rng.randrange(16)),
@@ -241,6 +243,10 @@ class Mutator:
 
     def _noise(self, rng: random.Random, data: bytearray, _: int) -> bytearray | None:
         return bytearray(rng.randbytes(rng.randrange(1, 300)))
+
+
+def _int32(n: int) -> int:
+    return max(-(1 << 31), min((1 << 31) - 1, n))
 
 
 def _api(data: bytearray) -> tuple[int, int]:
