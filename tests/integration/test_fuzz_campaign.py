@@ -20,9 +20,9 @@ SEED = int(os.environ.get("KAFKAPY_FUZZ_SEED", "20261125"))
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "issue 27 defects 3 and 5 on today's main: null in non-nullable fields reaches the handlers "
-    "(TypeError/AttributeError tracebacks) and an unknown IncrementalAlterConfigs op type raises "
-    "ValueError; remove once bounded, schema-true decoding and the op-type check land"))
+    "issue 27 defect 3 on today's main: null in non-nullable fields reaches the handlers "
+    "(TypeError/AttributeError tracebacks in ~30 APIs); remove once bounded, schema-true "
+    "decoding lands"))
 def test_short_campaign_finds_nothing(tmp_path):
     cfg = CampaignConfig(frames=FRAMES, seed=SEED, workers=8, time_budget_s=150.0,
                          replay_budget_s=15.0, out_dir=tmp_path / "fuzz", workdir=tmp_path / "node")
