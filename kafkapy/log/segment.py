@@ -11,7 +11,6 @@ import logging
 import mmap
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from kafkapy._speedups import load
@@ -63,62 +62,112 @@ class AppendBatch(NamedTuple):
     max_timestamp: int
 
 
-class SegmentFile:
-    """The descriptor of a ``.log`` file, closed when the last user lets go of it.
+class _Descriptor:
+    """One open descriptor, closed when the last reference to this object goes.
 
-    The segment and every FetchSlice cut from it share this object. Neither deleting a segment
-    (unlink) nor retiring it (rename to ``.deleted``, unlinked file.delete.delay.ms later) closes
-    the descriptor, so an in-flight sendfile keeps reading the old inode; the descriptor closes
-    when the segment and its last slice are garbage.
+    CPython's reference count is the count of users: the segment holds one reference while it
+    is open, each :class:`FetchSlice` cut from it another. Nothing ever closes the number
+    explicitly, so no close (by any caller, on any thread) can free a number a reader is still
+    sending from, and none is skipped: the last reference dropped, by ``release()`` or by the
+    garbage collector, closes it.
     """
 
-    __slots__ = ("fd",)
+    __slots__ = ("fd", "path")
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd = fd
+        self.path = path  # as opened; only for log lines (renames don't follow)
+
+    def __del__(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class SegmentFile:
+    """The descriptor of a ``.log`` file, shared by the segment and every FetchSlice cut from it.
+
+    :meth:`close` is the segment letting go: the descriptor closes then if no slice holds it, or
+    when the last slice is released. So deleting a topic, retention, compaction or truncation
+    never frees the number under an in-flight sendfile (Linux would hand it to the next file
+    opened, and the reply would carry that file's bytes), and an unlinked file stays readable
+    through the slices taken before.
+    """
+
+    __slots__ = ("_desc", "fd")
 
     def __init__(self, path: str) -> None:
-        self.fd = -1  # (for __del__ when the open below fails)
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._desc: _Descriptor | None = None
+        self.fd = -1
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._desc = _Descriptor(fd, path)
+        self.fd = fd
 
     def fileno(self) -> int:
-        if self.fd < 0:
+        if self._desc is None:
             raise ValueError("segment file is closed")
         return self.fd
 
+    def share(self) -> _Descriptor:
+        """The descriptor, for a reader that keeps it open until it lets go of it."""
+        desc = self._desc
+        if desc is None:
+            raise ValueError("segment file is closed")
+        return desc
+
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def __del__(self) -> None:
-        self.close()
+        """Let go of the descriptor (closed now, or when the last slice is released)."""
+        self.fd = -1
+        self._desc = None
 
 
-@dataclass(frozen=True)
 class FetchSlice:
     """A byte range of a segment file, to be sent with ``os.sendfile`` or read into memory.
 
-    Holds a reference to the segment's file object, so the descriptor stays open (even after the
-    segment is deleted, since deletion only unlinks) until the slice is dropped.
+    Holds the segment's descriptor open (even after the segment is closed or its file deleted)
+    until :meth:`release` or until the slice is garbage; :meth:`fileno` is valid until then. A
+    ``kafkapy.protocol.FileRegion`` made from it releases it once the reply is written.
     """
 
-    file: SegmentFile
-    position: int
-    size: int
+    __slots__ = ("_desc", "position", "size")
+
+    def __init__(self, file: SegmentFile, position: int, size: int) -> None:
+        self._desc: _Descriptor | None = file.share()
+        self.position = position
+        self.size = size
 
     def fileno(self) -> int:
-        return self.file.fileno()
+        desc = self._desc
+        if desc is None:
+            raise ValueError("fetch slice already released")
+        return desc.fd
+
+    def release(self) -> None:
+        """Let go of the descriptor (idempotent); the slice can't be read afterwards."""
+        self._desc = None
 
     def read_bytes(self) -> bytes:
-        out = bytearray()
-        pos, left = self.position, self.size
-        fd = self.fileno()
-        while left > 0:
-            chunk = os.pread(fd, left, pos)
-            if not chunk:
-                break  # the file shrank under us (truncation); return what exists
-            out += chunk
-            pos += len(chunk)
-            left -= len(chunk)
-        return bytes(out)
+        return _pread_range(self.fileno(), self.position, self.size)
+
+    def __repr__(self) -> str:
+        desc = self._desc
+        return f"FetchSlice({desc.path if desc is not None else 'released'})"
+
+
+def _pread_range(fd: int, position: int, size: int) -> bytes:
+    out = bytearray()
+    pos, left = position, size
+    while left > 0:
+        chunk = os.pread(fd, left, pos)
+        if not chunk:
+            break  # the file shrank under us (truncation); return what exists
+        out += chunk
+        pos += len(chunk)
+        left -= len(chunk)
+    return bytes(out)
 
 
 class LogSegment:
@@ -251,7 +300,10 @@ class LogSegment:
         pos = start
         buf = b""
         buf_start = start
-        fd = self.fd
+        # Held for the whole walk: the cleaner walks segments on a worker thread, and a close
+        # meanwhile must not free the number under it.
+        desc = self.file.share()
+        fd = desc.fd
         while end - pos >= fmt.HEADER_SIZE:
             rel = pos - buf_start
             if rel < 0 or rel + fmt.HEADER_SIZE > len(buf):
@@ -409,7 +461,8 @@ class LogSegment:
         return None
 
     def read_batch(self, ref: BatchRef) -> bytes:
-        return FetchSlice(self.file, ref.position, ref.header.size).read_bytes()
+        desc = self.file.share()  # (kept open across the reads, see iter_batches)
+        return _pread_range(desc.fd, ref.position, ref.header.size)
 
     # ------------------------------------------------------------------ roll and recovery
     def should_roll(self, *, messages_size: int, max_timestamp_in_messages: int,
@@ -589,12 +642,19 @@ class LogSegment:
         self.on_become_inactive()
         self.offset_index.close()
         self.time_index.close()
-        self.file.close()
+        self._release_file()
 
     def close_handlers(self) -> None:
         self.offset_index.close_no_trim()
         self.time_index.close_no_trim()
+        self._release_file()
+
+    def _release_file(self) -> None:
+        # The descriptor closes once no FetchSlice holds it (see SegmentFile); this segment's
+        # own number goes now, so a stray write after close fails (EBADF) instead of landing in
+        # whatever file gets the number next.
         self.file.close()
+        self.fd = -1
 
     def rename_for_deletion(self) -> list[str]:
         """First step of Kafka's asynchronous segment deletion: rename every file of the segment
@@ -624,8 +684,10 @@ class LogSegment:
         return renamed
 
     def delete(self) -> None:
-        """Remove the segment's files. The log fd is left for the GC so in-flight FetchSlices
-        (which hold the file object) can finish their sendfile from the unlinked inode."""
+        """Remove the segment's files. The descriptor stays open while this object or any
+        FetchSlice cut from it lives (a cleaner planning on a worker thread may still walk it):
+        in-flight sendfiles finish from the unlinked inode, and the number is never reused
+        under them."""
         self.deleted = True
         self.offset_index.delete()
         self.time_index.delete()

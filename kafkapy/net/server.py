@@ -119,7 +119,15 @@ class Dispatcher(Protocol):
 
 
 class _RegionTruncated(Exception):
-    """A file region ended early (the segment shrank); the frame can't be completed."""
+    """A file region ended early (the segment was truncated while its bytes were being sent).
+
+    The frame's size is already on the wire, so the connection must close: padding the frame or
+    sending any other bytes in the region's place would hand the client records it never asked
+    for."""
+
+    def __init__(self, region: FileRegion, remaining: int) -> None:
+        super().__init__(f"{region.describe()} ended {remaining} bytes early "
+                         "(the file shrank while being sent)")
 
 
 class _Close(Exception):
@@ -211,10 +219,13 @@ async def _writev(fd: int, buffers: list[bytes | bytearray | memoryview]) -> Non
 
 
 async def _sendfile(out_fd: int, region: FileRegion) -> None:
+    # The number comes from the region's owner, which holds the descriptor open until the reply
+    # is released (after this returns), whatever closes the segment meanwhile.
+    in_fd = region.fileno()
     offset, remaining = region.offset, region.count
     while remaining:
         try:
-            sent = os.sendfile(out_fd, region.fd, offset, min(remaining, _SENDFILE_CHUNK))
+            sent = os.sendfile(out_fd, in_fd, offset, min(remaining, _SENDFILE_CHUNK))
         except BlockingIOError:
             await trio.lowlevel.wait_writable(out_fd)
             continue
@@ -225,7 +236,7 @@ async def _sendfile(out_fd: int, region: FileRegion) -> None:
                 raise trio.BrokenResourceError(f"sendfile failed: {exc}") from exc
             raise
         if sent == 0:
-            raise _RegionTruncated(f"file region fd={region.fd} ended {remaining} bytes early")
+            raise _RegionTruncated(region, remaining)
         offset += sent
         remaining -= sent
         # Let other connections run between chunks of a large region.
@@ -233,14 +244,22 @@ async def _sendfile(out_fd: int, region: FileRegion) -> None:
 
 
 async def _send_region_copy(stream: trio.abc.SendStream, region: FileRegion) -> None:
+    in_fd = region.fileno()
     offset, remaining = region.offset, region.count
     while remaining:
-        chunk = os.pread(region.fd, min(remaining, 1 << 20), offset)
+        chunk = os.pread(in_fd, min(remaining, 1 << 20), offset)
         if not chunk:
-            raise _RegionTruncated(f"file region fd={region.fd} ended {remaining} bytes early")
+            raise _RegionTruncated(region, remaining)
         await stream.send_all(chunk)
         offset += len(chunk)
         remaining -= len(chunk)
+
+
+def _release_regions(parts: Sequence[Part] | None) -> None:
+    """Let go of the descriptors a reply's file regions hold (the reply is written or dropped)."""
+    for part in parts or ():
+        if isinstance(part, FileRegion):
+            part.release()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,6 +381,7 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
             reply = await _handle(dispatcher, event, info, handler_timeout)
             if reply is None:
                 continue
+            parts: Sequence[Part] | None = None
             try:
                 # acks=0 produce: Kafka never answers, and the client would choke on an answer.
                 parts = _reply_parts(event, reply, info) if event.expects_response else None
@@ -375,6 +395,9 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                                     "%.0f s", info.connection_id, event.describe(), send_timeout)
                         return
             finally:
+                # Written, timed out, peer gone or cancelled: the regions' descriptors go now
+                # (closing there and then if their segment was deleted meanwhile).
+                _release_regions(reply.parts if parts is None else parts)
                 if reply.on_done is not None:
                     try:
                         reply.on_done()
@@ -382,9 +405,8 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                         log.exception("Reply.on_done failed on connection %s", info.connection_id)
             if reply.close:
                 return
-            # Drop the request, reply and any file regions now rather than when the next request
-            # arrives: an idle connection must not pin a deleted segment's descriptor (or a 100 MB
-            # request frame) for minutes.
+            # Drop the request and reply now rather than when the next request arrives: an idle
+            # connection must not pin a 100 MB request frame for minutes.
             del event, reply, parts
     except _Close:
         return

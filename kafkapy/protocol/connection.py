@@ -225,10 +225,11 @@ class FileRegion:
     """``count`` bytes of the open file ``fd`` from ``offset``, sent with ``os.sendfile``.
 
     Put one where a message has a ``records`` field and encode with :func:`encode_response_parts`
-    (the listener does that for any response body it is handed). The fd must stay open until the
-    reply is written: ``owner`` holds whatever keeps it open (a log ``FetchSlice``, whose segment
-    file closes its descriptor when the last reference goes), and the listener keeps the reply, so
-    the owner, alive until the bytes are out. ``Reply.on_done`` is the other hook for releasing it.
+    (the listener does that for any response body it is handed). The descriptor must stay open
+    until the reply is written: ``owner`` (a log ``FetchSlice``, from :meth:`of`) holds it open,
+    whatever closes the segment meanwhile, until :meth:`release`; the listener releases every
+    region of a reply once it is written or abandoned (the garbage collector releases a reply
+    that never got there). A region without an owner is the caller's to keep open.
     """
 
     fd: int
@@ -239,8 +240,25 @@ class FileRegion:
     @classmethod
     def of(cls, file_slice: Any) -> FileRegion:
         """A region for anything with ``fileno()``, ``position`` and ``size`` (a log FetchSlice),
-        keeping it as the owner."""
+        keeping it as the owner; ``release()`` on the region calls the owner's, if it has one."""
         return cls(file_slice.fileno(), file_slice.position, file_slice.size, file_slice)
+
+    def fileno(self) -> int:
+        """The descriptor to send from; raises ValueError once the owner has released it (its
+        number may belong to another file by then)."""
+        owner = self.owner
+        return self.fd if owner is None else owner.fileno()
+
+    def release(self) -> None:
+        """Let go of the descriptor (idempotent); the region can't be sent afterwards."""
+        release = getattr(self.owner, "release", None)
+        if release is not None:
+            release()
+
+    def describe(self) -> str:
+        """What the region is, for log lines (a FetchSlice owner's repr names its file)."""
+        where = f"fd={self.fd}" if self.owner is None else repr(self.owner)
+        return f"file region [{self.offset}, +{self.count}] of {where}"
 
     def __len__(self) -> int:
         return self.count

@@ -44,6 +44,8 @@ class FakeDispatcher:
         ])
         self.region_file = region_file
         self.region: tuple[int, int] = (0, 0)
+        self.owners: list[CountingOwner] = []  # with track_regions, one per region handed out
+        self.track_regions = False
         self.handled: list[tuple[str, int]] = []
         self.active = 0
         self.max_active = 0
@@ -97,9 +99,14 @@ class FakeDispatcher:
             F = m.FetchResponse
             T = F.FetchableTopicResponse
             offset, count = self.region
+            if self.track_regions:
+                owner = CountingOwner(self.region_file, offset, count)
+                self.owners.append(owner)
+                records = FileRegion.of(owner)
+            else:
+                records = FileRegion(self.region_file.fileno(), offset, count)
             resp = F(throttle_time_ms=0, error_code=0, session_id=0, responses=[T(topic="t", partitions=[
-                T.PartitionData(partition_index=0, error_code=0, high_watermark=9,
-                                records=FileRegion(self.region_file.fileno(), offset, count)),
+                T.PartitionData(partition_index=0, error_code=0, high_watermark=9, records=records),
                 T.PartitionData(partition_index=1, error_code=0, high_watermark=9, records=b"inline")])])
             if request.body.max_wait_ms == 1:
                 return resp  # a bare body with file regions in it works too
@@ -109,6 +116,22 @@ class FakeDispatcher:
         if request.api_key == ApiKey.FIND_COORDINATOR:
             await trio.sleep_forever()
         raise AssertionError(request)
+
+
+class CountingOwner:
+    """A region owner (as a log FetchSlice is) that counts how often it is released."""
+
+    def __init__(self, f: Any, position: int, size: int) -> None:
+        self.f, self.position, self.size = f, position, size
+        self.released = 0
+
+    def fileno(self) -> int:
+        if self.released:
+            raise ValueError("released")
+        return self.f.fileno()
+
+    def release(self) -> None:
+        self.released += 1
 
 
 def metadata(*names: str) -> Any:
@@ -407,3 +430,58 @@ def test_stock_clients_complete_the_handshake(api_versions_max: int) -> None:
 
     run()
     assert {"rdkafka", "kafka-python-3.0.12"} <= d.clients
+
+
+@trio_test
+async def test_regions_are_released_once_written(tmp_path: Any) -> None:
+    data = os.urandom(2 * 1024 * 1024)
+    path = tmp_path / "seg"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        d = FakeDispatcher(f)
+        d.region, d.track_regions = (10, len(data) - 10), True
+        async with trio.open_nursery() as nursery:
+            port = await start(nursery, d)
+            async with await KafkaClient.connect("127.0.0.1", port) as client:
+                for max_wait in (0, 1):  # a Reply with parts, then a bare body holding the region
+                    resp = await client.send(m.FetchRequest(max_wait_ms=max_wait, min_bytes=1, topics=[]))
+                    assert resp.responses[0].partitions[0].records == data[10:]
+                    assert [o.released for o in d.owners] == [1] * len(d.owners)
+            # The copy path (streams that aren't plain sockets) releases too.
+            server_side, client_side = trio.testing.memory_stream_pair()
+            nursery.start_soon(serve_stream, server_side, d, d.versions, ConnectionInfo("mem", "PLAINTEXT"))
+            client = KafkaClient(client_side)
+            await client.negotiate()
+            resp = await client.send(m.FetchRequest(max_wait_ms=0, min_bytes=1, topics=[]))
+            assert resp.responses[0].partitions[0].records == data[10:]
+            await client.aclose()
+            nursery.cancel_scope.cancel()
+    assert len(d.owners) == 3 and [o.released for o in d.owners] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("how", ["client leaves", "send times out"])
+@trio_test
+async def test_regions_are_released_when_a_reply_is_abandoned(tmp_path: Any, how: str) -> None:
+    data = os.urandom(16 * 1024 * 1024)
+    path = tmp_path / "seg"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        d = FakeDispatcher(f)
+        d.region, d.track_regions = (0, len(data)), True
+        async with trio.open_nursery() as nursery:
+            port = await start(nursery, d, send_timeout=0.3 if how == "send times out" else 60)
+            sock = trio.socket.socket()
+            sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, 4096)
+            await sock.connect(("127.0.0.1", port))
+            await sock.send(raw_frame(m.FetchRequest(max_wait_ms=0, min_bytes=1, topics=[]), 4, 1))
+            assert len(await sock.recv(4096)) > 0  # the reply has started, and stalls unread
+            while not d.owners:
+                await trio.sleep(0.01)
+            if how == "client leaves":
+                assert d.owners[0].released == 0
+                sock.close()  # with unread data: the node's next send fails
+            while not d.owners[0].released:
+                await trio.sleep(0.01)
+            sock.close()
+            nursery.cancel_scope.cancel()
+    assert d.owners[0].released == 1
