@@ -161,7 +161,10 @@ def _admin(job: dict) -> AdminClient:
 
 
 def op_create_topics(job: dict) -> dict:
-    admin = _admin(job)
+    return {"topics": _create_topics(_admin(job), job["topics"])}
+
+
+def _create_topics(admin: AdminClient, topics: list[dict]) -> list[dict]:
     new = [
         NewTopic(
             t["name"],
@@ -169,7 +172,7 @@ def op_create_topics(job: dict) -> dict:
             replication_factor=t.get("replication_factor", 1),
             config={k: str(v) for k, v in t.get("config", {}).items()},
         )
-        for t in job["topics"]
+        for t in topics
     ]
     futures = admin.create_topics(new, operation_timeout=10, request_timeout=15)
     out = []
@@ -179,7 +182,7 @@ def op_create_topics(job: dict) -> dict:
             out.append({"name": name, "error": None})
         except KafkaException as exc:
             out.append({"name": name, "error": kafka_error(exc.args[0])})
-    return {"topics": out}
+    return out
 
 
 def op_describe_topics(job: dict) -> dict:
@@ -232,10 +235,15 @@ def _futures_result(futures: dict, name_of) -> list:
 
 
 def op_delete_topics(job: dict) -> dict:
+    """Delete `topics`; then, with `then_create` (topic specs as create_topics takes), create
+    those over the same connections (no new connection to the broker in between)."""
     admin = _admin(job)  # keep the handle alive until the futures resolve
     res = _futures_result(admin.delete_topics(job["topics"], operation_timeout=10, request_timeout=15),
                           lambda k: k)
-    return {"topics": [{"name": r["name"], "error": r["error"]} for r in res]}
+    out: dict = {"topics": [{"name": r["name"], "error": r["error"]} for r in res]}
+    if job.get("then_create"):
+        out["created"] = _create_topics(admin, job["then_create"])
+    return out
 
 
 def op_create_partitions(job: dict) -> dict:
@@ -285,8 +293,9 @@ def _source_name(source) -> str:
 
 
 def op_produce_stream(job: dict) -> dict:
-    """Produce `count` records (key = decimal index) and append "<offset> <key>" to `ack_file` for
-    every acknowledged one, flushing the file as reports arrive."""
+    """Produce `count` records (key = `key_prefix` + decimal index, value = `value_size` times
+    `value_fill`) and append "<offset> <key>" to `ack_file` for every acknowledged one, flushing
+    the file as reports arrive."""
     producer = Producer(_producer_conf(job))
     count = job["count"]
     rate = job.get("rate_per_s")
@@ -305,7 +314,8 @@ def op_produce_stream(job: dict) -> dict:
 
     started = time.monotonic()
     deadline = Deadline(job.get("timeout_s", 60))
-    value = b"v" * job.get("value_size", 20)
+    value = job.get("value_fill", "v").encode() * job.get("value_size", 20)
+    prefix = job.get("key_prefix", "")
     for i in range(count):
         if rate and i % 500 == 0:
             ahead = i / rate - (time.monotonic() - started)
@@ -314,7 +324,7 @@ def op_produce_stream(job: dict) -> dict:
                 ack.flush()
         while True:
             try:
-                producer.produce(job["topic"], value=value, key=str(i).encode(), partition=0,
+                producer.produce(job["topic"], value=value, key=f"{prefix}{i}".encode(), partition=0,
                                  on_delivery=report)
                 break
             except BufferError:
@@ -335,8 +345,9 @@ def op_produce_stream(job: dict) -> dict:
 
 
 def op_dump(job: dict) -> dict:
-    """Read a partition from the log start to the end that Fetch reports (partition EOF); write
-    "<offset> <key>" lines to `out_file`."""
+    """Read a partition from the log start to the end that Fetch reports (partition EOF), or
+    until `stop_after` records; write "<offset> <key>" lines to `out_file`. With
+    `record_errors`, consumer errors are collected (by name) instead of ending the read."""
     consumer = _consumer(job)
     try:
         topic, partition = job["topic"], job.get("partition", 0)
@@ -345,14 +356,19 @@ def op_dump(job: dict) -> dict:
         start = job.get("offset", low)
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = Deadline(job.get("timeout_s", 60))
+        stop_after = job.get("stop_after")
+        errors: list[str] = []
         n = 0
         eof = False
         with open(job["out_file"], "w") as out:
-            while not eof and not deadline.expired():
+            while not eof and not deadline.expired() and (stop_after is None or n < stop_after):
                 for msg in consumer.consume(1000, min(0.5, deadline.remaining())):
                     if msg.error():
                         if msg.error().code() == KafkaError._PARTITION_EOF:
                             eof = True
+                            continue
+                        if job.get("record_errors"):
+                            errors.append(msg.error().name())
                             continue
                         raise KafkaException(msg.error())
                     key = msg.key()
@@ -360,7 +376,8 @@ def op_dump(job: dict) -> dict:
                     n += 1
         _, fetch_high = consumer.get_watermark_offsets(tp, cached=True)
         return {"low": low, "high": fetch_high, "listed_high": listed_high, "read": n,
-                "timed_out": not eof}
+                "timed_out": not eof and (stop_after is None or n < stop_after),
+                "errors": errors}
     finally:
         consumer.close()
 
