@@ -343,6 +343,9 @@ class LogSegment:
         if not self.can_convert_to_relative_offset(last_offset):
             raise ValueError(f"offset {last_offset} does not fit segment {self.base_offset}")
         physical = self.size
+        # Held across the write: a close meanwhile (from any thread) can't free the number under
+        # it, so the bytes never land in whatever file gets the number next.
+        desc = self.file.share()
         oi, ti = self.offset_index, self.time_index
         max_ts = self.max_timestamp_so_far  # (loads it from the time index on first use)
         # Blocks for every index slot this append may fill, before a byte is written: a full
@@ -353,7 +356,7 @@ class LogSegment:
         if ti.entries + n > ti.backed_entries:
             ti.reserve(n)
         try:
-            _write_all(self.fd, buf, physical)
+            _write_all(desc.fd, buf, physical)
             # One pass in Cython (or its pure twin): largest timestamp, and the index entries
             # due every index.interval.bytes, written straight into the mmap'ed index files
             # (allocated when created, so these writes cannot fault on a full disk).
@@ -609,7 +612,8 @@ class LogSegment:
         if ref is None:
             return 0
         removed = self.size - ref.position
-        os.ftruncate(self.fd, ref.position)
+        desc = self.file.share()  # (held across the truncate, as in append)
+        os.ftruncate(desc.fd, ref.position)
         self.size = ref.position
         self._next_offset = None
         last = self.time_index.last_entry()
