@@ -65,6 +65,23 @@ def watermarks(node, topic: str) -> tuple[int, int]:
         c.close()
 
 
+def settled_watermarks(node, topic: str, *, quiet_s: float = 2.0, timeout: float = 30.0
+                       ) -> tuple[int, int]:
+    """The watermarks once retention is done with what was produced: the log start has moved
+    and stayed put for ``quiet_s`` (several retention passes). A pass may run while the records
+    are still arriving, so the first advance seen is not necessarily the last."""
+    deadline = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        w = watermarks(node, topic)
+        if w != last:
+            last, since = w, time.monotonic()
+        elif w[0] > 0 and time.monotonic() - since >= quiet_s:
+            return w
+        time.sleep(0.25)
+    raise AssertionError(f"the watermarks of {topic} did not settle in {timeout}s (last {last})")
+
+
 def partition_dir(node, topic: str) -> Path:
     return Path(node.data_dir) / f"{topic}-0"
 
@@ -185,8 +202,7 @@ def test_kill9_while_deleted_files_wait(node):
     produce(node, topic, 0, 400)
     d = partition_dir(node, topic)
     leftovers = wait_for("renamed .deleted files", lambda: deleted_files(d))
-    low, high = wait_for("the log start to advance",
-                         lambda: (w := watermarks(node, topic))[0] > 0 and w)
+    low, high = settled_watermarks(node, topic)
     node.kill9()
     assert deleted_files(d) >= leftovers  # still there after the crash
     node.start()
