@@ -34,9 +34,11 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import MethodType
 from typing import Any, Final
 
 from kafkapy.protocol.codec import Bytes, StructField, UnsignedVarInt32
+from kafkapy.protocol.validate import InvalidRequestBody, check_request_body, read_tagged_fields
 from kafkapy.protocol.wire import uvarint
 from kafkapy.protocol.apis import (
     ApiKey,
@@ -454,17 +456,22 @@ class ServerConnection:
             return Request(api_key, api_version, correlation_id, header.client_id, header, body, n,
                            True)
 
+        # The generated decoder trusts lengths, counts, varints and nulls; the schema walk checks
+        # them all first (refusing as Kafka's parser does), so that decoding can neither loop nor
+        # allocate beyond the frame, nor hand a handler None where the schema forbids it.
+        try:
+            check_request_body(api_key_num, api_version, frame, pos, n)
+        except InvalidRequestBody as exc:
+            raise _malformed(header, str(exc)) from None
         decoder = _DECODERS.get((api_key_num, api_version))
         if decoder is None:
             decoder = _request_decoder(cls, api_version, flexible)
             _DECODERS[(api_key_num, api_version)] = decoder
         try:
             body, end = decoder(memoryview(frame), pos)
-        except Exception as exc:  # the codec fails in many ways on garbage; all mean "malformed"
+        except Exception as exc:  # e.g. invalid UTF-8 in a string; all mean "malformed"
             raise _malformed(header, f"{type(exc).__name__}: {exc}") from exc
-        if end > n:
-            # The generated decoder slices strings and bytes without bounds checks; a length that
-            # runs past the frame shows up as an end position beyond it.
+        if end > n:  # can't happen after the walk; kept as a last line of defence
             raise _malformed(header, f"body truncated ({end - n} bytes missing)")
         body._header = None
         return Request(api_key, api_version, correlation_id, header.client_id, header, body, n,
@@ -524,27 +531,60 @@ class _RecordsView:
         ctx.emit(indent, f"    pos += {ln}")
 
 
+class _FrameReader:
+    """A file-like cursor over the frame for kafka-python's tagged-field decoder.
+
+    Its generated code hands that decoder ``BytesIO(bytes(data[pos:]))``: a copy of the whole rest
+    of the frame for every struct that carries tagged fields, which a frame of many small tagged
+    structs turns into time quadratic in its size. This reads in place instead; ``tell()`` is what
+    the generated code adds to its position.
+    """
+
+    __slots__ = ("_data", "_start", "_pos")
+
+    def __init__(self, data: memoryview, pos: int) -> None:
+        self._data = data
+        self._start = pos
+        self._pos = pos
+
+    def read(self, n: int = -1) -> bytes:
+        stop = len(self._data) if n is None or n < 0 else self._pos + n
+        chunk = bytes(self._data[self._pos:stop])
+        self._pos += len(chunk)
+        return chunk
+
+    def tell(self) -> int:
+        return self._pos - self._start
+
+
+def _emit_tagged_decode_in_place(node: Any, ctx: Any, var_name: str, indent: str,
+                                 version: int) -> None:
+    first = len(ctx.lines)
+    StructField._emit_tagged_decode(node, ctx, var_name, indent, version)
+    for i in range(first, len(ctx.lines)):
+        ctx.lines[i] = ctx.lines[i].replace("_BytesIO(bytes(data[pos:]))", "_FrameReader(data, pos)")
+    ctx.globs["_FrameReader"] = _FrameReader
+
+
 def _request_decoder(cls: Any, version: int, flexible: bool) -> Callable[..., Any]:
-    if cls.API_KEY not in _ZERO_COPY_RECORDS:
-        return cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible,
-                                                data_class=cls)
-    # A private copy of the schema tree whose records fields use _RecordsView; its structs build
-    # the very same message classes, so callers can't tell the difference except that records
-    # are memoryviews.
+    # A private copy of the schema tree whose structs decode tagged fields in place and, for
+    # Produce, whose records fields use _RecordsView; its structs build the very same message
+    # classes, so callers can't tell the difference except that records are memoryviews.
     tree = StructField(cls._json)
-    _graft(tree, cls._struct)
+    _graft(tree, cls._struct, cls.API_KEY in _ZERO_COPY_RECORDS)
     return tree.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)
 
 
-def _graft(new: Any, old: Any) -> None:
+def _graft(new: Any, old: Any, zero_copy_records: bool) -> None:
+    new._emit_tagged_decode = MethodType(_emit_tagged_decode_in_place, new)
     for nf, of in zip(new._fields, old._fields):
         if nf.is_struct_array():
             nf.set_data_class(of.data_class)
-            _graft(nf.array_of, of.array_of)
+            _graft(nf.array_of, of.array_of, zero_copy_records)
         elif nf.is_struct():
             nf.set_data_class(of.data_class)
-            _graft(nf, of)
-        elif nf.type_str == "records":
+            _graft(nf, of, zero_copy_records)
+        elif nf.type_str == "records" and zero_copy_records:
             nf._type = _RecordsView
 
 
@@ -566,19 +606,6 @@ def _peek_client_id(frame: bytearray) -> str | None:
         return bytes(frame[10:10 + length]).decode("utf-8", "replace")
     except struct.error:
         return None
-
-
-def _read_uvarint(frame: bytearray, pos: int) -> tuple[int, int]:
-    value = 0
-    for shift in range(0, 35, 7):
-        if pos >= len(frame):
-            raise ValueError("truncated varint")
-        b = frame[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-    raise ValueError("varint longer than 5 bytes")
 
 
 def _parse_header_rest(frame: bytearray, api_key: ApiKey, api_version: int, correlation_id: int,
@@ -605,17 +632,9 @@ def _parse_header_rest(frame: bytearray, api_key: ApiKey, api_version: int, corr
             pos += 1  # no tagged fields: the usual case
         else:
             try:
-                count, pos = _read_uvarint(frame, pos)
-                for _ in range(count):
-                    tag, pos = _read_uvarint(frame, pos)
-                    size, pos = _read_uvarint(frame, pos)
-                    if pos + size > n:
-                        raise ValueError("tagged field runs past the frame")
-                    if tagged is None:
-                        tagged = {}
-                    tagged[tag] = bytes(frame[pos:pos + size])
-                    pos += size
-            except ValueError as exc:
+                fields, pos = read_tagged_fields(frame, pos, n, "the request header")
+                tagged = {tag: bytes(frame[at:at + size]) for tag, at, size in fields}
+            except InvalidRequestBody as exc:
                 raise _bad_header(api_key, api_version, correlation_id, client_id,
                                   str(exc)) from None
     header = RequestHeader(int(api_key), api_version, correlation_id, client_id,

@@ -53,3 +53,30 @@ def build(struct_field: Any, data_class: Any, version: int) -> Any:
 def sample(cls: Any, version: int) -> Any:
     """A fully populated message of class ``cls`` at ``version``."""
     return build(cls._struct, cls, version)
+
+
+def null_probes(cls: Any, version: int) -> list[tuple[str, bool, bytes]]:
+    """Copies of a populated ``cls`` request body at ``version``, each with one untagged string,
+    bytes or array field (or one element of a string array) replaced by null on the wire.
+
+    Returns (dotted field path, whether the schema allows null there, body bytes). Positions come
+    from the request validator's walk, so every field the schema puts on the wire is covered.
+    """
+    from kafkapy.protocol.validate import check_request_body
+
+    body = bytes(sample(cls, version).encode(version=version))
+    spans: list[tuple[tuple[str, ...], str, int, int, bool, bool]] = []
+    check_request_body(cls.API_KEY, version, body, 0,
+                       visit=lambda *span: spans.append(span))  # type: ignore[arg-type]
+    probes = []
+    for path, kind, start, end, compact, nullable in spans:
+        if kind == "struct":
+            continue  # a non-nullable struct has no null marker to set
+        if compact:
+            null = b"\x00"
+        elif kind == "string":
+            null = b"\xff\xff"
+        else:
+            null = b"\xff\xff\xff\xff"
+        probes.append((".".join(path), nullable, body[:start] + null + body[end:]))
+    return probes
