@@ -6,6 +6,7 @@ so they are actually on the wire.
 
 from __future__ import annotations
 
+import struct
 import uuid
 from typing import Any
 
@@ -80,3 +81,13 @@ def null_probes(cls: Any, version: int) -> list[tuple[str, bool, bytes]]:
             null = b"\xff\xff\xff\xff"
         probes.append((".".join(path), nullable, body[:start] + null + body[end:]))
     return probes
+
+
+def frame_request(cls: Any, version: int, body: bytes, correlation_id: int = 1,
+                  client_id: bytes = b"t") -> bytes:
+    """``body`` (an encoded ``cls`` request at ``version``) with a request header and size prefix."""
+    header = struct.pack(">hhih", cls.API_KEY, version, correlation_id, len(client_id)) + client_id
+    if cls.flexible_version_q(version):
+        header += b"\x00"  # no header tagged fields
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload

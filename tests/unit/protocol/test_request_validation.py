@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from protocol_samples import null_probes, sample
+from protocol_samples import frame_request, null_probes, sample
 
 from kafkapy.protocol import (
     ApiKey,
@@ -34,13 +34,8 @@ ALL_VERSIONS = [(r.api_key, v) for r in EVERYTHING for v in range(r.min_version,
 IDS = [f"{ApiKey.name_of(k)}-v{v}" for k, v in ALL_VERSIONS]
 
 
-def framed(api_key: int, version: int, body: bytes, client_id: bytes = b"t") -> bytes:
-    cls = request_class(api_key)
-    header = struct.pack(">hhih", api_key, version, 1, len(client_id)) + client_id
-    if cls.flexible_version_q(version):
-        header += b"\x00"
-    payload = header + body
-    return struct.pack(">i", len(payload)) + payload
+def framed(api_key: int, version: int, body: bytes) -> bytes:
+    return frame_request(request_class(api_key), version, body)
 
 
 def parse(data: bytes) -> Request:
