@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 
-
 from kafkapy.testing.fuzz.campaign import CampaignConfig, run_campaign
 
 FRAMES = int(os.environ.get("KAFKAPY_FUZZ_FRAMES", "20000"))
