@@ -429,7 +429,7 @@ class ReplicaManager:
         indexes.discard(key[1])
         if not indexes:
             del self._by_topic[key[0]]
-        log.info("Deleting log of %s-%d", hosted.topic, hosted.index)
+        log.debug("Deleting log of %s-%d", hosted.topic, hosted.index)  # the log manager says it
         self._log_manager.delete(hosted.topic, hosted.index)
 
     def append(self, hosted: HostedPartition, records: bytearray | memoryview, *, now_ms: int,

@@ -117,6 +117,13 @@ def parse_special_dir_name(name: str) -> tuple[str, int, str, str] | None:
     return m.group(1), int(m.group(2)), m.group(3), m.group(4)
 
 
+#: Longest file name most file systems take; a delete dir's name is cut to fit (as Kafka).
+MAX_NAME_LENGTH = 255
+
+
 def delete_dir_name(topic: str, partition: int, uuid_hex: str) -> str:
-    """The name Kafka renames a partition dir to before removing it."""
-    return f"{topic}-{partition}.{uuid_hex}{DELETE_DIR_SUFFIX}"
+    """The name Kafka renames a partition dir to before removing it in the background,
+    ``<topic>-<partition>.<uuid hex>-delete``, the topic cut short when the whole would not fit
+    in a file name (a 249-character topic name leaves no room for the suffix)."""
+    suffix = f"-{partition}.{uuid_hex}{DELETE_DIR_SUFFIX}"
+    return topic[:MAX_NAME_LENGTH - len(suffix)] + suffix

@@ -19,11 +19,11 @@ import heapq
 import json
 import logging
 import os
-import shutil
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from kafkapy.durable import atomic_write, fsync_dir
@@ -35,6 +35,7 @@ from kafkapy.log.checkpoint import (
     write_offsets_checkpoint,
 )
 from kafkapy.log.config import LogConfig
+from kafkapy.log.deletion import OFFLINE_ERRNOS, DeletionQueue, RenameHandOff, remove_tree
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.log.partition_metadata import normalize_topic_id, write_partition_metadata
 from kafkapy.log.storage_errors import StorageFaults, storage_error
@@ -46,6 +47,18 @@ METADATA_TOPIC = "__cluster_metadata"
 
 TopicPartition = tuple[str, int]
 
+class _Deleted(NamedTuple):
+    """A deleted log whose directory is not renamed yet."""
+
+    plog: PartitionLog
+    log_dir: str
+    due_ms: int
+
+
+#: Partition directories one deletion pass renames, and removes, at most: bounds the worker-thread call (and
+#: so how long a shutdown may wait for it); the next pass goes on at once.
+DELETE_PASS_LIMIT = 500
+
 
 class LogManager:
     """Loads, creates, flushes, checkpoints and deletes the partition logs of a broker."""
@@ -55,7 +68,8 @@ class LogManager:
                  skip_topics: Iterable[str] = (METADATA_TOPIC,),
                  broker_epoch: int = -1, restore_high_watermarks: bool = False,
                  recovery_threads: int = 1, progress_interval_s: float = 5.0,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 clock_ms: Callable[[], int] | None = None) -> None:
         """Open every partition directory under ``log_dirs``.
 
         ``topic_configs(topic)`` gives a topic's config when it overrides the default.
@@ -66,6 +80,8 @@ class LogManager:
         followers may lack); otherwise logs start with the high watermark at their end.
         ``recovery_threads``: Kafka's num.recovery.threads.per.data.dir (logs of one dir load in
         parallel); a progress line goes out every ``progress_interval_s`` while a dir loads.
+        ``clock_ms``: the wall clock deletions are scheduled by (file.delete.delay.ms), when the
+        caller of :meth:`delete` does not give the time.
         """
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -78,6 +94,7 @@ class LogManager:
         self.recovery_threads = max(1, recovery_threads)
         self.progress_interval_s = progress_interval_s
         self._monotonic = monotonic
+        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         # Retired segment files waiting for file.delete.delay.ms: a heap of (due_ms, seq, paths).
@@ -98,6 +115,16 @@ class LogManager:
         self.faults = StorageFaults(self.mark_dir_offline)
         # Dirs whose last checkpoint write failed: no clean-shutdown marker for them.
         self._stale_checkpoints: set[str] = set()
+        # Deleted logs (see log.deletion): forgotten but not renamed yet, then renamed and
+        # waiting for file.delete.delay.ms (Kafka's logsToBeDeleted); and how many deletions
+        # the offset checkpoints still list (the next pass rewrites them once).
+        self._to_rename: RenameHandOff[TopicPartition, _Deleted] = RenameHandOff()
+        self._deleted_logs = DeletionQueue()
+        self._deleted_since_checkpoint = 0
+        self._deletion_lock = threading.Lock()
+        #: Called on the deleting thread each time a log is scheduled for deletion (the node's
+        #: deletion task wakes).
+        self.deletion_listeners: list[Callable[[], None]] = []
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             self._load_dir(d, now_ms)
@@ -202,6 +229,7 @@ class LogManager:
         deletions on the way)."""
         jobs: list[tuple[TopicPartition, str]] = []
         seen: dict[TopicPartition, str] = {}
+        leftovers = 0
         with os.scandir(d) as entries:
             names = sorted(e.name for e in entries if e.is_dir())
         for name in names:
@@ -209,8 +237,10 @@ class LogManager:
             special = files.parse_special_dir_name(name)
             if special is not None:
                 if special[3] == files.DELETE_DIR_SUFFIX:
-                    # A deletion that was interrupted: finish it.
-                    shutil.rmtree(path, ignore_errors=True)
+                    # A deletion the last run did not finish: never a log again, removed by the
+                    # first deletion pass (no reader can be left, so no delay).
+                    self._deleted_logs.add(special[0], special[1], path, d, due_ms=0)
+                    leftovers += 1
                 continue  # future/stray replicas are not ours to open
             tp = files.parse_dir_name(name)
             if tp is None or tp[0] in self.skip_topics:
@@ -221,6 +251,9 @@ class LogManager:
                                  f"duplicate log directories for {tp[0]}-{tp[1]}: {other} and {path}")
             seen[tp] = path
             jobs.append((tp, path))
+        if leftovers:
+            log.info("Found %d partition dir(s) in %s left by deletions before the restart; "
+                     "removing them in the background", leftovers, d)
         return jobs
 
     # ------------------------------------------------------------------ access
@@ -289,6 +322,7 @@ class LogManager:
             if config is not None:
                 existing.update_config(config)
             return existing
+        self._release_name(tp)
         d = self._next_log_dir()
         path = os.path.join(d, files.dir_name(topic, partition))
         plog = PartitionLog.open(path, config or self.config_for(topic), now_ms=now_ms,
@@ -315,10 +349,13 @@ class LogManager:
             placed.append(d)
         return placed
 
-    @staticmethod
-    def create_new_logs(specs: Sequence[NewLog], *, now_ms: int) -> list[PartitionLog | KafkaError]:
+    def create_new_logs(self, specs: Sequence[NewLog], *, now_ms: int) -> list[PartitionLog | KafkaError]:
         """Create brand-new logs (``bulk_create.create_new_logs``); safe on a worker thread, as
-        it touches nothing of the manager. :meth:`adopt` each result on the event loop."""
+        it touches nothing of the manager but the thread-safe hand-off of deleted logs (a
+        partition deleted a moment ago gives up its directory name first). :meth:`adopt` each
+        result on the event loop."""
+        for spec in specs:
+            self._release_name((spec.topic, spec.partition))
         return create_new_logs(specs, now_ms=now_ms)
 
     def adopt(self, plog: PartitionLog, log_dir: str) -> bool:
@@ -331,14 +368,12 @@ class LogManager:
         self._dir_of[tp] = os.path.abspath(log_dir)
         return True
 
-    def abandon(self, plog: PartitionLog) -> None:
+    def abandon(self, plog: PartitionLog, *, now_ms: int | None = None) -> None:
         """Remove a log made by :meth:`create_new_logs` that was never adopted (its partition
-        went away while it was being created), as :meth:`delete` would, but with no
-        checkpoint to update."""
-        d = os.path.dirname(plog.dir)
-        plog.rename_dir(os.path.join(d, files.delete_dir_name(plog.topic, plog.partition,
-                                                              uuid.uuid4().hex)))
-        plog.delete()
+        went away while it was being created), as :meth:`delete` does, but with no
+        checkpoint to update; it is renamed here (it is rare and one log at a time)."""
+        plog.close_handlers()
+        self._rename_deleted(_Deleted(plog, os.path.dirname(plog.dir), self._due_ms(now_ms)))
 
     def log_dir_of(self, topic: str, partition: int) -> str | None:
         return self._dir_of.get((topic, partition))
@@ -359,6 +394,7 @@ class LogManager:
             raise KafkaError(ErrorCode.REPLICA_NOT_AVAILABLE, f"{topic}-{partition} has no replica here")
         if src == dest_dir:
             return False
+        self._release_name(tp)  # a deleted log of the same name may still sit in dest_dir
         if os.stat(src).st_dev != os.stat(dest_dir).st_dev:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
                              f"moving {topic}-{partition} from {src} to {dest_dir} crosses file systems, "
@@ -374,18 +410,132 @@ class LogManager:
         log.info("Moved %s-%d from %s to %s", topic, partition, src, dest_dir)
         return True
 
-    def delete(self, topic: str, partition: int) -> bool:
-        """Rename the directory to ``<tp>.<uuid>-delete`` (as Kafka), then remove it."""
+    def delete(self, topic: str, partition: int, *, now_ms: int | None = None) -> bool:
+        """Delete a partition's log as Kafka's asyncDelete does; False if none is here.
+
+        The log is forgotten and its files closed, nothing more: no fsync, no checkpoint, no
+        rename on the caller's thread (the event loop). The background pass
+        (:meth:`delete_logs_pass`) renames its directory to ``<topic>-<partition>.<uuid>-delete``
+        at once, rewrites the offset checkpoints once for every deletion since its last run,
+        and removes the directory once file.delete.delay.ms (the broker default, as in Kafka)
+        has passed since ``now_ms``. A new log of the same partition may be created right away:
+        creating it renames the old directory first, if the pass has not yet.
+        """
         tp = (topic, partition)
         plog = self._logs.pop(tp, None)
         d = self._dir_of.pop(tp, None)
         if plog is None or d is None:
             return False
-        target = os.path.join(d, files.delete_dir_name(topic, partition, uuid.uuid4().hex))
-        plog.rename_dir(target)
-        plog.delete()
-        self.checkpoint()
+        plog.close_handlers()
+        if d in self.offline_dirs:
+            # Nothing is written to an offline dir, a rename included.
+            log.warning("Log for partition %s-%d is in offline log dir %s: forgotten, its files "
+                        "stay there", topic, partition, d)
+            return True
+        stale = self._to_rename.put(tp, _Deleted(plog, d, self._due_ms(now_ms)))
+        if stale is not None:  # (creating a log takes the old one's name first, so not seen)
+            self._rename_deleted(stale)
+        with self._deletion_lock:
+            self._deleted_since_checkpoint += 1
+        # No line per partition here: for a topic of 10,000 partitions the lines would cost the
+        # event loop more than the deletion. The pass reports them.
+        for listener in list(self.deletion_listeners):
+            listener()
         return True
+
+    def _due_ms(self, now_ms: int | None) -> int:
+        return (self._clock_ms() if now_ms is None else now_ms) + \
+            self.default_config.file_delete_delay_ms
+
+    def _release_name(self, tp: TopicPartition) -> None:
+        # The directory name of a partition deleted a moment ago is about to be used again.
+        if len(self._to_rename):
+            deleted = self._to_rename.claim(tp)
+            if deleted is not None:
+                self._rename_deleted(deleted)
+
+    def _rename_deleted(self, deleted: _Deleted) -> bool:
+        """Rename a deleted log's directory for deletion and queue it; any thread. A rename
+        that fails is a fault of the dir, as in Kafka (a live-looking log would be left)."""
+        plog, d = deleted.plog, deleted.log_dir
+        if d in self.offline_dirs:
+            return False
+        target = os.path.join(d, files.delete_dir_name(plog.topic, plog.partition,
+                                                        os.urandom(16).hex()))
+        try:
+            plog.rename_dir(target)
+        except FileNotFoundError:
+            log.warning("Log for partition %s-%d: its directory %s is already gone", plog.topic,
+                        plog.partition, plog.dir)
+            return False
+        except OSError as e:
+            self.faults.fault(d, storage_error(e, "rename for deletion", plog.dir))
+            return False
+        self._deleted_logs.add(plog.topic, plog.partition, target, d, deleted.due_ms)
+        log.debug("Log for partition %s-%d is renamed to %s and is scheduled for deletion",
+                  plog.topic, plog.partition, target)
+        return True
+
+    def _rename_all_deleted(self) -> int:
+        renamed = 0
+        for deleted in self._to_rename.claim_all():
+            renamed += self._rename_deleted(deleted)
+        return renamed
+
+    def next_delete_pass_ms(self) -> int | None:
+        """When :meth:`delete_logs_pass` has work next (None: nothing waits). Renames and a
+        checkpoint owed for a deletion make it due now."""
+        if len(self._to_rename) or self._deleted_since_checkpoint:
+            return 0
+        return self._deleted_logs.next_due_ms()
+
+    def delete_logs_pass(self, now_ms: int, *, limit: int = DELETE_PASS_LIMIT) -> int:
+        """The background half of :meth:`delete` (Kafka's kafka-delete-logs task); the number
+        of partition directories removed. Safe on a worker thread (the node runs it there).
+
+        In order: up to ``limit`` deleted logs are renamed to their ``-delete`` name; when logs
+        were deleted since the last pass, the offset checkpoints are written, once, so that they
+        no longer list them; then up to ``limit`` directories whose delay has passed are
+        removed, one INFO line each. A removal that fails leaves what is left to the next start,
+        with a WARN line; an I/O error of the disk itself takes the dir offline, as in Kafka.
+        """
+        renamed = 0
+        while renamed < limit:
+            deleted = self._to_rename.next()
+            if deleted is None:
+                break
+            try:
+                renamed += self._rename_deleted(deleted)
+            finally:
+                self._to_rename.finished()
+        with self._deletion_lock:
+            owed, self._deleted_since_checkpoint = self._deleted_since_checkpoint, 0
+        if owed:
+            self.checkpoint()
+            log.info("Offset checkpoints rewritten after %d log deletion(s); their directories "
+                     "go after file.delete.delay.ms (%d ms)", owed,
+                     self.default_config.file_delete_delay_ms)
+        removed = 0
+        for entry in self._deleted_logs.take_due(now_ms, limit):
+            name = f"{entry.topic}-{entry.partition}"
+            if entry.log_dir in self.offline_dirs:
+                log.debug("Not deleting log for partition %s: log dir %s is offline", name,
+                          entry.log_dir)
+                continue
+            err = remove_tree(entry.path)
+            if err is None:
+                removed += 1
+                log.info("Deleted log for partition %s in %s.", name, entry.path)
+                continue
+            log.warning("Could not delete log for partition %s in %s: %s; what is left is "
+                        "removed at the next start", name, entry.path, err)
+            if err.errno in OFFLINE_ERRNOS:
+                self.faults.fault(entry.log_dir, storage_error(err, "delete", entry.path))
+        return removed
+
+    def pending_log_deletes(self) -> list[str]:
+        """The renamed partition directories still waiting to be removed, oldest first."""
+        return [entry.path for entry in self._deleted_logs.entries()]
 
     # ------------------------------------------------------------------ durability
     def flush_all(self, *, now_ms: int | None = None) -> None:
@@ -544,6 +694,8 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, then the clean-shutdown marker."""
+        # Deleted logs still under their live names would be opened as logs at the next start.
+        self._rename_all_deleted()
         for tp, plog in self._logs.items():
             if self._dir_of.get(tp) in self.offline_dirs:
                 continue  # nothing is written to an offline dir, not even at shutdown
@@ -551,6 +703,9 @@ class LogManager:
             plog.close()
         self._stale_checkpoints.clear()
         self.checkpoint()
+        if self._deleted_logs:
+            log.info("%d deleted partition dir(s) not removed yet: the next start removes them",
+                     len(self._deleted_logs))
         marker = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode()
         for d in self.online_dirs:
             if d in self._stale_checkpoints:

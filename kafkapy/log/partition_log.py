@@ -1016,12 +1016,17 @@ class PartitionLog:
             seg.close()
         self.closed = True
 
-    def delete(self) -> None:
-        """Close without trimming and remove the whole directory."""
+    def close_handlers(self) -> None:
+        """Close the files without writing anything (no index trim, no producer snapshot): for
+        a log being deleted."""
         if not self.closed:
             for seg in self._segments:
                 seg.close_handlers()
             self.closed = True
+
+    def delete(self) -> None:
+        """Close without trimming and remove the whole directory."""
+        self.close_handlers()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def rename_dir(self, new_dir: str) -> None:

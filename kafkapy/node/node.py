@@ -47,6 +47,7 @@ from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.log.cleaner import CLEANER_TMP_DIR, LogCleaner, apply_clean, plan_clean
 from kafkapy.broker.lifecycle import BrokerLifecycleManager
 from kafkapy.broker.log_creation import LogCreator
+from kafkapy.broker.log_deletion import LogDeleter
 from kafkapy.broker.handlers.topics import create_topics_internal
 from kafkapy.controller import BrokerHeartbeatRequest, NewTopic, QuorumController, TopicDefaults
 from kafkapy.log import files as log_files
@@ -796,6 +797,7 @@ class Node:
             topic_configs=lambda topic: topic_log_config(self.config, broker_metadata.image, topic),
             restore_high_watermarks=True,
             recovery_threads=int(self.config.get("num.recovery.threads.per.data.dir")),  # type: ignore[arg-type]
+            clock_ms=self.clock.now_ms,
         )
         self.replicas = ReplicaManager(self.log_manager, self.config, self.node_id)
         self.log_manager.dir_offline_listeners.append(self._log_dir_offline)
@@ -873,6 +875,9 @@ class Node:
         self.log_creator = LogCreator(self.replicas, self.clock.now_ms, on_hosted=self._on_hosted)
         self.replicas.log_creator = self.log_creator
         await nursery.start(self.log_creator.run)
+        # Deleted topics' directories are removed, and checkpoints rewritten, off the loop.
+        self.log_deleter = LogDeleter(self.log_manager, self.clock.now_ms)
+        await nursery.start(self.log_deleter.run)
         self.broker_metadata.add_update_publisher(self._publish)
         self.log_manager.broker_epoch = self.broker_epoch
         dispatcher = BrokerDispatcher(self.context)

@@ -67,7 +67,9 @@ class Broker:
         return {(h.topic, h.index): h.topic_id for h in self.replicas.partitions()}
 
     def dirs(self, topic: str) -> list[str]:
-        return sorted(n for n in os.listdir(self.log_dir) if n.startswith(f"{topic}-"))
+        """The topic's live partition dirs (not those renamed for deletion)."""
+        return sorted(n for n in os.listdir(self.log_dir) if n.startswith(f"{topic}-")
+                      and files.parse_dir_name(n) is not None)
 
     def close(self) -> None:
         self.logs.shutdown()

@@ -67,6 +67,9 @@ def test_a_leftover_directory_of_the_same_topic_is_opened(tmp_path):
     assert isinstance(refused, KafkaError) and refused.code == ErrorCode.INCONSISTENT_TOPIC_ID
 
 
+CFG_DELAY_PASSED = LogConfig().file_delete_delay_ms
+
+
 def test_log_manager_places_adopts_and_abandons(tmp_path):
     dirs = [os.path.join(str(tmp_path), d) for d in ("a", "b")]
     lm = LogManager(dirs, LogConfig(), now_ms=0)
@@ -84,7 +87,9 @@ def test_log_manager_places_adopts_and_abandons(tmp_path):
     # A second log for an adopted partition is refused and can be thrown away.
     [dup] = create_new_logs([NewLog("bulk", 0, TOPIC_ID, LogConfig(), dirs[0])], now_ms=0)
     assert isinstance(dup, PartitionLog) and not lm.adopt(dup, dirs[0])
-    lm.abandon(dup)
+    lm.abandon(dup, now_ms=0)
+    assert "bulk-0" not in os.listdir(dirs[0])  # renamed for deletion, removed by the next pass
+    lm.delete_logs_pass(CFG_DELAY_PASSED)
     assert not any(name.startswith("bulk-0") for name in os.listdir(dirs[0]))
     assert os.path.isdir(os.path.join(dirs[1], "bulk-0"))  # the adopted one stays
     lm.shutdown()

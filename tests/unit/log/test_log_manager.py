@@ -97,12 +97,15 @@ def test_delete_renames_then_removes(dirs, monkeypatch):
     orig = PartitionLog.rename_dir
     monkeypatch.setattr(PartitionLog, "rename_dir",
                         lambda self, new: renamed.append(new) or orig(self, new))
-    assert lm.delete("to-go", 1)
+    assert lm.delete("to-go", 1, now_ms=0)
+    assert lm.get("to-go", 1) is None and not lm.delete("to-go", 1)
+    lm.delete_logs_pass(0)  # the background pass renames at once, removes later
     name = os.path.basename(renamed[0])
     assert files.parse_special_dir_name(name)[:2] == ("to-go", 1)
     assert name.endswith("-delete")
+    assert lm.pending_log_deletes() == renamed
+    lm.delete_logs_pass(CFG.file_delete_delay_ms)
     assert os.listdir(dirs[0]) and not any(n.startswith("to-go") for n in os.listdir(dirs[0]))
-    assert lm.get("to-go", 1) is None and not lm.delete("to-go", 1)
     lm.shutdown()
 
 
@@ -111,6 +114,8 @@ def test_leftover_delete_dir_is_removed_at_startup(dirs):
     left = os.path.join(d, files.delete_dir_name("x", 0, uuid.uuid4().hex))
     os.makedirs(left)
     lm = LogManager([d], CFG, now_ms=0)
+    assert lm.get("x", 0) is None and lm.pending_log_deletes() == [left]
+    lm.delete_logs_pass(0)  # the first pass, whatever the clock says
     assert not os.path.exists(left)
     lm.shutdown()
 
