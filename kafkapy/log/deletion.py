@@ -145,7 +145,8 @@ def remove_tree(path: str) -> OSError | None:
     (None when all went, or when the directory was already gone)."""
     errors: list[OSError] = []
 
-    def failed(_func: Any, _path: str, exc: BaseException | tuple[type, BaseException, TracebackType]) -> None:
+    def failed(_func: Any, _path: str,
+               exc: BaseException | tuple[type, BaseException, TracebackType]) -> None:
         err = exc[1] if isinstance(exc, tuple) else exc
         if not isinstance(err, FileNotFoundError) and isinstance(err, OSError):
             errors.append(err)

@@ -23,8 +23,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import NamedTuple
 
 from kafkapy.durable import atomic_write, fsync_dir
 from kafkapy.log import files
@@ -47,6 +47,7 @@ METADATA_TOPIC = "__cluster_metadata"
 
 TopicPartition = tuple[str, int]
 
+
 class _Deleted(NamedTuple):
     """A deleted log whose directory is not renamed yet."""
 
@@ -55,8 +56,8 @@ class _Deleted(NamedTuple):
     due_ms: int
 
 
-#: Partition directories one deletion pass renames, and removes, at most: bounds the worker-thread call (and
-#: so how long a shutdown may wait for it); the next pass goes on at once.
+#: Partition directories one deletion pass renames, and removes, at most: bounds the worker
+#: thread's call (and so how long a shutdown may wait for it); the next pass goes on at once.
 DELETE_PASS_LIMIT = 500
 #: Directories removed at once: a removal mostly waits on the file system's journal, which
 #: threads overlap (about four times quicker than one by one on a busy disk); few, so that
@@ -229,8 +230,8 @@ class LogManager:
             os.remove(marker)
 
     def _partition_dirs(self, d: str) -> list[tuple[TopicPartition, str]]:
-        """(partition, path) of every partition directory in ``d`` (finishing interrupted
-        deletions on the way)."""
+        """(partition, path) of every partition directory in ``d`` (queueing what interrupted
+        deletions left for the first deletion pass on the way)."""
         jobs: list[tuple[TopicPartition, str]] = []
         seen: dict[TopicPartition, str] = {}
         leftovers = 0
@@ -353,7 +354,8 @@ class LogManager:
             placed.append(d)
         return placed
 
-    def create_new_logs(self, specs: Sequence[NewLog], *, now_ms: int) -> list[PartitionLog | KafkaError]:
+    def create_new_logs(self, specs: Sequence[NewLog], *,
+                        now_ms: int) -> list[PartitionLog | KafkaError]:
         """Create brand-new logs (``bulk_create.create_new_logs``); safe on a worker thread, as
         it touches nothing of the manager but the thread-safe hand-off of deleted logs (a
         partition deleted a moment ago gives up its directory name first). :meth:`adopt` each
