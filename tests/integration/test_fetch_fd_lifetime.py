@@ -114,8 +114,10 @@ def test_deleting_a_topic_mid_fetch_never_sends_another_topics_bytes(node):
             resp = await c.send(m.DeleteTopicsRequest(topics=[m.DeleteTopicsRequest.DeleteTopicState(
                 name=TOPIC_A, topic_id=uuid.UUID(int=0))], timeout_ms=10000))
             assert resp.responses[0].error_code == 0
-            await _wait_until("topic A's files removed", lambda: not any(
-                p.name.startswith(f"{TOPIC_A}-0") for p in data_dir.iterdir()))
+            # Deletion forgets the log at once and renames its dir in the background (the
+            # files go after file.delete.delay.ms): wait for the rename.
+            await _wait_until("topic A's dir renamed for deletion", lambda: not any(
+                p.name == f"{TOPIC_A}-0" for p in data_dir.iterdir()))
             # B's segment opens now, on the lowest free descriptor number (A's old one), and
             # its batches have the sizes and positions of A's.
             await c.send(create_topics((TOPIC_B, 1, 1)))
