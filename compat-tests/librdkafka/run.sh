@@ -2,6 +2,7 @@
 # librdkafka's own test suite (Debian bookworm source package librdkafka 2.0.2-1) against a broker.
 #
 # usage: run.sh <quick|full> <bootstrap host:port> <results.tsv>
+#        run.sh setup    (steps 1-3 only: scripts/test.sh builds the suite ahead of the report card)
 #
 # Setup (cached under .tools/suites/librdkafka/, stamp files make a second call fast):
 #   deb-src entry for deb.debian.org bookworm (added if missing), `apt-get source librdkafka`,
@@ -11,10 +12,12 @@
 #   TEST_KAFKA_VERSION=3.9.0 and a generated test.conf, each under a timeout, and writes results.tsv.
 set -euo pipefail
 
-MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv>}
-BOOTSTRAP=${2:?bootstrap host:port}
-RESULTS=${3:?results.tsv}
-case "$MODE" in quick|full) ;; *) echo "mode must be quick or full" >&2; exit 2 ;; esac
+MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv> | run.sh setup}
+case "$MODE" in quick|full|setup) ;; *) echo "mode must be quick, full or setup" >&2; exit 2 ;; esac
+if [ "$MODE" != setup ]; then
+    BOOTSTRAP=${2:?bootstrap host:port}
+    RESULTS=${3:?results.tsv}
+fi
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -22,7 +25,7 @@ CACHE="$ROOT/.tools/suites/librdkafka"
 VERSION=2.0.2
 DEBVERSION=2.0.2-1
 SRC="$CACHE/src/librdkafka-$VERSION"
-RESULTS=$(cd "$(dirname "$RESULTS")" && pwd)/$(basename "$RESULTS")
+[ "$MODE" = setup ] || RESULTS=$(cd "$(dirname "$RESULTS")" && pwd)/$(basename "$RESULTS")
 mkdir -p "$CACHE/src"
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -78,6 +81,8 @@ if [ ! -f "$CACHE/build.stamp" ] || [ ! -x "$SRC/tests/test-runner" ]; then
     [ -x "$SRC/tests/test-runner" ] || { log "no test-runner after build"; exit 1; }
     touch "$CACHE/build.stamp"
 fi
+
+[ "$MODE" = setup ] && { log "built: $SRC/tests/test-runner"; exit 0; }
 
 # 4. run
 PY=python3
