@@ -9,7 +9,7 @@ tail past its checkpointed recovery point), kills the node with SIGKILL and rest
 same dirs. Prints the seconds from the restart's exec to the first answered ApiVersions, the
 log-loading progress lines the node printed, and its loading summary, and saves them under
 ``benchmarks/results/restart-10k-<time>.{json,md}``. Nothing is asserted: this reports numbers
-(tests/integration/test_data_dir_safety.py checks the behaviour).
+(tests/integration/test_bulk_create.py checks the behaviour).
 """
 
 from __future__ import annotations

@@ -84,6 +84,18 @@ def run_client(node: Any, fn: Callable[[KafkaClient], Awaitable[Any]], *, timeou
     return trio.run(main)
 
 
+def log_end(node: Any, topic: str, partition: int = 0) -> int:
+    """The partition's log end offset as ListOffsets (latest) answers it; the answer must carry no error."""
+
+    async def go(client: KafkaClient) -> Any:
+        return await client.send(list_offsets(topic, partition, -1))
+
+    resp = run_client(node, go)
+    p = resp.topics[0].partitions[0]
+    assert p.error_code == 0, resp
+    return p.offset
+
+
 def send_to(address: tuple[str, int], request: Any, *, timeout: float = 15.0) -> Any:
     """Send one request to the broker at ``address`` (a cluster member) and return the answer."""
 

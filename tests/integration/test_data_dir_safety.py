@@ -1,25 +1,22 @@
 """Data-dir safety as an operator meets it, with real node processes: one process per log dir,
 recovery that does not trust a lying clean-shutdown marker, every cut logged, a broken log dir
-isolated instead of the node dying, and a kill -9 restart of many partitions that reports
-progress."""
+isolated instead of the node dying. (The kill -9 restart of 10,000 partitions that reports progress
+is in test_bulk_create.py, on the partitions its bulk CreateTopics made.)"""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from helpers import batch, create_topics, fetch, list_offsets, partition_response, produce, run_client
+from helpers import batch, create_topics, fetch, log_end, partition_response, produce, run_client
 from kafkapy.log import files
 from kafkapy.records.reader import iter_batches, iter_records
-from kafkapy.testing.many_partitions import populate_direct
 from kafkapy.testing.node import KafkaNode, NodeError
 
 # No periodic writes into the dirs while a test compares their contents.
 QUIET = {"replica.high.watermark.checkpoint.interval.ms": 600_000}
-LATEST = -1
 
 
 def _create(node: KafkaNode, topic: str, partitions: int = 1) -> None:
@@ -35,15 +32,6 @@ def _produce(node: KafkaNode, topic: str, values: list[bytes], partition: int = 
     resp = run_client(node, go)
     assert resp.error_code == 0, resp
     return resp.base_offset
-
-
-def _log_end(node: KafkaNode, topic: str, partition: int = 0) -> int:
-    async def go(client):
-        return await client.send(list_offsets(topic, partition, LATEST))
-    resp = run_client(node, go)
-    p = resp.topics[0].partitions[0]
-    assert p.error_code == 0, resp
-    return p.offset
 
 
 def _values(node: KafkaNode, topic: str, offset: int, partition: int = 0) -> list[tuple[int, bytes]]:
@@ -132,14 +120,14 @@ def test_torn_tail_with_the_clean_marker_is_cut_and_new_records_survive(tmp_path
         os.truncate(seg, seg.stat().st_size - 50)  # the last batch loses its end
         since = node.log_path.stat().st_size
         node.start()
-        assert _log_end(node, "torn") == 95
+        assert log_end(node, "torn") == 95
         out = _new_log(node, since)
         assert "despite the clean-shutdown marker" in out
         assert "Truncated the torn tail of log segment" in out and "torn-0" in out
         assert _produce(node, "torn", [b"new"]) == 95
         assert _values(node, "torn", 95)[-1] == (95, b"new")
         node.restart()
-        assert _log_end(node, "torn") == 96
+        assert log_end(node, "torn") == 96
         assert (95, b"new") in _values(node, "torn", 90)
 
 
@@ -158,9 +146,9 @@ def test_zero_filled_tail_with_the_clean_marker_keeps_the_node_running(tmp_path)
         assert any("WARN" in line and "zero-filled tail of 8192 bytes" in line
                    for line in out.splitlines()), out
         assert "Traceback" not in out
-        assert _log_end(node, "zeros") == 2
+        assert log_end(node, "zeros") == 2
         assert _produce(node, "zeros", [b"d"]) == 2
-        assert _log_end(node, "other") == 1
+        assert log_end(node, "other") == 1
 
 
 def test_flipped_bytes_mid_segment_after_a_crash_are_reported(tmp_path):
@@ -178,7 +166,7 @@ def test_flipped_bytes_mid_segment_after_a_crash_are_reported(tmp_path):
             f.write(damaged)
         since = node.log_path.stat().st_size
         node.start()
-        end = _log_end(node, "flip")
+        end = log_end(node, "flip")
         assert 0 < end < 10_000
         line = next(line for line in _new_log(node, since).splitlines()
                     if "Found invalid messages in log segment" in line)
@@ -213,21 +201,3 @@ def test_a_log_that_cannot_be_opened_takes_only_its_dir_offline(tmp_path):
                 assert _values(node, "spread", 0, partition=p) == [(0, b"p%d" % p)]
                 assert _produce(node, "spread", [b"more"], partition=p) == 1
         assert node.running()
-
-
-@pytest.mark.slow
-def test_kill9_restart_of_10k_partitions_reports_progress_and_listens(tmp_path):
-    with KafkaNode(tmp_path / "n", startup_timeout=600) as node:
-        node.stop()
-        populate_direct(str(node.data_dir), 10_000, 1_000, 1)
-        node.start()
-        node.kill9()
-        since = node.log_path.stat().st_size
-        started = time.monotonic()
-        node.start()  # bounded by startup_timeout; benchmarks/restart_10k.py reports the time
-        took = time.monotonic() - started
-        out = _new_log(node, since)
-        assert "Loaded 10000 logs in" in out and "unclean shutdown" in out, out[-3000:]
-        if took > 10:  # progress lines at least every 5 s while loading
-            assert "/10000 logs in" in out
-        assert _log_end(node, "restart-9", partition=999) == 1
