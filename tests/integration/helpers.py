@@ -12,6 +12,7 @@ import trio
 from kafkapy.config import BrokerConfig
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
+from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.builder import Record, build_batch
 
 
@@ -160,3 +161,34 @@ def combined_node_config(data_dir: str, **extra: str) -> BrokerConfig:
         "log.dirs": data_dir,
         "offsets.topic.replication.factor": "1",
     })
+
+
+# -- consumer groups (shared by the group and hostile-frame tests) ----------------------------------
+
+async def find_coordinator(client: KafkaClient, group: str) -> tuple[int, int]:
+    """Retry FindCoordinator (the first call creates __consumer_offsets) and then the shard's load."""
+    with trio.fail_after(20):
+        while True:
+            resp = await client.send(m.FindCoordinatorRequest(key=group, key_type=0), 3)
+            if resp.error_code == ErrorCode.NONE:
+                # the shard may still be loading
+                hb = await client.send(m.HeartbeatRequest(group_id=group, generation_id=-1, member_id=""), 4)
+                if hb.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                    return resp.node_id, resp.port
+            await trio.sleep(0.1)
+
+
+def commit(group: str, topic: str, offsets: dict[int, int], *, gen: int = -1, member: str = "", metadata: str = ""):
+    R = m.OffsetCommitRequest
+    T = R.OffsetCommitRequestTopic
+    return R(group_id=group, generation_id_or_member_epoch=gen, member_id=member, group_instance_id=None,
+             retention_time_ms=-1, topics=[T(name=topic, partitions=[
+                 T.OffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
+                                                commit_timestamp=-1, committed_metadata=metadata)
+                 for p, o in offsets.items()])])
+
+
+def fetch_v7(group: str, topic: str | None, partitions=(0,)):
+    R = m.OffsetFetchRequest
+    topics = None if topic is None else [R.OffsetFetchRequestTopic(name=topic, partition_indexes=list(partitions))]
+    return R(group_id=group, topics=topics, require_stable=False)

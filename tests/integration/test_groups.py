@@ -6,7 +6,7 @@ import time
 
 import trio
 
-from helpers import create_topics, run_client
+from helpers import commit, create_topics, fetch_v7, find_coordinator, run_client
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode as E
@@ -17,18 +17,6 @@ NODE_OVERRIDES = {
     "offsets.topic.num.partitions": "5",
 }
 
-
-async def find_coordinator(client: KafkaClient, group: str) -> tuple[int, int]:
-    """Retry FindCoordinator (the first call creates __consumer_offsets) and then the shard's load."""
-    with trio.fail_after(20):
-        while True:
-            resp = await client.send(m.FindCoordinatorRequest(key=group, key_type=0), 3)
-            if resp.error_code == E.NONE:
-                # the shard may still be loading
-                hb = await client.send(m.HeartbeatRequest(group_id=group, generation_id=-1, member_id=""), 4)
-                if hb.error_code != E.COORDINATOR_LOAD_IN_PROGRESS:
-                    return resp.node_id, resp.port
-            await trio.sleep(0.1)
 
 
 def join(group: str, member_id: str = "", *, session: int = 6000, instance: str | None = None,
@@ -46,20 +34,6 @@ def sync(group: str, gen: int, member_id: str, assignments: dict[str, bytes]):
              assignments=[R.SyncGroupRequestAssignment(member_id=k, assignment=v) for k, v in assignments.items()])
 
 
-def commit(group: str, topic: str, offsets: dict[int, int], *, gen: int = -1, member: str = "", metadata: str = ""):
-    R = m.OffsetCommitRequest
-    T = R.OffsetCommitRequestTopic
-    return R(group_id=group, generation_id_or_member_epoch=gen, member_id=member, group_instance_id=None,
-             retention_time_ms=-1, topics=[T(name=topic, partitions=[
-                 T.OffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
-                                                commit_timestamp=-1, committed_metadata=metadata)
-                 for p, o in offsets.items()])])
-
-
-def fetch_v7(group: str, topic: str | None, partitions=(0,)):
-    R = m.OffsetFetchRequest
-    topics = None if topic is None else [R.OffsetFetchRequestTopic(name=topic, partition_indexes=list(partitions))]
-    return R(group_id=group, topics=topics, require_stable=False)
 
 
 def test_member_id_required_join_sync_heartbeat_leave(node):

@@ -14,9 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from helpers import create_topics, run_client
-from test_groups import commit, fetch_v7, find_coordinator
-
+from helpers import commit, create_topics, fetch_v7, find_coordinator, run_client
 from kafkapy.protocol import ApiKey, request_class, response_class
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode as E
