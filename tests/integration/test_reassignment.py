@@ -35,8 +35,11 @@ def send(address: tuple[str, int], request, timeout: float = 20.0):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    # Small replica fetches, so a copy takes many of them and a throttle has a say between.
-    overrides = {**FAST_FAILOVER, "replica.fetch.max.bytes": 65536}
+    # Small replica fetches, so a copy takes many of them and a throttle has a say between. A
+    # replica moved away is renamed `-delete` at once and removed after the delete delay (60 s by
+    # default, as in Kafka); a short one lets the tests see the files go.
+    overrides = {**FAST_FAILOVER, "replica.fetch.max.bytes": 65536,
+                 "log.segment.delete.delay.ms": 1000}
     with LocalCluster(tmp_path_factory.mktemp("reassign"), controllers=3, brokers=4,
                       overrides=overrides) as c:
         c.up()
