@@ -21,7 +21,8 @@ echo "== unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1)"
 KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider
 wait "$SUITE_SETUP" || echo "(librdkafka's build failed, see .tools/report-card/librdkafka-setup.log; the report card retries it)"
 echo "== integration and compatibility tests"
-KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider
+KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider \
+    --durations=30
 echo "== PySpark: the kafkapy source and sink, and the example pipeline (local[2])"
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/spark -q -p no:cacheprovider
 echo "== stock clients against a 3-controller, 3-broker cluster (kafkapy cluster up)"
