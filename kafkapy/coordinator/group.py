@@ -506,7 +506,9 @@ class GroupShard:
         after a long wait (the leader died without leaving) must not be expired in the same
         breath, losing its member id and paying the rejoin delay again."""
         m.awaiting_sync = False
-        m.session_deadline = now_ms + m.session_timeout_ms
+        # Never earlier than it was: a sync answered once the leader's assignment is stored
+        # carries the leader's request time, which may precede a follower's own SyncGroup.
+        m.session_deadline = max(m.session_deadline, now_ms + m.session_timeout_ms)
         out.completions.append(((group.group_id, "sync", m.member_id), result))
 
     def _maybe_complete_join(self, group: ClassicGroup, now_ms: int, out: Outcome) -> None:
