@@ -20,7 +20,6 @@ Results go to ``benchmarks/results/bulk-create-<UTC time>.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import subprocess
@@ -29,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from kafkapy.testing.bulk_create import run_bulk_create
+from benchmarks.results_io import save_result
 from kafkapy.testing.node import KafkaNode
 
-RESULTS = Path(__file__).resolve().parent / "results"
 GAP_TARGET_S = 2.0
 FENCE_MARKERS = ("fencing ourselves", "Fenced broker", "lost contact with the controllers")
 
@@ -103,10 +102,7 @@ def main() -> None:
     text = markdown(result)
     print(text)
     if not args.no_save:
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / f"bulk-create-{stamp}.json").write_text(json.dumps(result, indent=2) + "\n")
-        (RESULTS / f"bulk-create-{stamp}.md").write_text(text)
+        save_result("bulk-create", result, text)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ itself runs from this one). Results go to ``benchmarks/results/delete-10k-<UTC t
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import subprocess
 import tempfile
@@ -31,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bulk_create import FENCE_MARKERS, _cpu_s
+from benchmarks.results_io import save_result
 from kafkapy.testing.bulk_delete import run_bulk_delete
 from kafkapy.testing.node import KafkaNode
 
-RESULTS = Path(__file__).resolve().parent / "results"
 GAP_TARGET_S = 1.0
 
 
@@ -110,10 +109,7 @@ def main() -> None:
     text = markdown(result)
     print(text)
     if not args.no_save:
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / f"delete-10k-{stamp}.json").write_text(json.dumps(result, indent=2) + "\n")
-        (RESULTS / f"delete-10k-{stamp}.md").write_text(text)
+        save_result("delete-10k", result, text)
 
 
 if __name__ == "__main__":
