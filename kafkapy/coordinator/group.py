@@ -488,7 +488,8 @@ class GroupShard:
             # Syncs waiting for the leader's assignment are told to rejoin.
             for m in group.members.values():
                 if m.awaiting_sync:
-                    self._answer_sync(group, m, SyncResult(E.REBALANCE_IN_PROGRESS), now_ms, out)
+                    m.awaiting_sync = False
+                    out.completions.append(((group.group_id, "sync", m.member_id), SyncResult(E.REBALANCE_IN_PROGRESS)))
         group.sync_deadline = None
         was_empty = group.state is GroupState.EMPTY
         group.transition(GroupState.PREPARING_REBALANCE, now_ms)
@@ -498,18 +499,6 @@ class GroupShard:
         else:
             group.initial_join_limit = None
             group.join_deadline = now_ms + group.max_rebalance_timeout()
-
-    @staticmethod
-    def _answer_sync(group: ClassicGroup, m: Member, result: SyncResult, now_ms: int, out: Outcome) -> None:
-        """Complete a member's pending SyncGroup. As Kafka's propagateAssignment, its session
-        starts afresh: its deadline was set when the join completed, and a member told to rejoin
-        after a long wait (the leader died without leaving) must not be expired in the same
-        breath, losing its member id and paying the rejoin delay again."""
-        m.awaiting_sync = False
-        # Never earlier than it was: a sync answered once the leader's assignment is stored
-        # carries the leader's request time, which may precede a follower's own SyncGroup.
-        m.session_deadline = max(m.session_deadline, now_ms + m.session_timeout_ms)
-        out.completions.append(((group.group_id, "sync", m.member_id), result))
 
     def _maybe_complete_join(self, group: ClassicGroup, now_ms: int, out: Outcome) -> None:
         if group.state is not GroupState.PREPARING_REBALANCE:
@@ -622,7 +611,8 @@ class GroupShard:
                     group.sync_deadline = None
                     for m in group.members.values():
                         if m.awaiting_sync:
-                            self._answer_sync(group, m, self._sync_result(group, m), now_ms, out)
+                            m.awaiting_sync = False
+                            out.completions.append(((group_id, "sync", m.member_id), self._sync_result(group, m)))
 
                 def not_stored(error: int) -> None:
                     # As Kafka: everyone waiting is told, and the group rebalances.
@@ -631,7 +621,8 @@ class GroupShard:
                     for m in group.members.values():
                         m.assignment = b""
                         if m.awaiting_sync:
-                            self._answer_sync(group, m, SyncResult(error), now_ms, out)
+                            m.awaiting_sync = False
+                            out.completions.append(((group_id, "sync", m.member_id), SyncResult(error)))
                     self._prepare_rebalance(group, now_ms, out, "storing the group's assignment failed")
 
                 out.after_write.append(stored)

@@ -203,25 +203,6 @@ def test_rejoin_during_completing_rebalance_tells_waiting_syncs_to_rejoin():
     assert completions(out)[(G, "sync", b)].error == E.REBALANCE_IN_PROGRESS
 
 
-def test_a_sync_answered_because_the_leader_expired_starts_a_fresh_session():
-    # librdkafka's 0084_destroy_flags: the leader dies without leaving while another member
-    # waits in SyncGroup. That member is told to rejoin and keeps its member id, as in Kafka
-    # (propagateAssignment reschedules its heartbeat expiry), instead of being expired in the
-    # same tick because its session deadline dates from the join.
-    s = shard()
-    [a] = stable_group(s)
-    b, _ = join_new(s, 0)
-    s.join(jreq(a), 0)
-    g = s.groups[G]
-    assert g.state is GroupState.COMPLETING_REBALANCE and g.leader == a
-    assert isinstance(sync(s, G, g.generation, b, None, None, None, [], 0).response, PARKED_TYPE)
-    out = s.tick(10_000)  # a never synced nor heartbeated: its session is over, and b's with it
-    assert completions(out)[(G, "sync", b)].error == E.REBALANCE_IN_PROGRESS
-    assert set(s.groups[G].members) == {b}
-    res = completions(s.join(jreq(b), 10_001))[(G, "join", b)]
-    assert res.error == E.NONE and res.leader == b
-
-
 def test_protocol_selection_and_inconsistent_protocols():
     s = shard(delay=1000)
     a = s.join(jreq(v4=False, protocols=(("range", b""), ("roundrobin", b""))), 0).response.key[2]
