@@ -49,6 +49,8 @@ BROKER_TRACEBACK = re.compile(r"^Traceback \(most recent call last\)", re.M)
 
 sys.path.insert(0, str(ROOT))
 
+from kafkapy.testing.doc_blocks import write_block  # noqa: E402
+
 
 @dataclass
 class Outcome:
@@ -364,7 +366,9 @@ def write_report() -> int:
     if not summaries:
         print("no results yet: run `report_card.py run` first", file=sys.stderr)
         return 1
-    DOC.write_text(render_doc(summaries))
+    # The page's other blocks (differential scenarios, Kafka's CLI tools) belong to their own
+    # generators and stay as they are.
+    write_block(DOC, "report-card", render_doc(summaries))
     text = README.read_text()
     block = render_readme_block(summaries)
     if README_START in text and README_END in text:

