@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkapy.testing.apache_kafka import BENCH_HEAP, ApacheKafkaNode
 from kafkapy.testing.node import KafkaNode, TansuNode, _ProcessNode, recv_exactly
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -131,9 +132,13 @@ def _read_status(pid: int) -> dict[str, int]:
 
 
 def start_managed(name: str, *, workdir: Path | None = None) -> Broker:
-    """Start a kafkapy node (Kafka-like defaults, data on disk) or a Tansu broker (memory storage)."""
+    """Start a kafkapy node (Kafka-like defaults, data on disk), an Apache Kafka node (combined
+    mode, its scripts' default heap and GC flags, data on the same disk) or a Tansu broker (memory
+    storage)."""
     if name == "kafkapy":
         node: _ProcessNode = KafkaNode(workdir, startup_timeout=60)
+    elif name == "apache-kafka":
+        node = ApacheKafkaNode(workdir, heap=BENCH_HEAP, log_level="WARN", startup_timeout=120)
     elif name == "tansu":
         node = TansuNode(workdir, startup_timeout=60)
     else:

@@ -1,4 +1,5 @@
-"""Turn the runs of one benchmark into medians, kafkapy/Tansu ratios, target checks and a markdown report."""
+"""Turn the runs of one benchmark into medians, ratios (kafkapy against each other broker), target
+checks and a markdown report."""
 
 from __future__ import annotations
 
@@ -94,9 +95,11 @@ def check_targets(summary: dict, a: str, b: str) -> list[dict[str, Any]]:
 
 
 def markdown(result: dict[str, Any]) -> str:
+    """The run as markdown: one column per broker, then the first broker's ratio to each other one
+    (kafkapy/apache-kafka, kafkapy/tansu), so every table reads against the JVM broker too."""
     brokers: list[str] = result["brokers_order"]
     summary = result["summary"]
-    a, b = (brokers + [None, None])[:2]
+    a, others = brokers[0], brokers[1:]
     meta = result["meta"]
     lines = [
         f"# Benchmark {meta['started']}",
@@ -111,23 +114,25 @@ def markdown(result: dict[str, Any]) -> str:
         f"figures).",
         "",
     ]
-    if b is None:
+    if not others:
         lines.append("(one broker only: no ratios)\n")
-    rl = f"{a}/{b}" if b else "ratio"
 
-    def cell(name: str, broker: str | None, metric: str, digits: int = 1) -> str:
-        if broker is None:
-            return "–"
+    def cell(name: str, broker: str, metric: str, digits: int = 1) -> str:
         slot = summary.get(name, {}).get(broker, {})
         if slot.get("errors") and not slot.get("n"):
             return "error"
         return _fmt(slot.get(metric), digits)
 
-    def rcell(name: str, metric: str) -> str:
-        if b is None:
-            return "–"
+    def rcells(name: str, metric: str) -> list[str]:
         s = summary.get(name, {})
-        return _fmt_ratio(ratio(s.get(a, {}).get(metric), s.get(b, {}).get(metric)))
+        return [_fmt_ratio(ratio(s.get(a, {}).get(metric), s.get(b, {}).get(metric))) for b in others]
+
+    def header(first: str) -> list[str]:
+        cols = [first, *brokers, *(f"{a}/{b}" for b in others)]
+        return ["| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+
+    def row(label: str, values: list[str]) -> str:
+        return "| " + " | ".join([label, *values]) + " |"
 
     tp = [n for n, s in summary.items() if (s.get(a, {}).get("_meta") or {}).get("kind") in THROUGHPUT_KINDS]
     if tp:
@@ -138,89 +143,58 @@ def markdown(result: dict[str, Any]) -> str:
             "GB of record values moved (medians of the repetitions); peak RSS is the broker's VmHWM "
             "during a run, the highest of the repetitions (every run's value is in the JSON).",
             "",
-            f"| workload | MB/s {a} | MB/s {b} | {rl} | msgs/s {a} | msgs/s {b} | {rl} "
-            f"| CPU-s/GB {a} | CPU-s/GB {b} | {rl} | peak RSS MB {a} | peak RSS MB {b} |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for n in tp:
-            lines.append(
-                f"| {n} | {cell(n, a, 'mb_s')} | {cell(n, b, 'mb_s')} | {rcell(n, 'mb_s')} "
-                f"| {cell(n, a, 'msgs_s')} | {cell(n, b, 'msgs_s')} | {rcell(n, 'msgs_s')} "
-                f"| {cell(n, a, 'cpu_s_per_gb', 2)} | {cell(n, b, 'cpu_s_per_gb', 2)} "
-                f"| {rcell(n, 'cpu_s_per_gb')} "
-                f"| {cell(n, a, 'peak_rss_mb_max')} | {cell(n, b, 'peak_rss_mb_max')} |")
+        for metric, label, digits in (("mb_s", "MB/s", 1), ("msgs_s", "msgs/s", 1),
+                                      ("cpu_s_per_gb", "broker CPU-s/GB", 2),
+                                      ("peak_rss_mb_max", "broker peak RSS, MB", 1)):
+            lines += [f"### {label}", "", *header("workload")]
+            for n in tp:
+                lines.append(row(n, [cell(n, br, metric, digits) for br in brokers] + rcells(n, metric)))
+            lines.append("")
+
+    def metric_table(title: str, n: str, metrics: tuple[tuple[str, str], ...], digits: int) -> None:
+        nonlocal lines
+        lines += [title, "", *header("metric")]
+        for metric, label in metrics:
+            lines.append(row(label, [cell(n, br, metric, digits) for br in brokers] + rcells(n, metric)))
         lines.append("")
 
     for n, s in summary.items():
         kind = (s.get(a, {}).get("_meta") or {}).get("kind")
         if kind == "latency":
-            lines += [
-                "## Produce latency (2,000 msg/s, 1 KiB, linger.ms=0, acks=1)",
-                "",
-                f"| metric | {a} | {b} | {rl} |",
-                "|---|---:|---:|---:|",
-            ]
-            for metric, label in (("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("p999_ms", "p99.9 ms"),
-                                  ("max_ms", "max ms"), ("achieved_rate", "achieved msg/s"),
-                                  ("cpu_s", "broker CPU-s"), ("peak_rss_mb", "peak RSS MB")):
-                lines.append(f"| {label} | {cell(n, a, metric, 2)} | {cell(n, b, metric, 2)} "
-                             f"| {rcell(n, metric)} |")
-            lines.append("")
+            metric_table("## Produce latency (2,000 msg/s, 1 KiB, linger.ms=0, acks=1)", n,
+                         (("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("p999_ms", "p99.9 ms"),
+                          ("max_ms", "max ms"), ("achieved_rate", "achieved msg/s"),
+                          ("cpu_s", "broker CPU-s"), ("peak_rss_mb", "peak RSS MB")), 2)
         elif kind == "partitions":
-            lines += [
-                "## 1,000 partitions (10 topics × 100)",
-                "",
-                f"| metric | {a} | {b} | {rl} |",
-                "|---|---:|---:|---:|",
-            ]
-            for metric, label in (("create_s", "CreateTopics answered, s"),
-                                  ("create_until_leaders_s", "… and all leaders in metadata, s"),
-                                  ("metadata_first_s", "full metadata (first), s"),
-                                  ("metadata_best_s", "full metadata (best of 3), s"),
-                                  ("partitions", "partitions seen"),
-                                  ("cpu_s", "broker CPU-s"),
-                                  ("rss_after_mb", "broker RSS after, MB"),
-                                  ("peak_rss_mb", "broker peak RSS, MB")):
-                lines.append(f"| {label} | {cell(n, a, metric, 3)} | {cell(n, b, metric, 3)} "
-                             f"| {rcell(n, metric)} |")
-            lines.append("")
+            metric_table("## 1,000 partitions (10 topics × 100)", n,
+                         (("create_s", "CreateTopics answered, s"),
+                          ("create_until_leaders_s", "… and all leaders in metadata, s"),
+                          ("metadata_first_s", "full metadata (first), s"),
+                          ("metadata_best_s", "full metadata (best of 3), s"),
+                          ("partitions", "partitions seen"),
+                          ("cpu_s", "broker CPU-s"),
+                          ("rss_after_mb", "broker RSS after, MB"),
+                          ("peak_rss_mb", "broker peak RSS, MB")), 3)
         elif kind == "group":
-            lines += [
-                "## Group consumer: subscribe → first record",
-                "",
-                f"| metric | {a} | {b} | {rl} |",
-                "|---|---:|---:|---:|",
-            ]
-
-            def gcell(broker: str | None) -> str:
-                if broker is None:
-                    return "–"
+            def gcell(broker: str) -> str:
                 slot = s.get(broker, {})
                 status = slot.get("status", "")
                 if status.startswith("n/a") or slot.get("first_record_s") is None:
                     return status or ("error" if slot.get("errors") else "–")
                 return _fmt(slot.get("first_record_s"), 3)
 
-            lines.append(f"| seconds | {gcell(a)} | {gcell(b)} | {rcell(n, 'first_record_s')} |")
-            lines.append("")
-
+            lines += ["## Group consumer: subscribe → first record", "", *header("metric"),
+                      row("seconds", [gcell(br) for br in brokers] + rcells(n, "first_record_s")), ""]
         elif kind == "rebalance":
-            lines += [
-                "## Group rebalance, 10 members (9 settle, a 10th joins)",
-                "",
-                f"| metric | {a} | {b} | {rl} |",
-                "|---|---:|---:|---:|",
-            ]
-            for metric, label in (("settle_s", "9 members: subscribe -> all partitions assigned, s"),
-                                  ("rebalance_s", "10th member joins -> all 10 reassigned, s")):
-                lines.append(f"| {label} | {cell(n, a, metric, 3)} | {cell(n, b, metric, 3)} "
-                             f"| {rcell(n, metric)} |")
-            lines.append("")
+            metric_table("## Group rebalance, 10 members (9 settle, a 10th joins)", n,
+                         (("settle_s", "9 members: subscribe -> all partitions assigned, s"),
+                          ("rebalance_s", "10th member joins -> all 10 reassigned, s")), 3)
 
     checks = result.get("targets") or []
-    if checks and b:
-        lines += ["## Targets (from the issue)", "", "| target | workload | value | met |",
-                  "|---|---|---:|:---:|"]
+    if checks:
+        lines += [f"## Targets (from the issue; ratios against {result.get('targets_against', 'tansu')})",
+                  "", "| target | workload | value | met |", "|---|---|---:|:---:|"]
         for c in checks:
             v = c["value"]
             shown = "–" if v is None else (_fmt(v, 2) if c["absolute"] else _fmt_ratio(v))
