@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import logging
 
+from kafkapy.broker.authorized_operations import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    as_int32,
+    authorized,
+)
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.handlers.topics import auto_create_topics
 from kafkapy.controller import topic_name_error
@@ -88,13 +94,18 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
             MResp.MetadataResponseTopic(
                 error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.id,
                 is_internal=topic.name in INTERNAL_TOPICS, partitions=parts,
+                authorized_operations=authorized(
+                    TOPIC_OPERATIONS, version >= 8 and bool(body.include_topic_authorized_operations)),
             )
         )
     brokers = [MResp.MetadataResponseBroker(node_id=i, host=h, port=p, rack=r) for i, h, p, r in _alive_brokers(ctx, image)]
+    # Only v8-v10 carry the cluster's operations (v11 moved them to DescribeCluster).
+    extra = {"authorized_operations": authorized(
+        CLUSTER_OPERATIONS, bool(body.include_cluster_authorized_operations))} if 8 <= version <= 10 else {}
     return MResp(
         throttle_time_ms=0, brokers=brokers, cluster_id=ctx.cluster_id,
         controller_id=_controller_id_for_clients(ctx, image), topics=topics,
-        error_code=0,
+        error_code=0, **extra,
     )
 
 
@@ -167,6 +178,8 @@ async def handle_describe_cluster(ctx: BrokerContext, request: Request) -> objec
     return Resp(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=ctx.cluster_id,
         controller_id=_controller_id_for_clients(ctx, image), brokers=brokers,
+        authorized_operations=authorized(CLUSTER_OPERATIONS,
+                                         bool(request.body.include_cluster_authorized_operations)),
     )
 
 
@@ -189,8 +202,10 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
             continue
         topic = image.topics.by_name.get(name)
         if topic is None:
+            # Kafka answers the operations for a topic that does not exist too (DescribeTopicPartitions
+            # has no flag to ask for them: they always come).
             out.append(TopicOut(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=None,
-                                is_internal=False, partitions=[]))
+                                is_internal=False, partitions=[], topic_authorized_operations=as_int32(TOPIC_OPERATIONS)))
             continue
         first = start_part if name == start_topic else 0
         parts = []
@@ -207,7 +222,7 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
         if parts or next_cursor is None:
             # A page that ends exactly before this topic leaves it wholly to the next page.
             out.append(TopicOut(error_code=0, name=name, topic_id=topic.id, is_internal=name in INTERNAL_TOPICS,
-                                partitions=parts))
+                                partitions=parts, topic_authorized_operations=as_int32(TOPIC_OPERATIONS)))
         if next_cursor is not None:
             break
     return Resp(throttle_time_ms=0, topics=out, next_cursor=next_cursor)

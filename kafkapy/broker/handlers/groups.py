@@ -8,6 +8,7 @@ by the core until the rebalance answers them; ``GroupCoordinator.run_op`` waits 
 
 from __future__ import annotations
 
+from kafkapy.broker.authorized_operations import GROUP_OPERATIONS, authorized
 from kafkapy.broker.context import BrokerContext, client_address
 from kafkapy.coordinator.group import GroupState, JoinRequest, JoinResult, SyncResult
 from kafkapy.protocol import messages as m
@@ -188,7 +189,8 @@ async def handle_describe_groups(ctx: BrokerContext, request: Request) -> object
     for group_id in body.groups:
         item = G(version=version, error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
                  protocol_type="", protocol_data="", members=[],
-                 authorized_operations=None)  # None encodes as -2^31: not requested
+                 authorized_operations=authorized(
+                     GROUP_OPERATIONS, version >= 3 and bool(body.include_authorized_operations)))
         shard, code = _coordinator_error(ctx, group_id)
         group = shard.groups.get(group_id) if shard is not None else None
         if shard is None:
