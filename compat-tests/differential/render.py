@@ -20,7 +20,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 
-from differential_compare import load_allowlist, verdict  # noqa: E402
+from differential_compare import load_allowlist, load_flaky, verdict  # noqa: E402
 from differential_scenarios import AREAS, SCENARIOS  # noqa: E402
 
 from kafkapy.testing.doc_blocks import write_block  # noqa: E402
@@ -32,7 +32,7 @@ LABELS = {"same": "same", "allowed": "allowed difference", "differs": "**differs
 
 
 def render(results: dict, kafka_version: str = "") -> str:
-    allow = load_allowlist()
+    allow, flaky = load_allowlist(), load_flaky()
     rows, counts = [], Counter()
     for name in SCENARIOS:
         kafka, kafkapy = results["kafka"].get(name), results["kafkapy"].get(name)
@@ -45,6 +45,10 @@ def render(results: dict, kafka_version: str = "") -> str:
                 note = "; ".join(outcome["reasons"])
             elif status == "differs":
                 note = "fields: " + ", ".join(f"`{p}`" for p in outcome["unexplained"][:6])
+                if name in flaky:
+                    note += f" (intermittent: {flaky[name]})"
+            elif name in flaky:
+                note = f"same this run; intermittently differs: {flaky[name]}"
             else:
                 note = ""
         counts[status] += 1

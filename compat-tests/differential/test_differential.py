@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from differential_compare import load_allowlist, normalize, verdict  # noqa: E402
+from differential_compare import load_allowlist, load_flaky, normalize, verdict  # noqa: E402
 from differential_scenarios import BROKER_OVERRIDES, SCENARIOS  # noqa: E402
 
 from kafkapy.testing.apache_kafka import ApacheKafkaNode, kafka_home, kafka_version  # noqa: E402
@@ -104,6 +104,9 @@ def results(tmp_path_factory) -> dict[str, dict]:
 def test_scenario(results, name):
     kafka, kafkapy = results["kafka"][name], results["kafkapy"][name]
     outcome = verdict(name, kafka, kafkapy, load_allowlist())
+    flaky = load_flaky().get(name)
+    if outcome["status"] == "differs" and flaky:
+        pytest.xfail(f"intermittent, not understood yet: {flaky}")
     assert outcome["status"] != "differs", (
         f"{name}: kafkapy differs from Apache Kafka at {outcome['unexplained']}\n"
         f"  kafka:   {json.dumps(normalize(kafka['observed']), sort_keys=True)}\n"
@@ -114,7 +117,7 @@ def test_scenario(results, name):
 def test_allowlist_has_no_stale_entries(results):
     """Every allow-list entry still explains a difference (a fixed one must leave the list)."""
     allow = load_allowlist()
-    unknown = sorted(set(allow) - set(SCENARIOS))
+    unknown = sorted((set(allow) | set(load_flaky())) - set(SCENARIOS))
     stale = sorted(name for name in allow if name in SCENARIOS and
                    verdict(name, results["kafka"][name], results["kafkapy"][name], allow)["stale"])
     assert not unknown, f"allow-list entries for scenarios that do not exist: {unknown}"
