@@ -289,6 +289,10 @@ SUITE_SOURCES = {
     "kafka-python": "kafka-python 3.0.12 `test/integration` (PyPI sdist)",
     "confluent-kafka-python": "confluent-kafka-python 1.4.2 `tests/integration` (PyPI sdist) "
                               "on the confluent-kafka 2.16.1 client",
+    "franz-go": "franz-go v1.22.3 `pkg/kgo` tests that talk to a broker (Go module proxy), "
+                "seed broker set by `KGO_SEEDS`",
+    "kafka-go": "kafka-go v0.4.51 root-package tests that talk to a broker (Go module proxy), "
+                "reaching the node through a relay on their fixed `localhost:9092`",
 }
 
 

@@ -62,3 +62,14 @@ if [ "$(cat "$TOOLS/apache-kafka/VERSION" 2>/dev/null)" != "$KAFKA_VERSION" ]; t
       -DoutputDirectory="$PWD/$TOOLS/apache-kafka/libs" -DincludeScope=runtime
   echo "$KAFKA_VERSION" > "$TOOLS/apache-kafka/VERSION"
 fi
+
+# The report card's Go client suites (franz-go, kafka-go): `go mod download` of the pinned modules
+# from the Go module proxy and `go test -c` of their test packages, cached under .tools/suites/.
+# A second call finds the built binaries and returns at once.
+if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then
+  for suite in franz-go kafka-go; do
+    bash "compat-tests/$suite/run.sh" setup
+  done
+else
+  echo "go is missing: the report card's franz-go and kafka-go suites cannot be built" >&2
+fi

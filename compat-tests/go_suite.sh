@@ -1,0 +1,75 @@
+# Shared by the Go client suites' run.sh (franz-go, kafka-go); sourced, not run.
+# The caller sets ROOT, CACHE, PY and log() first.
+#
+# go_suite_setup <module> <version> <package> <package dir> [gotest_glue.py list options...]
+#   fetches <module>@<version> from the Go module proxy into $CACHE/gomod (its own module cache),
+#   copies it to $CACHE/src (the module cache is read-only), builds the package's test binary
+#   ($CACHE/suite.test) and test2json ($CACHE/test2json), and lists the package's broker tests
+#   ($CACHE/tests.txt). Everything is cached: a second call with the same version does nothing.
+# go_suite_run <seconds per test> <regexp of tests to leave out> <results.tsv>
+#   runs each listed test in its own process of the test binary, under its own deadline, in the
+#   package's folder (tests read testdata/ relative to it), and writes results.tsv.
+
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+# One module cache per suite (the pinned versions of its dependencies); one build cache shared by
+# the Go suites, so the standard library is compiled once.
+export GOMODCACHE="$CACHE/gomod" GOCACHE="$ROOT/.tools/suites/go-build"
+export GOFLAGS="-modcacherw -buildvcs=false" GOTOOLCHAIN=local CGO_ENABLED=0
+
+go_suite_setup() {
+    local module=$1 version=$2 pkg=$3 pkgdir=$4
+    shift 4
+    GO_PKGDIR=$pkgdir
+    local stamp="$CACHE/built-$version"
+    if [ -f "$stamp" ] && [ -x "$CACHE/suite.test" ] && [ -x "$CACHE/test2json" ] \
+            && [ -s "$CACHE/tests.txt" ]; then
+        return 0
+    fi
+    [ -x "$GO" ] || { log "setup failed: no go command (looked for go on PATH and /usr/local/go/bin/go)"; exit 3; }
+    mkdir -p "$CACHE"
+    rm -f "$CACHE"/built-*
+    local t0=$SECONDS dir
+    log "go mod download $module@$version ($("$GO" env GOVERSION))"
+    dir=$(cd "$CACHE" && timeout 600 "$GO" mod download -json "$module@$version" \
+          | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -n "$dir" ] && [ -d "$dir" ] || { log "setup failed: go mod download $module@$version"; exit 3; }
+    rm -rf "$CACHE/src" "$CACHE/src.tmp"
+    cp -r "$dir" "$CACHE/src.tmp" && chmod -R u+w "$CACHE/src.tmp"
+    mv "$CACHE/src.tmp" "$CACHE/src"
+    (cd "$CACHE/src" && timeout 600 "$GO" mod download) \
+        || { log "setup failed: go mod download (dependencies of $module)"; exit 3; }
+    local t1=$SECONDS
+    log "go test -c $pkg (the test binary; a few minutes on two cores)"
+    (cd "$CACHE/src" && timeout 1800 "$GO" test -c -o "$CACHE/suite.test" "$pkg") \
+        > "$CACHE/build.log" 2>&1 || { cat "$CACHE/build.log" >&2; log "setup failed: go test -c"; exit 3; }
+    timeout 900 "$GO" build -o "$CACHE/test2json" cmd/test2json >> "$CACHE/build.log" 2>&1 \
+        || { cat "$CACHE/build.log" >&2; log "setup failed: go build cmd/test2json"; exit 3; }
+    "$PY" "$ROOT/compat-tests/gotest_glue.py" list "$CACHE/src/$pkgdir" "$@" > "$CACHE/tests.txt"
+    [ -s "$CACHE/tests.txt" ] || { log "setup failed: no broker tests found in $pkgdir"; exit 3; }
+    log "setup done: download $((t1 - t0)) s, build $((SECONDS - t1)) s; $(wc -l < "$CACHE/tests.txt") broker tests"
+    echo "download_s=$((t1 - t0)) build_s=$((SECONDS - t1))" > "$stamp"
+}
+
+go_suite_run() {
+    local per_test=$1 skip=$2 results=$3 run="$CACHE/last-run" budget
+    rm -rf "$run" && mkdir -p "$run"
+    grep -Ev "$skip" "$CACHE/tests.txt" > "$run/tests.txt" || true
+    [ -s "$run/tests.txt" ] || { log "no tests selected"; exit 3; }
+    # Inside the harness's own suite timeout (30 min quick), so results.tsv is always written.
+    budget=$(( $(wc -l < "$run/tests.txt") * per_test ))
+    [ "$budget" -gt 1500 ] && [ "$per_test" -le 300 ] && budget=1500
+    local started=$SECONDS t left
+    while IFS= read -r t; do
+        left=$(( budget - (SECONDS - started) ))
+        [ "$left" -gt "$per_test" ] && left=$per_test
+        if [ "$left" -lt 20 ]; then log "$t: the run's ${budget}s budget is spent"; continue; fi
+        log "$t (deadline ${left}s)"
+        # -test.timeout makes the binary dump its goroutines before timeout(1) has to kill it.
+        (cd "$CACHE/src/$GO_PKGDIR" && timeout -k 10 "$left" "$CACHE/test2json" -t -p suite \
+            "$CACHE/suite.test" -test.v=test2json -test.count=1 -test.run "^${t}\$" \
+            -test.timeout "$((left - 5))s" > "$run/$t.json" 2> "$run/$t.err" < /dev/null) || true
+    done < "$run/tests.txt"
+    "$PY" "$ROOT/compat-tests/gotest_glue.py" tsv "$results" "$run/tests.txt" "$run"/*.json \
+        || { log "writing $results failed"; exit 3; }
+    log "$(cut -f2 "$results" | sort | uniq -c | tr '\n' ' ')-> $results (raw output in $run)"
+}
