@@ -53,7 +53,8 @@ def broker_tests(folder: Path, calls: list[str], texts: list[str]) -> list[str]:
 
 def to_tsv(streams: list[Path], tests: list[str]) -> list[str]:
     status: dict[str, tuple[str, float]] = {}
-    output: dict[str, list[str]] = {}
+    output: dict[str, list[str]] = {}  # by full (sub)test name
+    failed: set[str] = set()
     for stream in streams:
         if not stream.exists():
             continue
@@ -65,28 +66,43 @@ def to_tsv(streams: list[Path], tests: list[str]) -> list[str]:
             test = ev.get("Test")
             if not test:
                 continue
-            top = test.split("/", 1)[0]
             if ev.get("Action") == "output":
-                output.setdefault(top, []).append(ev.get("Output", ""))
-            elif ev.get("Action") in ("pass", "fail", "skip") and "/" not in test:
-                status[top] = (ev["Action"], float(ev.get("Elapsed") or 0.0))
+                output.setdefault(test, []).append(ev.get("Output", ""))
+            elif ev.get("Action") == "fail":
+                failed.add(test)
+            if ev.get("Action") in ("pass", "fail", "skip") and "/" not in test:
+                status[test] = (ev["Action"], float(ev.get("Elapsed") or 0.0))
     names = {"pass": "passed", "fail": "failed", "skip": "skipped"}
     rows = []
     for test in tests:
-        lines = [l.strip() for l in output.get(test, []) if l.strip() and not l.startswith("=== ")]
+        lines = _lines(output, test, test)
         if test in status:
             action, secs = status[test]
             detail = ""
             if action != "pass":
-                # The test's own words: its t.Skip reason or its first failing assertion.
-                useful = [l for l in lines if not l.startswith(("--- ", "[", "panic: test timed out"))]
-                detail = " | ".join(useful[:3]) or (lines[-1] if lines else "")
+                # The test's own words: its t.Skip reason or its failing assertion, from the failed
+                # subtests that have no failed subtest of their own (a parent only logs progress).
+                leaves = sorted(t for t in failed if t.startswith(test + "/")
+                                and not any(u.startswith(t + "/") for u in failed))
+                useful = [f"{leaf[len(test) + 1:]}: {line}" for leaf in leaves
+                          for line in _lines(output, leaf, leaf)[-2:]]
+                useful = useful or [l for l in lines if not l.startswith(("--- ", "[", "panic: test timed out"))][:3]
+                panic = [l for l in lines if l.startswith("panic:")]
+                detail = " | ".join(useful[:4] + panic[:1]) or (lines[-1] if lines else "")
             rows.append((test, names[action], secs, detail))
         else:
             rows.append((test, "failed", 0.0,
                          "no result: killed at its deadline or crashed; last output: "
                          + " | ".join(lines[-3:])))
     return ["\t".join((t, s, f"{secs:.2f}", re.sub(r"\s+", " ", d)[:300])) for t, s, secs, d in rows]
+
+
+def _lines(output: dict[str, list[str]], test: str, prefix: str) -> list[str]:
+    """What ``test`` printed (with its subtests when it is a top-level test), less go test's own
+    RUN/PAUSE/CONT/PASS lines."""
+    names = [test] if "/" in test else [n for n in output if n == prefix or n.startswith(prefix + "/")]
+    return [l.strip() for n in names for l in output.get(n, [])
+            if l.strip() and not l.lstrip().startswith(("=== ", "--- "))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ log() { echo "[kafka-go] $*" >&2; }
 # shellcheck source=../go_suite.sh
 . "$HERE/../go_suite.sh"
 go_suite_setup "$MODULE" "$VERSION" . . \
-    --text '"(localhost|127\.0\.0\.1)(:909[23])?"' \
+    --text '"(localhost|127\.0\.0\.1):909[23]"' \
     --call newLocalClient --call newLocalClientAndTopic --call newLocalClientWithTopic
 [ "$MODE" = setup ] && exit 0
 
@@ -52,7 +52,8 @@ done
 
 export KAFKA_VERSION=3.9.0
 unset KAFKA_SKIP_NETTEST
-# Address formatting and resolver tests quote the literal without dialing it.
-UNIT='TestNetworkAddress|TestDialerResolver|TestTCP'
+# Tests that quote the address without dialing it: address formatting, a resolver, and
+# DescribeGroups answers decoded from a mock transport.
+UNIT='TestNetworkAddress|TestDialerResolver|TestTCP|TestDescribeGroups(ErrorHandling|InvalidAssignments|PartialMembersCleared)'
 if [ "$MODE" = quick ]; then PER_TEST=90; else PER_TEST=300; fi
 go_suite_run "$PER_TEST" "^($UNIT)\$" "$RESULTS"
