@@ -55,7 +55,10 @@ fi
 # fetched from Maven Central: the reference broker of the differential tests and the benchmark.
 KAFKA_POM=scripts/apache-kafka/pom.xml
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM")
-if [ "$(cat "$TOOLS/apache-kafka/VERSION" 2>/dev/null)" != "$KAFKA_VERSION" ]; then
+KAFKA_SHELL_VERSION=$(sed -n 's:.*<kafka.shell.version>\(.*\)</kafka.shell.version>.*:\1:p' "$KAFKA_POM")
+# The shell jar is checked too: a cache made before the pom listed it would otherwise stay as it was.
+if [ "$(cat "$TOOLS/apache-kafka/VERSION" 2>/dev/null)" != "$KAFKA_VERSION" ] ||
+   [ ! -e "$TOOLS/apache-kafka/libs/kafka-shell-$KAFKA_SHELL_VERSION.jar" ]; then
   command -v mvn >/dev/null || { echo "mvn is missing: Apache Kafka cannot be fetched" >&2; exit 1; }
   rm -rf "$TOOLS/apache-kafka"
   mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
