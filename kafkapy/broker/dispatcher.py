@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from kafkapy.broker.context import BrokerContext, client_address, request_listener
+from kafkapy.broker.features import api_versions_feature_fields
 from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from kafkapy.broker.handlers.cluster import (
     handle_describe_cluster, handle_describe_quorum, handle_describe_topic_partitions, handle_metadata,
@@ -115,7 +116,9 @@ class BrokerDispatcher:
 
     async def handle(self, request: Request, conn: object) -> object | None:
         if request.api_key == ApiKey.API_VERSIONS:
-            return self.versions.response(request.api_version)
+            features = api_versions_feature_fields(self.ctx.image(), request.api_version) \
+                if request.api_version >= 3 else {}
+            return self.versions.response(request.api_version, **features)
         handler = self._handlers[request.api_key]
         client_address.set(getattr(conn, "peer", None))
         request_listener.set(getattr(conn, "listener", None))
