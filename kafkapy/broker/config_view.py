@@ -139,7 +139,9 @@ def _broker_entry(layers: BrokerLayers, name: str, value: str | None, *, per_bro
     sensitive = cdef is None or cdef.sensitive
     synonyms = layers.synonyms(name, sensitive=sensitive)
     if not per_broker:
-        synonyms = [s for s in synonyms if s.source != ConfigSource.DYNAMIC_BROKER_CONFIG]
+        # The cluster default's entries carry only their own layer, as Kafka's ConfigHelper
+        # answers for resource "" (no static or default synonyms under it).
+        synonyms = [s for s in synonyms if s.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
     source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
     return ConfigEntry(
         name, None if sensitive else value, source, broker_update_mode(name) == READ_ONLY, sensitive,
