@@ -27,8 +27,8 @@ if str(REPO) not in sys.path:
 from kafkapy.testing.apache_kafka import java_binary, java_command, kafka_classpath  # noqa: E402
 
 SOURCE = Path(__file__).with_name("ToolRunner.java")
-# kafka-shell 4.3.1 on Kafka 4.4.0 jars needs one class 4.4 dropped (see the shim's comment).
-SHIMS = [Path(__file__).with_name("shim") / "kafka" / "tools" / "TerseFailure.java"]
+# kafka-shell 4.3.1 on Kafka 4.4.0 jars needs two classes 4.4 dropped or moved (see the shims).
+SHIMS = sorted((Path(__file__).with_name("shim")).rglob("*.java"))
 CACHE = REPO / ".tools" / "kafka-tools-runner"
 # The tools log through log4j2; their log lines go to a file, not into the compared output.
 LOG4J2 = """\
