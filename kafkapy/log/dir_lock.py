@@ -2,8 +2,9 @@
 
 Two nodes started on the same ``log.dirs`` would append to each other's logs and overwrite each
 other's checkpoints and clean-shutdown markers. Before anything in a dir is read or written, the
-owner takes an exclusive, non-blocking ``flock`` on ``<dir>/.lock`` and writes its pid into it (so
-the next contender can say who holds it). The kernel drops the lock when the process dies, kill -9
+owner takes an exclusive, non-blocking ``flock`` and a POSIX record lock (the kind Kafka's JVM
+tools take) on ``<dir>/.lock`` and writes its pid into it (so the next contender can say who holds
+it). The kernel drops the lock when the process dies, kill -9
 included, so a stale file never blocks a restart.
 
 Locks are counted per process: code that runs inside a node (formatting a new dir at first start)
@@ -54,7 +55,10 @@ def _acquire(directory: str) -> None:
     fd = os.open(os.path.join(directory, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        # A POSIX record lock as well: Java's FileChannel.tryLock (Kafka's broker, kafka-storage,
+        # kafka-metadata-shell) takes that kind, which on Linux does not see a flock.
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (BlockingIOError, PermissionError):
         holder = _read_holder(fd)
         os.close(fd)
         raise LogDirLockedError(directory, holder) from None

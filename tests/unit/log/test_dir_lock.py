@@ -96,3 +96,21 @@ def test_format_storage_refuses_a_locked_dir(tmp_path):
         _release_child(child)
     format_storage(config)
     assert os.path.exists(os.path.join(d, "meta.properties"))
+
+
+def test_a_posix_record_lock_sees_the_dir_as_taken(tmp_path):
+    """Kafka's JVM tools lock `.lock` with FileChannel.tryLock, a POSIX record lock, which on Linux
+    does not conflict with flock: kafka-metadata-shell or a Kafka broker must still be refused."""
+    code = textwrap.dedent(f"""
+        import fcntl, os, sys
+        fd = os.open({str(tmp_path / LOCK_FILE)!r}, os.O_RDWR)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            print("refused")
+        else:
+            print("locked")
+    """)
+    with lock_dirs([str(tmp_path)]):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "refused", out.stderr
