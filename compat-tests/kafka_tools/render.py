@@ -16,6 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
 
 from kafkapy.testing.doc_blocks import write_block  # noqa: E402
 
@@ -32,7 +33,9 @@ def verdict(row: dict) -> str:
 
 
 def render(results: dict) -> str:
-    rows = results["rows"]
+    from scenario import STEPS  # the commands as the scenario spells them now
+    commands = {step.id: step.command for step in STEPS}
+    rows = [{**row, "command": commands.get(row["id"], row["command"])} for row in results["rows"]]
     same = sum(r["same"] for r in rows)
     allowed = sum(bool(not r["same"] and r["allowed"]) for r in rows)
     differs = len(rows) - same - allowed
@@ -40,9 +43,12 @@ def render(results: dict) -> str:
         "### Apache Kafka's CLI tools against kafkapy",
         "",
         "Each command ran against an Apache Kafka 4.4.0 node and a kafkapy node in the same scenario "
-        "(compat-tests/kafka_tools); outputs are compared line by line with ids, times, ports, paths "
-        "masked. Offline dumps (`kafka-dump-log`) are compared by their batches, records, offsets and "
-        "index entries, since timestamps and CRCs differ.",
+        "(compat-tests/kafka_tools, all calls in one JVM); outputs are compared line by line with ids, "
+        "times, ports, paths, batch sizes and metadata-log offsets masked. Offline dumps "
+        "(`kafka-dump-log`) of the data log are compared by batches, records, offsets, payloads and "
+        "index entries, the metadata log and snapshot by record types and topics (their length depends "
+        "on timing); the offline steps run after the broker stopped. Allowed differences are listed "
+        "with their reason in compat-tests/kafka_tools/allowlist.txt.",
         "",
         f"{len(rows)} commands: {same} same, {allowed} allowed differences, {differs} differ. "
         f"Run time: Apache Kafka {results['seconds']['apache-kafka']} s, kafkapy "

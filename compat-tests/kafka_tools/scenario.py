@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +58,19 @@ class Context:
 
     def snapshot(self) -> str:
         """The newest metadata snapshot (<offset>-<epoch>.checkpoint) in __cluster_metadata-0."""
+        if self.dry:
+            return str(self.data_dir / "__cluster_metadata-0" / "<offset>-<epoch>.checkpoint")
         snaps = sorted((self.data_dir / "__cluster_metadata-0").glob("*.checkpoint"))
         return str(snaps[-1]) if snaps else str(self.data_dir / "__cluster_metadata-0" / "NO-SNAPSHOT.checkpoint")
+
+    def snapshot_copy(self, name: str) -> str:
+        """The newest snapshot copied into a directory of its own: kafka-metadata-shell locks the
+        snapshot's directory, and in one JVM a lock left by an earlier call would block the next."""
+        target = self.work / name
+        if self.dry:
+            return self.snapshot()
+        target.mkdir(parents=True, exist_ok=True)
+        return shutil.copy(self.snapshot(), target)
 
     def write(self, name: str, text: str) -> str:
         path = self.work / name
@@ -80,6 +92,9 @@ class Step:
     stdin: str = ""
     offline: bool = False
     timeout: float = 60.0
+    # Seconds to wait first: Kafka's broker answers describes from its metadata image, which
+    # applies a committed change a moment after the alter returned.
+    settle: float = 0.0
     # How the outputs are judged: "lines" (masked line by line), "records" (offline dumps: same
     # record/batch counts and offsets, no corruption reported) or "metadata" (metadata logs: same
     # record types and topics, no errors; the logs' lengths depend on timing).
@@ -119,32 +134,32 @@ def _steps() -> list[Step]:
     add(Step("topics-create-existing", "kafka-topics", topics("--create", "--topic", TOPIC_B, "--partitions", "1")))
     add(Step("topics-describe", "kafka-topics", topics("--describe", "--topic", TOPIC_A)))
     add(Step("topics-alter-partitions", "kafka-topics", topics("--alter", "--topic", TOPIC_A, "--partitions", "4")))
-    add(Step("topics-describe-altered", "kafka-topics", topics("--describe", "--topic", TOPIC_A)))
+    add(Step("topics-describe-altered", "kafka-topics", topics("--describe", "--topic", TOPIC_A), settle=1.0))
     # Listed after the describes: Kafka's broker can answer a list before it has applied a create.
-    add(Step("topics-list", "kafka-topics", topics("--list", "--exclude-internal")))
+    add(Step("topics-list", "kafka-topics", topics("--list", "--exclude-internal"), settle=1.0))
     add(Step("topics-alter-fewer-partitions", "kafka-topics", topics("--alter", "--topic", TOPIC_A, "--partitions", "2")))
     # -- configs -------------------------------------------------------------------------------------
     add(Step("configs-broker-alter", "kafka-configs", lambda c: [*bs(c), "--entity-type", "brokers", "--entity-name",
                                                                  str(c.node_id), "--alter", "--add-config", "log.cleaner.threads=2"]))
     add(Step("configs-topic-alter", "kafka-configs", configs("--entity-type", "topics", "--entity-name", TOPIC_A,
                                                               "--alter", "--add-config", "max.message.bytes=2000000,segment.ms=600000")))
-    add(Step("configs-topic-describe", "kafka-configs", configs("--entity-type", "topics", "--entity-name", TOPIC_A, "--describe")))
+    add(Step("configs-topic-describe", "kafka-configs", configs("--entity-type", "topics", "--entity-name", TOPIC_A, "--describe"), settle=1.0))
     add(Step("configs-topic-delete", "kafka-configs", configs("--entity-type", "topics", "--entity-name", TOPIC_A,
                                                                "--alter", "--delete-config", "max.message.bytes")))
     add(Step("configs-topic-describe-after-delete", "kafka-configs",
-             configs("--entity-type", "topics", "--entity-name", TOPIC_A, "--describe")))
+             configs("--entity-type", "topics", "--entity-name", TOPIC_A, "--describe"), settle=1.0))
     # Described after the topic steps: a broker applies its dynamic config a moment after the alter.
     add(Step("configs-broker-describe", "kafka-configs", lambda c: [*bs(c), "--entity-type", "brokers", "--entity-name",
-                                                                    str(c.node_id), "--describe"]))
+                                                                    str(c.node_id), "--describe"], settle=1.0))
     add(Step("configs-broker-delete", "kafka-configs", lambda c: [*bs(c), "--entity-type", "brokers", "--entity-name",
                                                                   str(c.node_id), "--alter", "--delete-config", "log.cleaner.threads"]))
     add(Step("configs-cluster-default-alter", "kafka-configs", configs("--entity-type", "brokers", "--entity-default",
                                                                         "--alter", "--add-config", "log.retention.ms=604800000")))
-    add(Step("configs-cluster-default-describe", "kafka-configs", configs("--entity-type", "brokers", "--entity-default", "--describe")))
+    add(Step("configs-cluster-default-describe", "kafka-configs", configs("--entity-type", "brokers", "--entity-default", "--describe"), settle=1.0))
     add(Step("configs-cluster-default-delete", "kafka-configs", configs("--entity-type", "brokers", "--entity-default",
                                                                          "--alter", "--delete-config", "log.retention.ms")))
     add(Step("configs-cluster-default-describe-after-delete", "kafka-configs",
-             configs("--entity-type", "brokers", "--entity-default", "--describe")))
+             configs("--entity-type", "brokers", "--entity-default", "--describe"), settle=1.0))
     # -- produce and consume -------------------------------------------------------------------------
     add(Step("console-producer", "kafka-console-producer", lambda c: [*bs(c), "--topic", TOPIC_B],
              stdin="".join(f"line-{i}\n" for i in range(MESSAGES))))
@@ -188,9 +203,9 @@ def _steps() -> list[Step]:
     add(Step("features-describe", "kafka-features", lambda c: [*bs(c), "describe"]))
     # -- deletes -------------------------------------------------------------------------------------
     add(Step("groups-delete", "kafka-consumer-groups", lambda c: [*bs(c), "--delete", "--group", GROUP]))
-    add(Step("groups-list-after-delete", "kafka-consumer-groups", lambda c: [*bs(c), "--list"]))
+    add(Step("groups-list-after-delete", "kafka-consumer-groups", lambda c: [*bs(c), "--list"], settle=1.0))
     add(Step("topics-delete", "kafka-topics", topics("--delete", "--topic", TOPIC_A)))
-    add(Step("topics-list-after-delete", "kafka-topics", topics("--list", "--exclude-internal")))
+    add(Step("topics-list-after-delete", "kafka-topics", topics("--list", "--exclude-internal"), settle=1.0))
     # -- offline: the broker's files -------------------------------------------------------------------
     seg = f"{TOPIC_B}-0/00000000000000000000"
     add(Step("dump-log-segment", "kafka-dump-log", lambda c: ["--files", c.file(f"{seg}.log"), "--deep-iteration",
@@ -203,9 +218,9 @@ def _steps() -> list[Step]:
              offline=True, compare="metadata"))
     add(Step("dump-log-metadata-snapshot", "kafka-dump-log",
              lambda c: ["--cluster-metadata-decoder", "--files", c.snapshot()], offline=True, compare="metadata"))
-    add(Step("metadata-shell-ls-root", "kafka-metadata-shell", lambda c: ["--snapshot", c.snapshot(), "ls", "/"], offline=True))
+    add(Step("metadata-shell-ls-root", "kafka-metadata-shell", lambda c: ["--snapshot", c.snapshot_copy("shell-root"), "ls", "/"], offline=True))
     add(Step("metadata-shell-ls-topics", "kafka-metadata-shell",
-             lambda c: ["--snapshot", c.snapshot(), "ls", "/image/topics/byName"], offline=True))
+             lambda c: ["--snapshot", c.snapshot_copy("shell-topics"), "ls", "/image/topics/byName"], offline=True))
     add(Step("storage-info", "kafka-storage", lambda c: ["info", "-c", str(c.work / "server.properties")], offline=True))
     return s
 
@@ -237,7 +252,8 @@ def mask(text: str, ctx: Context | None = None) -> list[str]:
         text = text.replace(str(ctx.data_dir), "<DATA>").replace(str(ctx.work), "<WORK>")
     for pattern, placeholder in _MASKS:
         text = pattern.sub(placeholder, text)
-    return [line.rstrip() for line in text.splitlines()]
+    # Column padding follows the width of masked values (offsets, sizes): not compared.
+    return [re.sub(r"[ \t]*\t[ \t]*|  +", " ", line).rstrip() for line in text.splitlines()]
 
 
 def metadata_summary(text: str) -> dict:
@@ -311,6 +327,8 @@ def run_steps(runner, ctx: Context, *, offline: bool) -> dict[str, Outcome]:
 
 
 def _run(runner, step: Step, ctx: Context) -> Outcome:
+    if step.settle:
+        time.sleep(step.settle)
     result = runner.run(MAIN_CLASSES[step.tool], step.args(ctx), stdin=step.stdin, timeout=step.timeout)
     return Outcome(result.exit_code, mask(result.stdout, ctx), mask(result.stderr, ctx),
                    result.stdout, result.stderr, result.elapsed_s)

@@ -56,6 +56,8 @@ def _run_on(node, runner: ToolRunner, work: Path, properties: dict[str, str]) ->
     online = run_steps(runner, ctx, offline=False)
     # The offline steps read a metadata snapshot; both brokers take one within seconds (OVERRIDES).
     wait_for(lambda: any((node.data_dir / "__cluster_metadata-0").glob("*.checkpoint")), 30)
+    # As an operator does: the broker is stopped first (kafka-metadata-shell refuses a locked dir).
+    node.stop()
     offline = run_steps(runner, ctx, offline=True)
     return {"outcomes": {**online, **offline}, "seconds": time.monotonic() - started}
 
