@@ -95,6 +95,9 @@ class Step:
     # Seconds to wait first: Kafka's broker answers describes from its metadata image, which
     # applies a committed change a moment after the alter returned.
     settle: float = 0.0
+    # Runs in a JVM of its own (as its shell script does), and again once if it overran its
+    # timeout: see the metadata-shell steps.
+    own_jvm: bool = False
     # How the outputs are judged: "lines" (masked line by line), "records" (offline dumps: same
     # record/batch counts and offsets, no corruption reported) or "metadata" (metadata logs: same
     # record types and topics, no errors; the logs' lengths depend on timing).
@@ -218,9 +221,14 @@ def _steps() -> list[Step]:
              offline=True, compare="metadata"))
     add(Step("dump-log-metadata-snapshot", "kafka-dump-log",
              lambda c: ["--cluster-metadata-decoder", "--files", c.snapshot()], offline=True, compare="metadata"))
-    add(Step("metadata-shell-ls-root", "kafka-metadata-shell", lambda c: ["--snapshot", c.snapshot_copy("shell-root"), "ls", "/"], offline=True))
+    # kafka-shell 4.3.1 on the 4.4.0 jars sometimes never answers a command that needs the loaded
+    # image when an earlier shell ran in the same JVM (seen with both brokers' snapshots), so each
+    # shell call gets a fresh JVM, and one more try if it still overruns.
+    add(Step("metadata-shell-ls-root", "kafka-metadata-shell", lambda c: ["--snapshot", c.snapshot_copy("shell-root"), "ls", "/"],
+             offline=True, timeout=20, own_jvm=True))
     add(Step("metadata-shell-ls-topics", "kafka-metadata-shell",
-             lambda c: ["--snapshot", c.snapshot_copy("shell-topics"), "ls", "/image/topics/byName"], offline=True))
+             lambda c: ["--snapshot", c.snapshot_copy("shell-topics"), "ls", "/image/topics/byName"], offline=True,
+             timeout=20, own_jvm=True))
     add(Step("storage-info", "kafka-storage", lambda c: ["info", "-c", str(c.work / "server.properties")], offline=True))
     return s
 
@@ -329,7 +337,13 @@ def run_steps(runner, ctx: Context, *, offline: bool) -> dict[str, Outcome]:
 def _run(runner, step: Step, ctx: Context) -> Outcome:
     if step.settle:
         time.sleep(step.settle)
+    if step.own_jvm:
+        runner.close()
     result = runner.run(MAIN_CLASSES[step.tool], step.args(ctx), stdin=step.stdin, timeout=step.timeout)
+    if result.exit_code == -2 and step.own_jvm:
+        result = runner.run(MAIN_CLASSES[step.tool], step.args(ctx), stdin=step.stdin, timeout=step.timeout)
+    if step.own_jvm:
+        runner.close()
     return Outcome(result.exit_code, mask(result.stdout, ctx), mask(result.stderr, ctx),
                    result.stdout, result.stderr, result.elapsed_s)
 

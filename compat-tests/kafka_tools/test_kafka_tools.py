@@ -3,7 +3,8 @@
 One scenario (scenario.STEPS: topics, configs, console producer/consumer, groups, offsets,
 delete-records, log dirs, reassignment, elections, quorum, features, then offline dumps of the
 broker's files, the metadata shell and kafka-storage info) runs once against an Apache Kafka node
-and once against a kafkapy node, each through one long-lived tool JVM (toolrunner.py). Each test
+and once against a kafkapy node, through one long-lived tool JVM (toolrunner.py; the metadata
+shell alone gets a JVM per call). The offline steps run after the broker stopped. Each test
 compares one step's masked output; a difference passes only when allowlist.txt names it with a
 reason. The run's verdicts are saved for render.py, which writes docs/compatibility.md's
 `kafka-cli-tools` block.
@@ -34,8 +35,10 @@ if not (kafka_home() / "VERSION").exists():
 if compat_target() != "kafkapy":
     pytest.skip("the CLI-tool checks compare kafkapy with Apache Kafka", allow_module_level=True)
 
-# Both brokers take a metadata snapshot soon after changes, so the offline steps have one to read.
-OVERRIDES = {"metadata.log.max.snapshot.interval.ms": "2000", "group.initial.rebalance.delay.ms": "0"}
+# Both brokers take a metadata snapshot soon after changes, so the offline steps have one to read;
+# a one-partition __consumer_offsets spares Kafka ~10 s of creating and loading fifty at the first join.
+OVERRIDES = {"metadata.log.max.snapshot.interval.ms": "2000", "group.initial.rebalance.delay.ms": "0",
+             "offsets.topic.num.partitions": "1"}
 
 
 def load_allowlist() -> dict[str, str]:

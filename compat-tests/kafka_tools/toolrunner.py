@@ -122,6 +122,8 @@ class ToolRunner:
                 return ToolResult(-4, "", "the tool runner JVM ended without answering", 0.0)
             line += chunk
         answer = json.loads(line)
+        if answer["exit_code"] == -2:
+            self.close()  # the JVM ends itself after an overrun; the next call starts a fresh one
         return ToolResult(answer["exit_code"], answer["stdout"], answer["stderr"], answer["elapsed_s"])
 
     def close(self) -> None:
