@@ -221,6 +221,7 @@ def _steps() -> list[Step]:
              offline=True, compare="metadata"))
     add(Step("dump-log-metadata-snapshot", "kafka-dump-log",
              lambda c: ["--cluster-metadata-decoder", "--files", c.snapshot()], offline=True, compare="metadata"))
+    add(Step("storage-info", "kafka-storage", lambda c: ["info", "-c", str(c.work / "server.properties")], offline=True))
     # kafka-shell 4.3.1 on the 4.4.0 jars sometimes never answers a command that needs the loaded
     # image when an earlier shell ran in the same JVM (seen with both brokers' snapshots), so each
     # shell call gets a fresh JVM, and one more try if it still overruns.
@@ -229,7 +230,6 @@ def _steps() -> list[Step]:
     add(Step("metadata-shell-ls-topics", "kafka-metadata-shell",
              lambda c: ["--snapshot", c.snapshot_copy("shell-topics"), "ls", "/image/topics/byName"], offline=True,
              timeout=20, own_jvm=True))
-    add(Step("storage-info", "kafka-storage", lambda c: ["info", "-c", str(c.work / "server.properties")], offline=True))
     return s
 
 
