@@ -52,6 +52,7 @@ cdef enum:
     E_REC_HEADER_KEY = 22
     E_REC_REMAINING = 23
     E_TIMESTAMP_RANGE = 24
+    E_NO_KEY = 25
 
 _MIRRORED = {
     "E_NO_BATCHES": E_NO_BATCHES, "E_TRUNCATED": E_TRUNCATED, "E_LEGACY_MAGIC": E_LEGACY_MAGIC,
@@ -63,6 +64,7 @@ _MIRRORED = {
     "E_REC_VARINT": E_REC_VARINT, "E_REC_FIELDS": E_REC_FIELDS, "E_REC_OFFSET": E_REC_OFFSET,
     "E_REC_HEADERS": E_REC_HEADERS, "E_REC_HEADER_KEY": E_REC_HEADER_KEY,
     "E_REC_REMAINING": E_REC_REMAINING, "E_TIMESTAMP_RANGE": E_TIMESTAMP_RANGE,
+    "E_NO_KEY": E_NO_KEY,
 }
 for _name, _value in _MIRRORED.items():
     if getattr(_common, _name) != _value:
@@ -135,12 +137,13 @@ include "_varint.pxi"
 
 cdef int walk_records(const uint8_t* b, Py_ssize_t pos, int32_t count, int64_t base_ts,
                       bint lat, int64_t lat_ts, int64_t floor, int64_t ceiling,
-                      int64_t* out_max, int64_t* args) noexcept nogil:
+                      bint require_keys, int64_t* out_max, int64_t* args) noexcept nogil:
     """Check every record of the uncompressed batch at ``pos``.
 
     Returns NO_ERROR and the batch's max record timestamp in ``out_max``, or an error id with
     its message arguments (batch position, record index, detail) in ``args``. Record timestamps
-    outside [``floor``, ``ceiling``] (other than -1, "none") are an error.
+    outside [``floor``, ``ceiling``] (other than -1, "none") are an error, and with
+    ``require_keys`` (a compacted topic) so are records whose key is null.
     """
     cdef Py_ssize_t p = pos + HEADER_SIZE
     cdef Py_ssize_t bend = pos + LOG_OVERHEAD + rd_i32(b + pos + BATCH_LENGTH)
@@ -149,6 +152,7 @@ cdef int walk_records(const uint8_t* b, Py_ssize_t pos, int32_t count, int64_t b
     cdef int32_t i, length, n, n_headers, h, f
     cdef int64_t ts, ts_delta
     cdef int64_t batch_max = NO_TIMESTAMP
+    cdef bint missing_key
     args[0] = pos
     args[1] = 0
     args[2] = 0
@@ -181,6 +185,7 @@ cdef int walk_records(const uint8_t* b, Py_ssize_t pos, int32_t count, int64_t b
         if n != i:
             args[2] = n
             return E_REC_OFFSET
+        missing_key = False
         for f in range(2):  # key, then value; a negative length means null
             q = rd_var(b, p, rend, 5, &raw)
             if q < 0:
@@ -191,6 +196,8 @@ cdef int walk_records(const uint8_t* b, Py_ssize_t pos, int32_t count, int64_t b
                 p += n
                 if p > rend:
                     return E_REC_FIELDS
+            elif n < 0 and require_keys and f == 0:
+                missing_key = True
         q = rd_var(b, p, rend, 5, &raw)
         if q < 0:
             return E_REC_FIELDS if q == VAR_EOF else E_REC_VARINT
@@ -221,6 +228,8 @@ cdef int walk_records(const uint8_t* b, Py_ssize_t pos, int32_t count, int64_t b
                     return E_REC_FIELDS
         if p != rend:
             return E_REC_FIELDS
+        if missing_key:  # once the record is known whole, and before its timestamp
+            return E_NO_KEY
         if lat:
             ts = lat_ts
         else:
@@ -248,6 +257,7 @@ def validate_and_assign(
     log_append_time=False,
     timestamp_floor=-(1 << 63),
     timestamp_ceiling=(1 << 63) - 1,
+    require_keys=False,
 ):
     """Validate every batch in ``buf`` and assign offsets in place; see ``_pure``."""
     # Checked as Python ints first so a bad argument fails exactly as in _pure, not with
@@ -257,12 +267,14 @@ def validate_and_assign(
     if log_append_time:  # the broker's own clock stamps the records: nothing to bound
         timestamp_floor, timestamp_ceiling = -(1 << 63), (1 << 63) - 1
     return _validate(buf, next_offset, now_ms, partition_leader_epoch, max_batch_bytes,
-                     bool(log_append_time), timestamp_floor, timestamp_ceiling)
+                     bool(log_append_time), timestamp_floor, timestamp_ceiling,
+                     bool(require_keys))
 
 
 cdef object _validate(object buf, int64_t next_offset, int64_t now_ms,
                       int32_t partition_leader_epoch, int64_t max_batch_bytes,
-                      bint log_append_time, int64_t floor, int64_t ceiling):
+                      bint log_append_time, int64_t floor, int64_t ceiling,
+                      bint require_keys):
     mv = memoryview(buf)
     if mv.readonly:
         not_writable(buf)
@@ -338,7 +350,7 @@ cdef object _validate(object buf, int64_t next_offset, int64_t now_ms,
         else:
             with nogil:
                 err = walk_records(b, pos, count, base_ts, is_lat, header_max, floor, ceiling,
-                                   &batch_max, args)
+                                   require_keys, &batch_max, args)
             if err == E_TIMESTAMP_RANGE:
                 fail(err, args[0], args[1], args[2], floor, ceiling)
             if err != NO_ERROR:

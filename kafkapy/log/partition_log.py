@@ -42,8 +42,8 @@ from kafkapy.log.segment import AppendBatch, BatchRef, CorruptSegmentError, Fetc
 from kafkapy.log.storage_errors import storage_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
-from kafkapy.records import reader, recompress, timestamps
-from kafkapy.records._validate_common import timestamp_bounds
+from kafkapy.records import reader, recompress, record_checks, timestamps
+from kafkapy.records._validate_common import RecordRefused, timestamp_bounds
 from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
 
 __all__ = [
@@ -451,14 +451,24 @@ class PartitionLog:
         if from_client:
             floor, ceiling = timestamp_bounds(now_ms, config.message_timestamp_before_max_ms,
                                               config.message_timestamp_after_max_ms)
-            info = validate_and_assign(
-                buf, next_offset=self.log_end_offset, now_ms=now_ms,
-                partition_leader_epoch=leader_epoch,
-                max_batch_bytes=config.max_message_bytes,
-                log_append_time=config.log_append_time,
-                timestamp_floor=floor, timestamp_ceiling=ceiling)
-            if not config.log_append_time and timestamps.bounds_set(floor, ceiling):
-                timestamps.check_compressed(buf, info, floor, ceiling)
+            if config.log_append_time:  # the broker stamps the records: nothing to bound
+                floor, ceiling = timestamps.UNBOUNDED
+            compact = config.compact
+            try:
+                info = validate_and_assign(
+                    buf, next_offset=self.log_end_offset, now_ms=now_ms,
+                    partition_leader_epoch=leader_epoch,
+                    max_batch_bytes=config.max_message_bytes,
+                    log_append_time=config.log_append_time,
+                    timestamp_floor=floor, timestamp_ceiling=ceiling, require_keys=compact)
+            except RecordRefused as refused:
+                # Kafka lists every refused record of the batch, not only the first.
+                record_checks.refuse_batch(buf, refused, topic_partition=self._name,
+                                           require_keys=compact, floor=floor, ceiling=ceiling)
+            if compact or timestamps.bounds_set(floor, ceiling):
+                record_checks.check_compressed(buf, info, topic_partition=self._name,
+                                               require_keys=compact, floor=floor,
+                                               ceiling=ceiling)
             codec = recompress.target_codec(config.compression_type)
             if codec is not None and recompress.needs_recompression(buf, info, codec):
                 buf, info = self._recompress(buf, info, codec)

@@ -2,8 +2,8 @@
 
 Every Produce request is answered once, so kafka-python's generic object-tree encoder was a fixed
 Python cost per request (the whole cost of a one-record request at low linger). This packs the
-same bytes directly for the versions the broker serves (v3-v11; flexible from v9), in the shape
-the broker sends: no per-record errors (an empty array), and from v10 the KIP-951 tagged fields
+same bytes directly for the versions the broker serves (v3-v13; flexible from v9), in the shape
+the broker sends: per-record errors (v8+) only for batches refused record by record, and from v10 the KIP-951 tagged fields
 when given (a partition's CurrentLeader, the response's NodeEndpoints) so a producer turned away
 with NOT_LEADER_OR_FOLLOWER retries on the new leader at once. The tests hold it byte-for-byte to
 ``encode_response`` of the equivalent ``ProduceResponse`` object.
@@ -41,6 +41,9 @@ class ProducePartitionResult(NamedTuple):
     # v10+ tag 0 (KIP-951): the partition's current (leader id, leader epoch), sent with
     # NOT_LEADER_OR_FOLLOWER so the client re-routes without a Metadata round trip.
     current_leader: tuple[int, int] | None = None
+    # v8+: the records of a refused batch that caused the refusal, as (index in the batch,
+    # message), e.g. keyless records on a compacted topic.
+    record_errors: Sequence[tuple[int, str | None]] = ()
 
 
 class ProduceTopicResult(NamedTuple):
@@ -75,14 +78,17 @@ def produce_response_frame(request: Request, topics: Sequence[ProduceTopicResult
             if version >= 5:
                 out += I64.pack(p.log_start_offset)
             if version >= 8:
-                out += b"\x01" if flexible else b"\x00\x00\x00\x00"  # record_errors: empty
-                msg = p.error_message
-                if msg is None:
-                    out += b"\x00" if flexible else b"\xff\xff"
+                errors = p.record_errors
+                if not errors:
+                    out += b"\x01" if flexible else b"\x00\x00\x00\x00"
                 else:
-                    raw = msg.encode()
-                    out += uvarint(len(raw) + 1) if flexible else I16.pack(len(raw))
-                    out += raw
+                    out += uvarint(len(errors) + 1) if flexible else I32.pack(len(errors))
+                    for batch_index, why in errors:
+                        out += I32.pack(batch_index)
+                        out += _nullable_string(why, flexible)
+                        if flexible:
+                            out += b"\x00"  # tagged fields
+                out += _nullable_string(p.error_message, flexible)
             if flexible:
                 out += (leader_tag(0, p.current_leader) if version >= 10 and p.current_leader
                         else b"\x00")
@@ -94,3 +100,10 @@ def produce_response_frame(request: Request, topics: Sequence[ProduceTopicResult
                 else b"\x00")
     parts = frame_parts(request, [bytes(out)])
     return parts[0]  # type: ignore[return-value]
+
+
+def _nullable_string(value: str | None, flexible: bool) -> bytes:
+    if value is None:
+        return b"\x00" if flexible else b"\xff\xff"
+    raw = value.encode()
+    return (uvarint(len(raw) + 1) if flexible else I16.pack(len(raw))) + raw

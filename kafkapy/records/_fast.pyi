@@ -13,4 +13,5 @@ def validate_and_assign(
     log_append_time: bool = False,
     timestamp_floor: int = ...,
     timestamp_ceiling: int = ...,
+    require_keys: bool = False,
 ) -> AppendInfo: ...

@@ -6,7 +6,8 @@ then ``LogValidator``), in two phases so that a failure leaves ``buf`` untouched
 1. validate every batch: framing, magic, baseOffset 0, size limit, CRC, codec id (the log's
    checks, for all batches first), then per batch the offset range and count, control and
    sequence rules, a full walk of uncompressed records (with the topic's CreateTime timestamp
-   bounds, message.timestamp.before/after.max.ms), and the LogAppendTime rule;
+   bounds, message.timestamp.before/after.max.ms, and with ``require_keys`` a compacted topic's
+   rule that every record has a key), and the LogAppendTime rule;
 2. assign: base offsets from ``next_offset``, the partition leader epoch, and the timestamp
    type / maxTimestamp (recomputing the CRC only when those change, as Kafka does).
 
@@ -14,7 +15,8 @@ Deliberate differences from Kafka, both stricter: an uncompressed record whose o
 its index is rejected (Kafka stores it as sent), and bytes after the last whole batch are an
 error (Kafka trims them). Compressed batches are checked at the header level only and stored as
 sent; their maxTimestamp is taken from the header (the log checks their record timestamps
-against the bounds itself, decompressing, only when the topic sets bounds).
+against the bounds and their keys itself, decompressing, only when the topic sets bounds or is
+compacted).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from kafkapy.records._validate_common import (
     E_LENGTH_SMALL,
     E_LOG_APPEND_TIME,
     E_NO_BATCHES,
+    E_NO_KEY,
     E_OFFSET_RANGE,
     E_OVERRUN,
     E_REC_EOF,
@@ -103,12 +106,13 @@ def _varint(b: memoryview, p: int, end: int, max_bytes: int, mask: int) -> tuple
 
 
 def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int | None,
-                  floor: int, ceiling: int) -> int:
+                  floor: int, ceiling: int, require_keys: bool = False) -> int:
     """Check every record of the uncompressed batch at ``pos``; return its max timestamp.
 
     ``lat_ts`` is the batch's maxTimestamp when the batch says LogAppendTime: then, as in
     Kafka's reader, every record's timestamp is that value. A record timestamp outside
-    [``floor``, ``ceiling``] (other than "none", -1) is refused.
+    [``floor``, ``ceiling``] (other than "none", -1) is refused, and with ``require_keys`` (a
+    compacted topic) so is a record whose key is null.
     """
     p = pos + fmt.HEADER_SIZE
     bend = pos + fmt.LOG_OVERHEAD + _I32.unpack_from(b, pos + fmt.BATCH_LENGTH)[0]
@@ -144,6 +148,7 @@ def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int
                 fail(E_REC_FIELDS if p == _EOF else E_REC_VARINT, pos, i, length)
         if off_delta != i:
             fail(E_REC_OFFSET, pos, i, off_delta)
+        missing_key = False
         for _field in (0, 1):  # key, then value; a negative length means null
             if p < rend and b[p] < 0x80:
                 c = b[p]
@@ -157,6 +162,8 @@ def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int
                 p += n
                 if p > rend:
                     fail(E_REC_FIELDS, pos, i, length)
+            elif n < 0 and require_keys and not _field:
+                missing_key = True
         if p < rend and b[p] < 0x80:
             c = b[p]
             n_headers = (c >> 1) ^ -(c & 1)
@@ -185,6 +192,8 @@ def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int
                     fail(E_REC_FIELDS, pos, i, length)
         if p != rend:
             fail(E_REC_FIELDS, pos, i, length)
+        if missing_key:  # checked once the record is known whole, and before its timestamp
+            fail(E_NO_KEY, pos, i)
         if lat_ts is not None:
             ts = lat_ts
         else:
@@ -209,6 +218,7 @@ def validate_and_assign(
     log_append_time: bool = False,
     timestamp_floor: int = -(1 << 63),
     timestamp_ceiling: int = (1 << 63) - 1,
+    require_keys: bool = False,
 ) -> AppendInfo:
     """Validate every batch in ``buf`` and assign offsets in place; see the module docstring."""
     check_arguments(next_offset, now_ms, partition_leader_epoch, max_batch_bytes)
@@ -279,7 +289,7 @@ def validate_and_assign(
             batch_max = header_max
         else:
             batch_max = _walk_records(b, pos, count, base_ts, header_max if is_lat else None,
-                                      timestamp_floor, timestamp_ceiling)
+                                      timestamp_floor, timestamp_ceiling, require_keys)
         # Kafka rejects a LogAppendTime batch from a producer whenever the record timestamps it
         # reports (all equal to maxTimestamp) are not validated as CreateTime ones.
         if is_lat and (log_append_time or header_max == fmt.NO_TIMESTAMP):

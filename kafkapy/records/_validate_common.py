@@ -66,6 +66,7 @@ E_REC_HEADERS = 21
 E_REC_HEADER_KEY = 22
 E_REC_REMAINING = 23
 E_TIMESTAMP_RANGE = 24
+E_NO_KEY = 25
 
 _ERRORS: dict[int, tuple[ErrorCode, str]] = {
     E_NO_BATCHES: (ErrorCode.INVALID_RECORD, "the records contain no record batch"),
@@ -121,12 +122,30 @@ _ERRORS: dict[int, tuple[ErrorCode, str]] = {
                         "record {1} of the batch at position {0} has timestamp {2}, outside the "
                         "range [{3}, {4}] that the topic's message.timestamp.before.max.ms and "
                         "message.timestamp.after.max.ms allow"),
+    E_NO_KEY: (ErrorCode.INVALID_RECORD,
+               "record {1} of the batch at position {0} has no key, which a compacted topic "
+               "requires"),
 }
+
+# Refusals of single records (not of a batch's framing): Kafka lists every such record of the
+# batch in the Produce response's record_errors, so the log collects them all (see
+# ``kafkapy.records.record_checks``) once a validator has found the first.
+_RECORD_LEVEL = frozenset((E_TIMESTAMP_RANGE, E_NO_KEY))
+
+
+class RecordRefused(KafkaError):
+    """A validator's first refused record: ``batch_position`` locates its batch in the buffer."""
+
+    def __init__(self, code: ErrorCode, message: str, batch_position: int) -> None:
+        super().__init__(code, message)
+        self.batch_position = batch_position
 
 
 def fail(error: int, *args: int) -> NoReturn:
     """Raise the ``KafkaError`` for ``error`` with its message filled from ``args``."""
     code, template = _ERRORS[error]
+    if error in _RECORD_LEVEL:
+        raise RecordRefused(code, template.format(*args), args[0])
     raise KafkaError(code, template.format(*args))
 
 

@@ -1,7 +1,8 @@
 """Produce hot path: validate a request's record batches and assign offsets in place.
 
 ``validate_and_assign(buf, *, next_offset, now_ms, partition_leader_epoch, max_batch_bytes,
-log_append_time=False, timestamp_floor=INT64_MIN, timestamp_ceiling=INT64_MAX) -> AppendInfo`` comes from the Cython ``kafkapy.records._fast`` when it is
+log_append_time=False, timestamp_floor=INT64_MIN, timestamp_ceiling=INT64_MAX,
+require_keys=False) -> AppendInfo`` comes from the Cython ``kafkapy.records._fast`` when it is
 built and enabled, else from its pure twin ``kafkapy.records._pure``; both share the result types
 and error messages of ``_validate_common``. See ``_pure`` for the exact rules.
 """
@@ -18,7 +19,7 @@ class _ValidateAndAssign(Protocol):
     def __call__(self, buf: bytearray, *, next_offset: int, now_ms: int,
                  partition_leader_epoch: int, max_batch_bytes: int,
                  log_append_time: bool = False, timestamp_floor: int = ...,
-                 timestamp_ceiling: int = ...) -> AppendInfo: ...
+                 timestamp_ceiling: int = ..., require_keys: bool = False) -> AppendInfo: ...
 
 
 _impl = load("kafkapy.records._fast", "kafkapy.records._pure")

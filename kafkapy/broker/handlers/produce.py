@@ -32,6 +32,7 @@ from kafkapy.protocol.produce_response import (
     produce_response_frame,
 )
 from kafkapy.records.format import BATCH_LENGTH, LOG_OVERHEAD
+from kafkapy.records.record_checks import RecordValidationError
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                     # (A retried batch the log already has is acknowledged, not appended again.)
                     ctx.stats.produced(name, result.record_count, len(records))
             except KafkaError as exc:
-                parts_out.append(_rejected(ctx, request, hints, name, pdata.index, exc))
+                parts_out.append(_rejected(ctx, request, hints, name, pdata.index, exc, hosted))
                 continue
             except Exception:
                 # A bug of ours, confined to this partition: the others keep their results.
@@ -195,7 +196,7 @@ def _refused(request: Request, problem: str) -> Reply:
 
 
 def _rejected(ctx: BrokerContext, request: Request, hints: LeaderHints, name: str | None,
-              index: int, exc: KafkaError) -> ProducePartitionResult:
+              index: int, exc: KafkaError, hosted: object = None) -> ProducePartitionResult:
     """A partition's expected failure: its error code, counted and logged as Kafka does."""
     if (ctx.stats is not None and name is not None and exc.code not in _UNKNOWN_TOPIC
             and name in ctx.image().topics.by_name):
@@ -209,6 +210,11 @@ def _rejected(ctx: BrokerContext, request: Request, hints: LeaderHints, name: st
             name, index, request.client_id, exc.code.name, exc.message or "",
         )
     message = exc.message if exc.message != exc.code.name else None
+    if isinstance(exc, RecordValidationError):
+        # As Kafka: each refused record listed, and the log's start offset.
+        return ProducePartitionResult(
+            index, exc.code, -1, -1, hosted.log.log_start_offset, message,  # type: ignore[union-attr]
+            record_errors=[(e.batch_index, e.message) for e in exc.record_errors])
     return ProducePartitionResult(
         index, exc.code, -1, -1, -1, message,
         current_leader=hints.hint(name, index, exc.code) if name else None)

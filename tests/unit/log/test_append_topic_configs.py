@@ -12,6 +12,7 @@ from kafkapy.log.config import LogConfig
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 from kafkapy.records.builder import Record, build_batch
+from kafkapy.records.record_checks import RecordValidationError
 from kafkapy.records.reader import iter_batches, iter_records
 
 NOW = 1_700_000_000_000
@@ -102,7 +103,13 @@ def test_timestamps_outside_the_topic_bounds_are_refused(open_log, codec: int) -
         with pytest.raises(KafkaError) as ei:
             log.append_as_leader(batch(codec=codec, ts=ts), now_ms=NOW, leader_epoch=0)
         assert ei.value.code == ErrorCode.INVALID_TIMESTAMP
-        assert str(ts) in ei.value.message and "message.timestamp" in ei.value.message
+        assert ei.value.message == "One or more records have been rejected due to invalid timestamp"
+        # Every record is out of range, and each is listed with Kafka's message.
+        errors = ei.value.record_errors
+        assert [e.batch_index for e in errors] == list(range(20))
+        assert errors[0].message == (
+            f"Timestamp {ts} of message with offset 0 is out of range. The timestamp should be "
+            f"within [{NOW - HOUR}, {NOW + 60_000}]")
     # Inside the bounds (edges included: the last record of this batch is at NOW + 60 s).
     log.append_as_leader(batch(codec=codec, ts=NOW - HOUR, n=1), now_ms=NOW, leader_epoch=0)
     log.append_as_leader(batch(codec=codec, ts=NOW + 60_000 - 19), now_ms=NOW, leader_epoch=0)
@@ -122,3 +129,45 @@ def test_records_without_a_timestamp_pass_the_bounds(open_log) -> None:
     no_ts = bytearray(build_batch([Record(None, b"v")], now_ms=fmt.NO_TIMESTAMP))
     log.append_as_leader(no_ts, now_ms=NOW, leader_epoch=0)
     assert log.log_end_offset == 1
+
+
+@pytest.mark.parametrize("codec", [fmt.NO_COMPRESSION, fmt.LZ4])
+@pytest.mark.parametrize("policy", ["compact", "compact,delete"])
+def test_compacted_topics_refuse_records_without_a_key(open_log, codec: int, policy) -> None:
+    log = open_log(cleanup_policy=policy)
+    recs = [Record(b"k", b"v0", (), NOW), Record(None, b"v1", (), NOW),
+            Record(b"", b"v2", (), NOW), Record(None, b"v3", (), NOW)]
+    with pytest.raises(RecordValidationError) as ei:
+        log.append_as_leader(bytearray(build_batch(recs, compression=codec)), now_ms=NOW,
+                             leader_epoch=0)
+    why = "Compacted topic cannot accept message without key in topic partition topic-a.b-0"
+    assert ei.value.code == ErrorCode.INVALID_RECORD
+    assert [(e.batch_index, e.code, e.message) for e in ei.value.record_errors] == [
+        (1, ErrorCode.INVALID_RECORD, why), (3, ErrorCode.INVALID_RECORD, why)]
+    assert ei.value.message == (
+        "One or more records have been rejected due to 2 record errors in total, and only "
+        f"showing the first three errors at most: [RecordError(batchIndex=1, message='{why}'), "
+        f"RecordError(batchIndex=3, message='{why}')]")
+    assert log.log_end_offset == 0, "nothing of a refused batch is appended"
+    # An empty key is a key.
+    log.append_as_leader(bytearray(build_batch([recs[0], recs[2]], compression=codec)),
+                         now_ms=NOW, leader_epoch=0)
+    assert log.log_end_offset == 2
+
+
+def test_delete_only_topics_take_records_without_a_key(open_log) -> None:
+    log = open_log(cleanup_policy="delete")
+    log.append_as_leader(bytearray(build_batch([Record(None, b"v", (), NOW)] * 3)), now_ms=NOW,
+                         leader_epoch=0)
+    assert log.log_end_offset == 3
+
+
+def test_a_missing_key_is_reported_before_a_bad_timestamp(open_log) -> None:
+    log = open_log(cleanup_policy="compact", message_timestamp_before_max_ms=HOUR)
+    recs = [Record(None, b"v0", (), NOW - 2 * HOUR), Record(b"k", b"v1", (), NOW - 2 * HOUR)]
+    with pytest.raises(RecordValidationError) as ei:
+        log.append_as_leader(bytearray(build_batch(recs)), now_ms=NOW, leader_epoch=0)
+    # One error per record; any timestamp error makes the batch's code INVALID_TIMESTAMP.
+    assert [(e.batch_index, e.code) for e in ei.value.record_errors] == [
+        (0, ErrorCode.INVALID_RECORD), (1, ErrorCode.INVALID_TIMESTAMP)]
+    assert ei.value.code == ErrorCode.INVALID_TIMESTAMP

@@ -44,7 +44,10 @@ def _generic(version, topics, throttle, node_endpoints=()) -> bytes:
         T(version=version, name=t.name, topic_id=t.topic_id, partition_responses=[
             P(version=version, index=p.index, error_code=p.error_code, base_offset=p.base_offset,
               log_append_time_ms=p.log_append_time_ms, log_start_offset=p.log_start_offset,
-              record_errors=[], error_message=p.error_message,
+              record_errors=[P.BatchIndexAndErrorMessage(
+                  version=version, batch_index=i, batch_index_error_message=why)
+                  for i, why in p.record_errors] if version >= 8 else [],
+              error_message=p.error_message,
               **({"current_leader": _leader(version, p.current_leader)}
                  if kip_951 and p.current_leader is not None else {}))
             for p in t.partitions]) for t in topics], **extra)
@@ -56,7 +59,9 @@ i64 = st.integers(-1, (1 << 63) - 1)
 partitions = st.builds(ProducePartitionResult, st.integers(0, (1 << 31) - 1),
                        st.integers(-1, 120), i64, i64, i64,
                        st.one_of(st.none(), st.text(max_size=200)),
-                       current_leader=st.one_of(st.none(), st.tuples(i32, i32)))
+                       current_leader=st.one_of(st.none(), st.tuples(i32, i32)),
+                       record_errors=st.lists(st.tuples(i32, st.one_of(st.none(), st.text(max_size=80))),
+                                              max_size=3))
 topics = st.builds(ProduceTopicResult, st.text(min_size=1, max_size=40),
                    st.builds(uuid.UUID, int=st.integers(0, (1 << 128) - 1)),
                    st.lists(partitions, max_size=4))
@@ -110,3 +115,16 @@ def test_a_client_decodes_the_leader_hints(version):
     assert untouched.current_leader is None
     assert [(e.node_id, e.host, e.port, e.rack) for e in body.node_endpoints] == [
         (3, "broker-3", 9092, "r1"), (4, "broker-4", 9093, None)]
+
+
+@pytest.mark.parametrize("version", [8, 9, LAST_VERSION])
+def test_a_client_decodes_the_record_errors(version):
+    why = "Compacted topic cannot accept message without key in topic partition t-0"
+    part = ProducePartitionResult(0, 87, -1, -1, 0, "One or more records have been rejected",
+                                  record_errors=[(1, why), (3, why)])
+    frame = produce_response_frame(_request(version), [ProduceTopicResult("t", uuid.UUID(int=9), [part])])
+    header = 9 if version >= 9 else 8
+    got = Resp.decode(memoryview(frame)[header:], version=version).responses[0].partition_responses[0]
+    assert [(e.batch_index, e.batch_index_error_message) for e in got.record_errors] == [
+        (1, why), (3, why)]
+    assert (got.error_code, got.error_message) == (87, "One or more records have been rejected")

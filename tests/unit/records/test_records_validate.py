@@ -277,3 +277,30 @@ def test_timestamp_bounds_refuse_records_outside_them(impl: ModuleType) -> None:
 def test_timestamp_bounds_must_be_int64(impl: ModuleType) -> None:
     with pytest.raises(ValueError, match="timestamp_floor"):
         run(impl, bytearray(build_batch([Record(None, b"v", (), 5)])), timestamp_floor=-(1 << 64))
+
+
+def test_require_keys_refuses_the_first_record_without_a_key(impl: ModuleType) -> None:
+    from kafkapy.records._validate_common import RecordRefused
+
+    recs = [Record(b"k", b"v", (), 5), Record(b"", b"v", (), 5), Record(None, b"v", (), 5),
+            Record(None, b"v", (), 5)]
+    first = bytearray(build_batch(recs[:1]))
+    buf = first + bytearray(build_batch(recs))
+    expect(impl, bytearray(buf), ErrorCode.INVALID_RECORD,
+           f"record 2 of the batch at position {len(first)} has no key", require_keys=True)
+    with pytest.raises(RecordRefused) as ei:
+        run(impl, bytearray(buf), require_keys=True)
+    assert ei.value.batch_position == len(first)
+    # Without the flag (a delete topic) keyless records pass; an empty key is a key.
+    assert run(impl, bytearray(buf)).record_count == 5
+    assert run(impl, bytearray(build_batch(recs[:2])), require_keys=True).record_count == 2
+    # Compressed batches are the log's to check (record_checks), not the validator's.
+    assert run(impl, bytearray(build_batch(recs, compression=fmt.GZIP)),
+               require_keys=True).record_count == 4
+
+
+def test_a_missing_key_is_found_before_a_timestamp_out_of_bounds(impl: ModuleType) -> None:
+    buf = bytearray(build_batch([Record(None, b"v", (), 5000)]))
+    expect(impl, buf, ErrorCode.INVALID_RECORD, "has no key", require_keys=True,
+           timestamp_ceiling=1000)
+    expect(impl, buf, ErrorCode.INVALID_TIMESTAMP, "has timestamp 5000", timestamp_ceiling=1000)
