@@ -113,6 +113,8 @@ class ConfigDef:
     doc: str = ""
     validator: Validator | None = None
     sensitive: bool = False
+    # Kafka's internal configs: settable, but DescribeConfigs lists them only when set.
+    internal: bool = False
 
     def parse(self, raw: str) -> object:
         """Typed value of ``raw``; raises KafkaError(INVALID_CONFIG) with Kafka's wording."""
@@ -332,6 +334,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("log.retention.minutes", T.INT, None, "Default retention in minutes."),
     ConfigDef("log.retention.hours", T.INT, "168", "Default retention in hours."),
     ConfigDef("log.retention.check.interval.ms", T.LONG, "300000", "How often retention is checked.", at_least(1)),
+    ConfigDef("log.initial.task.delay.ms", T.LONG, "30000", "Delay before the first run of the log tasks "
+              "(retention, log checkpoints) after start-up; for tests.", at_least(0), internal=True),
     ConfigDef("log.segment.bytes", T.INT, "1073741824", "Default segment.bytes.", at_least(14)),
     ConfigDef("log.index.size.max.bytes", T.INT, "10485760", "Default segment.index.bytes.", at_least(4)),
     ConfigDef("log.roll.jitter.ms", T.LONG, None, "Default segment.jitter.ms."),

@@ -113,7 +113,7 @@ def topic_config_entries(layers: BrokerLayers, dynamic: Mapping[str, str]) -> li
 def broker_config_entries(layers: BrokerLayers) -> list[ConfigEntry]:
     """DescribeConfigs of this broker (resource name = its id): every known key plus any other
     key set statically or dynamically."""
-    names = set(BROKER_CONFIGS) | set(layers.static.props) | set(layers.cluster_default) | set(layers.per_broker)
+    names = {n for n, d in BROKER_CONFIGS.items() if not d.internal} | set(layers.static.props) | set(layers.cluster_default) | set(layers.per_broker)
     entries = []
     for name in sorted(names):
         value = layers.per_broker.get(name)

@@ -556,7 +556,9 @@ class Node:
     async def _maintenance_loop(self) -> None:
         """Periodic log work: time-based flushes (flush.ms), offset checkpoints and the
         high-watermark checkpoint (replica.high.watermark.checkpoint.interval.ms)."""
-        next_checkpoint = trio.current_time() + CHECKPOINT_INTERVAL_S
+        # Kafka's recovery-point and log-start checkpoints first run after the log tasks'
+        # initial delay too.
+        next_checkpoint = trio.current_time() + self._initial_log_task_delay_ms() / 1000.0
         hw_interval = int(self.config.get("replica.high.watermark.checkpoint.interval.ms")) / 1000.0  # type: ignore[arg-type]
         next_hw_checkpoint = trio.current_time() + hw_interval
         while True:
@@ -573,8 +575,12 @@ class Node:
                 await trio.to_thread.run_sync(self.log_manager.checkpoint_high_watermarks)
                 next_hw_checkpoint = trio.current_time() + hw_interval
 
+    def _initial_log_task_delay_ms(self) -> int:
+        return int(self.config.get("log.initial.task.delay.ms"))  # type: ignore[arg-type]
+
     async def _retention_loop(self) -> None:
-        """Kafka's log-retention task, every log.retention.check.interval.ms, on every replica's
+        """Kafka's log-retention task, first after log.initial.task.delay.ms, then every
+        log.retention.check.interval.ms, on every replica's
         own log (leaders and followers alike); between passes it unlinks the retired segment
         files whose file.delete.delay.ms has run out.
 
@@ -583,7 +589,8 @@ class Node:
         """
         lm = self.log_manager
         interval_ms = int(self.config.get("log.retention.check.interval.ms"))  # type: ignore[arg-type]
-        next_check = self.clock.now_ms() + interval_ms
+        # As Kafka's LogManager: the first pass after log.initial.task.delay.ms, not an interval.
+        next_check = self.clock.now_ms() + self._initial_log_task_delay_ms()
         while True:
             now_ms = self.clock.now_ms()
             due = lm.next_file_delete_ms()

@@ -17,6 +17,7 @@ TIERED_BROKER_CONFIG: dict[str, str] = {
     "remote.log.storage.system.enable": "true",
     "remote.log.manager.task.interval.ms": "500",
     "log.retention.check.interval.ms": "500",
+    "log.initial.task.delay.ms": "500",
     "remote.log.metadata.manager.listener.name": "PLAINTEXT",
     "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
     "rlmm.config.remote.log.metadata.topic.num.partitions": "3",

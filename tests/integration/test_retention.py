@@ -19,8 +19,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from helpers import wait_for  # noqa: E402
 
+from kafkapy.testing.node import KafkaNode  # noqa: E402
+
 NODE_OVERRIDES = {
     "log.retention.check.interval.ms": "500",
+    "log.initial.task.delay.ms": "500",
     "log.segment.delete.delay.ms": "1000",
 }
 
@@ -249,3 +252,31 @@ def test_followers_apply_retention_to_their_own_logs(tmp_path):
             # cut differently, as in Kafka): whole segments go only while what stays is at
             # least retention.bytes.
             assert sum(os.path.getsize(d / f"{b:020d}.log") for b in segment_bases(d)) >= 12000
+
+
+
+def test_first_retention_pass_runs_after_the_initial_task_delay(tmp_path):
+    """As Kafka: the first retention pass after log.initial.task.delay.ms, not after a whole
+    log.retention.check.interval.ms (here ten minutes, far past the test's deadline).
+
+    The expired records are written while the delay is long, so that they are all there before
+    the node restarts with a short delay: no race with the first pass."""
+    overrides = {"log.retention.check.interval.ms": "600000",
+                 "log.initial.task.delay.ms": "600000",
+                 "log.segment.delete.delay.ms": "1000"}
+    with KafkaNode(tmp_path, overrides=overrides) as node:
+        topic = create_topic(node, {"retention.ms": "60000"})
+        day_old = int(time.time() * 1000) - 86_400_000
+        producer = Producer({"bootstrap.servers": node.bootstrap, "acks": "all",
+                             "linger.ms": 5, "batch.num.messages": 10})
+        for i in range(200):
+            producer.produce(topic, value_of(i), partition=0, timestamp=day_old + i)
+        assert producer.flush(30) == 0
+        assert len(segment_bases(partition_dir(node, topic))) > 3
+        assert watermarks(node, topic) == (0, 200), "no pass yet: the delay is ten minutes"
+        node.stop()
+        node.overrides["log.initial.task.delay.ms"] = "3000"
+        node.start()
+        low, high = wait_for("the first retention pass",
+                             lambda: (w := watermarks(node, topic))[0] > 0 and w, timeout=40)
+        assert high == 200 and low > 0

@@ -38,6 +38,7 @@ TIERED_OVERRIDES = {
     "remote.log.manager.task.interval.ms": "300",
     "rlmm.config.remote.log.metadata.topic.num.partitions": str(METADATA_PARTITIONS),
     "log.retention.check.interval.ms": "300",
+    "log.initial.task.delay.ms": "300",
     "log.segment.delete.delay.ms": "300",
 }
 TOPIC_CONFIGS = {

@@ -32,6 +32,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 NODE_OVERRIDES = {
     # Retention runs often, so tests can watch early segments go while Spark reads.
     "log.retention.check.interval.ms": "300",
+    "log.initial.task.delay.ms": "300",
     "log.segment.delete.delay.ms": "100",
     "num.partitions": "3",
 }

@@ -264,3 +264,12 @@ def test_dynamic_config_layers_broker_then_cluster_default_over_static() -> None
     assert rm.dynamic_config(default).get("log.cleaner.backoff.ms") == 9000
     mine = build([ConfigRecord(RESOURCE_BROKER, "1", "log.cleaner.backoff.ms", "100")], default)
     assert rm.dynamic_config(mine).get("log.cleaner.backoff.ms") == 100
+
+
+def test_internal_configs_are_described_only_when_set() -> None:
+    # As Kafka: log.initial.task.delay.ms (internal, default 30 s) is not listed by default.
+    assert BrokerConfig.from_sources({}).get("log.initial.task.delay.ms") == 30000
+    assert "log.initial.task.delay.ms" not in by_name(broker_config_entries(layers()))
+    entry = by_name(broker_config_entries(layers(static={"log.initial.task.delay.ms": "500"})))[
+        "log.initial.task.delay.ms"]
+    assert entry.value == "500"
