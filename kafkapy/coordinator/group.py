@@ -122,6 +122,10 @@ class Outcome:
     #: What to do instead when appending ``records`` failed (the argument is the error code).
     on_write_failure: list[Callable[[int], None]] = field(default_factory=list)
 
+    #: Hold ``after_write`` until the records are committed (every in-sync replica has them),
+    #: not merely appended here; a failed replication calls ``on_write_failure`` instead.
+    after_commit: bool = False
+
     def written(self) -> None:
         for apply in self.after_write:
             apply()
@@ -595,8 +599,10 @@ class GroupShard:
             member.session_deadline = now_ms + member.session_timeout_ms
             out.response = _Parked((group_id, "sync", member_id))
             if member_id == group.leader:
-                # The group is stored with the leader's assignment first; it becomes Stable (and
-                # the waiting syncs are answered) only once that record is in the log.
+                # The group is stored with the leader's assignment first; as in Kafka, it becomes
+                # Stable, and every waiting sync (the leader's too) is answered, only once that
+                # record is committed; if it cannot be, all of them get the error and the group
+                # rebalances.
                 given = {mid: bytes(a) for mid, a in assignments}
                 generation = group.generation
                 out.records.append((schema.encode_group_key(group_id), schema.encode_group_value(
@@ -627,6 +633,7 @@ class GroupShard:
 
                 out.after_write.append(stored)
                 out.on_write_failure.append(not_stored)
+                out.after_commit = True
         elif group.state is GroupState.STABLE:
             member.session_deadline = now_ms + member.session_timeout_ms
             out.response = self._sync_result(group, member)

@@ -204,9 +204,35 @@ class GroupCoordinator:
                 outcome.write_failed(_coordinator_write_error(code))
                 self._complete(outcome)
                 return None
+        if written is not None and outcome.after_commit and self._nursery is not None:
+            # Settled by its own task, not by the request that wrote it: the members waiting
+            # on it are answered even if that request's connection goes away meanwhile.
+            self._nursery.start_soon(self._settle_on_commit, outcome, *written)
+            self._complete(outcome)
+            return None
         outcome.written()
         self._complete(outcome)
         return written
+
+    async def _settle_on_commit(self, outcome: Outcome, hosted: Any, required: int) -> None:
+        """Apply ``outcome``'s held state changes once its records are committed, or its
+        failure handling if they cannot be, then answer the requests that completes."""
+        deadline = trio.current_time() + self.commit_timeout_ms / 1000.0
+        try:
+            code = await self.replicas.wait_for_replication(hosted, required, deadline)
+        except Exception:
+            log.exception("Waiting for %s-%d to replicate offset %d failed", schema.OFFSETS_TOPIC,
+                          getattr(hosted, "index", -1), required - 1)
+            code = ErrorCode.UNKNOWN_SERVER_ERROR
+        if code == ErrorCode.NONE:
+            outcome.written()
+        else:
+            log.warning("The group record at %s-%d offset %d was not committed: %s",
+                        schema.OFFSETS_TOPIC, getattr(hosted, "index", -1), required - 1,
+                        ErrorCode(code).name)
+            outcome.write_failed(_coordinator_write_error(code))
+        self._complete(outcome)
+        self._wake.set()  # a failure moved the group's deadlines (it rebalances)
 
     def _complete(self, outcome: Outcome) -> None:
         for key, result in outcome.completions:

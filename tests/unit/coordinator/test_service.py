@@ -221,3 +221,109 @@ def test_offsets_expire_on_the_retention_check_interval(replicas):
             n.cancel_scope.cancel()
 
     run(main)
+
+
+class SlowReplicas(Replicas):
+    """Replication the test releases by hand, with the outcome it chooses."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.release = trio.Event()
+        self.outcome = E.NONE
+
+    async def wait_for_replication(self, hosted, required, deadline):
+        await self.release.wait()
+        return self.outcome
+
+
+async def two_member_group(coord: GroupCoordinator, n: trio.Nursery) -> tuple[str, str]:
+    """A group of generation 2 with members a (the leader) and b, both about to sync."""
+    shard = coord.shard_for(GROUP)
+    a = (await join(coord)).member_id
+    await join(coord, a)
+    outcome = shard.sync(GROUP, 1, a, None, None, None, [(a, b"A")], coord.clock.now_ms())
+    coord.replicas.release.set()  # generation 1 settles at once
+    await coord.run_op(shard, outcome, timeout_ms=1000, on_timeout=None)
+    coord.replicas.release = trio.Event()
+    b = (await join(coord)).member_id
+    joined = {}
+
+    async def join_b():
+        joined["b"] = await join(coord, b)
+
+    n.start_soon(join_b)
+    await trio.sleep(0.5)
+    joined["a"] = await join(coord, a)
+    await trio.sleep(0)
+    assert joined["a"].generation == joined["b"].generation == 2
+    assert joined["a"].leader == a
+    return a, b
+
+
+def sync_all(coord: GroupCoordinator, n: trio.Nursery, a: str, b: str, answers: dict) -> None:
+    """b (a follower) syncs first, then a (the leader) with both assignments."""
+    shard = coord.shard_for(GROUP)
+
+    async def sync(member, assignments):
+        outcome = shard.sync(GROUP, 2, member, None, None, None, assignments, coord.clock.now_ms())
+        answers[member] = await coord.run_op(shard, outcome, timeout_ms=60_000, on_timeout="timeout")
+
+    n.start_soon(sync, b, [])
+    n.start_soon(sync, a, [(a, b"for-a"), (b, b"for-b")])
+
+
+def test_every_sync_is_answered_only_once_the_assignment_is_committed(tmp_path):
+    replicas = SlowReplicas(tmp_path)
+
+    async def main():
+        coord = coordinator(replicas)
+        coord.on_image(image())
+        async with trio.open_nursery() as n:
+            await n.start(coord.run)
+            await trio.sleep(0.1)
+            a, b = await two_member_group(coord, n)
+            answers: dict = {}
+            sync_all(coord, n, a, b, answers)
+            await trio.sleep(2)
+            # The record is in the leader's log but not replicated: nobody has an answer yet.
+            assert answers == {}
+            assert coord.shard_for(GROUP).groups[GROUP].state.name == "COMPLETING_REBALANCE"
+            replicas.release.set()
+            await trio.sleep(0.1)
+            assert (answers[a].error, answers[a].assignment) == (E.NONE, b"for-a")
+            assert (answers[b].error, answers[b].assignment) == (E.NONE, b"for-b")
+            assert coord.shard_for(GROUP).groups[GROUP].state.name == "STABLE"
+            n.cancel_scope.cancel()
+
+    try:
+        run(main)
+    finally:
+        replicas.close()
+
+
+def test_an_assignment_not_committed_fails_every_sync_and_rebalances(tmp_path):
+    replicas = SlowReplicas(tmp_path)
+
+    async def main():
+        coord = coordinator(replicas)
+        coord.on_image(image())
+        async with trio.open_nursery() as n:
+            await n.start(coord.run)
+            await trio.sleep(0.1)
+            a, b = await two_member_group(coord, n)
+            answers: dict = {}
+            sync_all(coord, n, a, b, answers)
+            await trio.sleep(1)
+            replicas.outcome = E.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            replicas.release.set()
+            await trio.sleep(0.1)
+            # As Kafka: the error to every member (mapped as for any coordinator write), and
+            # the group rebalances.
+            assert answers[a].error == answers[b].error == E.COORDINATOR_NOT_AVAILABLE
+            assert coord.shard_for(GROUP).groups[GROUP].state.name == "PREPARING_REBALANCE"
+            n.cancel_scope.cancel()
+
+    try:
+        run(main)
+    finally:
+        replicas.close()
