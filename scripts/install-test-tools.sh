@@ -77,3 +77,8 @@ if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then
 else
   echo "go is missing: the report card's franz-go and kafka-go suites cannot be built" >&2
 fi
+
+# Spark's built-in Kafka connector (spark-sql-kafka-0-10_2.13 for the pinned PySpark) and its
+# dependencies, resolved once the way `--packages` does into .tools/spark-ivy; tests/spark load it
+# with spark.jars.packages from that Ivy cache (kafkapy/testing/spark_connector.py).
+"$PY" -m kafkapy.testing.spark_connector fetch

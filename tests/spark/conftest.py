@@ -1,6 +1,7 @@
 """PySpark against a kafkapy node: one node and one local[2] SparkSession for the whole run.
 
-Spark's JVM takes seconds to start, so the session is shared; each test uses its own topics.
+Spark's JVM takes seconds to start, so the session is shared; each test uses its own topics. The
+session carries both the kafkapy source and Spark's built-in Kafka connector (spark.jars.packages).
 Records go in and out with kafka-python, a stock client, so what Spark reads and writes is
 checked against a second implementation.
 """
@@ -21,6 +22,7 @@ from kafka.admin import NewTopic
 from pyspark.sql import SparkSession
 
 from kafkapy.spark import register
+from kafkapy.testing import spark_connector
 from kafkapy.testing.node import KafkaNode
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -47,11 +49,20 @@ def node(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark():
-    session = (SparkSession.builder.master("local[2]").appName("kafkapy-tests")
+    # Spark's own Kafka connector comes in as users load it, with spark.jars.packages (resolved
+    # from the Ivy cache `make tools` fills), next to the kafkapy source: one JVM serves both
+    # format("kafka") and format("kafkapy").
+    builder = (SparkSession.builder.master("local[2]").appName("kafkapy-tests")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
+               # The connector caches its producers per broker; brokers a module stopped would
+               # otherwise be retried every second for the 10 minutes of Spark's default.
+               .config("spark.kafka.producer.cache.timeout", "20s")
+               .config("spark.kafka.producer.cache.evictorThreadRunInterval", "5s"))
+    for key, value in spark_connector.spark_conf().items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     register(session)
     yield session
     session.stop()
