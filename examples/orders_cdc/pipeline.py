@@ -17,14 +17,17 @@ outputs stay exact.
         [--trigger available-now | --trigger 2s]
 
 It reads and writes Kafka with the ``kafkapy`` PySpark data source (``pip install
-'kafkapy[spark]'``); with Spark's built-in connector on the classpath, replace "kafkapy" with
-"kafka" and drop the register() call.
+'kafkapy[spark]'``) or, with ``--connector kafka``, with Spark's built-in connector, which it
+loads from Maven with ``spark.jars.packages`` (as ``--packages`` does):
+
+    python pipeline.py --connector kafka --bootstrap 127.0.0.1:9092 --checkpoint /tmp/ckpt --out /tmp/view
 """
 
 from __future__ import annotations
 
 import argparse
 
+import pyspark
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -64,13 +67,13 @@ def customer_totals(changes: DataFrame) -> DataFrame:
     )
 
 
-def publish(bootstrap: str, view_topic: str, out: str):
+def publish(bootstrap: str, view_topic: str, out: str, connector: str = "kafkapy"):
     def write(batch: DataFrame, batch_id: int) -> None:
         batch = batch.persist()
         try:
             (batch.select(F.col("customer").alias("key"),
                           F.to_json(F.struct("orders", "amount_cents", "changes")).alias("value"))
-             .write.format("kafkapy").mode("append")
+             .write.format(connector).mode("append")
              .option("kafka.bootstrap.servers", bootstrap)
              .option("topic", view_topic)
              .save())
@@ -110,18 +113,31 @@ def main() -> None:
                         help="available-now, or a processing-time interval such as 2s")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--connector", choices=("kafkapy", "kafka"), default="kafkapy",
+                        help="kafkapy: the kafkapy data source; kafka: Spark's built-in connector, "
+                             "loaded from Maven with spark.jars.packages")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra SparkSession settings (e.g. spark.jars.ivy)")
     parser.add_argument("--create-topics", action="store_true",
                         help="create the orders topic (3 partitions) and the compacted view topic")
     args = parser.parse_args()
     if args.create_topics:
         create_topics(args.bootstrap, args.orders_topic, args.view_topic, 3)
 
-    spark = (SparkSession.builder.master(args.master).appName("orders-cdc-view")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.ui.enabled", "false")
-             .getOrCreate())
-    register(spark)
-    reader = (spark.readStream.format("kafkapy")
+    builder = (SparkSession.builder.master(args.master).appName("orders-cdc-view")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.ui.enabled", "false"))
+    if args.connector == "kafka":
+        # The connector's version must be Spark's own (Scala 2.13 builds for Spark 4).
+        builder = builder.config("spark.jars.packages",
+                                 f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}")
+    for setting in args.spark_conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if args.connector == "kafkapy":
+        register(spark)
+    reader = (spark.readStream.format(args.connector)
               .option("kafka.bootstrap.servers", args.bootstrap)
               .option("subscribe", args.orders_topic)
               .option("startingOffsets", "earliest"))
@@ -130,7 +146,7 @@ def main() -> None:
     writer = (customer_totals(reader.load()).writeStream
               .outputMode("update")
               .option("checkpointLocation", args.checkpoint)
-              .foreachBatch(publish(args.bootstrap, args.view_topic, args.out)))
+              .foreachBatch(publish(args.bootstrap, args.view_topic, args.out, args.connector)))
     if args.trigger == "available-now":
         writer = writer.trigger(availableNow=True)
     else:

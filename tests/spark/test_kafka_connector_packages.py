@@ -26,6 +26,8 @@ from conftest import Kafka, wait_for
 from kafkapy.testing import spark_connector
 from kafkapy.testing.apache_kafka import ApacheKafkaNode
 
+# The job fixtures run a whole job each (and one starts an Apache Kafka JVM) inside one test.
+pytestmark = pytest.mark.timeout(900)
 PARTITIONS = 3
 PER_PARTITION = 20
 MORE_PER_PARTITION = 4
