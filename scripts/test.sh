@@ -6,23 +6,47 @@ PY=.venv/bin/python
 export PATH="$PWD/.tools/bin:$PATH"
 
 # The report card's librdkafka build (its source package and a compile: ~2 min on a clean machine)
-# runs in the background at the lowest CPU priority while the unit tests, one process on one core,
-# run; it must be done before the node tests, whose timings it must not disturb. The report card
+# runs in the background at the lowest CPU priority while the unit tests run; it must be done before the node tests, whose timings it must not disturb. The report card
 # builds whatever is still missing itself.
 mkdir -p .tools/report-card
 setsid nice -n 19 bash compat-tests/librdkafka/run.sh setup >.tools/report-card/librdkafka-setup.log 2>&1 &
 SUITE_SETUP=$!
-trap 'kill -- -"$SUITE_SETUP" 2>/dev/null || true' EXIT
 
-echo "== unit tests (Cython extensions; the Raft simulation over 2000 seeds)"
-# The simulation is pure Python either way: the thousands of seeds run once, here.
-KAFKAPY_RAFT_SEEDS=2000 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider
-echo "== unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1)"
-KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider
+# The Raft simulation over 2000 seeds is one long pure-Python test (the same either way, so it runs
+# once): its own process, alongside the other unit tests, so the two cores share the work.
+SIM_LOG=$(mktemp) TWINS=$(mktemp) SIM=""
+trap 'kill -- -"$SUITE_SETUP" 2>/dev/null || true; [ -z "$SIM" ] || kill "$SIM" 2>/dev/null || true
+      rm -f "$SIM_LOG" "$TWINS"' EXIT
+SIM_TEST=tests/unit/raft/test_simulation.py::test_simulation_seeds
+KAFKAPY_RAFT_SEEDS=2000 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider "$SIM_TEST" \
+    >"$SIM_LOG" 2>&1 &
+SIM=$!
+echo "== unit tests (Cython extensions)"
+# KAFKAPY_TWIN_RECORD: note the test files that run a Cython module or its pure-Python twin
+# (tests/unit/conftest.py); only those can behave differently without the extensions.
+KAFKAPY_TWIN_RECORD="$TWINS" KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider \
+    --deselect "$SIM_TEST"
+echo "== unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1): the $(wc -l <"$TWINS") files that reach a twin"
+# Never an empty list: pytest without paths would run its default testpaths instead.
+test -s "$TWINS" || { echo "no unit test reached a Cython module or its twin: the recording is broken"; exit 1; }
+mapfile -t TWIN_FILES <"$TWINS"
+KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider "${TWIN_FILES[@]}"
+echo "== the Raft simulation over 2000 seeds"
+SIM_STATUS=0
+wait "$SIM" || SIM_STATUS=$?
+cat "$SIM_LOG"
+[ "$SIM_STATUS" -eq 0 ] || exit "$SIM_STATUS"
 wait "$SUITE_SETUP" || echo "(librdkafka's build failed, see .tools/report-card/librdkafka-setup.log; the report card retries it)"
 echo "== integration and compatibility tests"
+# KAFKAPY_TEST_JOBS=2 runs them in two pytest-xdist workers, one test file per worker at a time (a
+# module's node stays in one process; each worker starts its own shared compat broker). Most of
+# these tests wait on nodes and clients rather than compute, but it is off by default until it has
+# proven itself on CI's two cores (timing-sensitive tests must not become flaky).
+JOBS=${KAFKAPY_TEST_JOBS:-1}
+XDIST=()
+[ "$JOBS" -le 1 ] || XDIST=(-n "$JOBS" --dist loadfile)
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider \
-    --durations=30
+    --durations=30 "${XDIST[@]}"
 echo "== PySpark: the kafkapy source and sink, and the example pipeline (local[2])"
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/spark -q -p no:cacheprovider
 echo "== stock clients against a 3-controller, 3-broker cluster (kafkapy cluster up)"
