@@ -4,8 +4,9 @@
 ``KAFKAPY_NO_EXTENSIONS=1``. Only tests that run code of a Cython module or its twin can behave
 differently between the two runs, so the second run needs only those test files. The selection is
 recorded, not listed: during the first run (which runs every unit test) each function of each
-twin module (found from ``ext/*/*.pyx``) is wrapped, and a test file is recorded when any of its
-tests, fixtures or its import called one. Code run in a child interpreter is not seen by the
+twin module (found from ``ext/*/*.pyx``) is wrapped, as is every kafkapy module-level name bound to
+one, and a test file is recorded when any of its tests, fixtures or its import called one; a name
+still bound to an unwrapped function at the end fails the run rather than shortening the list. Code run in a child interpreter is not seen by the
 wrappers, so a test file that starts one is recorded too when the static import closure of the
 file (every ``import`` anywhere in it, and module names written in its string literals) reaches a
 twin. A new twin, or a new test of one, is therefore picked up without anyone updating a list;
@@ -18,6 +19,7 @@ import ast
 import functools
 import importlib
 import re
+import sys
 from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
@@ -158,6 +160,8 @@ class TwinRecorder:
         self.roots = twin_roots(self.root)
         self.called = False
         self.files: set[Path] = set()
+        self._originals: dict[int, Callable] = {}
+        self._wrappers: dict[int, Callable] = {}
 
     def modules(self) -> list[ModuleType]:
         """The twin modules this interpreter can import (the Cython ones only when built)."""
@@ -173,14 +177,40 @@ class TwinRecorder:
         return mods
 
     def install(self) -> None:
-        """Wrap the functions in place, before any test module binds one of them."""
+        """Wrap the functions in place, and wherever a loaded kafkapy module has bound one
+        (``segment._index_batches = load(...).index_batches`` runs when its package is imported)."""
         for mod in self.modules():
             for attr, value in list(vars(mod).items()):
                 if attr.startswith("__") or not callable(value) or isinstance(value, type):
                     continue
                 if getattr(value, "__module__", None) != mod.__name__:
                     continue  # imported from elsewhere (typing, struct, ...)
-                setattr(mod, attr, self._wrap(value))
+                if id(value) not in self._wrappers:
+                    self._originals[id(value)] = value
+                    self._wrappers[id(value)] = self._wrap(value)
+                setattr(mod, attr, self._wrappers[id(value)])
+        self.rebind()
+
+    def rebind(self) -> None:
+        """Point every module-level name bound to an original at its wrapper (call again once
+        more modules are imported)."""
+        for mod in self._loaded_kafkapy_modules():
+            for attr, value in list(vars(mod).items()):
+                wrapper = self._wrappers.get(id(value))
+                if wrapper is not None and self._originals[id(value)] is value:
+                    setattr(mod, attr, wrapper)
+
+    def unwrapped(self) -> list[str]:
+        """``module.name`` of each module-level name still bound to an original: calls through
+        it would go unrecorded."""
+        return [f"{mod.__name__}.{attr}" for mod in self._loaded_kafkapy_modules()
+                for attr, value in list(vars(mod).items())
+                if id(value) in self._originals and self._originals[id(value)] is value]
+
+    @staticmethod
+    def _loaded_kafkapy_modules() -> list[ModuleType]:
+        return [m for name, m in list(sys.modules.items())
+                if isinstance(m, ModuleType) and (name == "kafkapy" or name.startswith("kafkapy."))]
 
     def _wrap(self, fn: Callable) -> Callable:
         @functools.wraps(fn)

@@ -45,9 +45,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         _recorder.take(item.path)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if _recorder is not None:
+        _recorder.rebind()  # names the test modules' imports bound since the conftest ran
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _recorder is None or _RECORD is None:
         return
+    missed = _recorder.unwrapped()
+    if missed:  # a list made without them could leave out tests that need the pure run
+        raise pytest.UsageError(f"KAFKAPY_TWIN_RECORD: calls through {missed} were not recorded")
     test_files = {item.path for item in session.items}
     lines = _recorder.selection(test_files)
     Path(_RECORD).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")

@@ -69,3 +69,27 @@ def test_a_test_file_that_starts_an_interpreter_reaching_a_twin_is_selected(tmp_
     assert rec.starts_child_reaching_twin(child)
     assert not rec.starts_child_reaching_twin(plain)  # no child: the wrappers see its calls
     assert rec.selection([child, plain]) == [str(child.resolve())]
+
+
+def test_names_bound_before_the_wrapping_are_rebound_or_reported() -> None:
+    import sys
+    import types
+
+    rec = TwinRecorder(REPO)
+
+    def original() -> str:
+        return "twin"
+
+    wrapper = rec._wrap(original)
+    rec._originals[id(original)], rec._wrappers[id(original)] = original, wrapper
+    probe = types.ModuleType("kafkapy._twin_probe")
+    probe.bound = original  # as `segment._index_batches = load(...).index_batches` does
+    sys.modules[probe.__name__] = probe
+    try:
+        assert rec.unwrapped() == ["kafkapy._twin_probe.bound"]
+        rec.rebind()
+        assert probe.bound is wrapper and rec.unwrapped() == []
+        rec.take(None)
+        assert probe.bound() == "twin" and rec.called
+    finally:
+        del sys.modules[probe.__name__]
