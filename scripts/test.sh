@@ -6,36 +6,40 @@ PY=.venv/bin/python
 export PATH="$PWD/.tools/bin:$PATH"
 
 # The report card's librdkafka build (its source package and a compile: ~2 min on a clean machine)
-# runs in the background at the lowest CPU priority while the unit tests run; it must be done before the node tests, whose timings it must not disturb. The report card
-# builds whatever is still missing itself.
+# runs in the background at the lowest CPU priority while the unit tests run; it must be done
+# before the node tests, whose timings it must not disturb. The report card builds whatever is
+# still missing itself.
 mkdir -p .tools/report-card
 setsid nice -n 19 bash compat-tests/librdkafka/run.sh setup >.tools/report-card/librdkafka-setup.log 2>&1 &
 SUITE_SETUP=$!
 
-# The Raft simulation over 2000 seeds is one long pure-Python test (the same either way, so it runs
-# once): its own process, alongside the other unit tests, so the two cores share the work.
-SIM_LOG=$(mktemp) TWINS=$(mktemp) SIM=""
+# The Raft simulations (2000 seeds of the static quorum, the dynamic quorum's seeds) are two long
+# pure-Python tests (the same either way, so they run once): their own process, alongside the other
+# unit tests, so the two cores share the work.
+SIM_LOG=$(mktemp) TWINS=$(mktemp) SIM_TWINS=$(mktemp) SIM=""
 trap 'kill -- -"$SUITE_SETUP" 2>/dev/null || true; [ -z "$SIM" ] || kill "$SIM" 2>/dev/null || true
-      rm -f "$SIM_LOG" "$TWINS"' EXIT
-SIM_TEST=tests/unit/raft/test_simulation.py::test_simulation_seeds
-KAFKAPY_RAFT_SEEDS=2000 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider "$SIM_TEST" \
-    >"$SIM_LOG" 2>&1 &
-SIM=$!
-echo "== unit tests (Cython extensions)"
+      rm -f "$SIM_LOG" "$TWINS" "$SIM_TWINS"' EXIT
+SIM_TESTS=(tests/unit/raft/test_simulation.py::test_simulation_seeds
+           tests/unit/raft/test_simulation.py::test_dynamic_quorum_simulation_seeds)
 # KAFKAPY_TWIN_RECORD: note the test files that run a Cython module or its pure-Python twin
 # (tests/unit/conftest.py); only those can behave differently without the extensions.
+KAFKAPY_TWIN_RECORD="$SIM_TWINS" KAFKAPY_RAFT_SEEDS=2000 KAFKAPY_REQUIRE_EXTENSIONS=1 \
+    "$PY" -m pytest -q -p no:cacheprovider "${SIM_TESTS[@]}" >"$SIM_LOG" 2>&1 &
+SIM=$!
+echo "== unit tests (Cython extensions)"
 KAFKAPY_TWIN_RECORD="$TWINS" KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider \
-    --deselect "$SIM_TEST"
-echo "== unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1): the $(wc -l <"$TWINS") files that reach a twin"
-# Never an empty list: pytest without paths would run its default testpaths instead.
-test -s "$TWINS" || { echo "no unit test reached a Cython module or its twin: the recording is broken"; exit 1; }
-mapfile -t TWIN_FILES <"$TWINS"
-KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider "${TWIN_FILES[@]}"
-echo "== the Raft simulation over 2000 seeds"
+    "${SIM_TESTS[@]/#/--deselect=}"
+echo "== the Raft simulations (2000 seeds; the dynamic quorum)"
 SIM_STATUS=0
 wait "$SIM" || SIM_STATUS=$?
+SIM=""
 cat "$SIM_LOG"
 [ "$SIM_STATUS" -eq 0 ] || exit "$SIM_STATUS"
+mapfile -t TWIN_FILES < <(sort -u "$TWINS" "$SIM_TWINS")
+echo "== unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1): the ${#TWIN_FILES[@]} files that reach a twin"
+# Never an empty list: pytest without paths would run its default testpaths instead.
+[ "${#TWIN_FILES[@]}" -gt 0 ] || { echo "no unit test reached a Cython module or its twin: the recording is broken"; exit 1; }
+KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider "${TWIN_FILES[@]}"
 wait "$SUITE_SETUP" || echo "(librdkafka's build failed, see .tools/report-card/librdkafka-setup.log; the report card retries it)"
 echo "== integration and compatibility tests"
 # KAFKAPY_TEST_JOBS=2 runs them in two pytest-xdist workers, one test file per worker at a time (a
