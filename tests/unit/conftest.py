@@ -14,7 +14,8 @@ import pytest
 
 from kafkapy.testing.twin_tests import TwinRecorder
 
-_RECORD = os.environ.get("KAFKAPY_TWIN_RECORD")
+# Popped: a pytest a test starts in a child process must not write over this session's list.
+_RECORD = os.environ.pop("KAFKAPY_TWIN_RECORD", None)
 _ROOT = Path(__file__).resolve().parents[2]
 _recorder = TwinRecorder(_ROOT) if _RECORD else None
 if _recorder is not None:
