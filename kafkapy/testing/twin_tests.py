@@ -101,7 +101,9 @@ class ImportGraph:
         out.discard(path)
         return frozenset(out)
 
-    def closure(self, starts: Iterable[Path]) -> set[Path]:
+    def closure(self, starts: Iterable[Path], stop_at: set[Path] | None = None) -> set[Path]:
+        """The files reachable from ``starts``; with ``stop_at``, the walk ends at the first of
+        those it reaches (enough to answer "does it reach one?")."""
         seen: set[Path] = set()
         todo = [p.resolve() for p in starts]
         while todo:
@@ -109,6 +111,8 @@ class ImportGraph:
             if p in seen:
                 continue
             seen.add(p)
+            if stop_at is not None and p in stop_at:
+                break
             todo.extend(self.edges(p) - seen)
         return seen
 
@@ -233,7 +237,7 @@ class TwinRecorder:
             return False
         if not _CHILD_PROCESS.search(text):
             return False
-        return bool(self.graph.closure([test_file]) & self.roots)
+        return bool(self.graph.closure([test_file], stop_at=self.roots) & self.roots)
 
     def selection(self, test_files: Iterable[Path]) -> list[str]:
         """The recorded files plus those that start a child interpreter reaching a twin, sorted
