@@ -115,7 +115,10 @@ def _node_log_since(node: KafkaNode, marker: str) -> str:
 
 
 def test_full_disk_gives_storage_error_and_the_node_keeps_serving(small_disk: Path) -> None:
-    node = KafkaNode(small_disk, overrides={"log.segment.bytes": str(1 << 20)})
+    # A 1 s high-watermark checkpoint (5 s by default), so the wait below sees several on the full
+    # disk in little time.
+    node = KafkaNode(small_disk, overrides={"log.segment.bytes": str(1 << 20),
+                                            "replica.high.watermark.checkpoint.interval.ms": "1000"})
     filler = small_disk / "data" / "filler"
     try:
         node.start()
@@ -136,9 +139,9 @@ def test_full_disk_gives_storage_error_and_the_node_keeps_serving(small_disk: Pa
         got = _read_all(node, topic, max(acked) + 1)
         assert {o: got.get(o) for o in acked} == acked
 
-        # Longer than the high-watermark checkpoint interval (5 s) on the full disk, and more
-        # attempts: still refused, the node still up, still one ERROR line for the episode.
-        time.sleep(7)
+        # Several high-watermark checkpoint intervals (1 s) on the full disk, and more attempts:
+        # still refused, the node still up, still one ERROR line for the episode.
+        time.sleep(3.5)
         assert node.running()
         more_acked, more_errors = _produce_until_full(node, topic, max_records=16)
         assert not more_acked and more_errors
