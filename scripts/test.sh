@@ -57,7 +57,7 @@ XDIST=()
 [ "$JOBS" -le 1 ] || XDIST=(-n "$JOBS" --dist loadfile)
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider \
     --durations=30 "${XDIST[@]}"
-echo "== PySpark: the kafkapy source and sink, and the example pipeline (local[2])"
+echo "== PySpark: the kafkapy source and sink, Spark's Kafka connector (spark.jars.packages) on kafkapy and Apache Kafka, the example pipeline (local[2])"
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/spark -q -p no:cacheprovider
 echo "== stock clients against a 3-controller, 3-broker cluster (kafkapy cluster up)"
 KAFKAPY_COMPAT_TARGET=kafkapy-cluster KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider \
