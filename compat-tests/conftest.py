@@ -154,9 +154,11 @@ class Cluster:
 # Time retention, Kafka's as ours, deletes a segment whose newest record is older than retention.ms
 # (7 days by default) at its next check, active segment included, and the check runs every 5
 # minutes: on a broker shared by a whole session it emptied whichever topic a test was reading at
-# that moment (a consumer then found the log start past its offset and read nothing). The check
-# is moved past any session; retention.ms itself keeps its default (tests describe it).
-NO_RETENTION_CHECK = {"log.retention.check.interval.ms": str(24 * 3600 * 1000)}
+# that moment (a consumer then found the log start past its offset and read nothing). The check,
+# and its first run (log.initial.task.delay.ms, 30 s after start as in Kafka), are moved past any
+# session; retention.ms itself keeps its default (tests describe it).
+NO_RETENTION_CHECK = {"log.retention.check.interval.ms": str(24 * 3600 * 1000),
+                      "log.initial.task.delay.ms": str(24 * 3600 * 1000)}
 
 
 def _start_node(tmp_path_factory, name: str, **kwargs):
