@@ -4,8 +4,8 @@ Two nodes started on the same ``log.dirs`` would append to each other's logs and
 other's checkpoints and clean-shutdown markers. Before anything in a dir is read or written, the
 owner takes an exclusive, non-blocking ``flock`` and a POSIX record lock (the kind Kafka's JVM
 tools take) on ``<dir>/.lock`` and writes its pid into it (so the next contender can say who holds
-it). The kernel drops the lock when the process dies, kill -9
-included, so a stale file never blocks a restart.
+it). The kernel drops both when the process dies, kill -9 included, so a stale file never blocks a
+restart.
 
 Locks are counted per process: code that runs inside a node (formatting a new dir at first start)
 may lock dirs the node already holds. ``flock`` itself would refuse that, as it locks per open
@@ -78,7 +78,7 @@ def _release(directory: str) -> None:
     entry[1] -= 1
     if entry[1] == 0:
         del _held[directory]
-        # Closing the descriptor drops the flock; the file stays (as Kafka's does).
+        # Closing the descriptor drops both locks; the file stays (as Kafka's does).
         os.close(entry[0])
 
 
@@ -94,7 +94,11 @@ class DirLocks:
         with _registry_lock:
             try:
                 for d in directories:
-                    d = os.path.abspath(d)
+                    # The real path: a POSIX record lock belongs to the process and goes when ANY
+                    # descriptor of the file is closed, so a second spelling of a dir this
+                    # process already holds (a symlink, "a/../a") must reuse the held descriptor,
+                    # never open and close one of its own.
+                    d = os.path.realpath(d)
                     if d in seen:
                         continue
                     _acquire(d)

@@ -114,3 +114,32 @@ def test_a_posix_record_lock_sees_the_dir_as_taken(tmp_path):
     with lock_dirs([str(tmp_path)]):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == "refused", out.stderr
+
+
+def test_a_second_spelling_of_a_held_dir_shares_its_lock(tmp_path):
+    """A symlink to a dir this process holds reuses the held descriptor: opening and closing one
+    of its own would drop the POSIX lock Kafka's tools check, while the flock stayed."""
+    import fcntl
+    import os
+
+    from kafkapy.log.dir_lock import DirLocks
+
+    real = tmp_path / "data"
+    real.mkdir()
+    alias = tmp_path / "alias"
+    alias.symlink_to(real)
+    with DirLocks([str(real)]):
+        with DirLocks([str(alias)]):
+            pass
+        # Still held after the alias is released: another process's lockf would fail. In this
+        # process, F_GETLK shows no conflict for our own lock, so ask from a child.
+        pid = os.fork()
+        if pid == 0:
+            fd = os.open(real / ".lock", os.O_RDWR)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os._exit(1)
+            except OSError:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, "the record lock was dropped with the alias"
