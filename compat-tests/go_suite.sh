@@ -1,5 +1,7 @@
-# Shared by the Go client suites' run.sh (franz-go, kafka-go); sourced, not run.
-# The caller sets ROOT, CACHE, PY and log() first.
+# Shared by the Go client suites' run.sh (franz-go, kafka-go); sourced, not run:
+#   SUITE=<name>; . "$HERE/../go_suite.sh" "$@"
+# reads the run.sh arguments (<quick|full> <bootstrap> <results.tsv>, or setup) into MODE, BOOTSTRAP
+# and RESULTS, and sets ROOT, CACHE (.tools/suites/<name>), PY and log().
 #
 # go_suite_setup <module> <version> <package> <package dir> [gotest_glue.py list options...]
 #   fetches <module>@<version> from the Go module proxy into $CACHE/gomod (its own module cache),
@@ -9,6 +11,19 @@
 # go_suite_run <seconds per test> <regexp of tests to leave out> <results.tsv>
 #   runs each listed test in its own process of the test binary, under its own deadline, in the
 #   package's folder (tests read testdata/ relative to it), and writes results.tsv.
+
+MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv> | run.sh setup}
+case "$MODE" in quick|full|setup) ;; *) echo "mode must be quick, full or setup" >&2; exit 2 ;; esac
+if [ "$MODE" != setup ]; then
+    BOOTSTRAP=${2:?bootstrap host:port}
+    RESULTS=${3:?results.tsv}
+    RESULTS=$(cd "$(dirname "$RESULTS")" && pwd)/$(basename "$RESULTS")
+fi
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE="$ROOT/.tools/suites/$SUITE"
+PY="$ROOT/.venv/bin/python"
+[ -x "$PY" ] || PY=python3
+log() { echo "[$SUITE] $*" >&2; }
 
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 # One module cache per suite (the pinned versions of its dependencies); one build cache shared by

@@ -14,25 +14,13 @@
 # KGO_TEST_RF=1 (one node) and a smaller KGO_TEST_RECORDS than upstream's 500000 in quick mode.
 set -euo pipefail
 
-MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv> | run.sh setup}
-case "$MODE" in quick|full|setup) ;; *) echo "mode must be quick, full or setup" >&2; exit 2 ;; esac
-if [ "$MODE" != setup ]; then
-    BOOTSTRAP=${2:?bootstrap host:port}
-    RESULTS=${3:?results.tsv}
-    RESULTS=$(cd "$(dirname "$RESULTS")" && pwd)/$(basename "$RESULTS")
-fi
-
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+SUITE=franz-go
 MODULE=github.com/twmb/franz-go
 VERSION=v1.22.3
-CACHE="$ROOT/.tools/suites/franz-go"
-PY="$ROOT/.venv/bin/python"
-[ -x "$PY" ] || PY=python3
-log() { echo "[franz-go] $*" >&2; }
 
 # shellcheck source=../go_suite.sh
-. "$HERE/../go_suite.sh"
+. "$HERE/../go_suite.sh" "$@"
 go_suite_setup "$MODULE" "$VERSION" ./pkg/kgo pkg/kgo \
     --call newTestClient --call testClientOpts --call adm --call getSeedBrokers \
     --call tmpTopic --call tmpTopicPartitions --call tmpNamedTopicPartitions --call tmpGroup \

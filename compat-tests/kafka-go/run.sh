@@ -15,25 +15,13 @@
 # Quick mode leaves out two known failures that take a minute between them; full runs all.
 set -euo pipefail
 
-MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv> | run.sh setup}
-case "$MODE" in quick|full|setup) ;; *) echo "mode must be quick, full or setup" >&2; exit 2 ;; esac
-if [ "$MODE" != setup ]; then
-    BOOTSTRAP=${2:?bootstrap host:port}
-    RESULTS=${3:?results.tsv}
-    RESULTS=$(cd "$(dirname "$RESULTS")" && pwd)/$(basename "$RESULTS")
-fi
-
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+SUITE=kafka-go
 MODULE=github.com/segmentio/kafka-go
 VERSION=v0.4.51
-CACHE="$ROOT/.tools/suites/kafka-go"
-PY="$ROOT/.venv/bin/python"
-[ -x "$PY" ] || PY=python3
-log() { echo "[kafka-go] $*" >&2; }
 
 # shellcheck source=../go_suite.sh
-. "$HERE/../go_suite.sh"
+. "$HERE/../go_suite.sh" "$@"
 go_suite_setup "$MODULE" "$VERSION" . . \
     --text '"(localhost|127\.0\.0\.1):909[23]"' \
     --call newLocalClient --call newLocalClientAndTopic --call newLocalClientWithTopic
