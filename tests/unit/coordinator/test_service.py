@@ -4,6 +4,8 @@ records written to and reloaded from a real __consumer_offsets partition log."""
 from __future__ import annotations
 
 import types
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 import uuid
 
 import pytest
@@ -272,58 +274,60 @@ def sync_all(coord: GroupCoordinator, n: trio.Nursery, a: str, b: str, answers: 
     n.start_soon(sync, a, [(a, b"for-a"), (b, b"for-b")])
 
 
-def test_every_sync_is_answered_only_once_the_assignment_is_committed(tmp_path):
+@asynccontextmanager
+async def serving(replicas) -> AsyncIterator[tuple[GroupCoordinator, trio.Nursery]]:
+    """A coordinator over ``replicas`` running in a nursery, its shards loaded; stopped on exit."""
+    coord = coordinator(replicas)
+    coord.on_image(image())
+    async with trio.open_nursery() as n:
+        await n.start(coord.run)
+        await trio.sleep(0.1)
+        yield coord, n
+        n.cancel_scope.cancel()
+
+
+def run_with_slow_replicas(tmp_path, body) -> None:
+    """Run ``body(replicas, coord, answers, a, b)`` once a two-member group's SyncGroups (the
+    leader's with an assignment) are in flight over replicas that hold replication back."""
     replicas = SlowReplicas(tmp_path)
 
     async def main():
-        coord = coordinator(replicas)
-        coord.on_image(image())
-        async with trio.open_nursery() as n:
-            await n.start(coord.run)
-            await trio.sleep(0.1)
+        async with serving(replicas) as (coord, n):
             a, b = await two_member_group(coord, n)
             answers: dict = {}
             sync_all(coord, n, a, b, answers)
-            await trio.sleep(2)
-            # The record is in the leader's log but not replicated: nobody has an answer yet.
-            assert answers == {}
-            assert coord.shard_for(GROUP).groups[GROUP].state.name == "COMPLETING_REBALANCE"
-            replicas.release.set()
-            await trio.sleep(0.1)
-            assert (answers[a].error, answers[a].assignment) == (E.NONE, b"for-a")
-            assert (answers[b].error, answers[b].assignment) == (E.NONE, b"for-b")
-            assert coord.shard_for(GROUP).groups[GROUP].state.name == "STABLE"
-            n.cancel_scope.cancel()
+            await body(replicas, coord, answers, a, b)
 
     try:
         run(main)
     finally:
         replicas.close()
+
+
+def test_every_sync_is_answered_only_once_the_assignment_is_committed(tmp_path):
+    async def body(replicas, coord, answers, a, b):
+        await trio.sleep(2)
+        # The record is in the leader's log but not replicated: nobody has an answer yet.
+        assert answers == {}
+        assert coord.shard_for(GROUP).groups[GROUP].state.name == "COMPLETING_REBALANCE"
+        replicas.release.set()
+        await trio.sleep(0.1)
+        assert (answers[a].error, answers[a].assignment) == (E.NONE, b"for-a")
+        assert (answers[b].error, answers[b].assignment) == (E.NONE, b"for-b")
+        assert coord.shard_for(GROUP).groups[GROUP].state.name == "STABLE"
+
+    run_with_slow_replicas(tmp_path, body)
 
 
 def test_an_assignment_not_committed_fails_every_sync_and_rebalances(tmp_path):
-    replicas = SlowReplicas(tmp_path)
+    async def body(replicas, coord, answers, a, b):
+        await trio.sleep(1)
+        replicas.outcome = E.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        replicas.release.set()
+        await trio.sleep(0.1)
+        # As Kafka: the error to every member (mapped as for any coordinator write), and the
+        # group rebalances.
+        assert answers[a].error == answers[b].error == E.COORDINATOR_NOT_AVAILABLE
+        assert coord.shard_for(GROUP).groups[GROUP].state.name == "PREPARING_REBALANCE"
 
-    async def main():
-        coord = coordinator(replicas)
-        coord.on_image(image())
-        async with trio.open_nursery() as n:
-            await n.start(coord.run)
-            await trio.sleep(0.1)
-            a, b = await two_member_group(coord, n)
-            answers: dict = {}
-            sync_all(coord, n, a, b, answers)
-            await trio.sleep(1)
-            replicas.outcome = E.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            replicas.release.set()
-            await trio.sleep(0.1)
-            # As Kafka: the error to every member (mapped as for any coordinator write), and
-            # the group rebalances.
-            assert answers[a].error == answers[b].error == E.COORDINATOR_NOT_AVAILABLE
-            assert coord.shard_for(GROUP).groups[GROUP].state.name == "PREPARING_REBALANCE"
-            n.cancel_scope.cancel()
-
-    try:
-        run(main)
-    finally:
-        replicas.close()
+    run_with_slow_replicas(tmp_path, body)
