@@ -208,3 +208,21 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [f"- {n} on {br}: `{e}`" for n, br, e in errors]
         lines.append("")
     return "\n".join(lines)
+
+
+def broker_comparison(rows: list[tuple[str, dict[str, Any]]], brokers: list[str],
+                      digits: int = 2) -> list[str]:
+    """A markdown table with one row per metric, a column per broker, then the first broker's
+    ratio to each other one (kafkapy/apache-kafka). A value that is a string (an "n/a (why)"
+    cell) is shown as it is and gives no ratio."""
+    a, others = brokers[0], brokers[1:]
+    cols = ["metric", *brokers, *(f"{a}/{b}" for b in others)]
+    lines = ["| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+    for label, values in rows:
+        def number(broker: str) -> float | None:
+            v = values.get(broker)
+            return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        cells = [_fmt(values.get(b), digits) for b in brokers]
+        cells += [_fmt_ratio(ratio(number(a), number(b))) for b in others]
+        lines.append("| " + " | ".join([label, *cells]) + " |")
+    return lines

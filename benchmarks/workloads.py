@@ -104,18 +104,24 @@ def _answer(done, what: str) -> dict:
 
 def java_classes_dir() -> Path:
     """Compile Bench.java once per (source, jars) content hash under .tools/bench-java/<hash>/."""
-    h = hashlib.sha256(JAVA_SOURCE.read_bytes())
-    for jar in java_jars():
+    return compile_java(JAVA_SOURCE, java_jars(), "Bench.class")
+
+
+def compile_java(source: Path, jars: list[Path], made: str) -> Path:
+    """Compile ``source`` against ``jars`` once per content hash of both, under
+    .tools/bench-java/<hash>/; ``made`` is the class file whose presence marks a finished build."""
+    h = hashlib.sha256(source.read_bytes())
+    for jar in jars:
         h.update(jar.name.encode())
         h.update(hashlib.sha256(jar.read_bytes()).digest())
     target = JAVA_CACHE / h.hexdigest()[:16]
-    if (target / "Bench.class").exists():
+    if (target / made).exists():
         return target
     JAVA_CACHE.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="compile-", dir=JAVA_CACHE))
     try:
         done = run_process(["javac", "-nowarn", "-encoding", "UTF-8", "-cp",
-                            os.pathsep.join(map(str, java_jars())), "-d", str(tmp), str(JAVA_SOURCE)],
+                            os.pathsep.join(map(str, jars)), "-d", str(tmp), str(source)],
                            timeout=180)
         if done.returncode != 0:
             raise WorkloadError("javac failed\n" + done.describe())

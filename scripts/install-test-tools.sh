@@ -56,9 +56,12 @@ fi
 KAFKA_POM=scripts/apache-kafka/pom.xml
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM")
 KAFKA_SHELL_VERSION=$(sed -n 's:.*<kafka.shell.version>\(.*\)</kafka.shell.version>.*:\1:p' "$KAFKA_POM")
-# The shell jar is checked too: a cache made before the pom listed it would otherwise stay as it was.
+KAFKA_STORAGE_TEST_VERSION=$(sed -n 's:.*<kafka.storage.test.version>\(.*\)</kafka.storage.test.version>.*:\1:p' "$KAFKA_POM")
+# The shell and storage-test jars are checked too: a cache made before the pom listed them would
+# otherwise stay as it was.
 if [ "$(cat "$TOOLS/apache-kafka/VERSION" 2>/dev/null)" != "$KAFKA_VERSION" ] ||
-   [ ! -e "$TOOLS/apache-kafka/libs/kafka-shell-$KAFKA_SHELL_VERSION.jar" ]; then
+   [ ! -e "$TOOLS/apache-kafka/libs/kafka-shell-$KAFKA_SHELL_VERSION.jar" ] ||
+   [ ! -e "$TOOLS/apache-kafka/libs/kafka-storage-$KAFKA_STORAGE_TEST_VERSION-test.jar" ]; then
   command -v mvn >/dev/null || { echo "mvn is missing: Apache Kafka cannot be fetched" >&2; exit 1; }
   rm -rf "$TOOLS/apache-kafka"
   mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
