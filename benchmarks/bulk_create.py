@@ -26,13 +26,11 @@ Results go to ``benchmarks/results/bulk-create-<UTC time>.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks import scale_brokers as sb
-from benchmarks.results_io import save_result
 from kafkapy.testing.bulk_create import run_bulk_create
 
 GAP_TARGET_S = 2.0
@@ -93,25 +91,12 @@ def main() -> None:
     sb.add_broker_args(ap)
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args()
-    brokers = sb.parse_brokers(args.brokers)
-    sb.stop_on_sigterm()
     result = {"partitions": args.partitions, "commit": sb.git_commit(),
-              "load_before": sb.load_average(), "gap_target_s": GAP_TARGET_S, "brokers": brokers,
-              "runs": []}
-    try:
-        for _, broker in sb.run_order(brokers, args.runs):
-            row = one_run(broker, args.partitions, args.deadline)
-            print(json.dumps(row), flush=True)
-            result["runs"].append(row)
-    except KeyboardInterrupt:
-        print("interrupted: the nodes are stopped; writing what was measured", flush=True)
-        result["interrupted"] = True
-    result["load_after"] = sb.load_average()
-    text = markdown(result)
-    print(text)
-    if not args.no_save and result["runs"]:
-        save_result("bulk-create", result, text)
-
+              "load_before": sb.load_average(), "gap_target_s": GAP_TARGET_S,
+              "brokers": sb.parse_brokers(args.brokers)}
+    sb.run_and_report("bulk-create", result, args.runs,
+                      lambda broker: one_run(broker, args.partitions, args.deadline), markdown,
+                      save=not args.no_save)
 
 if __name__ == "__main__":
     main()

@@ -27,13 +27,11 @@ go to ``benchmarks/results/delete-10k-<UTC time>.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks import scale_brokers as sb
-from benchmarks.results_io import save_result
 from kafkapy.testing.bulk_delete import run_bulk_delete
 
 GAP_TARGET_S = 1.0
@@ -107,27 +105,14 @@ def main() -> None:
     sb.add_broker_args(ap)
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args()
-    brokers = sb.parse_brokers(args.brokers)
-    sb.stop_on_sigterm()
     result = {"partitions": args.partitions, "delete_delay_ms": args.delete_delay_ms,
               "node_code": sb.git_commit(args.node_pythonpath or "."),
-              "load_before": sb.load_average(), "gap_target_s": GAP_TARGET_S, "brokers": brokers,
-              "runs": []}
-    try:
-        for _, broker in sb.run_order(brokers, args.runs):
-            row = one_run(broker, args.partitions, args.delete_delay_ms, args.deadline,
-                          args.node_pythonpath)
-            print(json.dumps(row), flush=True)
-            result["runs"].append(row)
-    except KeyboardInterrupt:
-        print("interrupted: the nodes are stopped; writing what was measured", flush=True)
-        result["interrupted"] = True
-    result["load_after"] = sb.load_average()
-    text = markdown(result)
-    print(text)
-    if not args.no_save and result["runs"]:
-        save_result("delete-10k", result, text)
-
+              "load_before": sb.load_average(), "gap_target_s": GAP_TARGET_S,
+              "brokers": sb.parse_brokers(args.brokers)}
+    sb.run_and_report("delete-10k", result, args.runs,
+                      lambda broker: one_run(broker, args.partitions, args.delete_delay_ms,
+                                             args.deadline, args.node_pythonpath),
+                      markdown, save=not args.no_save)
 
 if __name__ == "__main__":
     main()

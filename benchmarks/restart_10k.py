@@ -21,7 +21,6 @@ reports numbers (tests/integration/test_bulk_create.py checks the behaviour).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import tempfile
@@ -32,7 +31,6 @@ from typing import Any
 import trio
 
 from benchmarks import scale_brokers as sb
-from benchmarks.results_io import save_result
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.records.builder import Record, build_batch
@@ -168,22 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     sb.add_broker_args(parser)
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
-    brokers = sb.parse_brokers(args.brokers)
-    sb.stop_on_sigterm()
     result: dict[str, Any] = {"partitions": args.partitions, "per_topic": args.per_topic,
                               "records_per_partition": args.records, "commit": sb.git_commit(),
-                              "load_before": sb.load_average(), "brokers": brokers, "runs": []}
-    try:
-        for _, broker in sb.run_order(brokers, args.runs):
-            result["runs"].append(one_run(broker, args))
-    except KeyboardInterrupt:
-        print("interrupted: the nodes are stopped; writing what was measured", flush=True)
-        result["interrupted"] = True
-    result["load_after"] = sb.load_average()
-    text = markdown(result)
-    print(text)
-    if not args.no_save and result["runs"]:
-        save_result("restart-10k", result, text)
+                              "load_before": sb.load_average(),
+                              "brokers": sb.parse_brokers(args.brokers)}
+    sb.run_and_report("restart-10k", result, args.runs, lambda broker: one_run(broker, args),
+                      markdown, save=not args.no_save)
     return 0
 
 

@@ -11,13 +11,15 @@ logging, data in a temp dir on the same disk).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from benchmarks import report
+from benchmarks.results_io import save_result
 from kafkapy.testing.apache_kafka import BENCH_HEAP, ApacheKafkaNode
 from kafkapy.testing.node import KafkaNode, _ProcessNode
 
@@ -120,3 +122,27 @@ def _sigterm(_signo: int, _frame: Any) -> None:
 def stop_on_sigterm() -> None:
     """SIGTERM unwinds like Ctrl-C, so every node's context manager stops its process group."""
     signal.signal(signal.SIGTERM, _sigterm)
+
+
+def run_and_report(name: str, result: dict[str, Any], runs: int,
+                   one_run: Callable[[str], dict[str, Any]],
+                   markdown: Callable[[dict[str, Any]], str], *, save: bool = True) -> None:
+    """Run ``one_run(broker)`` for every broker of ``result["brokers"]`` in :func:`run_order`,
+    adding each row to ``result["runs"]``; Ctrl-C or SIGTERM ends the runs early (every node is
+    already stopped by its context manager) and what was measured is still reported. Prints the
+    markdown and saves ``results/<name>-<UTC>.{json,md}``."""
+    stop_on_sigterm()
+    result.setdefault("runs", [])
+    try:
+        for _, broker in run_order(result["brokers"], runs):
+            row = one_run(broker)
+            print(json.dumps(row), flush=True)
+            result["runs"].append(row)
+    except KeyboardInterrupt:
+        print("interrupted: the nodes are stopped; writing what was measured", flush=True)
+        result["interrupted"] = True
+    result["load_after"] = load_average()
+    text = markdown(result)
+    print(text)
+    if save and result["runs"]:
+        save_result(name, result, text)

@@ -39,3 +39,22 @@ def test_fencing_is_read_from_each_brokers_own_log_words():
     assert sb.fenced("apache-kafka", "Fencing broker 1 at epoch 5 because its session has timed out.")
     assert not sb.fenced("apache-kafka", "The broker has been unfenced.")
     assert sb.fenced("kafkapy", "heartbeat failed: fencing ourselves")
+
+
+def test_an_interrupted_benchmark_still_reports_the_runs_it_finished(monkeypatch, capsys):
+    monkeypatch.setattr(sb, "stop_on_sigterm", lambda: None)
+    seen = []
+
+    def one_run(broker):
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        seen.append(broker)
+        return {"broker": broker, "gap_s": float(len(seen))}
+
+    result = {"brokers": ["kafkapy", "apache-kafka"]}
+    sb.run_and_report("x", result, 5, one_run,
+                      lambda r: "\n".join(sb.comparison(r["runs"], r["brokers"], [("gap_s", "gap")])),
+                      save=False)
+    assert seen == ["kafkapy", "apache-kafka", "apache-kafka"]
+    assert result["interrupted"] is True
+    assert "| gap | 1.00 | 2.50 | 0.40× |" in capsys.readouterr().out
