@@ -10,7 +10,8 @@ Each suite lives in ``compat-tests/<suite>/`` with
 * ``allow-list.txt`` — tests that must pass; one that does not breaks the run;
 * ``FINDINGS.md`` — every test that is not passing, by id in backticks, with the reason.
 
-``run`` starts a fresh node per suite (one after another: the CI box has two cores), runs the
+``run`` starts a fresh node per suite (one after another, or ``--jobs`` at a time, the longest
+suites first; every suite has its own node on free ports, so they never share a broker), runs the
 suite, and checks the results against the allow-list and the findings. It fails when an allowed
 test does not pass, when a non-passing test has no finding, or when the broker died or logged an
 unhandled exception during the suite. Tests that pass without being on the allow-list are reported
@@ -28,7 +29,9 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -205,7 +208,7 @@ def run_suite(suite: str, mode: str) -> SuiteSummary:
     node = KafkaNode(overrides=overrides)
     try:
         node.start()
-        print(f"   node {node.bootstrap}; suite output in {suite_log}", flush=True)
+        print(f"   {suite}: node {node.bootstrap}; suite output in {suite_log}", flush=True)
         setup_error = _run_suite_process(suite, mode, node.bootstrap, results_path, suite_log)
         if not node.running:
             problems.append("the broker process died during the suite")
@@ -263,7 +266,16 @@ def classify(suite: str, mode: str, results: list[Outcome], *, allowed: list[str
     )
 
 
+# Suites running side by side each print a summary of several lines when they end.
+_PRINT_LOCK = threading.Lock()
+
+
 def _print_summary(s: SuiteSummary, by_id: dict[str, Outcome]) -> None:
+    with _PRINT_LOCK:
+        _print_summary_lines(s, by_id)
+
+
+def _print_summary_lines(s: SuiteSummary, by_id: dict[str, Outcome]) -> None:
     c = s.counts
     print(f"   {s.suite}: {c.get('passed', 0)} passed, {c.get('failed', 0)} failed, "
           f"{c.get('skipped', 0)} skipped of {c.get('total', 0)} in {s.seconds:.0f} s "
@@ -294,6 +306,32 @@ SUITE_SOURCES = {
     "kafka-go": "kafka-go v0.4.51 root-package tests that talk to a broker (Go module proxy), "
                 "reaching the node through a relay on their fixed `localhost:9092`",
 }
+
+
+def longest_first(suites: list[str], last_seconds: dict[str, float]) -> list[str]:
+    """The order that finishes soonest with a few suites at a time: the longest (by their last
+    run) first, so a long one does not start last; suites never run before go first of all."""
+    return sorted(suites, key=lambda s: -last_seconds.get(s, float("inf")))
+
+
+def last_run_seconds() -> dict[str, float]:
+    seconds = {}
+    for suite in discover():
+        path = OUT_DIR / suite / "summary.json"
+        try:
+            seconds[suite] = float(json.loads(path.read_text())["seconds"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return seconds
+
+
+def run_suites(suites: list[str], mode: str, jobs: int) -> list[SuiteSummary]:
+    """Every suite's summary, in the order given, running ``jobs`` suites at a time."""
+    if jobs <= 1:
+        return [run_suite(s, mode) for s in suites]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {s: pool.submit(run_suite, s, mode) for s in longest_first(suites, last_run_seconds())}
+        return [futures[s].result() for s in suites]
 
 
 def load_summaries() -> list[SuiteSummary]:
@@ -392,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("suites", nargs="*", help=f"default: all ({', '.join(discover())})")
     run_p.add_argument("--mode", choices=("quick", "full"), default="quick")
     run_p.add_argument("--report", action="store_true", help="then regenerate the report")
+    run_p.add_argument("--jobs", type=int, default=1,
+                       help="suites at a time, each against its own node (default 1)")
     sub.add_parser("report", help="write docs/compatibility.md and the README block")
     args = parser.parse_args(argv)
 
@@ -403,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(suites) - set(discover())
     if unknown:
         parser.error(f"no such suite: {', '.join(sorted(unknown))}")
-    summaries = [run_suite(s, args.mode) for s in suites]
+    summaries = run_suites(suites, args.mode, args.jobs)
     if args.report:
         write_report()
     failed = [s.suite for s in summaries if not s.ok]

@@ -64,3 +64,22 @@ def test_findings_are_counted_per_reason(tmp_path):
     assert report_card.finding_groups(path, ids) == [("Not built yet: Transactions", 2),
                                                      ("Needs Kafka's Java CLI tools", 1)]
     assert ids <= report_card.finding_ids(path)
+
+
+def test_suites_side_by_side_start_with_the_longest_and_never_run_ones():
+    last = {"librdkafka": 404.0, "kafka-go": 100.0, "franz-go": 32.0, "kafka-python": 41.0}
+    order = report_card.longest_first(["franz-go", "kafka-go", "kafka-python", "librdkafka", "new-suite"], last)
+    assert order == ["new-suite", "librdkafka", "kafka-go", "kafka-python", "franz-go"]
+
+
+def test_suites_side_by_side_report_in_the_order_asked(monkeypatch):
+    ran = []
+
+    def fake_run(suite, mode):
+        ran.append(suite)
+        return suite
+
+    monkeypatch.setattr(report_card, "run_suite", fake_run)
+    monkeypatch.setattr(report_card, "last_run_seconds", lambda: {"a": 1.0, "b": 9.0})
+    assert report_card.run_suites(["a", "b"], "quick", jobs=2) == ["a", "b"]
+    assert sorted(ran) == ["a", "b"]
