@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kafkapy.cli import cluster, commands, log_setup, tiered
+from kafkapy.cli import commands, log_setup
 from kafkapy.config import BrokerConfig, UnsupportedSecurityConfig, parse_properties
 
 # The single-node development defaults: what Kafka's config/kraft/server.properties sample sets,
@@ -114,7 +114,16 @@ def _storage_format(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_name(argv: list[str]) -> str | None:
+    """The subcommand asked for: the top-level parser has no options but -h, so it is the first
+    word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # Only the chosen command's module is imported (see cli.commands); help and mistakes list all.
+    chosen = _command_name(argv)
     parser = argparse.ArgumentParser(prog="kafkapy", description="An Apache Kafka-compatible broker in Python.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -142,9 +151,21 @@ def main(argv: list[str] | None = None) -> int:
     fmt.add_argument("--no-initial-controllers", "-N", action="store_true",
                      help="a controller that joins an existing quorum later")
     storage_sub.add_parser("random-uuid", help="print a new cluster id")
-    cluster.add_parser(sub, _override)
-    tiered.add_parser(sub)
-    commands.add_parsers(sub)
+    known = {"server", "storage", "cluster", "tiered", *commands.ADMIN_COMMANDS}
+
+    def wanted(name: str) -> bool:
+        return chosen == name or chosen not in known
+
+    if wanted("cluster"):
+        from kafkapy.cli import cluster
+
+        cluster.add_parser(sub, _override)
+    if wanted("tiered"):
+        from kafkapy.cli import tiered
+
+        tiered.add_parser(sub)
+    if chosen in commands.ADMIN_COMMANDS or chosen not in known:
+        commands.add_parsers(sub, only=chosen)
 
     args = parser.parse_args(argv)
     if args.command == "server":
@@ -169,8 +190,12 @@ def main(argv: list[str] | None = None) -> int:
         setup_logging("INFO")
         return _storage_format(args)
     if args.command == "cluster":
+        from kafkapy.cli import cluster
+
         return cluster.run(args)
     if args.command == "tiered":
+        from kafkapy.cli import tiered
+
         return tiered.run(args)
     if hasattr(args, "admin_run"):
         return args.admin_run(args)

@@ -149,3 +149,30 @@ def test_delete_records_offset_files():
 def test_controller_addresses_from_quorum_configs():
     assert voter_addresses("1@a:9093,2@b:9094") == ["a:9093", "b:9094"]
     assert voter_addresses("a:9093, b:9094") == ["a:9093", "b:9094"]
+
+
+def test_a_command_imports_only_its_own_module():
+    # In a fresh interpreter: this test process has imported every command module already.
+    import subprocess
+    import sys
+
+    probe = ("import sys, contextlib, io\n"
+             "from kafkapy.cli.main import main\n"
+             "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+             "    main(['offsets', '--help'])\n"
+             "print(sorted(m for m in sys.modules if m.startswith('kafkapy.cli.')))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    loaded = out.stdout.strip()
+    assert "kafkapy.cli.offsets" in loaded
+    for other in ("topics", "dump_log", "cluster", "tiered", "reassign"):
+        assert f"kafkapy.cli.{other}'" not in loaded
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["no-such-command"]])
+def test_help_and_unknown_commands_still_list_every_command(argv, capsys):
+    with pytest.raises(SystemExit):
+        main(argv)
+    listed = capsys.readouterr()
+    text = listed.out + listed.err
+    for name in ("server", "storage", "cluster", "tiered", "topics", "dump-log", "reassign"):
+        assert name in text
