@@ -23,6 +23,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from kafkapy.records.reader import iter_batches  # noqa: E402
 from kafkapy.testing.apache_kafka import ApacheKafkaNode, kafka_home  # noqa: E402
 from kafkapy.testing.node import KafkaNode, compat_target  # noqa: E402
 from scenario import STEP_IDS, STEPS, Context, compare, run_steps, wait_for  # noqa: E402
@@ -51,6 +52,21 @@ def load_allowlist() -> dict[str, str]:
     return out
 
 
+def metadata_log_end(data_dir: Path) -> int:
+    """The offset after the last batch of the __cluster_metadata log."""
+    end = 0
+    for segment in sorted((data_dir / "__cluster_metadata-0").glob("*.log")):
+        for header, _ in iter_batches(segment.read_bytes()):
+            end = header.base_offset + header.last_offset_delta + 1
+    return end
+
+
+def newest_snapshot_end(data_dir: Path) -> int:
+    """The end offset of the newest snapshot (its name, <offset>-<epoch>.checkpoint), or -1."""
+    snapshots = sorted((data_dir / "__cluster_metadata-0").glob("*.checkpoint"))
+    return int(snapshots[-1].name.split("-")[0]) if snapshots else -1
+
+
 def _run_on(node, runner: ToolRunner, work: Path, properties: dict[str, str]) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     (work / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
@@ -58,7 +74,10 @@ def _run_on(node, runner: ToolRunner, work: Path, properties: dict[str, str]) ->
     started = time.monotonic()
     online = run_steps(runner, ctx, offline=False)
     # The offline steps read a metadata snapshot; both brokers take one within seconds (OVERRIDES).
-    wait_for(lambda: any((node.data_dir / "__cluster_metadata-0").glob("*.checkpoint")), 30)
+    # It must hold every change the online steps made (the deleted topic is gone from it): an
+    # older one, which a loaded machine can leave newest for a while, differs by timing alone.
+    end = metadata_log_end(node.data_dir)
+    wait_for(lambda: newest_snapshot_end(node.data_dir) >= end, 30)
     # As an operator does: the broker is stopped first (kafka-metadata-shell refuses a locked dir).
     node.stop()
     offline = run_steps(runner, ctx, offline=True)
