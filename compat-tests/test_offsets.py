@@ -64,7 +64,7 @@ def test_out_of_range_fetch_resets_to_latest(cluster):
     # With auto.offset.reset=latest the consumer jumps to the end: nothing old is delivered and
     # its position is the log end offset.
     got = cluster.run("java", "consume", topic=topic, offset=1_000, auto_offset_reset="latest",
-                      end_offset=5, timeout_s=4)
+                      end_offset=5, timeout_s=20)
     assert got["records"] == []
     assert got["position"] == 5, got
 
