@@ -48,11 +48,12 @@ if [ "${#SIM_ONLY[@]}" -gt 0 ]; then
 fi
 wait "$SUITE_SETUP" || echo "(librdkafka's build failed, see .tools/report-card/librdkafka-setup.log; the report card retries it)"
 echo "== integration and compatibility tests"
-# KAFKAPY_TEST_JOBS=2 runs them in two pytest-xdist workers, one test file per worker at a time (a
-# module's node stays in one process; each worker starts its own shared compat broker). Most of
-# these tests wait on nodes and clients rather than compute, but it is off by default until it has
-# proven itself on CI's two cores (timing-sensitive tests must not become flaky).
-JOBS=${KAFKAPY_TEST_JOBS:-1}
+# They run in two pytest-xdist workers (KAFKAPY_TEST_JOBS, default 2; 1 runs them in this
+# process), one test file per worker at a time: a module's node stays in one process and each
+# worker starts its own shared compat broker. Most of these tests wait on nodes and clients rather
+# than compute, so two at a time take about half as long on CI's two cores; tests whose waits
+# depend on the machine's speed bound them for a loaded machine.
+JOBS=${KAFKAPY_TEST_JOBS:-2}
 XDIST=()
 [ "$JOBS" -le 1 ] || XDIST=(-n "$JOBS" --dist loadfile)
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider \
@@ -63,5 +64,5 @@ echo "== stock clients against a 3-controller, 3-broker cluster (kafkapy cluster
 KAFKAPY_COMPAT_TARGET=kafkapy-cluster KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider \
     compat-tests/test_roundtrip.py compat-tests/test_groups.py compat-tests/test_admin.py \
     compat-tests/test_kcat.py compat-tests/test_java.py
-echo "== client libraries' own test suites (the report card, quick selection)"
-"$PY" compat-tests/report_card.py run --mode quick
+echo "== client libraries' own test suites (the report card, quick selection; two suites at a time, each on its own node)"
+"$PY" compat-tests/report_card.py run --mode quick --jobs "${KAFKAPY_TEST_JOBS:-2}"

@@ -69,6 +69,9 @@ def cluster(tmp_path):
         yield c
 
 
+# Twenty cycles of a broker's restart and catch-up: ~8 s each on a quiet 2-core box, ~20 s when
+# another test file runs beside it (KAFKAPY_TEST_JOBS=2); every wait inside is bounded on its own.
+@pytest.mark.timeout(720)
 def test_acked_records_survive_twenty_kill_9_cycles(cluster, tmp_path):
     created = send(cluster.broker_address(4), create_topics(
         (TOPIC, PARTITIONS, 3), configs={"min.insync.replicas": "2"}))
