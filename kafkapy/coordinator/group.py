@@ -116,25 +116,26 @@ class Outcome:
     records: list[Record] = field(default_factory=list)
     completions: list[tuple[tuple[str, str, str], object]] = field(default_factory=list)
     #: State changes that only hold once ``records`` are in the log (committed offsets): the
-    #: edge calls them after a successful append, so a failed write changes nothing.
-    after_write: list[Callable[[], None]] = field(default_factory=list)
+    #: edge calls them after a successful append, so a failed write changes nothing. The
+    #: argument is when that happened (None: the time of the request itself).
+    after_write: list[Callable[[int | None], None]] = field(default_factory=list)
 
-    #: What to do instead when appending ``records`` failed (the argument is the error code).
-    on_write_failure: list[Callable[[int], None]] = field(default_factory=list)
+    #: What to do instead when appending ``records`` failed (the error code, and when).
+    on_write_failure: list[Callable[[int, int | None], None]] = field(default_factory=list)
 
     #: Hold ``after_write`` until the records are committed (every in-sync replica has them),
     #: not merely appended here; a failed replication calls ``on_write_failure`` instead.
     after_commit: bool = False
 
-    def written(self) -> None:
+    def written(self, now_ms: int | None = None) -> None:
         for apply in self.after_write:
-            apply()
+            apply(now_ms)
         self.after_write.clear()
         self.on_write_failure.clear()
 
-    def write_failed(self, error: int) -> None:
+    def write_failed(self, error: int, now_ms: int | None = None) -> None:
         for apply in self.on_write_failure:
-            apply(error)
+            apply(error, now_ms)
         self.on_write_failure.clear()
         self.after_write.clear()
 
@@ -492,8 +493,7 @@ class GroupShard:
             # Syncs waiting for the leader's assignment are told to rejoin.
             for m in group.members.values():
                 if m.awaiting_sync:
-                    m.awaiting_sync = False
-                    out.completions.append(((group.group_id, "sync", m.member_id), SyncResult(E.REBALANCE_IN_PROGRESS)))
+                    self._answer_sync(group, m, SyncResult(E.REBALANCE_IN_PROGRESS), now_ms, out)
         group.sync_deadline = None
         was_empty = group.state is GroupState.EMPTY
         group.transition(GroupState.PREPARING_REBALANCE, now_ms)
@@ -503,6 +503,18 @@ class GroupShard:
         else:
             group.initial_join_limit = None
             group.join_deadline = now_ms + group.max_rebalance_timeout()
+
+    @staticmethod
+    def _answer_sync(group: ClassicGroup, m: Member, result: SyncResult, now_ms: int, out: Outcome) -> None:
+        """Answer a member's parked SyncGroup. As Kafka's propagateAssignment, the member's
+        session starts afresh from the answer: while it waited its session was not checked,
+        and its deadline still dates from its request (or its join), so a wait on a slow
+        commit or on a leader that never synced would expire it the moment it is answered."""
+        m.awaiting_sync = False
+        # Never earlier than it was (a caller without the answer time passes the leader's
+        # request time, which may precede this member's own SyncGroup).
+        m.session_deadline = max(m.session_deadline, now_ms + m.session_timeout_ms)
+        out.completions.append(((group.group_id, "sync", m.member_id), result))
 
     def _maybe_complete_join(self, group: ClassicGroup, now_ms: int, out: Outcome) -> None:
         if group.state is not GroupState.PREPARING_REBALANCE:
@@ -608,28 +620,28 @@ class GroupShard:
                 out.records.append((schema.encode_group_key(group_id), schema.encode_group_value(
                     group.to_value(assignments=given, state_timestamp=now_ms))))
 
-                def stored() -> None:
+                def stored(at_ms: int | None) -> None:
                     if group.state is not GroupState.COMPLETING_REBALANCE or group.generation != generation:
                         return
+                    at = now_ms if at_ms is None else at_ms
                     for m in group.members.values():
                         m.assignment = given.get(m.member_id, b"")
-                    group.transition(GroupState.STABLE, now_ms)
+                    group.transition(GroupState.STABLE, now_ms)  # as in the record just written
                     group.sync_deadline = None
                     for m in group.members.values():
                         if m.awaiting_sync:
-                            m.awaiting_sync = False
-                            out.completions.append(((group_id, "sync", m.member_id), self._sync_result(group, m)))
+                            self._answer_sync(group, m, self._sync_result(group, m), at, out)
 
-                def not_stored(error: int) -> None:
+                def not_stored(error: int, at_ms: int | None) -> None:
                     # As Kafka: everyone waiting is told, and the group rebalances.
                     if group.state is not GroupState.COMPLETING_REBALANCE or group.generation != generation:
                         return
+                    at = now_ms if at_ms is None else at_ms
                     for m in group.members.values():
                         m.assignment = b""
                         if m.awaiting_sync:
-                            m.awaiting_sync = False
-                            out.completions.append(((group_id, "sync", m.member_id), SyncResult(error)))
-                    self._prepare_rebalance(group, now_ms, out, "storing the group's assignment failed")
+                            self._answer_sync(group, m, SyncResult(error), at, out)
+                    self._prepare_rebalance(group, at, out, "storing the group's assignment failed")
 
                 out.after_write.append(stored)
                 out.on_write_failure.append(not_stored)
@@ -772,7 +784,7 @@ class GroupShard:
             codes.append(E.NONE)
         out.response = codes
 
-        def store() -> None:
+        def store(_at_ms: int | None) -> None:
             group = self._live(group_id)
             if group is None:
                 group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=now_ms)

@@ -201,7 +201,7 @@ class GroupCoordinator:
                 log.error("Writing to %s-%d failed: %s", schema.OFFSETS_TOPIC, shard.partition, exc)
                 if not outcome.on_write_failure:
                     raise
-                outcome.write_failed(_coordinator_write_error(code))
+                outcome.write_failed(_coordinator_write_error(code), self.clock.now_ms())
                 self._complete(outcome)
                 return None
         if written is not None and outcome.after_commit and self._nursery is not None:
@@ -210,7 +210,7 @@ class GroupCoordinator:
             self._nursery.start_soon(self._settle_on_commit, outcome, *written)
             self._complete(outcome)
             return None
-        outcome.written()
+        outcome.written(self.clock.now_ms())
         self._complete(outcome)
         return written
 
@@ -224,13 +224,14 @@ class GroupCoordinator:
             log.exception("Waiting for %s-%d to replicate offset %d failed", schema.OFFSETS_TOPIC,
                           getattr(hosted, "index", -1), required - 1)
             code = ErrorCode.UNKNOWN_SERVER_ERROR
+        # The members answered now get a fresh session from now (see GroupShard._answer_sync).
         if code == ErrorCode.NONE:
-            outcome.written()
+            outcome.written(self.clock.now_ms())
         else:
             log.warning("The group record at %s-%d offset %d was not committed: %s",
                         schema.OFFSETS_TOPIC, getattr(hosted, "index", -1), required - 1,
                         ErrorCode(code).name)
-            outcome.write_failed(_coordinator_write_error(code))
+            outcome.write_failed(_coordinator_write_error(code), self.clock.now_ms())
         self._complete(outcome)
         self._wake.set()  # a failure moved the group's deadlines (it rebalances)
 

@@ -203,6 +203,71 @@ def test_rejoin_during_completing_rebalance_tells_waiting_syncs_to_rejoin():
     assert completions(out)[(G, "sync", b)].error == E.REBALANCE_IN_PROGRESS
 
 
+def test_a_sync_answered_after_a_slow_commit_starts_a_fresh_session():
+    # The leader's assignment record takes 9 s of a 10 s session to commit. While it waits the
+    # member's session is not checked; when it is answered, its session starts afresh (Kafka's
+    # propagateAssignment), instead of running out 1 s later, leaving the group Empty (and
+    # deletable) under a member that keeps heartbeating on its old schedule.
+    s = shard()
+    mid, _ = join_new(s, 0)
+    out = s.sync(G, 1, mid, None, None, None, [(mid, b"A")], 0)
+    assert not s.tick(9_000).completions
+    out.written(9_000)  # committed
+    assert completions(out)[(G, "sync", mid)].error == E.NONE
+    s.tick(12_000)
+    g = s.groups[G]
+    assert g.state is GroupState.STABLE and set(g.members) == {mid}
+    assert s.delete_group(G, 12_000).response == E.NON_EMPTY_GROUP
+    assert s.heartbeat(G, 1, mid, None, 12_000).response == E.NONE
+    s.tick(18_999)
+    assert set(s.groups[G].members) == {mid}
+    s.tick(22_000)  # a session without a heartbeat since: gone, as in Kafka
+    assert s.groups[G].state is GroupState.EMPTY
+
+
+def test_a_follower_answered_when_the_assignment_commits_starts_a_fresh_session():
+    s = shard()
+    a, b = stable_group(s, 2)
+    s.join(jreq(a), 0)
+    s.join(jreq(b), 0)
+    g = s.groups[G]
+    assert g.state is GroupState.COMPLETING_REBALANCE
+    assert isinstance(s.sync(G, g.generation, b, None, None, None, [], 0).response, PARKED_TYPE)
+    out = s.sync(G, g.generation, a, None, None, None, [(a, b"A"), (b, b"B")], 1_000)
+    out.written(8_000)
+    assert completions(out)[(G, "sync", b)].assignment == b"B"
+    s.tick(12_000)  # b's deadline dated from its SyncGroup (10 s) would have passed
+    assert set(s.groups[G].members) == {a, b} and s.groups[G].state is GroupState.STABLE
+
+
+def test_a_sync_answered_because_the_leader_expired_starts_a_fresh_session():
+    # librdkafka's 0084_destroy_flags: the leader dies without leaving while another member
+    # waits in SyncGroup. That member is told to rejoin and keeps its member id, as in Kafka,
+    # instead of being expired in the same tick because its deadline dates from the join.
+    s = shard()
+    [a] = stable_group(s)
+    b, _ = join_new(s, 0)
+    s.join(jreq(a), 0)
+    g = s.groups[G]
+    assert g.state is GroupState.COMPLETING_REBALANCE and g.leader == a
+    assert isinstance(s.sync(G, g.generation, b, None, None, None, [], 0).response, PARKED_TYPE)
+    out = s.tick(10_000)  # a never synced nor heartbeated: its session is over
+    assert completions(out)[(G, "sync", b)].error == E.REBALANCE_IN_PROGRESS
+    assert set(s.groups[G].members) == {b}
+    res = completions(s.join(jreq(b), 10_001))[(G, "join", b)]
+    assert res.error == E.NONE and res.leader == b
+
+
+def test_a_failed_assignment_write_restarts_the_sessions_of_those_it_answers():
+    s = shard()
+    mid, _ = join_new(s, 0)
+    out = s.sync(G, 1, mid, None, None, None, [(mid, b"A")], 0)
+    out.write_failed(E.NOT_COORDINATOR, 9_000)
+    assert completions(out)[(G, "sync", mid)].error == E.NOT_COORDINATOR
+    s.tick(12_000)
+    assert set(s.groups[G].members) == {mid}  # it rejoins the rebalance the failure started
+
+
 def test_protocol_selection_and_inconsistent_protocols():
     s = shard(delay=1000)
     a = s.join(jreq(v4=False, protocols=(("range", b""), ("roundrobin", b""))), 0).response.key[2]

@@ -331,3 +331,23 @@ def test_an_assignment_not_committed_fails_every_sync_and_rebalances(tmp_path):
         assert coord.shard_for(GROUP).groups[GROUP].state.name == "PREPARING_REBALANCE"
 
     run_with_slow_replicas(tmp_path, body)
+
+
+def test_members_answered_after_a_slow_commit_keep_a_whole_session(tmp_path):
+    # The assignment record takes 8 s of the 10 s session to commit (a slow in-sync replica).
+    # As Kafka's propagateAssignment, each member's session restarts when its SyncGroup is
+    # answered, so a member that heartbeats 3 s after its answer is still in the group.
+    async def body(replicas, coord, answers, a, b):
+        await trio.sleep(8)
+        assert answers == {}
+        replicas.release.set()
+        await trio.sleep(0.1)
+        assert answers[a].error == answers[b].error == E.NONE
+        await trio.sleep(3)  # 11 s after the SyncGroups were sent
+        shard = coord.shard_for(GROUP)
+        for member in (a, b):
+            assert shard.heartbeat(GROUP, 2, member, None, coord.clock.now_ms()).response == E.NONE
+        group = shard.groups[GROUP]
+        assert group.state.name == "STABLE" and set(group.members) == {a, b}
+
+    run_with_slow_replicas(tmp_path, body)
