@@ -127,6 +127,10 @@ class Outcome:
     #: not merely appended here; a failed replication calls ``on_write_failure`` instead.
     after_commit: bool = False
 
+    #: Lines for the broker log: rebalances, members removed, generations, as Kafka's
+    #: coordinator logs them (the edge writes them at INFO).
+    log: list[str] = field(default_factory=list)
+
     def written(self, now_ms: int | None = None) -> None:
         for apply in self.after_write:
             apply(now_ms)
@@ -496,6 +500,8 @@ class GroupShard:
                     self._answer_sync(group, m, SyncResult(E.REBALANCE_IN_PROGRESS), now_ms, out)
         group.sync_deadline = None
         was_empty = group.state is GroupState.EMPTY
+        out.log.append(f"Preparing to rebalance group {group.group_id} in state {group.state.value} "
+                       f"with old generation {group.generation} (reason: {reason})")
         group.transition(GroupState.PREPARING_REBALANCE, now_ms)
         if was_empty and self.config.initial_rebalance_delay_ms > 0:
             group.initial_join_limit = now_ms + max(group.max_rebalance_timeout(), self.config.initial_rebalance_delay_ms)
@@ -526,8 +532,11 @@ class GroupShard:
         group.join_deadline = None
         group.initial_join_limit = None
         # Dynamic members that did not rejoin in time are gone; static ones keep their place.
-        for m in [m for m in group.members.values() if not m.awaiting_join and m.group_instance_id is None]:
-            self._remove_member(group, m.member_id)
+        gone = [m.member_id for m in group.members.values() if not m.awaiting_join and m.group_instance_id is None]
+        for mid in gone:
+            self._remove_member(group, mid)
+        if gone:
+            out.log.append(f"Group {group.group_id} removed dynamic members who did not rejoin: {', '.join(gone)}")
         group.pending_members.clear()
         group.generation += 1
         if not group.members:
@@ -535,12 +544,15 @@ class GroupShard:
             group.leader = None
             group.transition(GroupState.EMPTY, now_ms)
             out.records.append(self._group_record(group))
+            out.log.append(f"Group {group.group_id} with generation {group.generation} is now empty")
             return
         group.protocol_name = group.select_protocol()
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
         group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
         group.sync_deadline = now_ms + group.max_rebalance_timeout()
+        out.log.append(f"Stabilized group {group.group_id} generation {group.generation} "
+                       f"with {len(group.members)} members (leader {group.leader})")
         for m in group.members.values():
             m.assignment = b""
             m.is_new = False
@@ -565,6 +577,7 @@ class GroupShard:
         m = self._remove_member(group, member_id)
         if m is None:
             return
+        out.log.append(f"Group {group.group_id}: {reason}")
         if m.awaiting_join:
             out.completions.append(((group.group_id, "join", member_id), JoinResult(error, member_id=member_id)))
         if m.awaiting_sync:
@@ -706,7 +719,7 @@ class GroupShard:
             if member_id not in group.members:
                 codes.append(E.UNKNOWN_MEMBER_ID)
                 continue
-            self._member_gone(group, member_id, now_ms, out, f"{member_id} left", E.UNKNOWN_MEMBER_ID)
+            self._member_gone(group, member_id, now_ms, out, f"removing member {member_id} on LeaveGroup", E.UNKNOWN_MEMBER_ID)
             codes.append(E.NONE)
         out.response = codes
         return out
@@ -730,13 +743,15 @@ class GroupShard:
                 late = [m.member_id for m in group.members.values() if not m.awaiting_sync]
                 group.sync_deadline = None
                 for mid in late:
-                    self._member_gone(group, mid, now_ms, out, f"{mid} did not sync in time", E.UNKNOWN_MEMBER_ID)
+                    self._member_gone(group, mid, now_ms, out, f"removing member {mid}: no SyncGroup within the rebalance timeout",
+                                      E.UNKNOWN_MEMBER_ID)
             for m in list(group.members.values()):
                 if m.awaiting_join or m.awaiting_sync:
                     continue
                 if m.session_deadline <= now_ms and m.member_id in group.members:
                     self._member_gone(group, m.member_id, now_ms, out,
-                                      f"session of {m.member_id} expired", E.UNKNOWN_MEMBER_ID)
+                                      f"removing member {m.member_id} on heartbeat expiration "
+                                      f"(session timeout {m.session_timeout_ms} ms)", E.UNKNOWN_MEMBER_ID)
         return out
 
     # ---------------------------------------------------------------- offsets

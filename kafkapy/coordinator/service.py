@@ -236,6 +236,9 @@ class GroupCoordinator:
         self._wake.set()  # a failure moved the group's deadlines (it rebalances)
 
     def _complete(self, outcome: Outcome) -> None:
+        for line in outcome.log:
+            log.info(line)
+        outcome.log.clear()
         for key, result in outcome.completions:
             for w in self._waiters.pop(key, []):
                 w.value = result

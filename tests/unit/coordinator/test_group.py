@@ -268,6 +268,18 @@ def test_a_failed_assignment_write_restarts_the_sessions_of_those_it_answers():
     assert set(s.groups[G].members) == {mid}  # it rejoins the rebalance the failure started
 
 
+def test_rebalances_and_removed_members_are_logged_as_kafka_does():
+    s = shard()
+    a, b = stable_group(s, 2)
+    out = s.tick(10_000)  # neither heartbeated: both sessions are over
+    lines = "\n".join(out.log)
+    assert f"Group {G}: removing member {a} on heartbeat expiration (session timeout 10000 ms)" in lines
+    assert f"Preparing to rebalance group {G} in state Stable with old generation 2" in lines
+    assert f"Group {G} with generation 3 is now empty" in lines
+    c, joined = join_new(s, 10_001)
+    assert f"Stabilized group {G} generation 4 with 1 members (leader {c})" in "\n".join(joined.log)
+
+
 def test_protocol_selection_and_inconsistent_protocols():
     s = shard(delay=1000)
     a = s.join(jreq(v4=False, protocols=(("range", b""), ("roundrobin", b""))), 0).response.key[2]
