@@ -83,7 +83,10 @@ public class GroupDriver {
         });
         reader.setDaemon(true);
         reader.start();
-        long count = 0, last = System.currentTimeMillis();
+        long count = 0;
+        // The idle clock restarts when partitions are assigned: a JVM client's start and first
+        // join can take seconds on a loaded machine, and that is not idleness.
+        final long[] last = {System.currentTimeMillis()};
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             c.subscribe(List.of(topic), new ConsumerRebalanceListener() {
                 public void onPartitionsRevoked(Collection<TopicPartition> parts) {
@@ -91,15 +94,16 @@ public class GroupDriver {
                 }
 
                 public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                    last[0] = System.currentTimeMillis();
                     emit("{\"event\":\"assigned\",\"partitions\":" + tps(parts) + "}");
                 }
             });
             while (!stop.get() && !(maxRecords >= 0 && count >= maxRecords)
-                    && !(idleMs >= 0 && System.currentTimeMillis() - last > idleMs)) {
+                    && !(idleMs >= 0 && System.currentTimeMillis() - last[0] > idleMs)) {
                 ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(200));
                 for (ConsumerRecord<byte[], byte[]> r : recs) {
                     count++;
-                    last = System.currentTimeMillis();
+                    last[0] = System.currentTimeMillis();
                     String v = r.value() == null ? null : new String(r.value(), StandardCharsets.UTF_8);
                     emit("{\"event\":\"record\",\"topic\":" + q(r.topic()) + ",\"partition\":" + r.partition()
                             + ",\"offset\":" + r.offset() + ",\"value\":" + q(v) + "}");
