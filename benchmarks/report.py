@@ -226,3 +226,33 @@ def broker_comparison(rows: list[tuple[str, dict[str, Any]]], brokers: list[str]
         cells += [_fmt_ratio(ratio(number(a), number(b))) for b in others]
         lines.append("| " + " | ".join([label, *cells]) + " |")
     return lines
+
+
+def load_range(samples: list[float]) -> str:
+    """The 1-minute load averages sampled during a run, as "low–high" ("?" when none were)."""
+    return f"{min(samples):.1f}–{max(samples):.1f}" if samples else "?"
+
+
+Cell = float | str | None
+
+
+def comparison_table(first: str, brokers: list[str], rows: list[tuple[str, dict[str, Cell]]],
+                     digits: int = 2) -> list[str]:
+    """Markdown lines of a table with one column per broker and the first broker's ratio to each of
+    the others, for benchmarks that are not `run.py` workloads (one row per metric).
+
+    A row maps broker -> value; a string value (a reason, such as "n/a: no replication") is shown
+    as it is and gives no ratio, nor does a missing one.
+    """
+    a, others = brokers[0], brokers[1:]
+    cols = [first, *brokers, *(f"{a}/{b}" for b in others)]
+    lines = ["| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+    for label, values in rows:
+        def number(broker: str) -> float | None:
+            v = values.get(broker)
+            return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+        cells = [_fmt(values.get(b), digits) for b in brokers]
+        cells += [_fmt_ratio(ratio(number(a), number(b))) for b in others]
+        lines.append("| " + " | ".join([label, *cells]) + " |")
+    return lines

@@ -33,3 +33,21 @@ def test_one_broker_has_no_ratio_columns():
     md = report.markdown(_result(["kafkapy"]))
     assert "(one broker only: no ratios)" in md
     assert "| workload | kafkapy |" in md
+
+
+def test_comparison_table_gives_ratios_only_where_both_brokers_have_a_number():
+    lines = report.comparison_table("metric", ["kafkapy", "apache-kafka", "tansu"], [
+        ("RF=1 acks=1, MB/s", {"kafkapy": 120.0, "apache-kafka": 60.0, "tansu": 240.0}),
+        ("RF=3 acks=all, MB/s", {"kafkapy": 40.0, "apache-kafka": 50.0, "tansu": "n/a: no replication"}),
+        ("broker restart, ms", {"kafkapy": 640.0}),
+    ])
+    assert lines[0] == "| metric | kafkapy | apache-kafka | tansu | kafkapy/apache-kafka | kafkapy/tansu |"
+    assert lines[1] == "|---|---:|---:|---:|---:|---:|"
+    assert lines[2] == "| RF=1 acks=1, MB/s | 120 | 60.00 | 240 | 2.00× | 0.50× |"
+    assert lines[3] == "| RF=3 acks=all, MB/s | 40.00 | 50.00 | n/a: no replication | 0.80× | – |"
+    assert lines[4] == "| broker restart, ms | 640 | – | – | – | – |"
+
+
+def test_load_range_of_no_samples_is_unknown():
+    assert report.load_range([]) == "?"
+    assert report.load_range([2.51, 0.3, 1.0]) == "0.3–2.5"
