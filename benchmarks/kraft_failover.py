@@ -38,11 +38,15 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from benchmarks import report as bench_report
+from benchmarks.results_io import save_result
+from benchmarks.workloads import git_describe
 from kafkapy.broker.lifecycle import BrokerLifecycleManager
 from kafkapy.controller.quorum_controller import LATEST_PRODUCTION_METADATA_VERSION, MINIMUM_KRAFT_METADATA_VERSION
 from kafkapy.metadata.image import METADATA_VERSION_FEATURE
@@ -62,6 +66,8 @@ SIMULATED_BROKERS = (101, 102, 103)
 PARTITIONS_PER_TOPIC = 1000
 TOPICS_PER_REQUEST = 5  # the controller refuses operations of over 10k records, as Kafka does
 BROKER_ID = 4
+KAFKA_BROKERS = (1, 2, 3)  # ApacheKafkaCluster's node ids
+LOADS: list[float] = []  # the 1-minute load average, sampled at each kill and each size
 LOAD_LINE = re.compile(r"metadata_load local_offsets=(\d+) fetched_offsets=(\d+) elapsed_ms=(\d+)")
 
 
@@ -85,10 +91,9 @@ async def _leader(addresses: dict[int, tuple[str, int]]) -> tuple[int, int] | No
     return None
 
 
-def _topics_request(names: list[str], partitions: int) -> Any:
+def _topics_request(names: list[str], partitions: int, brokers: tuple[int, ...] = SIMULATED_BROKERS) -> Any:
     req = m.CreateTopicsRequest
     ct = req.CreatableTopic
-    brokers = SIMULATED_BROKERS
     return req(timeout_ms=60_000, validate_only=False, topics=[
         ct(name=name, num_partitions=-1, replication_factor=-1, configs=[], assignments=[
             ct.CreatableReplicaAssignment(partition_index=p, broker_ids=[
@@ -97,8 +102,9 @@ def _topics_request(names: list[str], partitions: int) -> Any:
         for name in names])
 
 
-async def _create(channel: ControllerChannel, names: list[str], partitions: int, timeout: float) -> None:
-    response = await channel.call(_topics_request(names, partitions), timeout=timeout)
+async def _create(channel: ControllerChannel, names: list[str], partitions: int, timeout: float,
+                  brokers: tuple[int, ...] = SIMULATED_BROKERS) -> None:
+    response = await channel.call(_topics_request(names, partitions, brokers), timeout=timeout)
     bad = [(t.name, ErrorCode(t.error_code).name) for t in response.topics
            if t.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)]
     if bad:
@@ -164,7 +170,11 @@ def measure(size: int, runs: int, workdir: Path) -> dict[str, Any]:
                     await _create(channel, names[i:i + TOPICS_PER_REQUEST], per_topic, timeout=300)
                 created_s = trio.current_time() - started
                 for run in range(runs):
-                    failovers.append(await _failover(cluster, controllers, channel, f"probe-{run}"))
+                    failovers.append(await _failover(
+                        controllers, channel, f"probe-{run}",
+                        pid_of=lambda i: cluster.nodes()[i]["pid"],
+                        # the killed controller comes back as a follower
+                        revive=lambda _i: cluster.up()))
                 nursery.cancel_scope.cancel()
             await channel.aclose()
             await brokers_channel.aclose()
@@ -183,12 +193,17 @@ def measure(size: int, runs: int, workdir: Path) -> dict[str, Any]:
         }
 
 
-async def _failover(cluster: LocalCluster, controllers: dict[int, tuple[str, int]],
-                    channel: ControllerChannel, probe: str) -> dict[str, float]:
+async def _failover(controllers: dict[int, tuple[str, int]], channel: ControllerChannel, probe: str, *,
+                    pid_of: Callable[[int], int], revive: Callable[[int], None],
+                    brokers: tuple[int, ...] = SIMULATED_BROKERS) -> dict[str, float]:
+    """kill -9 the active controller; seconds until the survivors elect a new leader and until a
+    CreateTopics commits. ``pid_of(id)`` (blocking, run in a thread before the clock starts) finds
+    the controller's process group; ``revive(id)`` (blocking) brings it back as a follower."""
     found = await _leader(controllers)
     assert found is not None, "no leader before the kill"
     old, epoch = found
-    pid = (await trio.to_thread.run_sync(cluster.nodes))[old]["pid"]
+    pid = await trio.to_thread.run_sync(pid_of, old)
+    LOADS.append(os.getloadavg()[0])
     killed = trio.current_time()
     os.killpg(pid, signal.SIGKILL)
     survivors = {i: a for i, a in controllers.items() if i != old}
@@ -200,10 +215,104 @@ async def _failover(cluster: LocalCluster, controllers: dict[int, tuple[str, int
             await trio.sleep(0.02)
     elected = trio.current_time() - killed
     with trio.fail_after(60):
-        await _create(channel, [probe], 1, timeout=60)
+        await _create(channel, [probe], 1, timeout=60, brokers=brokers)
     writable = trio.current_time() - killed
-    await trio.to_thread.run_sync(cluster.up)  # the killed controller comes back as a follower
+    await trio.to_thread.run_sync(revive, old)
     return {"elected_s": round(elected, 3), "writable_s": round(writable, 3)}
+
+
+async def _caught_up(controllers: dict[int, tuple[str, int]]) -> bool:
+    """Whether every voter's log reaches the high watermark the leader reports (a restarted
+    voter has caught up, so the next kill leaves a quorum that can elect at once)."""
+    for address in controllers.values():
+        try:
+            with trio.fail_after(2):
+                async with await KafkaClient.connect(*address, client_id="bench", timeout=1) as c:
+                    part = (await c.send(_describe_request())).topics[0].partitions[0]
+        except Exception:
+            continue
+        if part.error_code == ErrorCode.NONE and part.leader_id >= 0:
+            return len(part.current_voters) == len(controllers) and all(
+                v.log_end_offset >= part.high_watermark for v in part.current_voters)
+    return False
+
+
+def measure_apache_kafka(size: int, runs: int, workdir: Path) -> dict[str, Any]:
+    """The same failover on Apache Kafka: three combined nodes (ApacheKafkaCluster), ``size``
+    partitions created through CreateTopics on the controller listener with the same request
+    shape (topics of up to 1,000 partitions, three replicas each, manual assignments) but held by
+    the real brokers, the same quorum timeouts, then ``runs`` kill -9s of the active controller."""
+    from kafkapy.testing.apache_kafka import BENCH_HEAP, ApacheKafkaCluster
+
+    with ApacheKafkaCluster(3, tempfile.mkdtemp(prefix=f"kafka-{size}-", dir=workdir), overrides=OVERRIDES,
+                            heap=BENCH_HEAP, log_level="WARN", startup_timeout=180) as kafka:
+        nodes = {n.node_id: n for n in kafka.nodes}
+        controllers = {n.node_id: (n.host, n.controller_port) for n in kafka.nodes}
+        failovers: list[dict[str, float]] = []
+        created_s = 0.0
+
+        def revive(node_id: int) -> None:
+            nodes[node_id].kill9()  # reaps the killed JVM
+            nodes[node_id].start()
+            eventually(lambda: trio.run(_caught_up, controllers), timeout=120,
+                       what=f"node {node_id} to catch up with the quorum", interval=0.5)
+
+        async def main() -> None:
+            nonlocal created_s
+            channel = ControllerChannel(controllers, client_id="bench-admin")
+            try:
+                with trio.fail_after(120):
+                    while await _leader(controllers) is None:
+                        await trio.sleep(0.2)
+                started = trio.current_time()
+                names = [f"t{i:04d}" for i in range(max(1, size // PARTITIONS_PER_TOPIC))]
+                per_topic = min(size, PARTITIONS_PER_TOPIC)
+                for i in range(0, len(names), TOPICS_PER_REQUEST):
+                    await _create(channel, names[i:i + TOPICS_PER_REQUEST], per_topic, timeout=300,
+                                  brokers=KAFKA_BROKERS)
+                created_s = trio.current_time() - started
+                # The brokers open their replicas after the commit; let that settle before the clock.
+                await trio.to_thread.run_sync(lambda: eventually(
+                    lambda: trio.run(_caught_up, controllers), timeout=120, what="a settled quorum",
+                    interval=0.5))
+                for run in range(runs):
+                    failovers.append(await _failover(controllers, channel, f"probe-{run}",
+                                                     pid_of=lambda i: nodes[i].pid, revive=revive,
+                                                     brokers=KAFKA_BROKERS))
+            finally:
+                await channel.aclose()
+
+        trio.run(main)
+        return {
+            "partitions": size,
+            "create_s": round(created_s, 2),
+            "failover": failovers,
+            "elected_s": statistics.median(f["elected_s"] for f in failovers),
+            "writable_s": statistics.median(f["writable_s"] for f in failovers),
+        }
+
+
+NOT_RUN = "not run (see README)"
+NO_BROKER_LOAD = "n/a (no such line in Kafka)"
+
+
+def comparison(rows: list[dict[str, Any]], kafka_rows: list[dict[str, Any]]) -> list[str]:
+    """kafkapy against Apache Kafka, per size: the rows both measure get a ratio; the broker
+    metadata-load rows are kafkapy's own log line, which Kafka does not print."""
+    by_size = {r["partitions"]: r for r in kafka_rows}
+    table: list[tuple[str, dict[str, bench_report.Cell]]] = []
+    for r in rows:
+        k = by_size.get(r["partitions"])
+        size = f"{r['partitions']:,} partitions"
+        for key, label in (("create_s", "CreateTopics of all partitions committed, s"),
+                           ("elected_s", "kill -9 of the active controller -> new leader, s"),
+                           ("writable_s", "kill -9 -> a CreateTopics commits again, s")):
+            table.append((f"{size}: {label}", {"kafkapy": r[key], "apache-kafka": k[key] if k else NOT_RUN}))
+        table.append((f"{size}: broker restart, metadata caught up, s",
+                      {"kafkapy": r["broker_restart"]["ms"] / 1000, "apache-kafka": NO_BROKER_LOAD}))
+        table.append((f"{size}: broker cold start (metadata wiped), caught up, s",
+                      {"kafkapy": r["broker_cold"]["ms"] / 1000, "apache-kafka": NO_BROKER_LOAD}))
+    return bench_report.comparison_table("measurement (medians of the kills)", ["kafkapy", "apache-kafka"], table)
 
 
 def report(rows: list[dict[str, Any]]) -> str:
@@ -230,21 +339,57 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--runs", type=int, default=3, help="failovers per size")
+    parser.add_argument("--apache-kafka-sizes", default="1000",
+                        help="sizes to measure on Apache Kafka too ('' for none; default 1000)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows = []
+    kafka_sizes = [int(s) for s in args.apache_kafka_sizes.split(",") if s.strip()]
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    t0 = time.monotonic()
+    rows, kafka_rows = [], []
     tmp = tempfile.mkdtemp(prefix="kraft-failover-", dir=os.environ.get("KAFKAPY_BENCH_DIR"))
+    signal.signal(signal.SIGTERM, _sigterm)
     for size in sizes:
+        LOADS.append(os.getloadavg()[0])
         print(f"== {size} partitions", file=sys.stderr, flush=True)
         rows.append(measure(size, args.runs, Path(tmp)))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        if size in kafka_sizes:  # right after kafkapy's, in the same session
+            LOADS.append(os.getloadavg()[0])
+            print(f"== {size} partitions, Apache Kafka", file=sys.stderr, flush=True)
+            kafka_rows.append(measure_apache_kafka(size, args.runs, Path(tmp)))
+            print(json.dumps(kafka_rows[-1]), file=sys.stderr, flush=True)
+    LOADS.append(os.getloadavg()[0])
     shutil.rmtree(tmp, ignore_errors=True)  # kept (with the nodes' logs) when a size fails
-    text = report(rows)
+    git = git_describe()
+    text = "\n".join([
+        f"# Controller failover and broker metadata load (KRaft), {started}",
+        "",
+        f"kafkapy: 3 controllers + 1 broker (`kafkapy cluster up`) and 3 simulated brokers holding the "
+        f"partitions; Apache Kafka: 3 combined nodes (ApacheKafkaCluster) holding them for real. "
+        f"{args.runs} kill -9s per size, Kafka's run right after kafkapy's at the same size, in one "
+        f"session. kafkapy commit `{git.get('commit', '')[:10]}`; {os.cpu_count()} CPUs, took "
+        f"{time.monotonic() - t0:.0f} s; 1-minute load average {bench_report.load_range(LOADS)} "
+        f"(the box is shared: high load means noisy figures).",
+        "",
+        *comparison(rows, kafka_rows),
+        "",
+        "Seconds: lower is better.",
+        "",
+        "## kafkapy at every size",
+        "",
+        report(rows),
+    ]) + "\n"
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    (RESULTS / f"kraft-failover-{stamp}.json").write_text(json.dumps({"rows": rows, "table": text}, indent=2))
+    path = save_result("kraft-failover", {"started": started, "git": git, "loads": LOADS,
+                                          "load_range": bench_report.load_range(LOADS), "rows": rows,
+                                          "apache_kafka_rows": kafka_rows, "table": text}, text)
+    print(f"written {path} and {path.with_suffix('.md').name}", file=sys.stderr)
     return 0
+
+
+def _sigterm(_signo: int, _frame: Any) -> None:
+    raise KeyboardInterrupt  # the same unwinding as Ctrl-C: every node gets stopped
 
 
 if __name__ == "__main__":
