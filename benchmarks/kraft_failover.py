@@ -1,6 +1,6 @@
 """Controller failover and broker metadata-load times at 1k, 10k and 100k partitions.
 
-``python -m benchmarks.kraft_failover [--sizes 1000,10000,100000] [--runs 3]``
+``python -m benchmarks.kraft_failover [--sizes 1000,10000,100000] [--runs 3] [--apache-kafka-sizes 1000]``
 
 For each size a fresh cluster of three controllers and one broker-only node runs as real
 processes (``kafkapy cluster up``). Three *simulated* brokers, registered and heartbeating from
@@ -20,8 +20,14 @@ and measures what a broker pays to load that metadata. Then:
   replays its local copy and fetches only the delta, and (b) a start with its metadata directory
   wiped, which fetches everything from the quorum.
 
-Results are printed as a table (and ratios against the smallest size, since the machine is
-shared and noisy) and written to ``benchmarks/results/kraft-failover-<UTC time>.json``.
+At the sizes ``--apache-kafka-sizes`` names, right after kafkapy's run of that size, the same
+failover runs on Apache Kafka (``measure_apache_kafka``): three combined nodes with the same quorum
+timeouts, the partitions created with the same CreateTopics shape but held by its real brokers.
+Kafka prints no broker catch-up line, so the broker-load rows have no Kafka figure.
+
+Results are printed as tables (kafkapy/Kafka where both ran, and kafkapy's ratios against the
+smallest size, since the machine is shared and noisy) and written to
+``benchmarks/results/kraft-failover-<UTC time>.{json,md}``.
 """
 
 from __future__ import annotations
@@ -55,7 +61,6 @@ from kafkapy.net.controller_channel import ControllerChannel
 from kafkapy.protocol import ErrorCode, messages as m
 from kafkapy.testing.cluster import LocalCluster, eventually
 
-RESULTS = Path(__file__).resolve().parent / "results"
 ELECTION_TIMEOUT_MS = 1000  # Kafka's defaults
 FETCH_TIMEOUT_MS = 2000
 OVERRIDES = {
