@@ -317,7 +317,8 @@ def comparison(rows: list[dict[str, Any]], kafka_rows: list[dict[str, Any]]) -> 
                       {"kafkapy": r["broker_restart"]["ms"] / 1000, "apache-kafka": NO_BROKER_LOAD}))
         table.append((f"{size}: broker cold start (metadata wiped), caught up, s",
                       {"kafkapy": r["broker_cold"]["ms"] / 1000, "apache-kafka": NO_BROKER_LOAD}))
-    return bench_report.comparison_table("measurement (medians of the kills)", ["kafkapy", "apache-kafka"], table)
+    return bench_report.broker_comparison(table, ["kafkapy", "apache-kafka"],
+                                         first="measurement (medians of the kills)")
 
 
 def report(rows: list[dict[str, Any]]) -> str:

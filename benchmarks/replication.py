@@ -287,7 +287,7 @@ def table(summary: dict[str, dict], names: list[str], rate: int,
             missing = UNREPLICATED if replicated and name in unreplicated else None
             values[name] = summary.get(name, {}).get(key, missing)
         rows.append((label.format(rate=f"{rate:,}"), values))
-    return report.comparison_table("metric", names, rows)
+    return report.broker_comparison(rows, names)
 
 
 def markdown(result: dict[str, Any]) -> str:

@@ -211,12 +211,12 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def broker_comparison(rows: list[tuple[str, dict[str, Any]]], brokers: list[str],
-                      digits: int = 2) -> list[str]:
+                      digits: int = 2, *, first: str = "metric") -> list[str]:
     """A markdown table with one row per metric, a column per broker, then the first broker's
     ratio to each other one (kafkapy/apache-kafka). A value that is a string (an "n/a (why)"
-    cell) is shown as it is and gives no ratio."""
+    cell) is shown as it is and gives no ratio; ``first`` heads the label column."""
     a, others = brokers[0], brokers[1:]
-    cols = ["metric", *brokers, *(f"{a}/{b}" for b in others)]
+    cols = [first, *brokers, *(f"{a}/{b}" for b in others)]
     lines = ["| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
     for label, values in rows:
         def number(broker: str) -> float | None:
@@ -234,25 +234,3 @@ def load_range(samples: list[float]) -> str:
 
 
 Cell = float | str | None
-
-
-def comparison_table(first: str, brokers: list[str], rows: list[tuple[str, dict[str, Cell]]],
-                     digits: int = 2) -> list[str]:
-    """Markdown lines of a table with one column per broker and the first broker's ratio to each of
-    the others, for benchmarks that are not `run.py` workloads (one row per metric).
-
-    A row maps broker -> value; a string value (a reason, such as "n/a: no replication") is shown
-    as it is and gives no ratio, nor does a missing one.
-    """
-    a, others = brokers[0], brokers[1:]
-    cols = [first, *brokers, *(f"{a}/{b}" for b in others)]
-    lines = ["| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
-    for label, values in rows:
-        def number(broker: str) -> float | None:
-            v = values.get(broker)
-            return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-        cells = [_fmt(values.get(b), digits) for b in brokers]
-        cells += [_fmt_ratio(ratio(number(a), number(b))) for b in others]
-        lines.append("| " + " | ".join([label, *cells]) + " |")
-    return lines

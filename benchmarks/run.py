@@ -228,7 +228,7 @@ def build_result(records: list[dict], workloads: list[Workload], brokers: list[B
         described[br.name] = (f"managed, {br.bootstrap}" if br.managed else f"external {br.bootstrap}")
     loads = [r[k] for r in records for k in ("load_before", "load_after") if k in r]
     meta = {
-        "load_range": f"{min(loads):.1f}–{max(loads):.1f}" if loads else "?",
+        "load_range": report.load_range(loads),
         "started": started.isoformat(timespec="seconds"),
         "elapsed_s": elapsed,
         "repetitions": reps,

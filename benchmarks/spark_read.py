@@ -189,7 +189,7 @@ def table(summary: dict[str, dict[str, dict[str, Any]]], brokers: list[str], met
             slot = summary.get(broker, {}).get(reader, {})
             values[broker] = slot.get(metric, "error" if slot.get("error") else None)
         rows.append((label, values))
-    return report.comparison_table("reader", brokers, rows, digits=1)
+    return report.broker_comparison(rows, brokers, 1, first="reader")
 
 
 def markdown(result: dict[str, Any]) -> str:

@@ -35,12 +35,12 @@ def test_one_broker_has_no_ratio_columns():
     assert "| workload | kafkapy |" in md
 
 
-def test_comparison_table_gives_ratios_only_where_both_brokers_have_a_number():
-    lines = report.comparison_table("metric", ["kafkapy", "apache-kafka", "tansu"], [
+def test_comparison_gives_ratios_only_where_both_brokers_have_a_number():
+    lines = report.broker_comparison([
         ("RF=1 acks=1, MB/s", {"kafkapy": 120.0, "apache-kafka": 60.0, "tansu": 240.0}),
         ("RF=3 acks=all, MB/s", {"kafkapy": 40.0, "apache-kafka": 50.0, "tansu": "n/a: no replication"}),
         ("broker restart, ms", {"kafkapy": 640.0}),
-    ])
+    ], ["kafkapy", "apache-kafka", "tansu"])
     assert lines[0] == "| metric | kafkapy | apache-kafka | tansu | kafkapy/apache-kafka | kafkapy/tansu |"
     assert lines[1] == "|---|---:|---:|---:|---:|---:|"
     assert lines[2] == "| RF=1 acks=1, MB/s | 120 | 60.00 | 240 | 2.00× | 0.50× |"
