@@ -44,6 +44,7 @@ import argparse
 import contextlib
 import datetime as dt
 import os
+import shutil
 import signal
 import statistics
 import tempfile
@@ -191,6 +192,7 @@ def _sigterm(_signo: int, _frame: Any) -> None:
 
 def run(args: argparse.Namespace, names: list[str], loads: list[float]) -> tuple[dict, dict, dict]:
     """Start every broker, run the interleaved repetitions and the latency runs; stop them all."""
+    own_dir = not os.environ.get("KAFKAPY_BENCH_DIR")
     base = Path(os.environ.get("KAFKAPY_BENCH_DIR") or tempfile.mkdtemp(prefix="bench-replication-"))
     runs: dict[str, dict[str, list[dict]]] = {n: {RF1: [], RF3: []} for n in names}
     latency: dict[str, dict[str, dict]] = {n: {} for n in names}
@@ -239,6 +241,8 @@ def run(args: argparse.Namespace, names: list[str], loads: list[float]) -> tuple
                                               args.latency_seconds))
             print(f"{target.name} latency: " + ", ".join(f"{k} p50 {v['p50_ms']:.2f} ms p99 {v['p99_ms']:.2f} ms"
                                                         for k, v in lat.items()), flush=True)
+    if own_dir:  # kept, with the nodes' logs, when a run fails
+        shutil.rmtree(base, ignore_errors=True)
     return runs, latency, described
 
 
