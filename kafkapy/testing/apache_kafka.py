@@ -30,6 +30,7 @@ from kafkapy.testing.node import (
     REPO_ROOT,
     SINGLE_NODE_DEFAULTS,
     NodeError,
+    StartedInWith,
     _ProcessNode,
     api_versions_round_trip,
     free_port,
@@ -211,7 +212,7 @@ class ApacheKafkaNode(_ProcessNode):
                             log4j_config=self.log4j_path, extra_jvm=KAFKA_JVM_FLAGS.split())
 
 
-class ApacheKafkaCluster:
+class ApacheKafkaCluster(StartedInWith):
     """``size`` combined-mode Apache Kafka nodes forming one quorum, on free ports.
 
     The same small interface as a node: ``bootstrap``, ``start``/``stop``/``cleanup``,
@@ -287,13 +288,3 @@ class ApacheKafkaCluster:
     def log_tail(self, max_bytes: int = 20_000) -> str:
         share = max_bytes // len(self.nodes)
         return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(share)}" for n in self.nodes)
-
-    def __enter__(self) -> "ApacheKafkaCluster":
-        try:
-            return self.start()
-        except BaseException:
-            self.cleanup()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.cleanup()

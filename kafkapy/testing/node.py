@@ -97,7 +97,28 @@ def recv_exactly(s: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-class _ProcessNode(abc.ABC):
+class StartedInWith(abc.ABC):
+    """``with thing:`` starts it and always cleans it up, also when the start itself fails
+    (a half-started node or cluster leaves no process or directory behind)."""
+
+    @abc.abstractmethod
+    def start(self): ...
+
+    @abc.abstractmethod
+    def cleanup(self) -> None: ...
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()
+
+
+class _ProcessNode(StartedInWith):
     """A broker in a child process with its own process group, data dir and log file."""
 
     name = "node"
@@ -215,16 +236,6 @@ class _ProcessNode(abc.ABC):
                 return f.read().decode("utf-8", "replace")
         except OSError as e:
             return f"<no log: {e}>"
-
-    def __enter__(self) -> "_ProcessNode":
-        try:
-            return self.start()
-        except BaseException:
-            self.cleanup()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.cleanup()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.bootstrap} pid={self.pid} dir={self.workdir}>"
