@@ -61,7 +61,7 @@ class LogConfig:
     max_compaction_lag_ms: int = _cfg("max.compaction.lag.ms", LONG_MAX, int, minimum=1)
     max_message_bytes: int = _cfg("max.message.bytes", 1_048_588, int, minimum=0)
     message_timestamp_after_max_ms: int = _cfg(
-        "message.timestamp.after.max.ms", LONG_MAX, int, minimum=0)
+        "message.timestamp.after.max.ms", 3_600_000, int, minimum=0)
     message_timestamp_before_max_ms: int = _cfg(
         "message.timestamp.before.max.ms", LONG_MAX, int, minimum=0)
     message_timestamp_type: str = _cfg(

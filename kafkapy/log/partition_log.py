@@ -468,7 +468,8 @@ class PartitionLog:
             if compact or timestamps.bounds_set(floor, ceiling):
                 record_checks.check_compressed(buf, info, topic_partition=self._name,
                                                require_keys=compact, floor=floor,
-                                               ceiling=ceiling)
+                                               ceiling=ceiling, floor_set=timestamps.floor_set(
+                                                   config.message_timestamp_before_max_ms))
             codec = recompress.target_codec(config.compression_type)
             if codec is not None and recompress.needs_recompression(buf, info, codec):
                 buf, info = self._recompress(buf, info, codec)

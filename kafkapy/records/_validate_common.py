@@ -181,7 +181,8 @@ def timestamp_bounds(now_ms: int, before_max_ms: int, after_max_ms: int) -> tupl
     """The inclusive [floor, ceiling] of CreateTime record timestamps a topic accepts.
 
     Kafka rejects a record when ``now - ts > message.timestamp.before.max.ms`` or
-    ``ts - now > message.timestamp.after.max.ms``; the defaults (Long.MAX_VALUE) accept all.
+    ``ts - now > message.timestamp.after.max.ms``; before.max.ms defaults to Long.MAX_VALUE (no
+    floor), after.max.ms to one hour since Kafka 4.0 (KIP-1030).
     """
     return (max(_INT64_MIN, now_ms - before_max_ms), min(_INT64_MAX, now_ms + after_max_ms))
 

@@ -9,9 +9,14 @@ refuses the whole batch if any fails, and lists each failed record in the Produc
 
 The validators (``_fast`` and its twin ``_pure``) check uncompressed records during their walk and
 stop at the first failure; only then, on the error path, this module decodes that batch to list
-every failed record. Compressed batches the validators do not open: when the topic is compacted or
-sets timestamp bounds, :func:`check_compressed` decompresses them and checks each record here.
-Topics with neither never reach this module.
+every failed record. Compressed batches the validators do not open: :func:`check_compressed`
+decompresses them and checks each record here when the topic is compacted or sets a floor
+(message.timestamp.before.max.ms below its default). A ceiling alone (message.timestamp.after.max.ms, one hour by
+default since Kafka 4.0) is checked against each batch header's maxTimestamp, and only a batch
+whose header is past it is decompressed, to list its refused records: otherwise every compressed
+produce would be decompressed in Python. A record past the ceiling can only slip through when the
+client wrote a header maxTimestamp below its own records' timestamps, a corrupt batch no correct
+client writes. LogAppendTime topics that are not compacted never reach this module.
 """
 
 from __future__ import annotations
@@ -96,13 +101,24 @@ def refuse_batch(buf: bytes | bytearray | memoryview, refused: RecordRefused, *,
 
 
 def check_compressed(buf: bytes | bytearray | memoryview, info: AppendInfo, *,
-                     topic_partition: str, require_keys: bool, floor: int, ceiling: int) -> None:
-    """Refuse the first compressed batch of ``buf`` holding a record the topic refuses."""
+                     topic_partition: str, require_keys: bool, floor: int, ceiling: int,
+                     floor_set: bool = True) -> None:
+    """Refuse the first compressed batch of ``buf`` holding a record the topic refuses.
+
+    Without keys to check and without a floor (``floor_set`` False: the topic leaves
+    message.timestamp.before.max.ms at its default), a batch whose header maxTimestamp is within
+    the ceiling is not opened.
+    """
+    walk_every_batch = require_keys or floor_set
+    if not walk_every_batch and info.max_timestamp <= ceiling:
+        return  # the common case: no header past the ceiling, nothing decompressed
     view = memoryview(buf).cast("B")
     for b in info.batches:
         batch = view[b.position:b.position + b.size]
         if not batch[fmt.ATTRIBUTES + 1] & fmt.COMPRESSION_MASK:
             continue  # the validator's walk already checked it
+        if not walk_every_batch and b.max_timestamp <= ceiling:
+            continue
         errors = batch_record_errors(batch, topic_partition=topic_partition,
                                      require_keys=require_keys, floor=floor, ceiling=ceiling)
         if errors:

@@ -6,6 +6,8 @@ read back (codec, records, timestamps) or the error a producer would get.
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from kafkapy.log.config import LogConfig
@@ -171,3 +173,80 @@ def test_a_missing_key_is_reported_before_a_bad_timestamp(open_log) -> None:
     assert [(e.batch_index, e.code) for e in ei.value.record_errors] == [
         (0, ErrorCode.INVALID_RECORD), (1, ErrorCode.INVALID_TIMESTAMP)]
     assert ei.value.code == ErrorCode.INVALID_TIMESTAMP
+
+
+def test_records_more_than_an_hour_ahead_are_refused_by_default() -> None:
+    # Kafka 4.0 (KIP-1030): message.timestamp.after.max.ms defaults to one hour, before.max.ms
+    # stays unbounded; DescribeConfigs and the log agree on it.
+    from kafkapy.config import BROKER_CONFIGS, TOPIC_CONFIGS
+
+    assert LogConfig().message_timestamp_after_max_ms == HOUR
+    assert TOPIC_CONFIGS["message.timestamp.after.max.ms"].default == "3600000"
+    assert BROKER_CONFIGS["log.message.timestamp.after.max.ms"].default == "3600000"
+    assert LogConfig().message_timestamp_before_max_ms == (1 << 63) - 1
+
+
+@pytest.mark.parametrize("codec", [fmt.NO_COMPRESSION, fmt.GZIP, fmt.ZSTD])
+def test_default_ceiling_refuses_every_record_past_it(open_log, codec: int) -> None:
+    log = open_log()
+    # Records 0..9 are within the hour, 10..19 past it: the batch is refused and only the
+    # latter are listed.
+    with pytest.raises(RecordValidationError) as ei:
+        log.append_as_leader(batch(codec=codec, ts=NOW + HOUR - 10), now_ms=NOW, leader_epoch=0)
+    assert ei.value.code == ErrorCode.INVALID_TIMESTAMP
+    assert [e.batch_index for e in ei.value.record_errors] == list(range(11, 20))
+    assert ei.value.record_errors[0].message == (
+        f"Timestamp {NOW + HOUR + 1} of message with offset 11 is out of range. The timestamp "
+        f"should be within [{NOW - ((1 << 63) - 1)}, {NOW + HOUR}]")
+    assert log.log_end_offset == 0
+    # Up to the ceiling itself is fine.
+    log.append_as_leader(batch(codec=codec, ts=NOW + HOUR - 19), now_ms=NOW, leader_epoch=0)
+    assert log.log_end_offset == 20
+
+
+def _no_walk(*args, **kwargs):
+    raise AssertionError("a compressed batch was decompressed to check its records")
+
+
+@pytest.mark.parametrize("props", [{}, {"message_timestamp_after_max_ms": 60_000}])
+def test_ceiling_alone_does_not_open_compressed_batches(open_log, monkeypatch, props) -> None:
+    from kafkapy.records import record_checks
+
+    log = open_log(**props)
+    monkeypatch.setattr(record_checks, "batch_record_errors", _no_walk)
+    log.append_as_leader(batch(codec=fmt.LZ4, ts=NOW - 10 * HOUR), now_ms=NOW, leader_epoch=0)
+    log.append_as_leader(batch(codec=fmt.GZIP, ts=NOW + 30_000), now_ms=NOW, leader_epoch=0)
+    assert log.log_end_offset == 40
+
+
+def _with_header_max(buf: bytearray, max_timestamp: int) -> bytearray:
+    """The batch with its header's maxTimestamp rewritten (and its CRC fixed): a buggy client."""
+    struct.pack_into(">q", buf, fmt.MAX_TIMESTAMP, max_timestamp)
+    struct.pack_into(">I", buf, fmt.CRC, fmt.compute_crc(buf, 0, len(buf)))
+    return buf
+
+
+def test_a_header_overstating_its_max_timestamp_is_checked_record_by_record(open_log) -> None:
+    # Only the header is past the ceiling: its records are opened, found fine and stored, as
+    # Kafka (which checks each record) would.
+    log = open_log()
+    sent = _with_header_max(batch(codec=fmt.GZIP), NOW + 2 * HOUR)
+    log.append_as_leader(sent, now_ms=NOW, leader_epoch=0)
+    assert log.log_end_offset == 20
+
+
+@pytest.mark.parametrize("props", [{}, {"message_timestamp_before_max_ms": 10 * HOUR},
+                                   {"cleanup_policy": "compact"}])
+def test_a_header_understating_its_max_timestamp(open_log, props) -> None:
+    # The accepted trade-off: with only the ceiling, a compressed batch is judged by its header,
+    # so a client that writes a maxTimestamp below its records' gets them in. A floor (or a
+    # compacted topic) makes the log open every compressed batch, and then it is refused.
+    log = open_log(**props)
+    lying = _with_header_max(batch(codec=fmt.GZIP, ts=NOW + 2 * HOUR), NOW)
+    if not props:
+        log.append_as_leader(lying, now_ms=NOW, leader_epoch=0)
+        assert log.log_end_offset == 20
+        return
+    with pytest.raises(RecordValidationError) as ei:
+        log.append_as_leader(lying, now_ms=NOW, leader_epoch=0)
+    assert ei.value.code == ErrorCode.INVALID_TIMESTAMP and len(ei.value.record_errors) == 20
