@@ -11,12 +11,13 @@ The validators (``_fast`` and its twin ``_pure``) check uncompressed records dur
 stop at the first failure; only then, on the error path, this module decodes that batch to list
 every failed record. Compressed batches the validators do not open: :func:`check_compressed`
 decompresses them and checks each record here when the topic is compacted or sets a floor
-(message.timestamp.before.max.ms below its default). A ceiling alone (message.timestamp.after.max.ms, one hour by
-default since Kafka 4.0) is checked against each batch header's maxTimestamp, and only a batch
-whose header is past it is decompressed, to list its refused records: otherwise every compressed
-produce would be decompressed in Python. A record past the ceiling can only slip through when the
-client wrote a header maxTimestamp below its own records' timestamps, a corrupt batch no correct
-client writes. LogAppendTime topics that are not compacted never reach this module.
+(message.timestamp.before.max.ms below its default). A ceiling alone
+(message.timestamp.after.max.ms, one hour by default since Kafka 4.0) is checked against each
+batch header's maxTimestamp, and only a batch whose header is past it is decompressed, to list its
+refused records: otherwise every compressed produce would be decompressed in Python. A record past
+the ceiling can only slip through when the client wrote a header maxTimestamp below its own
+records' timestamps, a corrupt batch no correct client writes. LogAppendTime topics that are not
+compacted never reach this module.
 """
 
 from __future__ import annotations

@@ -10,9 +10,11 @@ import struct
 
 import pytest
 
+from kafkapy.config import BROKER_CONFIGS, TOPIC_CONFIGS
 from kafkapy.log.config import LogConfig
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
+from kafkapy.records import record_checks
 from kafkapy.records.builder import Record, build_batch
 from kafkapy.records.record_checks import RecordValidationError
 from kafkapy.records.reader import iter_batches, iter_records
@@ -178,8 +180,6 @@ def test_a_missing_key_is_reported_before_a_bad_timestamp(open_log) -> None:
 def test_records_more_than_an_hour_ahead_are_refused_by_default() -> None:
     # Kafka 4.0 (KIP-1030): message.timestamp.after.max.ms defaults to one hour, before.max.ms
     # stays unbounded; DescribeConfigs and the log agree on it.
-    from kafkapy.config import BROKER_CONFIGS, TOPIC_CONFIGS
-
     assert LogConfig().message_timestamp_after_max_ms == HOUR
     assert TOPIC_CONFIGS["message.timestamp.after.max.ms"].default == "3600000"
     assert BROKER_CONFIGS["log.message.timestamp.after.max.ms"].default == "3600000"
@@ -210,8 +210,6 @@ def _no_walk(*args, **kwargs):
 
 @pytest.mark.parametrize("props", [{}, {"message_timestamp_after_max_ms": 60_000}])
 def test_ceiling_alone_does_not_open_compressed_batches(open_log, monkeypatch, props) -> None:
-    from kafkapy.records import record_checks
-
     log = open_log(**props)
     monkeypatch.setattr(record_checks, "batch_record_errors", _no_walk)
     log.append_as_leader(batch(codec=fmt.LZ4, ts=NOW - 10 * HOUR), now_ms=NOW, leader_epoch=0)
