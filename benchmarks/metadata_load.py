@@ -175,7 +175,6 @@ def replay_log(batches: list[bytes]) -> tuple[QuorumController, BrokerMetadata]:
             records = [(decode_record(r.value), r.offset) for r in iter_records(view)]
             controller.replay_batch(records)
             broker.on_commit(records)
-    controller.image  # the controller folds its delta lazily: charge that here
     return controller, broker
 
 

@@ -266,7 +266,6 @@ class QuorumController:
         self._uuid_source = uuid_source
         self._placer = StripedReplicaPlacer(rng)
         self._image = image if image is not None else MetadataImage.empty(cluster_id)
-        self._delta: MetadataDelta | None = None
         self.defaults = defaults
         self._broker_topic_configs = dict(broker_topic_configs or {})
         self.remote_storage_system_enable = remote_storage_system_enable
@@ -286,34 +285,42 @@ class QuorumController:
 
     @property
     def image(self) -> MetadataImage:
-        """The image after every record replayed so far."""
-        # Read once: a steady heartbeat answered on the event loop may ask for the image while an
-        # operation on a worker thread does too (see Node.broker_heartbeat). Both may apply the
-        # same pending delta (same result); neither may find it gone halfway.
-        delta = self._delta
-        if delta is None:
-            return self._image
-        image = delta.apply()
-        if self._delta is delta:
-            self._image, self._delta = image, None
-        return image
+        """The image after every batch replayed so far: a plain read, safe from any thread.
+
+        A node reads it from a worker thread (an operation computing) and from the event loop (a
+        steady heartbeat, a replay) at once, so reading must change nothing: the delta is applied
+        at replay, on the replaying thread, and the new image published with one assignment.
+        """
+        return self._image
 
     @property
     def last_applied_offset(self) -> int:
-        return self._delta.offset if self._delta is not None else self._image.offset
+        return self._image.offset
 
     def replay(self, record: MetadataRecord, offset: int) -> None:
-        """Apply one committed record. Images are rebuilt lazily, so replaying a long log
-        record by record costs one ``apply`` at the end, not one per record."""
-        if self._delta is None:
-            self._delta = MetadataDelta(self._image)
-        self._delta.replay(record, offset)
-        if isinstance(record, RegisterBrokerRecord):
-            self._registration_offsets[record.broker_id] = offset
+        """Apply one committed record (a batch of one: see ``replay_batch``)."""
+        self.replay_batch(((record, offset),))
 
     def replay_batch(self, records_with_offsets: Iterable[tuple[MetadataRecord, int]]) -> None:
+        """Apply one committed batch and publish the resulting image.
+
+        One apply per batch, not per record: applying copies the changed parts of the image, so
+        a CreateTopics of 10,000 partitions applied record by record would copy its topic 10,000
+        times. A batch that fails to replay publishes nothing: the image stays whole.
+        """
+        delta = MetadataDelta(self._image)
+        registrations: dict[int, int] = {}
         for record, offset in records_with_offsets:
-            self.replay(record, offset)
+            delta.replay(record, offset)
+            if isinstance(record, RegisterBrokerRecord):
+                registrations[record.broker_id] = offset
+        if delta.offset == self._image.offset:
+            return  # an empty batch: nothing to publish
+        image = delta.apply()
+        # Offsets first: a reader between the two pairs the old image with a newer registration
+        # offset, which can only make a broker look less caught up (never unfenced early).
+        self._registration_offsets.update(registrations)
+        self._image = image
 
     def load_snapshot(self, image: MetadataImage) -> None:
         """Start over from a snapshot's image (a standby that fell behind, or a restart).
@@ -322,7 +329,7 @@ class QuorumController:
         holds counts as made there; soft state (heartbeat times) starts afresh, giving each
         broker a full session, as after a failover.
         """
-        self._image, self._delta = image, None
+        self._image = image
         self._registration_offsets = {broker_id: image.offset for broker_id in image.brokers}
         self.reset_sessions()
 

@@ -375,8 +375,8 @@ class Node:
         a steady heartbeat reads the image (replaced whole, never mutated in place; records are
         replayed only on the loop, and not while an operation holds the lock, since its commit
         is awaited under it) and writes one key of the contact-time dict, which the worker side
-        only reads key by key (placement's session check). Each is a single atomic operation, and
-        the image's lazy apply tolerates two threads asking at once.
+        only reads key by key (placement's session check). Each is a single atomic operation:
+        the controller applies each batch when it replays it, so reading its image is a plain read.
         """
         controller = self.controller
         if (controller is not None and not (req.want_fence or req.want_shut_down)

@@ -38,11 +38,11 @@ class Harness:
     now_ms: int = 0
 
     def commit(self, result):
-        """Replay ``result.records`` as committed at the next offsets; return the response."""
-        for rec in result.records:
-            offset = len(self.log)
-            self.log.append((rec, offset))
-            self.controller.replay(rec, offset)
+        """Replay ``result.records`` as one batch committed at the next offsets (as a node
+        commits an operation's records); return the response."""
+        batch = [(rec, len(self.log) + i) for i, rec in enumerate(result.records)]
+        self.log.extend(batch)
+        self.controller.replay_batch(batch)
         return result.response
 
     def add_broker(self, broker_id: int, rack: str | None = None, *, unfence: bool = True) -> int:
