@@ -57,7 +57,6 @@ class Gate:
     def __init__(self) -> None:
         self.paused_or_done = threading.Event()  # the reader is stopped in apply, or finished
         self.release = threading.Event()
-        self.paused = False
         self.builds = 0
 
     @contextmanager
@@ -70,7 +69,6 @@ class Gate:
 
         def pausing_apply_topics(delta: MetadataDelta) -> Any:
             if threading.current_thread() is not threading.main_thread():
-                self.paused = True
                 self.paused_or_done.set()
                 assert self.release.wait(WAIT_S)
             return apply_topics(delta)
