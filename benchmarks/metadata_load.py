@@ -194,8 +194,20 @@ def measure_restart(c: Cluster) -> dict[str, float]:
 
 # -- broker: one small batch -----------------------------------------------------------------
 
+class _EpochCache:
+    def assign(self, epoch: int, start_offset: int) -> None:
+        pass
+
+
 class _Log:
-    """A partition log as far as the replica manager is concerned (no disk)."""
+    """A partition log as far as the replica manager is concerned (no disk): empty."""
+
+    def __init__(self) -> None:
+        self.log_end_offset = 0
+        self.high_watermark = 0
+        self.hw_follows_leo = False
+        self.dir = "/in-memory"
+        self.leader_epoch_cache = _EpochCache()
 
     def update_config(self, config: Any) -> None:
         self.config = config
@@ -206,12 +218,19 @@ class _Logs:
 
     log_dirs = ("/in-memory",)
 
+    def __init__(self) -> None:
+        # The replica manager subscribes to dir failures; an in-memory dir never fails.
+        self.dir_offline_listeners: list[Any] = []
+
     def get_or_create(self, topic: str, partition: int, topic_id: Any = None, config: Any = None,
                       *, now_ms: int = 0) -> _Log:
         return _Log()
 
     def delete(self, topic: str, partition: int) -> bool:
         return True
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        return False
 
 
 def _one_record_step(image: MetadataImage, record: MetadataRecord) -> MetadataUpdate:
