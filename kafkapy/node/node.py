@@ -236,6 +236,11 @@ class Node:
         # (with the epoch they were appended in): their commit replays these instead of
         # decoding 10,000 records on the event loop.
         self._predecoded: dict[int, tuple[int, list[Any]]] = {}
+        # (last offset, epoch) of records appended by an operation whose commit wait timed out.
+        # They may still commit, so no later operation may compute on an image without them:
+        # a retried CreateTopics would write a second TopicRecord for the same name, which no
+        # replica could replay. Kafka avoids this with speculative in-memory state.
+        self._uncommitted: tuple[int, int] | None = None
 
     # -- the metadata quorum ------------------------------------------------------------------
 
@@ -320,6 +325,7 @@ class Node:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER, f"node {self.node_id} lost the "
                                  f"controller role: {exc}") from exc
             except trio.TooSlowError:
+                self._uncommitted = (last, epoch)
                 raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
                                  "the metadata quorum did not commit in time") from None
             finally:
@@ -338,6 +344,7 @@ class Node:
         """
         controller, codec = self.controller, self.codec
         assert controller is not None
+        await self._settle_uncommitted()
 
         def compute() -> tuple[Any, list[bytes], list[Any]]:
             result = operation(controller)
@@ -347,6 +354,26 @@ class Node:
 
         result, encoded, decoded = await trio.to_thread.run_sync(compute)
         return await self._commit(result, encoded, decoded)
+
+    async def _settle_uncommitted(self) -> None:
+        """Wait for the records of an earlier timed-out commit before computing on the image.
+
+        In another epoch they were either committed (and replayed) or truncated, and the new
+        leader's bootstrap replayed the log either way; in this one they are waited for again,
+        and a second timeout refuses the operation without computing anything."""
+        if self._uncommitted is None:
+            return
+        last, epoch = self._uncommitted
+        if epoch == self.driver.epoch:
+            try:
+                await self.driver.wait_committed(last, COMMIT_TIMEOUT_S, epoch=epoch)
+            except (NotLeaderError, CommitLost) as exc:
+                raise KafkaError(ErrorCode.NOT_CONTROLLER, f"node {self.node_id} lost the "
+                                 f"controller role: {exc}") from exc
+            except trio.TooSlowError:
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "an earlier metadata write is "
+                                 "still not committed") from None
+        self._uncommitted = None
 
     async def controller_call(self, operation: Callable[[QuorumController], Any]) -> Any:
         """Run ``operation`` on this node's controller and commit its records (the controller
