@@ -390,7 +390,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("max.connections", T.INT, str(INT_MAX), "Most connections the broker accepts.", at_least(0)),
     ConfigDef("max.connections.per.ip", T.INT, str(INT_MAX), "Most connections from one address.", at_least(0)),
     ConfigDef("max.connection.creation.rate", T.INT, str(INT_MAX), "Most new connections per second.", at_least(0)),
+    # These two are acted on (the broker's producer-expiration task), unlike the settings around
+    # them; the check interval is internal and static in Kafka 4.x, as here.
     ConfigDef("producer.id.expiration.ms", T.INT, "86400000", "Idle time after which producer state expires.", at_least(1)),
+    ConfigDef("producer.id.expiration.check.interval.ms", T.INT, "600000",
+              "How often each log forgets producers idle past producer.id.expiration.ms.",
+              at_least(1), internal=True),
     ConfigDef("transaction.partition.verification.enable", T.BOOLEAN, "true", "Verify transactional partitions."),
     # Tiered storage (KIP-405): Kafka's RemoteLogManagerConfig names and defaults, those the
     # broker's RemoteLogManager (kafkapy/tiered/manager.py) honours. The metadata topic's settings
@@ -422,9 +427,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
 # as the cluster default). Kafka's per-broker-only ones are listener and TLS/SASL settings;
 # kafkapy cannot rebind listeners at runtime, so it keeps them read-only.
 # Live in kafkapy: every topic-config synonym (running logs take the new effective value at once,
-# see replica_manager.topic_log_config) and the replication throttle rates. Accepted and stored
-# but not yet acted on until a restart or at all: log.cleaner.*, thread counts, connection limits,
-# producer.id.expiration.ms, transaction.partition.verification.enable.
+# see replica_manager.topic_log_config), the replication throttle rates and
+# producer.id.expiration.ms (from the next expiry pass on). Accepted and stored but not yet acted
+# on until a restart or at all: log.cleaner.*, thread counts, connection limits,
+# transaction.partition.verification.enable.
 PER_BROKER = "per-broker"
 CLUSTER_WIDE = "cluster-wide"
 READ_ONLY = "read-only"

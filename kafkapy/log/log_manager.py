@@ -38,6 +38,7 @@ from kafkapy.log.config import LogConfig
 from kafkapy.log.deletion import OFFLINE_ERRNOS, DeletionQueue, RenameHandOff, remove_tree
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.log.partition_metadata import normalize_topic_id, write_partition_metadata
+from kafkapy.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from kafkapy.log.storage_errors import StorageFaults, storage_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
@@ -74,7 +75,8 @@ class LogManager:
                  broker_epoch: int = -1, restore_high_watermarks: bool = False,
                  recovery_threads: int = 1, progress_interval_s: float = 5.0,
                  monotonic: Callable[[], float] = time.monotonic,
-                 clock_ms: Callable[[], int] | None = None) -> None:
+                 clock_ms: Callable[[], int] | None = None,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         """Open every partition directory under ``log_dirs``.
 
         ``topic_configs(topic)`` gives a topic's config when it overrides the default.
@@ -87,6 +89,8 @@ class LogManager:
         parallel); a progress line goes out every ``progress_interval_s`` while a dir loads.
         ``clock_ms``: the wall clock deletions are scheduled by (file.delete.delay.ms), when the
         caller of :meth:`delete` does not give the time.
+        ``producer_id_expiration_ms``: producer.id.expiration.ms, which loading a producer
+        snapshot filters on too (so a restart does not bring back expired producers).
         """
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -100,6 +104,7 @@ class LogManager:
         self.progress_interval_s = progress_interval_s
         self._monotonic = monotonic
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         # Retired segment files waiting for file.delete.delay.ms: a heap of (due_ms, seq, paths).
@@ -178,7 +183,8 @@ class LogManager:
                 path, self.config_for(tp[0]), now_ms=now_ms, recover=not clean,
                 recovery_point=recovery_points.get(tp, 0),
                 log_start_offset=start_offsets.get(tp),
-                high_watermark=None if high_watermarks is None else high_watermarks.get(tp, 0))
+                high_watermark=None if high_watermarks is None else high_watermarks.get(tp, 0),
+                producer_id_expiration_ms=self.producer_id_expiration_ms)
 
         total = len(jobs)
         log.info("Loading %d logs in %s (%s shutdown, %d recovery threads)", total, d,
@@ -331,7 +337,8 @@ class LogManager:
         d = self._next_log_dir()
         path = os.path.join(d, files.dir_name(topic, partition))
         plog = PartitionLog.open(path, config or self.config_for(topic), now_ms=now_ms,
-                                 recover=False, topic_id=topic_id)
+                                 recover=False, topic_id=topic_id,
+                                 producer_id_expiration_ms=self.producer_id_expiration_ms)
         self._logs[tp] = plog
         self._dir_of[tp] = d
         return plog
@@ -370,6 +377,7 @@ class LogManager:
         tp = (plog.topic, plog.partition)
         if tp in self._logs:
             return False
+        plog.producer_state.producer_id_expiration_ms = self.producer_id_expiration_ms
         self._logs[tp] = plog
         self._dir_of[tp] = os.path.abspath(log_dir)
         return True
@@ -646,10 +654,25 @@ class LogManager:
         with self._file_delete_lock:
             return [p for _, _, paths in sorted(self._file_deletes) for p in paths]
 
-    def expire_producers(self, now_ms: int) -> None:
-        """Forget producers idle past producer.id.expiration.ms (Kafka's periodic check)."""
-        for plog in self._logs.values():
-            plog.producer_state.remove_expired(now_ms)
+    def expire_producers(self, now_ms: int, *, expiration_ms: int | None = None) -> int:
+        """Kafka's producer-expiration check over every log: each forgets the producers whose
+        last write is producer.id.expiration.ms old or older and that have no transaction open;
+        the number forgotten. ``expiration_ms``: the value in force now (the setting is dynamic),
+        kept for the logs opened from now on as well.
+
+        It changes producer state, so it runs where appends run (the event loop); no I/O.
+        """
+        if expiration_ms is not None:
+            self.producer_id_expiration_ms = expiration_ms
+        removed = 0
+        for plog in list(self._logs.values()):
+            if plog.closed:
+                continue
+            plog.producer_state.producer_id_expiration_ms = self.producer_id_expiration_ms
+            removed += plog.producer_state.remove_expired(now_ms)
+        if removed:
+            log.debug("Expired %d idle producer id(s) across %d logs", removed, len(self._logs))
+        return removed
 
     def _hosted(self) -> list[tuple[TopicPartition, PartitionLog, str | None]]:
         # One copy up front (list() of a dict view does not release the GIL), so the fsyncing

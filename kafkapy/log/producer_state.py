@@ -289,13 +289,15 @@ class ProducerStateManager:
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
-    def remove_expired(self, now_ms: int) -> None:
-        """Forget producers idle longer than producer.id.expiration.ms with no open txn."""
+    def remove_expired(self, now_ms: int) -> int:
+        """Forget producers idle longer than producer.id.expiration.ms with no open txn; the
+        number forgotten. Snapshots are left as they are: loading one filters on the same rule."""
         expired = [pid for pid, e in self.producers.items()
                    if e.current_txn_first_offset < 0
                    and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]
         for pid in expired:
             del self.producers[pid]
+        return len(expired)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()

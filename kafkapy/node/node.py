@@ -39,7 +39,9 @@ import trio
 from kafkapy.broker.context import BrokerContext, Clock, SystemClock
 from kafkapy.broker.dispatcher import BrokerDispatcher
 from kafkapy.broker.metadata_publisher import BrokerMetadata
+from kafkapy.broker.producer_expiration import ProducerExpiration
 from kafkapy.broker.producer_id_manager import ProducerIdManager
+from kafkapy.broker.config_view import BrokerLayers
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
 from kafkapy.config import BrokerConfig, Listener, TOPIC_SYNONYMS
 from kafkapy.coordinator.schema import OFFSETS_TOPIC
@@ -602,6 +604,12 @@ class Node:
                 await trio.to_thread.run_sync(self.log_manager.checkpoint_high_watermarks)
                 next_hw_checkpoint = trio.current_time() + hw_interval
 
+    def _producer_id_expiration_ms(self) -> int:
+        """producer.id.expiration.ms in force: a dynamic broker config, as in Kafka."""
+        config = self.config if self.broker_metadata is None else \
+            BrokerLayers.of(self.config, self.broker_metadata.image, self.node_id).effective
+        return int(config.get("producer.id.expiration.ms"))  # type: ignore[arg-type]
+
     def _initial_log_task_delay_ms(self) -> int:
         return int(self.config.get("log.initial.task.delay.ms"))  # type: ignore[arg-type]
 
@@ -832,6 +840,7 @@ class Node:
             restore_high_watermarks=True,
             recovery_threads=int(self.config.get("num.recovery.threads.per.data.dir")),  # type: ignore[arg-type]
             clock_ms=self.clock.now_ms,
+            producer_id_expiration_ms=self._producer_id_expiration_ms(),
         )
         self.replicas = ReplicaManager(self.log_manager, self.config, self.node_id)
         self.log_manager.dir_offline_listeners.append(self._log_dir_offline)
@@ -919,6 +928,11 @@ class Node:
             await listen(nursery, listener, dispatcher)
         nursery.start_soon(self._maintenance_loop)
         nursery.start_soon(self._retention_loop)
+        self.producer_expiration = ProducerExpiration(
+            self.log_manager, self.clock.now_ms,
+            interval_ms=int(self.config.get("producer.id.expiration.check.interval.ms")),  # type: ignore[arg-type]
+            expiration_ms=self._producer_id_expiration_ms)
+        await nursery.start(self.producer_expiration.run)
         await nursery.start(self.groups.run)
         nursery.start_soon(self._cleaner_loop)
         if self.remote_log_manager is not None:
