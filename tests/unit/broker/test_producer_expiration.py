@@ -12,6 +12,7 @@ import pytest
 import trio
 import trio.testing
 
+from kafkapy.broker.config_view import BrokerLayers, broker_config_entries
 from kafkapy.broker.producer_expiration import ProducerExpiration
 from kafkapy.config import CLUSTER_WIDE, READ_ONLY, BrokerConfig, broker_update_mode
 from kafkapy.log.config import LogConfig
@@ -55,6 +56,14 @@ def test_configs_have_kafkas_names_defaults_and_update_modes():
     # As Kafka 4.x: the expiration is a cluster-wide dynamic config, the check interval static.
     assert broker_update_mode("producer.id.expiration.ms") == CLUSTER_WIDE
     assert broker_update_mode("producer.id.expiration.check.interval.ms") == READ_ONLY
+    # Internal in Kafka: DescribeConfigs lists the interval only when it is set.
+    names = {e.name: e for e in broker_config_entries(BrokerLayers(config))}
+    assert "producer.id.expiration.ms" in names
+    assert "producer.id.expiration.check.interval.ms" not in names
+    set_ = BrokerConfig.from_sources({"producer.id.expiration.check.interval.ms": "500"})
+    entry = {e.name: e for e in broker_config_entries(BrokerLayers(set_))}[
+        "producer.id.expiration.check.interval.ms"]
+    assert (entry.value, entry.read_only) == ("500", True)
 
 
 def test_a_pass_every_check_interval_first_one_interval_after_start():
