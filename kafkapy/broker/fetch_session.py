@@ -8,10 +8,19 @@ error), which keeps fetch requests and responses small when most partitions are 
 Epoch rules (FetchMetadata in Kafka): session_id 0 / epoch -1 is a sessionless full fetch;
 epoch 0 asks for a new session (full fetch); epoch > 0 continues session_id incrementally; epoch -1
 with a session id closes that session. Time is an argument; nothing here reads a clock.
+
+A session that names topics by id (Fetch v13+) keys its partitions by (topic id, partition), as
+Kafka's CachedPartition does; below v13, by (name, partition). So a deleted topic's partitions can
+still be forgotten by the id the client knows once the name no longer resolves, and a topic
+re-created under the same name (a new id) is a different entry. The broker never drops a partition
+from a session on its own: a deleted topic is answered with its error on each fetch until the
+client forgets it, which is what tells the client to stop asking. A session left with no partitions
+is closed, and one cannot switch between naming topics by id and by name (Kafka's FetchManager).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,6 +32,8 @@ FINAL_EPOCH = -1
 INVALID_SESSION_ID = 0
 
 TopicPartition = tuple[str, int]
+#: A session entry: (topic id, partition) from Fetch v13, else (topic name, partition).
+SessionKey = tuple["uuid.UUID | str", int]
 
 
 @dataclass
@@ -36,6 +47,10 @@ class PartitionState:
     high_watermark: int = -1
     last_stable_offset: int = -1
     sent_log_start_offset: int = -1
+    # The name the entry's topic had when it joined the session: kept after a deletion so the
+    # partition is still answered (with an error) until the client forgets it.
+    topic: str = ""
+    topic_id: uuid.UUID | None = None
 
 
 @dataclass
@@ -48,6 +63,12 @@ class FetchPartitionRequest:
     max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: int = -1
+    # The id the client named the topic by (Fetch v13+), None in a by-name request.
+    topic_id: uuid.UUID | None = None
+
+    @property
+    def key(self) -> SessionKey:
+        return (self.topic if self.topic_id is None else self.topic_id, self.partition)
 
 
 @dataclass
@@ -56,8 +77,9 @@ class FetchSession:
 
     session_id: int
     epoch: int
-    partitions: "OrderedDict[TopicPartition, PartitionState]" = field(default_factory=OrderedDict)
+    partitions: "OrderedDict[SessionKey, PartitionState]" = field(default_factory=OrderedDict)
     last_used_ms: int = 0
+    uses_topic_ids: bool = False
 
 
 @dataclass
@@ -70,7 +92,7 @@ class SessionContext:
     session: FetchSession | None = None
     error: ErrorCode = ErrorCode.NONE
 
-    def should_include(self, tp: TopicPartition, *, has_records: bool, error: ErrorCode,
+    def should_include(self, tp: SessionKey, *, has_records: bool, error: ErrorCode,
                        high_watermark: int, log_start_offset: int, last_stable_offset: int) -> bool:
         """Record what the client will learn and say whether the partition belongs in the response."""
         if self.session is None:
@@ -108,9 +130,10 @@ class FetchSessionCache:
         session_id: int,
         epoch: int,
         partitions: Iterable[FetchPartitionRequest],
-        forgotten: Iterable[TopicPartition],
+        forgotten: Iterable[SessionKey],
         now_ms: int,
         is_follower: bool = False,
+        uses_topic_ids: bool = False,
     ) -> SessionContext:
         parts = list(partitions)
         if epoch == FINAL_EPOCH:
@@ -121,7 +144,7 @@ class FetchSessionCache:
         if epoch == INITIAL_EPOCH:
             if session_id != INVALID_SESSION_ID:
                 self._sessions.pop(session_id, None)
-            session = self._create(parts, now_ms)
+            session = self._create(parts, now_ms, uses_topic_ids)
             if session is None:
                 return SessionContext(INVALID_SESSION_ID, parts, incremental=False)
             return SessionContext(session.session_id, parts, incremental=False, session=session)
@@ -130,28 +153,39 @@ class FetchSessionCache:
             return SessionContext(session_id, [], incremental=True, error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         if session.epoch != epoch:
             return SessionContext(session_id, [], incremental=True, error=ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+        if session.uses_topic_ids != uses_topic_ids:
+            # Its keys are of the other kind: the same partition would be two entries.
+            return SessionContext(session_id, [], incremental=True,
+                                  error=ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
         for tp in forgotten:
             session.partitions.pop(tp, None)
         for p in parts:
-            tp = (p.topic, p.partition)
-            state = session.partitions.get(tp)
+            key = p.key
+            state = session.partitions.get(key)
             if state is None:
-                session.partitions[tp] = PartitionState(p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset)
+                session.partitions[key] = _state(p)
             else:
                 state.fetch_offset = p.fetch_offset
                 state.max_bytes = p.max_bytes
                 state.current_leader_epoch = p.current_leader_epoch
                 state.log_start_offset = p.log_start_offset
+        if not session.partitions:
+            # Everything forgotten (say, its only topic was deleted): close it rather than keep
+            # an empty session in the cache; this fetch is answered sessionless.
+            del self._sessions[session_id]
+            return SessionContext(INVALID_SESSION_ID, [], incremental=False)
         session.epoch = _next_epoch(epoch)
         session.last_used_ms = now_ms
         self._sessions.move_to_end(session_id)
         full = [
-            FetchPartitionRequest(t, i, s.fetch_offset, s.max_bytes, s.current_leader_epoch, s.log_start_offset)
-            for (t, i), s in session.partitions.items()
+            FetchPartitionRequest(s.topic, i, s.fetch_offset, s.max_bytes, s.current_leader_epoch,
+                                  s.log_start_offset, s.topic_id)
+            for (_, i), s in session.partitions.items()
         ]
         return SessionContext(session_id, full, incremental=True, session=session)
 
-    def _create(self, parts: list[FetchPartitionRequest], now_ms: int) -> FetchSession | None:
+    def _create(self, parts: list[FetchPartitionRequest], now_ms: int,
+                uses_topic_ids: bool) -> FetchSession | None:
         if self._max_sessions <= 0:
             return None
         while len(self._sessions) >= self._max_sessions:
@@ -159,19 +193,17 @@ class FetchSessionCache:
         session_id = self._new_id()
         while session_id == INVALID_SESSION_ID or session_id in self._sessions:
             session_id = self._new_id()
-        session = FetchSession(session_id, _next_epoch(INITIAL_EPOCH), last_used_ms=now_ms)
+        session = FetchSession(session_id, _next_epoch(INITIAL_EPOCH), last_used_ms=now_ms,
+                               uses_topic_ids=uses_topic_ids)
         for p in parts:
-            session.partitions[(p.topic, p.partition)] = PartitionState(
-                p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset
-            )
+            session.partitions[p.key] = _state(p)
         self._sessions[session_id] = session
         return session
 
-    def remove_partitions(self, topic: str) -> None:
-        """Drop a deleted topic from every session so incremental fetches stop naming it."""
-        for session in self._sessions.values():
-            for tp in [tp for tp in session.partitions if tp[0] == topic]:
-                del session.partitions[tp]
+
+def _state(p: FetchPartitionRequest) -> PartitionState:
+    return PartitionState(p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset,
+                          topic=p.topic, topic_id=p.topic_id)
 
 
 def _next_epoch(epoch: int) -> int:

@@ -166,9 +166,16 @@ class ReplicaManager:
                              f"the log dir of {topic}-{partition} on broker {self._node_id} is offline")
         return hosted
 
-    def leader(self, topic: str, partition: int, current_leader_epoch: int = -1) -> HostedPartition:
-        """The partition if this broker leads it at the client's leader epoch (-1: any), as Kafka checks."""
+    def leader(self, topic: str, partition: int, current_leader_epoch: int = -1, *,
+               topic_id: uuid.UUID | None = None) -> HostedPartition:
+        """The partition if this broker leads it at the client's leader epoch (-1: any), as Kafka checks.
+
+        With ``topic_id`` (a fetch session entry's), a partition of another topic of the same
+        name (deleted and re-created since) is INCONSISTENT_TOPIC_ID, never read.
+        """
         hosted = self.get(topic, partition)
+        if topic_id is not None and hosted.topic_id != topic_id:
+            raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID)
         if not hosted.is_leader(self._node_id) or self.leadership_suspended:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if current_leader_epoch >= 0 and current_leader_epoch != hosted.leader_epoch:

@@ -41,23 +41,23 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         return await _handle_replica_fetch(ctx, request, replica_id)
     wanted: list[FetchPartitionRequest] = []
     unknown_ids: list[tuple[object, int]] = []
-    id_of: dict[str, object] = {}
     for topic in body.topics:
         name = ctx.topic_name(topic, version, field="topic")
         if name is None:
             unknown_ids.extend((topic.topic_id, p.partition) for p in topic.partitions)
             continue
-        if version >= 13:
-            id_of[name] = topic.topic_id
+        topic_id = topic.topic_id if version >= 13 else None
         for p in topic.partitions:
             wanted.append(
-                FetchPartitionRequest(name, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, p.log_start_offset)
+                FetchPartitionRequest(name, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                      p.current_leader_epoch, p.log_start_offset, topic_id)
             )
     forgotten = []
     for ft in body.forgotten_topics_data or ():
-        fname = ctx.topic_name(ft, version, field="topic")
-        if fname is not None:
-            forgotten.extend((fname, idx) for idx in ft.partitions)
+        # By id from v13, unresolved: a deleted topic's id names no topic any more, and the
+        # client forgetting it is how its partitions leave the session.
+        key = ft.topic_id if version >= 13 else ft.topic
+        forgotten.extend((key, idx) for idx in ft.partitions)
     now_ms = ctx.clock.now_ms()
     session = ctx.fetch_sessions.new_context(
         session_id=body.session_id if version >= 7 else 0,
@@ -65,6 +65,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         partitions=wanted,
         forgotten=forgotten,
         now_ms=now_ms,
+        uses_topic_ids=version >= 13,
     )
     if session.error != ErrorCode.NONE:
         return Resp(version=version, throttle_time_ms=0, error_code=session.error, session_id=0, responses=[])
@@ -80,7 +81,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         if total >= body.min_bytes or has_error or trio.current_time() >= deadline or not session.partitions:
             break
         await ctx.replicas.wait_for_append(deadline)
-    return _build_response(ctx, version, session, results, unknown_ids, id_of, request)
+    return _build_response(ctx, version, session, results, unknown_ids, request)
 
 
 class _RemotePending:
@@ -122,10 +123,10 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
     total = 0
     remote = ctx.remote
     for p in partitions:
-        key = (p.topic, p.partition)
+        key = p.key
         hosted = None
         try:
-            hosted = ctx.replicas.leader(p.topic, p.partition, p.current_leader_epoch)
+            hosted = ctx.replicas.leader(p.topic, p.partition, p.current_leader_epoch, topic_id=p.topic_id)
             plog = hosted.log
             hw = plog.high_watermark
             lso = min(plog.last_stable_offset, hw)
@@ -152,8 +153,10 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
             hw = lso = start = -1
             try:
                 hosted_log = ctx.replicas.get(p.topic, p.partition).log
-                hw, start = hosted_log.high_watermark, hosted_log.whole_log_start_offset
-                lso = hw
+                # Not when the log here is another topic's (the name was re-created).
+                if exc.code != ErrorCode.INCONSISTENT_TOPIC_ID:
+                    hw, start = hosted_log.high_watermark, hosted_log.whole_log_start_offset
+                    lso = hw
             except KafkaError:
                 pass
             results[key] = (b"", exc.code, hw, start, lso)
@@ -165,14 +168,15 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
 
 
 def _build_response(ctx: BrokerContext, version: int, session: SessionContext, results: dict,
-                    unknown_ids: list, id_of: dict, request: Request) -> Reply:
+                    unknown_ids: list, request: Request) -> Reply:
     # The frame is packed directly (protocol.fetch_response) rather than through kafka-python's
     # object tree: the records stay FileRegions, so Python builds only the small framing.
-    by_topic: dict[str, list[FetchPartitionResult]] = {}
+    # By name and id: a re-created topic's old and new ids may both be in a session.
+    by_topic: dict[tuple[str, object], list[FetchPartitionResult]] = {}
     hints = LeaderHints(ctx)
     stats = ctx.stats
     for p in session.partitions:
-        key = (p.topic, p.partition)
+        key = p.key
         records, error, hw, start, lso = results[key]
         if stats is not None:
             if error == ErrorCode.NONE:
@@ -182,13 +186,15 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
         if not session.should_include(key, has_records=bool(records), error=error, high_watermark=hw,
                                       log_start_offset=start, last_stable_offset=lso):
             continue
-        parts = by_topic.get(p.topic)
+        parts = by_topic.get((p.topic, p.topic_id))
         if parts is None:
-            parts = by_topic[p.topic] = []
+            parts = by_topic[(p.topic, p.topic_id)] = []
         parts.append(FetchPartitionResult(p.partition, error, hw, lso, start, records,
                                           current_leader=hints.hint(p.topic, p.partition, error)))
-    topics = [FetchTopicResult(name, _topic_id(ctx, name, id_of) if version >= 13 else None, parts)
-              for name, parts in by_topic.items()]
+    # From v13 every session entry carries the id the client named its topic by (an incremental
+    # fetch answers for partitions of earlier requests): the answer is under that id, even when
+    # the topic has been deleted since.
+    topics = [FetchTopicResult(name, tid, parts) for (name, tid), parts in by_topic.items()]
     if unknown_ids:
         grouped: dict[object, list[FetchPartitionResult]] = {}
         for tid, idx in unknown_ids:
@@ -198,16 +204,6 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
     return Reply(parts=fetch_response_parts(request, throttle_time_ms=0, error_code=0,
                                             session_id=session.session_id, topics=topics,
                                             node_endpoints=hints.endpoints))
-
-
-def _topic_id(ctx: BrokerContext, name: str, id_of: dict) -> object:
-    # An incremental session answers for partitions named by earlier requests too: their ids
-    # come from the metadata image, not from this request.
-    tid = id_of.get(name)
-    if tid is None:
-        topic = ctx.image().topics.by_name.get(name)
-        tid = id_of[name] = topic.id if topic is not None else None
-    return tid
 
 
 def _replica_id(body: object, version: int) -> int:

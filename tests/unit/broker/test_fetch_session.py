@@ -1,6 +1,7 @@
 """KIP-227 fetch sessions: full fetches create sessions, incremental ones send only changes."""
 
 import itertools
+import uuid
 
 from kafkapy.broker.fetch_session import FetchPartitionRequest, FetchSessionCache
 from kafkapy.protocol.errors import ErrorCode
@@ -59,3 +60,58 @@ def test_cache_evicts_least_recently_used():
         cache.new_context(session_id=0, epoch=0, partitions=[_p("a", 0)], forgotten=[], now_ms=0)
     assert len(cache) == 2
     assert cache.new_context(session_id=100, epoch=1, partitions=[], forgotten=[], now_ms=0).error == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+
+# -- sessions that name topics by id (Fetch v13+) -----------------------------------------------
+
+OLD, NEW, OTHER = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
+
+
+def _pid(topic, topic_id, idx, offset=0):
+    return FetchPartitionRequest(topic, idx, offset, 1 << 20, topic_id=topic_id)
+
+
+def _by_id(cache, sid, epoch, partitions=(), forgotten=()):
+    return cache.new_context(session_id=sid, epoch=epoch, partitions=partitions, forgotten=forgotten,
+                             now_ms=epoch, uses_topic_ids=True)
+
+
+def test_a_recreated_topic_is_its_own_entry_and_forgetting_goes_by_id():
+    cache = _cache()
+    sid = _by_id(cache, 0, 0, [_pid("t", OLD, 0, 5), _pid("u", OTHER, 0)]).session_id
+    # "t" deleted and re-created: the client names the new id; the old entry stays apart.
+    inc = _by_id(cache, sid, 1, [_pid("t", NEW, 0)])
+    assert [(p.topic, p.topic_id, p.fetch_offset) for p in inc.partitions] == [
+        ("t", OLD, 5), ("u", OTHER, 0), ("t", NEW, 0)]
+    # The old id names no topic any more; forgetting it by id still removes it.
+    inc = _by_id(cache, sid, 2, forgotten=[(OLD, 0)])
+    assert [(p.topic, p.topic_id) for p in inc.partitions] == [("u", OTHER), ("t", NEW)]
+
+
+def test_a_deleted_topic_stays_in_the_session_until_the_client_forgets_it():
+    """As in Kafka the broker does not drop it by itself (a client still fetching it would hear
+    nothing more): every incremental fetch reports its error until it is forgotten."""
+    cache = _cache()
+    sid = _by_id(cache, 0, 0, [_pid("gone", OLD, 0), _pid("u", OTHER, 0)]).session_id
+    for epoch in (1, 2):
+        inc = _by_id(cache, sid, epoch)
+        assert [p.topic_id for p in inc.partitions] == [OLD, OTHER]
+        assert _include(inc, (OLD, 0), error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, high_watermark=-1)
+    assert [p.topic_id for p in _by_id(cache, sid, 3, forgotten=[(OLD, 0)]).partitions] == [OTHER]
+
+
+def test_a_session_whose_last_partition_is_forgotten_is_closed():
+    cache = _cache()
+    sid = _by_id(cache, 0, 0, [_pid("gone", OLD, 0)]).session_id
+    ctx = _by_id(cache, sid, 1, forgotten=[(OLD, 0)])
+    assert (ctx.session_id, ctx.partitions, ctx.error) == (0, [], ErrorCode.NONE) and len(cache) == 0
+
+
+def test_a_session_cannot_switch_between_topic_ids_and_names():
+    cache = _cache()
+    by_id = _by_id(cache, 0, 0, [_pid("t", OLD, 0)]).session_id
+    by_name = cache.new_context(session_id=0, epoch=0, partitions=[_p("t", 0)], forgotten=[], now_ms=0).session_id
+    assert cache.new_context(session_id=by_id, epoch=1, partitions=[], forgotten=[],
+                             now_ms=1).error == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+    assert _by_id(cache, by_name, 1).error == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
