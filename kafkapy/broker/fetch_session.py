@@ -12,10 +12,12 @@ with a session id closes that session. Time is an argument; nothing here reads a
 A session that names topics by id (Fetch v13+) keys its partitions by (topic id, partition), as
 Kafka's CachedPartition does; below v13, by (name, partition). So a deleted topic's partitions can
 still be forgotten by the id the client knows once the name no longer resolves, and a topic
-re-created under the same name (a new id) is a different entry. The broker never drops a partition
-from a session on its own: a deleted topic is answered with its error on each fetch until the
-client forgets it, which is what tells the client to stop asking. A session left with no partitions
-is closed, and one cannot switch between naming topics by id and by name (Kafka's FetchManager).
+re-created under the same name (a new id) is a different entry. An id this broker does not know yet
+(its metadata behind the client's) joins unresolved and gets its name on a later fetch (Kafka's
+KAFKA-13111). The broker never drops a partition from a session on its own: a deleted topic is
+answered with its error on each fetch until the client forgets it, which is what tells the client
+to stop asking. A session left with no partitions is closed, and one cannot switch between naming
+topics by id and by name (Kafka's FetchManager).
 """
 
 from __future__ import annotations
@@ -134,7 +136,10 @@ class FetchSessionCache:
         now_ms: int,
         is_follower: bool = False,
         uses_topic_ids: bool = False,
+        resolve: Callable[[uuid.UUID], str | None] | None = None,
     ) -> SessionContext:
+        """The context of one fetch; ``resolve`` names the topic of an id that was unknown when
+        its partition joined the session (empty ``topic``), once the metadata knows it."""
         parts = list(partitions)
         if epoch == FINAL_EPOCH:
             # Closing a session (or never having one) means a full, sessionless fetch.
@@ -177,6 +182,10 @@ class FetchSessionCache:
         session.epoch = _next_epoch(epoch)
         session.last_used_ms = now_ms
         self._sessions.move_to_end(session_id)
+        if resolve is not None:
+            for s in session.partitions.values():
+                if not s.topic and s.topic_id is not None:
+                    s.topic = resolve(s.topic_id) or ""
         full = [
             FetchPartitionRequest(s.topic, i, s.fetch_offset, s.max_bytes, s.current_leader_epoch,
                                   s.log_start_offset, s.topic_id)

@@ -17,6 +17,9 @@ is exceeded; what throttled partitions send counts against that quota.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
+
 import trio
 
 from kafkapy.broker.context import BrokerContext
@@ -40,12 +43,10 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
     if replica_id >= 0:
         return await _handle_replica_fetch(ctx, request, replica_id)
     wanted: list[FetchPartitionRequest] = []
-    unknown_ids: list[tuple[object, int]] = []
     for topic in body.topics:
-        name = ctx.topic_name(topic, version, field="topic")
-        if name is None:
-            unknown_ids.extend((topic.topic_id, p.partition) for p in topic.partitions)
-            continue
+        # An id unknown here ("": the client's metadata may be ahead of this broker's) joins the
+        # session all the same, answered UNKNOWN_TOPIC_ID until a later fetch resolves it.
+        name = ctx.topic_name(topic, version, field="topic") or ""
         topic_id = topic.topic_id if version >= 13 else None
         for p in topic.partitions:
             wanted.append(
@@ -66,6 +67,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         forgotten=forgotten,
         now_ms=now_ms,
         uses_topic_ids=version >= 13,
+        resolve=_topic_names(ctx),
     )
     if session.error != ErrorCode.NONE:
         return Resp(version=version, throttle_time_ms=0, error_code=session.error, session_id=0, responses=[])
@@ -77,11 +79,14 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         results, total = _read_all(ctx, session.partitions, max_bytes, read_committed)
         if ctx.remote is not None:
             total = await _read_remote(ctx, results, max_bytes, total)
-        has_error = any(r[1] != ErrorCode.NONE for r in results.values())
-        if total >= body.min_bytes or has_error or trio.current_time() >= deadline or not session.partitions:
+        # As in Kafka, an unknown topic id does not cut the long poll short; nothing to read does.
+        has_error = any(r[1] != ErrorCode.NONE and r[1] != ErrorCode.UNKNOWN_TOPIC_ID
+                        for r in results.values())
+        readable = any(p.topic for p in session.partitions)
+        if total >= body.min_bytes or has_error or trio.current_time() >= deadline or not readable:
             break
         await ctx.replicas.wait_for_append(deadline)
-    return _build_response(ctx, version, session, results, unknown_ids, request)
+    return _build_response(ctx, version, session, results, request)
 
 
 class _RemotePending:
@@ -124,6 +129,9 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
     remote = ctx.remote
     for p in partitions:
         key = p.key
+        if not p.topic and p.topic_id is not None:
+            results[key] = (b"", ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1)
+            continue
         hosted = None
         try:
             hosted = ctx.replicas.leader(p.topic, p.partition, p.current_leader_epoch, topic_id=p.topic_id)
@@ -168,7 +176,7 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], max_b
 
 
 def _build_response(ctx: BrokerContext, version: int, session: SessionContext, results: dict,
-                    unknown_ids: list, request: Request) -> Reply:
+                    request: Request) -> Reply:
     # The frame is packed directly (protocol.fetch_response) rather than through kafka-python's
     # object tree: the records stay FileRegions, so Python builds only the small framing.
     # By name and id: a re-created topic's old and new ids may both be in a session.
@@ -181,7 +189,7 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
         if stats is not None:
             if error == ErrorCode.NONE:
                 stats.fetched(p.topic, len(records))
-            elif error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            elif error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and error != ErrorCode.UNKNOWN_TOPIC_ID:
                 stats.fetched(p.topic, 0, failed=True)
         if not session.should_include(key, has_records=bool(records), error=error, high_watermark=hw,
                                       log_start_offset=start, last_stable_offset=lso):
@@ -195,15 +203,17 @@ def _build_response(ctx: BrokerContext, version: int, session: SessionContext, r
     # fetch answers for partitions of earlier requests): the answer is under that id, even when
     # the topic has been deleted since.
     topics = [FetchTopicResult(name, tid, parts) for (name, tid), parts in by_topic.items()]
-    if unknown_ids:
-        grouped: dict[object, list[FetchPartitionResult]] = {}
-        for tid, idx in unknown_ids:
-            grouped.setdefault(tid, []).append(
-                FetchPartitionResult(idx, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, b""))
-        topics.extend(FetchTopicResult(None, tid, parts) for tid, parts in grouped.items())
     return Reply(parts=fetch_response_parts(request, throttle_time_ms=0, error_code=0,
                                             session_id=session.session_id, topics=topics,
                                             node_endpoints=hints.endpoints))
+
+
+def _topic_names(ctx: BrokerContext) -> Callable[[uuid.UUID], str | None]:
+    """Topic id to name in the current metadata, for session entries not resolved yet."""
+    def name(topic_id: uuid.UUID) -> str | None:
+        topic = ctx.image().topics.by_id.get(topic_id)
+        return None if topic is None else topic.name
+    return name
 
 
 def _replica_id(body: object, version: int) -> int:

@@ -72,9 +72,9 @@ def _pid(topic, topic_id, idx, offset=0):
     return FetchPartitionRequest(topic, idx, offset, 1 << 20, topic_id=topic_id)
 
 
-def _by_id(cache, sid, epoch, partitions=(), forgotten=()):
+def _by_id(cache, sid, epoch, partitions=(), forgotten=(), resolve=None):
     return cache.new_context(session_id=sid, epoch=epoch, partitions=partitions, forgotten=forgotten,
-                             now_ms=epoch, uses_topic_ids=True)
+                             now_ms=epoch, uses_topic_ids=True, resolve=resolve)
 
 
 def test_a_recreated_topic_is_its_own_entry_and_forgetting_goes_by_id():
@@ -115,3 +115,13 @@ def test_a_session_cannot_switch_between_topic_ids_and_names():
     assert cache.new_context(session_id=by_id, epoch=1, partitions=[], forgotten=[],
                              now_ms=1).error == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
     assert _by_id(cache, by_name, 1).error == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+
+
+def test_an_id_unknown_when_it_joined_is_named_once_the_metadata_knows_it():
+    cache = _cache()
+    names: dict = {}
+    sid = _by_id(cache, 0, 0, [_pid("", NEW, 0, 4)]).session_id
+    assert [(p.topic, p.topic_id, p.fetch_offset) for p in _by_id(cache, sid, 1, resolve=names.get).partitions] == [
+        ("", NEW, 4)]
+    names[NEW] = "t"
+    assert [(p.topic, p.topic_id) for p in _by_id(cache, sid, 2, resolve=names.get).partitions] == [("t", NEW)]

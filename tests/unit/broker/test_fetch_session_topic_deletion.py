@@ -202,3 +202,17 @@ def test_by_name_sessions_answer_and_forget_a_deleted_topic(broker) -> None:
     resp = fetch(broker, 12, sid, 2, [], forgotten=[("gone", ZERO)])
     assert answered(resp, 12) == []
     assert broker.session_entries(sid) == {("kept", 0)}
+
+
+def test_an_id_this_broker_learns_after_the_client_is_served_once_known(broker) -> None:
+    """The client may know a (re-)created topic's id before this broker's metadata does: the
+    partition joins the session unresolved, is answered UNKNOWN_TOPIC_ID meanwhile, and is served
+    as soon as the broker knows the id, without the client naming it again (Kafka's KAFKA-13111)."""
+    broker.create("kept", KEPT)
+    sid = fetch(broker, 16, 0, 0, [_topic("kept", KEPT, 0)]).session_id
+    resp = fetch(broker, 16, sid, 1, [_topic("t", NEW, 0)])
+    assert answered(resp, 16) == [(NEW, 0, ErrorCode.UNKNOWN_TOPIC_ID, False)]
+    assert answered(fetch(broker, 16, sid, 2, []), 16) == [(NEW, 0, ErrorCode.UNKNOWN_TOPIC_ID, False)]
+    broker.create("t", NEW)
+    broker.produce("t", 3)
+    assert answered(fetch(broker, 16, sid, 3, []), 16) == [(NEW, 0, ErrorCode.NONE, True)]
