@@ -33,7 +33,6 @@ INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 INVALID_SESSION_ID = 0
 
-TopicPartition = tuple[str, int]
 #: A session entry: (topic id, partition) from Fetch v13, else (topic name, partition).
 SessionKey = tuple["uuid.UUID | str", int]
 
