@@ -193,7 +193,9 @@ class ApacheKafkaNode(_ProcessNode):
     def _format(self) -> None:
         """`kafka-storage.sh format -t <cluster id> -c server.properties`, bounded."""
         cmd = java_command("kafka.tools.StorageTool", "format", "--ignore-formatted",
-                           "-t", self.cluster_id, "-c", str(self.properties_path),
+                           # One argument: an id that starts with "-" (base64 of a random
+                           # UUID can) would otherwise be read as an option.
+                           f"--cluster-id={self.cluster_id}", "-c", str(self.properties_path),
                            log4j_config=self.log4j_path)
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== format: {' '.join(cmd)}\n".encode())
