@@ -188,11 +188,7 @@ def measure(size: int, runs: int, workdir: Path) -> dict[str, Any]:
         restart = _broker_load(cluster, wipe=False)
         cold = _broker_load(cluster, wipe=True)
         return {
-            "partitions": size,
-            "create_s": round(created_s, 2),
-            "failover": failovers,
-            "elected_s": statistics.median(f["elected_s"] for f in failovers),
-            "writable_s": statistics.median(f["writable_s"] for f in failovers),
+            **_failover_summary(size, created_s, failovers),
             "broker_restart": {"local_offsets": restart[0], "fetched_offsets": restart[1], "ms": restart[2]},
             "broker_cold": {"local_offsets": cold[0], "fetched_offsets": cold[1], "ms": cold[2]},
         }
@@ -288,13 +284,18 @@ def measure_apache_kafka(size: int, runs: int, workdir: Path) -> dict[str, Any]:
                 await channel.aclose()
 
         trio.run(main)
-        return {
-            "partitions": size,
-            "create_s": round(created_s, 2),
-            "failover": failovers,
-            "elected_s": statistics.median(f["elected_s"] for f in failovers),
-            "writable_s": statistics.median(f["writable_s"] for f in failovers),
-        }
+        return _failover_summary(size, created_s, failovers)
+
+
+def _failover_summary(size: int, created_s: float, failovers: list[dict]) -> dict:
+    """One size's figures, either broker: every kill and the medians."""
+    return {
+        "partitions": size,
+        "create_s": round(created_s, 2),
+        "failover": failovers,
+        "elected_s": statistics.median(f["elected_s"] for f in failovers),
+        "writable_s": statistics.median(f["writable_s"] for f in failovers),
+    }
 
 
 NOT_RUN = "not run (see README)"
