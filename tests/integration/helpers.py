@@ -63,7 +63,14 @@ def metadata(*topics: str, allow_auto_create: bool = True):
                include_topic_authorized_operations=False)
 
 
-def batch(values: list[bytes], *, now_ms: int = 1_700_000_000_000, **kw) -> bytearray:
+def batch(values: list[bytes], *, now_ms: int | None = None, **kw) -> bytearray:
+    """A v2 batch of keyless ``values``, timestamped from ``now_ms`` (default: the wall clock).
+
+    The wall clock by default because a fixed, years-old timestamp is past the default 7-day
+    retention: a module-scoped cluster's retention pass deletes those records mid-test.
+    """
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)
     return bytearray(build_batch([Record(None, v, (), now_ms + i) for i, v in enumerate(values)], now_ms=now_ms, **kw))
 
 
