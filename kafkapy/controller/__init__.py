@@ -1,8 +1,13 @@
 """The quorum controller: requests and heartbeats in, metadata records out.
 
 ``QuorumController`` (``quorum_controller``) produces ``ControllerResult(records, response)``
-and changes state only by replaying committed records; ``types`` holds the plain-Python request
-and response shapes; ``placement`` is the rack-aware striped replica placer.
+and changes state only by replaying committed records. It is a thin facade over Kafka's control
+managers, one module each: ``cluster_control``, ``replication_control`` (with
+``leader_election``, ``alter_partition``, ``reassignment_control`` and ``broker_lifecycle``
+over it), ``configuration_control``, ``producer_id_control`` and ``feature_control``;
+``control_manager`` holds their replay contract and the record-type registry. ``types`` holds
+the plain-Python request and response shapes; ``placement`` is the rack-aware striped replica
+placer; ``partition_change`` elects leaders for every partition change.
 """
 
 from kafkapy.controller.placement import StripedReplicaPlacer, UsableBroker

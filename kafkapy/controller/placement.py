@@ -11,8 +11,9 @@ placement is reproducible in tests.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Any, Protocol
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
@@ -22,7 +23,7 @@ class RandomSource(Protocol):
 
     def randrange(self, stop: int) -> int: ...
 
-    def shuffle(self, x: list, /) -> None: ...
+    def shuffle(self, x: list[Any], /) -> None: ...
 
 
 @dataclass(frozen=True)
