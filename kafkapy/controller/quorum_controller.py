@@ -27,7 +27,7 @@ from kafkapy.controller.cluster_control import (
     ClusterControlManager,
 )
 from kafkapy.controller.configuration_control import ConfigurationControlManager
-from kafkapy.controller.control_manager import ReplayRegistry
+from kafkapy.controller.control_manager import ControlManager, ReplayRegistry
 from kafkapy.controller.feature_control import (
     LATEST_PRODUCTION_METADATA_VERSION,
     METADATA_VERSION_3_9_IV0,
@@ -161,6 +161,10 @@ class QuorumController:
     def defaults(self) -> TopicDefaults:
         """``num.partitions`` and ``default.replication.factor`` for CreateTopics."""
         return self.replication_control.defaults
+
+    def manager_for(self, record_type: type[MetadataRecord]) -> ControlManager | None:
+        """The manager that replays ``record_type`` (None: the controller's own, NoOpRecord)."""
+        return self._replayers.manager_for(record_type)
 
     def replay(self, record: MetadataRecord, offset: int) -> None:
         """Apply one committed record (a batch of one: see ``replay_batch``)."""
