@@ -71,5 +71,9 @@ class ReplayRegistry:
     def manager_for(self, record_type: type[MetadataRecord]) -> ControlManager | None:
         return self._by_type.get(record_type)
 
+    def replayers(self) -> dict[type[MetadataRecord], Callable[[MetadataRecord, int, MetadataDelta], None]]:
+        """Record type -> its manager's bound ``replay``: one lookup per record in a batch."""
+        return {record_type: manager.replay for record_type, manager in self._by_type.items()}
+
 
 __all__ = ["ControlManager", "ImageSource", "ReplayRegistry", "code_message", "error"]

@@ -137,6 +137,7 @@ class QuorumController:
         self._replayers = ReplayRegistry((
             self.feature_control, self.cluster_control, self.configuration_control,
             self.producer_id_control, self.replication_control))
+        self._replay_by_type = self._replayers.replayers()
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -180,13 +181,14 @@ class QuorumController:
         """
         delta = MetadataDelta(self._image)
         managers = self._replayers.managers
+        replayers = self._replay_by_type
         try:
             for record, offset in records_with_offsets:
-                manager = self._replayers.manager_for(type(record))
-                if manager is None:
+                replay = replayers.get(type(record))
+                if replay is None:
                     delta.replay(record, offset)  # NoOpRecord; the delta refuses unknown types
                 else:
-                    manager.replay(record, offset, delta)
+                    replay(record, offset, delta)
             image = delta.apply() if delta.offset != self._image.offset else None
         except BaseException:
             for m in managers:
