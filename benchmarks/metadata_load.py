@@ -346,7 +346,7 @@ SECTIONS: list[Section] = [
                 ("records", "records", "n"), ("compute_s", "compute", "s"),
                 ("compute_us_per_record", "µs/record", "n"), ("replay_s", "replay", "s"),
                 ("heartbeat_s", "steady heartbeat", "s"), ("activate_s", "become active", "s")),
-            "QuorumController._leadership_removal walks every partition of every topic (sorted "
+            "LeaderElections.leadership_removal (controller/leader_election.py) walks every partition of every topic (sorted "
             "by topic name) to find the fenced broker's, so compute is O(all partitions) rather "
             "than O(the broker's partitions) as with Kafka's BrokersToIsrs index; with RF 3 over "
             "6 brokers a broker is in half of them, so the walk costs at most ~2x the output. "
