@@ -263,9 +263,11 @@ class GroupCoordinator:
         """Apply ``outcome`` and return its response, waiting for it if the request was parked."""
         response = outcome.response
         waiter = None
+        key: tuple[str, str, str] | None = None
         if isinstance(response, PARKED_TYPE):
+            key = response.key
             waiter = _Waiter()
-            self._waiters.setdefault(response.key, []).append(waiter)
+            self._waiters.setdefault(key, []).append(waiter)
         try:
             written = self.apply(shard, outcome)
             if written is not None:
@@ -287,12 +289,12 @@ class GroupCoordinator:
                 raise waiter.value
             return waiter.value
         finally:
-            if waiter is not None and not waiter.event.is_set():
-                lst = self._waiters.get(response.key)  # type: ignore[union-attr]
+            if waiter is not None and key is not None and not waiter.event.is_set():
+                lst = self._waiters.get(key)
                 if lst and waiter in lst:
                     lst.remove(waiter)
                     if not lst:
-                        del self._waiters[response.key]  # type: ignore[union-attr]
+                        del self._waiters[key]
 
     # ---------------------------------------------------------------- background work
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

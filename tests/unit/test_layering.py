@@ -37,6 +37,8 @@ def test_cores_import_no_io_or_clock(package):
 
 # Sans-I/O cores inside packages that also hold their Trio edge.
 SANS_IO_MODULES = ["coordinator/group.py", "coordinator/schema.py",
+                   "coordinator/classic_group.py", "coordinator/membership.py",
+                   "coordinator/offsets.py", "coordinator/outcome.py",
                    "replication/leader_state.py", "replication/truncation.py",
                    "tiered/remote_metadata.py", "tiered/remote_metadata_serde.py",
                    "tiered/metadata_cache.py", "tiered/metadata_consumer.py"]
