@@ -8,56 +8,58 @@ Created by the node only when ``remote.log.storage.system.enable=true``. It
   follower (``metadata_consumer.RemoteMetadataConsumer`` over ``metadata_log.MetadataLog``), so a
   new leader knows what is remote and carries on where the old one stopped;
 * on the leader of each remote-enabled partition, every ``remote.log.manager.task.interval.ms``,
-  runs the copy pass (``copier``) then the expiration pass (``expiry``) on a worker thread, at
-  most one pass per partition at a time; each event the passes publish is appended to the
+  runs the copy pass (``copier``) then the expiration pass (``expiry``) on a worker thread
+  (``leader_pass``), at most one pass per partition at a time; each event the passes publish is appended to the
   metadata topic with acks=all and applied to the partition's cache only once durable, and a
   pass whose broker lost the leadership meanwhile fails at its next publish;
 * tells each hosted log what is remote (``PartitionLog.remote_log_enabled`` and
   ``highest_offset_in_remote_storage``), so local retention (``local.retention.*``) deletes only
   copied segments;
-* serves fetches below the local log start from remote storage (``remote_reader``) on worker
-  threads (``remote.log.reader.threads`` at a time) and keeps each log's earliest remote offset,
-  from which the log answers its whole start (``PartitionLog.whole_log_start_offset``: the
+* serves fetches below the local log start from remote storage (``remote_fetch`` over
+  ``remote_reader``) on worker threads (``remote.log.reader.threads`` at a time) and keeps each
+  log's earliest remote offset, from which the log answers its whole start (``PartitionLog.whole_log_start_offset``: the
   earliest remote offset, or the higher start DeleteRecords set; remote segments wholly below it
   go with the next expiration pass);
 * deletes all remote data of a deleted topic's partitions it led (DELETE_PARTITION_MARKED,
   STARTED, every segment from the store, FINISHED);
-* keeps counters per partition (copy lag, bytes copied and expired, remote fetches) and writes
-  them with the local/remote sizes to ``<first log dir>/remote-log-manager-status.json``.
+* keeps counters per partition (``tracking``: copy lag, bytes copied and expired, remote
+  fetches) and writes them with the local/remote sizes to ``<first log dir>/remote-log-manager-status.json``.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import logging
 import os
-import struct
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import trio
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.records.reader import iter_batches, iter_records
-from kafkapy.tiered.copier import copy_pass, highest_copied_offset
-from kafkapy.tiered.expiry import expire_pass
+from kafkapy.tiered.copier import highest_copied_offset
+from kafkapy.tiered.leader_pass import copy_then_expire
 from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache, RemoteLogMetadataError
 from kafkapy.tiered.metadata_consumer import RemoteMetadataConsumer
 from kafkapy.tiered.metadata_log import MetadataLog
+from kafkapy.tiered.remote_fetch import RemoteFetcher
 from kafkapy.tiered.remote_metadata import (
     RemoteLogMetadata,
-    RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemotePartitionDeleteMetadata,
     RemotePartitionDeleteState,
     TopicIdPartition,
 )
-from kafkapy.tiered.remote_metadata_serde import REMOTE_LOG_METADATA_TOPIC, metadata_partition, serialize
+from kafkapy.tiered.remote_metadata_serde import (
+    REMOTE_LOG_METADATA_TOPIC,
+    metadata_partition,
+    serialize,
+)
 from kafkapy.tiered.remote_reader import ChunkCache, RemoteReader
-from kafkapy.tiered.storage import IndexType, RemoteStorageManager
+from kafkapy.tiered.storage import RemoteStorageManager
+from kafkapy.tiered.tracking import PartitionStats, TrackedPartition
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +76,6 @@ TOPIC_RETRY_S = 1.0
 #: How long a new leader waits (per task interval) to read the metadata its predecessor wrote.
 CATCH_UP_TIMEOUT_S = 10.0
 _FINISHED = RemoteLogSegmentState.COPY_SEGMENT_FINISHED
-#: A time index entry: timestamp, offset relative to the segment's base (Kafka's layout).
-_TIME_ENTRY = struct.Struct(">qi")
 
 
 @dataclass(frozen=True)
@@ -110,64 +110,10 @@ class TieredSettings:
         )
 
 
-@dataclass
-class PartitionStats:
-    """Counters of one partition (since this broker started)."""
-
-    copied_segments: int = 0
-    copied_bytes: int = 0
-    expired_segments: int = 0
-    expired_bytes: int = 0
-    copy_lag_segments: int = 0
-    copy_lag_bytes: int = 0
-    remote_fetch_requests: int = 0
-    remote_fetch_bytes: int = 0
-    remote_fetch_errors: int = 0
-    pass_errors: int = 0
-
-
-@dataclass
-class _Tracked:
-    tip: TopicIdPartition
-    leader_id: int = -1
-    stats: PartitionStats = field(default_factory=PartitionStats)
-    # The leader epoch for which this broker has caught up with the metadata as a leader
-    # (-1: not yet): the first pass of a new leadership waits for it.
-    synced_epoch: int = -1
-
-
 def earliest_remote_offset(cache: RemoteLogMetadataCache) -> int | None:
     """The first offset of the oldest readable (COPY_SEGMENT_FINISHED) segment, or None."""
     finished = cache.segments_in_state(_FINISHED)
     return finished[0].start_offset if finished else None
-
-
-def segment_for_offset(cache: RemoteLogMetadataCache,
-                       offset: int) -> tuple[RemoteLogSegmentMetadata, int] | None:
-    """The readable remote segment holding ``offset`` and the leader epoch that wrote it.
-
-    Several copies of the same offsets (a new leader re-copying) are resolved by the cache's
-    per-epoch lookup; the newest listed segment is tried first."""
-    for seg in reversed(cache.segments_in_state(_FINISHED)):
-        if not seg.start_offset <= offset <= seg.end_offset:
-            continue
-        epochs = [e for e, start in seg.segment_leader_epochs.items() if start <= offset]
-        epoch = max(epochs) if epochs else min(seg.segment_leader_epochs)
-        if cache.remote_log_segment_metadata(epoch, offset) is not None:
-            return seg, epoch
-    return None
-
-
-class _OneSegment:
-    """What ``RemoteReader.read`` asks of a cache, answered with one segment resolved on the
-    event loop: worker threads never walk a cache the loop may be changing."""
-
-    def __init__(self, segment: RemoteLogSegmentMetadata) -> None:
-        self.segment = segment
-
-    def remote_log_segment_metadata(self, leader_epoch: int, offset: int) -> RemoteLogSegmentMetadata | None:
-        seg = self.segment
-        return seg if seg.start_offset <= offset <= seg.end_offset else None
 
 
 class LeadershipLost(KafkaError):
@@ -190,8 +136,7 @@ class RemoteLogManager:
         self.log_dirs = list(config.log_dirs)
         self.consumer: RemoteMetadataConsumer | None = None
         self.reader = RemoteReader(rsm, ChunkCache(max_bytes=self.settings.cache_bytes))
-        self._read_limiter = trio.CapacityLimiter(self.settings.reader_threads)
-        self._tracked: dict[tuple[str, int], _Tracked] = {}
+        self._tracked: dict[tuple[str, int], TrackedPartition] = {}
         self._pending_assign: set[TopicIdPartition] = set()
         self._busy: set[tuple[str, int]] = set()
         # Deleted partitions whose remote data this broker removes: tip -> its cache (kept
@@ -202,7 +147,10 @@ class RemoteLogManager:
         self._wake_tasks = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._stats_lock = threading.Lock()
+        self.fetcher = RemoteFetcher(rsm, self.reader, self.settings.reader_threads, self._stats_lock,
+                                     self._tracked_partition)
         self.metadata_topic_ready = False
+
 
     # ================================================================== following the image
     def on_metadata_update(self, update: Any) -> None:
@@ -241,7 +189,7 @@ class RemoteLogManager:
         for key, hosted in desired.items():
             if key not in self._tracked:
                 tip = TopicIdPartition(hosted.topic_id, hosted.topic, hosted.index)
-                self._tracked[key] = _Tracked(tip, hosted.leader_id)
+                self._tracked[key] = TrackedPartition(tip, hosted.leader_id)
                 self._pending_assign.add(tip)
         self._wake_consumer.set()
         self._wake_tasks.set()
@@ -374,7 +322,7 @@ class RemoteLogManager:
             with trio.move_on_at(next_run):
                 await self._wake_tasks.wait()
 
-    def _caught_up(self) -> list[tuple[tuple[str, int], _Tracked, Any, RemoteLogMetadataCache]]:
+    def _caught_up(self) -> list[tuple[tuple[str, int], TrackedPartition, Any, RemoteLogMetadataCache]]:
         """(key, tracked, hosted partition, cache) of each tracked partition still hosted under
         the same topic id whose remote metadata is read."""
         out = []
@@ -402,7 +350,7 @@ class RemoteLogManager:
             self._busy.add(key)
             nursery.start_soon(self._leader_pass, key, tracked, hosted, cache)
 
-    async def _leader_pass(self, key: tuple[str, int], tracked: _Tracked, hosted: Any,
+    async def _leader_pass(self, key: tuple[str, int], tracked: TrackedPartition, hosted: Any,
                            cache: RemoteLogMetadataCache) -> None:
         epoch = hosted.leader_epoch
 
@@ -477,41 +425,12 @@ class RemoteLogManager:
             earliest = earliest_remote_offset(cache)
             hosted.log.earliest_remote_offset = -1 if earliest is None else earliest
 
-    def _blocking_pass(self, tracked: _Tracked, hosted: Any, cache: RemoteLogMetadataCache,
+    def _blocking_pass(self, tracked: TrackedPartition, hosted: Any, cache: RemoteLogMetadataCache,
                        publish: Callable[[RemoteLogMetadata], None]) -> None:
         """Copy, then expire; on a worker thread."""
-        plog = hosted.log
-        config = plog.config
-        stats = tracked.stats
-        if not config.remote_log_copy_disable:
-            result = copy_pass(plog, tracked.tip, self.rsm, cache, publish, broker_id=self.node_id,
-                               now_ms=self.now_ms, local_log_start=plog.log_start_offset)
-            with self._stats_lock:
-                stats.copied_segments += len(result.copied)
-                stats.copied_bytes += sum(s.segment_size_in_bytes for s in result.copied)
-        highest = highest_copied_offset(cache, plog.leader_epoch_cache.entries)
-        plog.highest_offset_in_remote_storage = highest
-        segments = plog.segments
-        lag = [s for s in segments[:-1] if s.base_offset > highest]
-        local_only = sum(s.size for s in segments if s.base_offset > highest)
-        with self._stats_lock:
-            stats.copy_lag_segments = len(lag)
-            stats.copy_lag_bytes = sum(s.size for s in lag)
-        if not config.delete:
-            return
-        expired = expire_pass(cache, self.rsm, publish, broker_id=self.node_id, now_ms=self.now_ms,
-                              retention_ms=config.retention_ms, retention_bytes=config.retention_bytes,
-                              local_only_bytes=local_only, log_start_offset=hosted.log.whole_log_start_offset)
-        for seg in expired.deleted:
-            self.reader.chunks.forget(seg.remote_log_segment_id)
-        with self._stats_lock:
-            stats.expired_segments += len(expired.deleted)
-            stats.expired_bytes += sum(s.segment_size_in_bytes for s in expired.deleted)
-        new_start = expired.new_log_start_offset
-        if new_start is not None and new_start > plog.log_start_offset:
-            # Total retention reached data that is still local too: the local log follows.
-            trio.from_thread.run_sync(lambda: plog.increment_log_start_offset(
-                min(new_start, plog.high_watermark)))
+        copy_then_expire(tracked, hosted, cache, publish, rsm=self.rsm, broker_id=self.node_id,
+                         now_ms=self.now_ms, chunks=self.reader.chunks, stats_lock=self._stats_lock)
+
 
     # -- deleting topics ------------------------------------------------------------------
     def _schedule_deletes(self, nursery: trio.Nursery) -> None:
@@ -564,10 +483,16 @@ class RemoteLogManager:
 
     # ================================================================== reads
     def _tracked_cache(self, hosted: Any) -> RemoteLogMetadataCache | None:
+        found = self._tracked_partition(hosted)
+        return None if found is None else found[1]
+
+    def _tracked_partition(self, hosted: Any) -> tuple[TrackedPartition, RemoteLogMetadataCache] | None:
+        """The partition's tracking entry and caught-up remote metadata, or None."""
         tracked = self._tracked.get((hosted.topic, hosted.index))
         if tracked is None or tracked.tip.topic_id != hosted.topic_id:
             return None
-        return self.cache_of(tracked.tip)
+        cache = self.cache_of(tracked.tip)
+        return None if cache is None else (tracked, cache)
 
     def highest_remote_offset(self, hosted: Any) -> int:
         """The highest offset copied to remote storage along this log's epochs, -1 for none."""
@@ -580,97 +505,15 @@ class RemoteLogManager:
         """Whether a fetch at ``offset`` is below the local log but inside the whole log."""
         return offset < hosted.log.log_start_offset and offset >= hosted.log.whole_log_start_offset \
             and self._tracked_cache(hosted) is not None
-
     async def read_remote(self, hosted: Any, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
         """Whole batches from ``offset`` out of remote storage (off the event loop), or None when
         no remote segment holds it (the caller answers OFFSET_OUT_OF_RANGE)."""
-        cache = self._tracked_cache(hosted)
-        tracked = self._tracked.get((hosted.topic, hosted.index))
-        if cache is None or tracked is None:
-            return None
-
-        # The lookup runs here, where the cache changes; the thread sees only its answer.
-        found = segment_for_offset(cache, offset)
-        if found is None:
-            return None
-        seg, epoch = found
-
-        def work() -> bytes | None:
-            got = self.reader.read(_OneSegment(seg), epoch, offset, max_bytes, min_one_batch=min_one)
-            return None if got is None else got.records
-
-        try:
-            data = await trio.to_thread.run_sync(work, limiter=self._read_limiter)
-        except Exception as exc:
-            with self._stats_lock:
-                tracked.stats.remote_fetch_errors += 1
-            log.warning("%s: remote read at offset %d failed: %s", tracked.tip, offset, exc)
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"remote read failed: {exc}") from exc
-        with self._stats_lock:
-            tracked.stats.remote_fetch_requests += 1
-            tracked.stats.remote_fetch_bytes += len(data or b"")
-        return data
+        return await self.fetcher.read(hosted, offset, max_bytes, min_one=min_one)
 
     async def offset_for_timestamp(self, hosted: Any, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first remote record with timestamp >= ``timestamp``, or
         None when no remote record is that late (then the local log answers)."""
-        cache = self._tracked_cache(hosted)
-        if cache is None:
-            return None
-        local_start = hosted.log.log_start_offset
-        # Records below the whole log's start (DeleteRecords) are gone even while their segment
-        # is still remote, as in Kafka's remote timestamp lookup.
-        start = hosted.log.whole_log_start_offset
-        # Listed here, where the cache changes; the thread reads only these segments.
-        candidates = [seg for seg in cache.segments_in_state(_FINISHED)
-                      if seg.max_timestamp_ms >= timestamp and start <= seg.end_offset
-                      and seg.start_offset < local_start]
-
-        def work() -> tuple[int, int] | None:
-            for seg in candidates:
-                offset = max(start, self._time_index_floor(seg, timestamp))
-                while offset <= seg.end_offset:
-                    epochs = [e for e, start in seg.segment_leader_epochs.items() if start <= offset]
-                    epoch = max(epochs) if epochs else min(seg.segment_leader_epochs)
-                    got = self.reader.read(_OneSegment(seg), epoch, offset, 1 << 20, min_one_batch=True)
-                    if got is None or not got.records:
-                        break
-                    for header, view in iter_batches(got.records):
-                        if header.max_timestamp >= timestamp:
-                            for rec in iter_records(view):
-                                if rec.offset >= offset and rec.timestamp >= timestamp:
-                                    return rec.offset, rec.timestamp
-                        offset = header.last_offset + 1
-            return None
-
-        try:
-            return await trio.to_thread.run_sync(work, limiter=self._read_limiter)
-        except Exception as exc:
-            log.warning("%s: remote timestamp lookup failed: %s", hosted.topic, exc)
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"remote timestamp lookup failed: {exc}") from exc
-
-    def _time_index_floor(self, seg: RemoteLogSegmentMetadata, timestamp: int) -> int:
-        """Where to start looking for ``timestamp`` in a remote segment: the offset of the last
-        time index entry older than it (Kafka's TimeIndex.lookup), else the segment's start.
-        The index is fetched once and kept in the chunk cache; on a worker thread."""
-        sid = seg.remote_log_segment_id
-        key = (sid, "timeindex")
-        index = self.reader.chunks.get(key)
-        if index is None:
-            with self.rsm.fetch_index(sid, IndexType.TIMESTAMP) as f:
-                index = f.read()
-            n = len(index) // _TIME_ENTRY.size
-            # A zero-filled tail (a preallocated index) is not entries.
-            while n > 1 and _TIME_ENTRY.unpack_from(index, (n - 1) * _TIME_ENTRY.size) == (0, 0):
-                n -= 1
-            index = index[:n * _TIME_ENTRY.size]
-            self.reader.chunks.put(key, index)
-        entries = len(index) // _TIME_ENTRY.size
-        i = bisect.bisect_left(range(entries), timestamp,
-                               key=lambda j: _TIME_ENTRY.unpack_from(index, j * _TIME_ENTRY.size)[0]) - 1
-        if i < 0:
-            return seg.start_offset
-        return max(seg.start_offset, seg.start_offset + _TIME_ENTRY.unpack_from(index, i * _TIME_ENTRY.size)[1])
+        return await self.fetcher.offset_for_timestamp(hosted, timestamp)
 
     # ================================================================== visibility
     def status(self) -> dict[str, Any]:

@@ -17,12 +17,9 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.builder import Record, build_batch
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.tiered.local_dir_storage import LocalDirRemoteStorage
-from kafkapy.tiered.manager import (
-    RemoteLogManager,
-    TieredSettings,
-    segment_for_offset,
-)
+from kafkapy.tiered.manager import RemoteLogManager, TieredSettings
 from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache
+from kafkapy.tiered.remote_fetch import segment_for_offset
 from kafkapy.tiered.remote_metadata import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
