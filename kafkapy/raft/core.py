@@ -1,9 +1,11 @@
 """``RaftReplica``: the KRaft consensus core (KIP-595, pre-vote KIP-996) as a sans-I/O state machine.
 
-This module owns elections and role transitions; ``replication`` (a mixin) serves and
-follows Fetch/FetchSnapshot and moves the high watermark; ``roles`` holds per-role data,
-``raft_log`` the log with its epoch cache and snapshots, ``messages`` the RPCs. Everything the outside world provides comes
-in as an argument: messages (``handle``), time (``now_ms`` on every call), the stores, and a
+This module owns the timers and the dispatch of messages, and decides when roles change; mixins
+do the rest: ``election`` answers and counts votes, ``replication`` serves and follows
+Fetch/FetchSnapshot and moves the high watermark, ``transitions`` changes roles and writes
+quorum-state, ``voter_changes`` adds, removes and updates voters (KIP-853). ``roles`` holds
+per-role data, ``raft_log`` the log with its epoch cache and snapshots, ``messages`` the RPCs.
+Everything the outside world provides comes in as an argument: messages (``handle``), time (``now_ms`` on every call), the stores, and a
 ``random.Random`` for election jitter. Everything it produces comes out on request: messages
 (``poll_outbound``), the next time it needs a ``tick`` (``next_deadline_ms``) and committed
 entries (``take_committed``). ``quorum-state`` is written synchronously before any message that
@@ -18,15 +20,17 @@ before sending the next Fetch, whose ``fetch_offset`` is what the leader counts.
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.raft.control import build_leader_change_batch
+from kafkapy.raft.election import ElectionMixin
+from kafkapy.raft.events import CommitEvent, CommittedBatch, SnapshotLoad
 from kafkapy.raft.local import NotLeaderError
+from kafkapy.raft.membership import VoterHistory
 from kafkapy.raft.messages import (
     NO_LEADER,
+    RESPONSE_FOR,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -39,16 +43,13 @@ from kafkapy.raft.messages import (
     Outbound,
     RaftMessage,
     RaftRequest,
-    RESPONSE_FOR,
     SnapshotId,
     VoteRequest,
     VoteResponse,
 )
-from kafkapy.raft.election import ElectionMixin
-from kafkapy.raft.events import CommitEvent, CommittedBatch, SnapshotLoad
-from kafkapy.raft.replication import ReplicationMixin
 from kafkapy.raft.quorum_state import QuorumState, QuorumStateStore
 from kafkapy.raft.raft_log import RaftInvariantError, RaftLog, batch_epoch
+from kafkapy.raft.replication import ReplicationMixin
 from kafkapy.raft.roles import (
     Candidate,
     Follower,
@@ -60,14 +61,14 @@ from kafkapy.raft.roles import (
     RoleState,
     Unattached,
 )
-from kafkapy.raft.membership import VoterHistory
 from kafkapy.raft.snapshot_store import SnapshotStore
 from kafkapy.raft.store import RaftLogStore
-from kafkapy.raft.voters import Voter, VoterSet, build_voters_batch, snapshot_with_voters
+from kafkapy.raft.transitions import TransitionsMixin
+from kafkapy.raft.voter_changes import VoterChangesMixin
+from kafkapy.raft.voters import (
+    snapshot_with_voters,
+)
 from kafkapy.records.builder import Record, build_batch
-
-# Kafka: a leader resigns if a majority has not fetched within 1.5 x quorum.fetch.timeout.ms.
-CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
 
 
 class _Inflight(NamedTuple):
@@ -76,7 +77,7 @@ class _Inflight(NamedTuple):
     sent_ms: int
 
 
-class RaftReplica(ElectionMixin, ReplicationMixin):
+class RaftReplica(ElectionMixin, ReplicationMixin, TransitionsMixin, VoterChangesMixin):
     """One member of the metadata quorum: a voter if ``node_id`` is in ``voters``, else an
     observer that only fetches (a broker). See the module docstring for the I/O contract.
 
@@ -175,54 +176,6 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         leading. Entries below it are from earlier epochs."""
         st = self._state
         return st.epoch_start_offset if isinstance(st, Leader) else -1
-
-    @property
-    def is_voter(self) -> bool:
-        return self.node_id in self.voters
-
-    @property
-    def can_stand(self) -> bool:
-        """May this replica run for leader? Voters may; so may a replica whose removal is the
-        latest, still uncommitted change in its log: the voters left may lack that record and
-        need its log to elect anyone (it counts their votes, not its own, and resigns once the
-        removal commits)."""
-        if self.is_voter:
-            return True
-        if self._static_voters is not None:
-            return False
-        latest = self._history.latest_offset
-        return (latest >= self._hw
-                and self.node_id in self._history.at(latest)[0].ids)
-
-    @property
-    def voters(self) -> frozenset[int]:
-        """The voter ids in force: the configured ones, or those of the latest VotersRecord in
-        the log, committed or not (KIP-853)."""
-        if self._static_voters is not None:
-            return self._static_voters
-        return self._history.latest.ids
-
-    @property
-    def is_dynamic(self) -> bool:
-        """Are the voters data in the log (kraft.version 1) rather than configuration?"""
-        return self._static_voters is None
-
-    @property
-    def voter_set(self) -> VoterSet:
-        """The voters in force with their directory ids and endpoints (static voters: ids only)."""
-        if self._static_voters is not None:
-            return VoterSet.of(Voter(v) for v in self._static_voters)
-        return self._history.latest
-
-    @property
-    def kraft_version(self) -> int:
-        return 0 if self._static_voters is not None else self._history.kraft_version
-
-    def _on_snapshot(self, snapshot_id: SnapshotId, compacted: bool) -> None:
-        if compacted:
-            self._history.compact(snapshot_id.end_offset)
-        else:
-            self._history.load_snapshot(self.log.snapshots.read(snapshot_id))
 
     @property
     def high_watermark(self) -> int:
@@ -394,86 +347,6 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
             self._resign(now_ms)
         self._drive(now_ms)
 
-    # -- membership changes (KIP-853) ----------------------------------------------------------
-
-    def _change_refused(self, now_ms: int) -> tuple[ErrorCode, str, int] | None:
-        """Why the leader cannot start a voter change now (None: it can). One change at a time,
-        and only once this leader has committed in its own epoch (Raft's single-server change
-        rule, with the fix that a new leader first commits an entry of its term)."""
-        self._now = now_ms
-        self._flush_leader(now_ms)
-        if not self.is_leader:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, (f"node {self.node_id} is not the leader "
-                                                      f"(leader {self._leader_id})"), -1
-        if self._static_voters is not None:
-            return ErrorCode.UNSUPPORTED_VERSION, ("the voters are static (controller.quorum."
-                                                   "voters, kraft.version 0)"), -1
-        if self._hw <= self.leader_epoch_start_offset:
-            return ErrorCode.REQUEST_TIMED_OUT, "the leader has not committed in its epoch yet", -1
-        if self._history.latest_offset >= self._hw:
-            return ErrorCode.REQUEST_TIMED_OUT, "another voter change is not committed yet", -1
-        return None
-
-    def add_voter(self, voter: Voter, now_ms: int) -> tuple[ErrorCode, str, int]:
-        """Leader: add ``voter`` (an observer that has caught up) to the voter set. Returns
-        (error, message, offset of the VotersRecord); the change is done once that commits."""
-        refused = self._change_refused(now_ms)
-        if refused is not None:
-            return refused
-        current = self._history.latest
-        if voter.voter_id in current.ids:
-            return ErrorCode.DUPLICATE_VOTER, f"node {voter.voter_id} is already a voter", -1
-        st = self._state
-        assert isinstance(st, Leader)
-        prog = st.replicas.get(voter.voter_id)
-        if (prog is None or prog.last_fetch_ms is None
-                or now_ms - prog.last_fetch_ms > self.fetch_timeout_ms
-                or prog.end_offset < self._hw):
-            return (ErrorCode.REQUEST_TIMED_OUT,
-                    f"node {voter.voter_id} is not a caught-up observer of this leader", -1)
-        return self._append_voters(current.with_voter(voter), now_ms)
-
-    def remove_voter(self, voter_id: int, directory_id: uuid.UUID | None,
-                     now_ms: int) -> tuple[ErrorCode, str, int]:
-        """Leader: remove ``voter_id`` (this leader too: it resigns once the change commits)."""
-        refused = self._change_refused(now_ms)
-        if refused is not None:
-            return refused
-        current = self._history.latest
-        found = current.get(voter_id)
-        if found is None or (directory_id is not None and directory_id.int
-                             and found.directory_id.int and directory_id != found.directory_id):
-            return ErrorCode.VOTER_NOT_FOUND, f"node {voter_id} is not a voter", -1
-        if len(current.voters) == 1:
-            return ErrorCode.INVALID_REQUEST, "the last voter cannot be removed", -1
-        return self._append_voters(current.without(voter_id), now_ms)
-
-    def update_voter(self, voter: Voter, now_ms: int) -> tuple[ErrorCode, str, int]:
-        """Leader: a voter's new endpoints / supported kraft.versions (UpdateRaftVoter). Same
-        id and directory id; nothing to append when nothing changed (offset -1)."""
-        refused = self._change_refused(now_ms)
-        if refused is not None:
-            return refused
-        current = self._history.latest
-        found = current.get(voter.voter_id)
-        if found is None or (voter.directory_id.int and found.directory_id.int
-                             and voter.directory_id != found.directory_id):
-            return ErrorCode.VOTER_NOT_FOUND, f"node {voter.voter_id} is not a voter", -1
-        if found == voter:
-            return ErrorCode.NONE, "", -1
-        return self._append_voters(current.with_voter(voter), now_ms)
-
-    def _append_voters(self, voters: VoterSet, now_ms: int) -> tuple[ErrorCode, str, int]:
-        base = self.log.end_offset
-        self.log.append(build_voters_batch(base_offset=base, epoch=self._epoch, voters=voters,
-                                           now_ms=now_ms))
-        st = self._state
-        if isinstance(st, Leader):
-            for v in voters.ids:
-                st.replicas.setdefault(v, ReplicaProgress(next_begin_ms=now_ms))
-        self._drive(now_ms)
-        return ErrorCode.NONE, "", base
-
     def snapshot_written(self, end_offset: int, epoch: int, data: bytes, now_ms: int) -> None:
         """The state machine wrote a snapshot of everything below ``end_offset`` (a committed,
         delivered batch boundary whose last batch has ``epoch``); the log prefix goes."""
@@ -495,19 +368,7 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
         self.log.delete_before_snapshot(sid)
         self._drive(now_ms)
 
-    # -- persistence and sending ---------------------------------------------------------------
-
-    def _persist(self) -> None:
-        if self._static_voters is None:
-            new = QuorumState(leader_id=self._leader_id, leader_epoch=self._epoch,
-                              voted_id=self._voted_id, data_version=1)
-        else:
-            new = QuorumState(leader_id=self._leader_id, leader_epoch=self._epoch,
-                              voted_id=self._voted_id, cluster_id=self.cluster_id,
-                              current_voters=tuple(sorted(self.voters)), data_version=0)
-        if self._persisted != new:
-            self._state_store.write(new)
-            self._persisted = new
+    # -- sending -------------------------------------------------------------------------------
 
     def _send(self, destination: int, request: RaftRequest, now_ms: int) -> None:
         self._next_correlation = (self._next_correlation + 1) & 0x7FFFFFFF
@@ -518,142 +379,8 @@ class RaftReplica(ElectionMixin, ReplicationMixin):
     def _reply(self, destination: int, correlation_id: int, response: RaftMessage) -> None:
         self._outbound.append(Outbound(destination, response, correlation_id))
 
-    def _random_election_deadline(self, now_ms: int) -> int:
-        return now_ms + self.election_timeout_ms + self._rng.randrange(
-            max(1, self.election_timeout_ms))
-
-    def _election_backoff(self) -> int:
-        """Binary exponential backoff after a lost election, capped, with full jitter."""
-        bound = min(self.election_backoff_max_ms,
-                    self.retry_backoff_ms << min(self._election_retries, 20))
-        return 1 + self._rng.randrange(max(1, bound))
-
     def _current_leader(self) -> LeaderIdAndEpoch:
         return LeaderIdAndEpoch(self._leader_id, self._epoch)
-
-    # -- transitions ---------------------------------------------------------------------------
-
-    def _leave_state(self, now_ms: int) -> None:
-        """Tidy up the role we are leaving: answer parked fetches, drop in-flight requests
-        (their responses will be ignored as stale)."""
-        st = self._state
-        self._inflight.clear()
-        if isinstance(st, Leader):
-            # Answered at the end of this call, once the new epoch and leader are known.
-            self._orphaned_fetches.extend((r, p.correlation_id) for r, p in st.parked.items())
-            st.parked = {}
-
-    def _become_unattached(self, epoch: int, now_ms: int, *, deadline: int | None = None,
-                           leader_id: int = NO_LEADER) -> None:
-        self._leave_state(now_ms)
-        if epoch != self._epoch:
-            self._voted_id = -1
-        elif self._leader_id == self.node_id:
-            # We led this epoch: keep saying so in quorum-state, or a restart could make us
-            # a candidate — and leader — of the same epoch again, with a different log.
-            leader_id = self.node_id
-        self._epoch, self._leader_id = epoch, leader_id
-        self._persist()
-        if self.can_stand:
-            self._state = Unattached(deadline if deadline is not None
-                                     else self._random_election_deadline(now_ms))
-        else:
-            self._state = Unattached(None)
-
-    def _become_follower(self, epoch: int, leader_id: int, now_ms: int) -> None:
-        if leader_id == self.node_id:
-            raise RaftInvariantError(f"told that we lead epoch {epoch}")
-        if epoch == self._epoch and isinstance(self._state, (Leader, Resigned)):
-            raise RaftInvariantError(f"node {leader_id} claims epoch {epoch}, which we lead")
-        self._leave_state(now_ms)
-        if epoch != self._epoch:
-            self._voted_id = -1
-        self._epoch, self._leader_id = epoch, leader_id
-        self._persist()
-        self._election_retries = 0
-        self._state = Follower(now_ms + self.fetch_timeout_ms)
-
-    def _transition_on_leader_info(self, leader_id: int, epoch: int, now_ms: int) -> bool:
-        """Kafka's ``maybeHandleCommonResponse``: adopt a higher epoch, or learn the leader of
-        ours if we did not know it. True if we transitioned."""
-        if epoch > self._epoch:
-            if leader_id >= 0 and leader_id != self.node_id:
-                self._become_follower(epoch, leader_id, now_ms)
-            else:
-                self._become_unattached(epoch, now_ms)
-            return True
-        if (epoch == self._epoch and leader_id >= 0 and leader_id != self.node_id
-                and self._leader_id == NO_LEADER):
-            self._become_follower(epoch, leader_id, now_ms)
-            return True
-        return False
-
-    def _become_prospective(self, now_ms: int) -> None:
-        self._leave_state(now_ms)
-        # Vote requests advertise our end offset: it must survive a crash, or a restarted
-        # candidate could collect re-granted votes with less than it claimed.
-        self.log.flush()
-        self._state = Prospective(self._random_election_deadline(now_ms), {self.node_id})
-
-    def _become_candidate(self, now_ms: int) -> None:
-        self._leave_state(now_ms)
-        self._epoch += 1
-        self._voted_id = self.node_id
-        self._leader_id = NO_LEADER
-        self._persist()  # before any Vote request goes out
-        self.log.flush()
-        self._state = Candidate(self._random_election_deadline(now_ms), {self.node_id})
-
-    def _become_leader(self, now_ms: int) -> None:
-        st = self._state
-        assert isinstance(st, Candidate)
-        granted = frozenset(st.granted)
-        self._leave_state(now_ms)
-        self._leader_id = self.node_id
-        self._persist()
-        self._election_retries = 0
-        start = self.log.end_offset
-        self.log.append(build_leader_change_batch(
-            base_offset=start, epoch=self._epoch, leader_id=self.node_id, voters=self.voters,
-            granting_voters=granted, now_ms=now_ms))
-        if self._static_voters is None and not self._history.in_log:
-            # The first leader of a dynamic quorum copies the bootstrap voter set into the log,
-            # so replicas that start from an empty log (new controllers, brokers) learn it.
-            self.log.append(build_voters_batch(
-                base_offset=self.log.end_offset, epoch=self._epoch, voters=self._history.latest,
-                now_ms=now_ms, kraft_version=self._history.kraft_version or 1))
-        leader = Leader(epoch_start_offset=start, granting_voters=granted,
-                        check_quorum_deadline=now_ms + self._check_quorum_timeout())
-        for v in self.voters:
-            leader.replicas[v] = ReplicaProgress(next_begin_ms=now_ms)
-        self._state = leader
-        self._flush_leader(now_ms)
-
-    def _check_quorum_timeout(self) -> int:
-        return int(self.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
-
-    def _resign(self, now_ms: int) -> None:
-        st = self._state
-        assert isinstance(st, Leader)
-        others = [v for v in self.voters if v != self.node_id]
-        successors = tuple(sorted(others, key=lambda v: (
-            -st.replicas.get(v, ReplicaProgress()).end_offset, v)))
-        self._leave_state(now_ms)
-        self._state = Resigned(self._random_election_deadline(now_ms), successors, set(others))
-
-    def _lose_election(self, now_ms: int) -> None:
-        st = self._state
-        self._election_retries += 1
-        if isinstance(st, Prospective):
-            if self._leader_id >= 0 and self._leader_id != self.node_id:
-                # Kafka 4.0: a prospective that still knows its leader goes back to it.
-                self._become_follower(self._epoch, self._leader_id, now_ms)
-            else:
-                self._become_unattached(self._epoch, now_ms,
-                                        deadline=now_ms + self._election_backoff())
-        elif isinstance(st, Candidate):
-            self._inflight.clear()
-            st.backoff_until = now_ms + self._election_backoff()
 
     # -- timers and sending (the end of every call) --------------------------------------------
 

@@ -1,6 +1,6 @@
 """Elections for ``RaftReplica``: answering Vote (and pre-vote), BeginQuorumEpoch and
 EndQuorumEpoch, and counting vote responses. A mixin beside ``replication``; the role
-transitions these call (``_become_*``) stay in ``core``.
+transitions these call (``_become_*``) are in ``transitions``.
 
 Voting rules (KIP-595, KIP-996): a vote is granted to a voter whose log is at least as
 up-to-date as ours — last epoch first, then end offset — and at most once per epoch; the vote is
