@@ -1,0 +1,43 @@
+"""Issue 20's size line for the packages split by concern: no module over 700 lines, no class over 500.
+
+The group coordinator, tiered storage's RemoteLogManager, ``kafkapy cluster`` and the Raft core
+were split so each module has one job; this keeps them from growing back into one file.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "kafkapy"
+PACKAGES = ["coordinator", "tiered", "cli", "raft", "quorum"]
+MAX_FILE_LINES = 700
+MAX_CLASS_LINES = 500
+
+
+def _oversized(path: Path, root: Path = ROOT) -> list[str]:
+    text = path.read_text()
+    found = []
+    lines = text.count("\n")
+    if lines > MAX_FILE_LINES:
+        found.append(f"{path.relative_to(root)}: {lines} lines")
+    for node in ast.walk(ast.parse(text, filename=str(path))):
+        if isinstance(node, ast.ClassDef):
+            size = (node.end_lineno or node.lineno) - node.lineno + 1
+            if size > MAX_CLASS_LINES:
+                found.append(f"{path.relative_to(root)}:{node.name}: {size} lines")
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_split_packages_stay_within_the_size_limits(package):
+    offenders = [o for path in sorted((ROOT / package).rglob("*.py")) for o in _oversized(path)]
+    assert offenders == []
+
+
+def test_the_size_check_sees_an_oversized_class(tmp_path):
+    big = tmp_path / "big.py"
+    big.write_text("class Big:\n" + "    x = 1\n" * MAX_CLASS_LINES)
+    assert _oversized(big, tmp_path) == [f"big.py:Big: {MAX_CLASS_LINES + 1} lines"]
