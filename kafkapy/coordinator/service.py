@@ -22,7 +22,9 @@ from typing import Any
 import trio
 
 from kafkapy.coordinator import schema
-from kafkapy.coordinator.group import PARKED_TYPE, GroupConfig, GroupShard, Outcome
+from kafkapy.coordinator.classic_group import GroupConfig
+from kafkapy.coordinator.group import GroupShard
+from kafkapy.coordinator.outcome import PARKED_TYPE, Outcome
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 from kafkapy.records.builder import Record, build_batch
@@ -224,7 +226,8 @@ class GroupCoordinator:
             log.exception("Waiting for %s-%d to replicate offset %d failed", schema.OFFSETS_TOPIC,
                           getattr(hosted, "index", -1), required - 1)
             code = ErrorCode.UNKNOWN_SERVER_ERROR
-        # The members answered now get a fresh session from now (see GroupShard._answer_sync).
+        # The members answered now get a fresh session from now (see
+        # ClassicGroupMembership._answer_sync).
         if code == ErrorCode.NONE:
             outcome.written(self.clock.now_ms())
         else:
