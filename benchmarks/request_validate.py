@@ -14,7 +14,7 @@ from typing import Any
 
 from benchmarks.records_validate import measure
 from kafkapy.protocol import ApiKey, request_class
-from kafkapy.protocol.connection import _request_decoder
+from kafkapy.protocol.kafka_python_adapter import compile_request_decoder
 from kafkapy.protocol.validate import check_request_body
 from kafkapy.records.builder import Record, build_batch
 
@@ -57,7 +57,8 @@ def main() -> None:
     for label, api_key, version, message in CASES:
         body = bytearray(message.encode(version=version))
         cls = request_class(api_key)
-        decoder = _request_decoder(cls, version, bool(cls.flexible_version_q(version)))
+        decoder = compile_request_decoder(cls, version, bool(cls.flexible_version_q(version)),
+                                          zero_copy_records=cls.API_KEY == ApiKey.PRODUCE)
         view = memoryview(body)
         n = len(body)
         walk = measure(lambda: check_request_body(api_key, version, body, 0, n), args.seconds)

@@ -49,7 +49,7 @@ from kafkapy.protocol import (
     error_response,
     frame_parts,
 )
-from kafkapy.protocol.connection import Part
+from kafkapy.protocol.events import Part
 
 __all__ = [
     "ConnectionInfo",

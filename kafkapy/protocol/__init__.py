@@ -2,6 +2,10 @@
 
 Code above ``protocol/`` reaches kafka-python's message classes only through this package
 (``kafkapy.protocol.messages``), and reads and writes frames through :class:`ServerConnection`.
+Shaped like h11: ``errors`` (whose fault), ``events`` (what crosses the boundary), ``framing``
+(size-prefixed frames), ``decode`` (frame to request), ``encode`` (response to frame),
+``error_responses`` (Kafka's failure answer for any request), ``connection`` (the state machine
+tying them together); ``kafka_python_adapter`` is the one module touching kafka-python internals.
 """
 
 from kafkapy.protocol.apis import (
@@ -14,11 +18,10 @@ from kafkapy.protocol.apis import (
     response_class,
     valid_api_versions_request,
 )
-from kafkapy.protocol.connection import (
-    CLOSED,
-    DEFAULT_MAX_REQUEST_BYTES,
-    NEED_DATA,
-    FileRegion,
+from kafkapy.protocol.connection import ServerConnection
+from kafkapy.protocol.encode import encode_response, encode_response_parts, frame_parts, frame_size
+from kafkapy.protocol.error_responses import error_response
+from kafkapy.protocol.errors import (
     FrameTooLarge,
     LocalProtocolError,
     MalformedFrame,
@@ -26,17 +29,11 @@ from kafkapy.protocol.connection import (
     MalformedRequest,
     ProtocolError,
     RemoteProtocolError,
-    Request,
-    RequestHeader,
-    ServerConnection,
     UnknownApiKey,
     UnsupportedApiVersion,
-    encode_response,
-    encode_response_parts,
-    error_response,
-    frame_parts,
-    frame_size,
 )
+from kafkapy.protocol.events import CLOSED, NEED_DATA, FileRegion, Request, RequestHeader
+from kafkapy.protocol.framing import DEFAULT_MAX_REQUEST_BYTES
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 __all__ = [

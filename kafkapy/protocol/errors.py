@@ -1,7 +1,12 @@
-"""Kafka's error codes, as the protocol guide numbers them.
+"""Kafka's error codes, as the protocol guide numbers them, and the protocol layer's exceptions.
 
 Handlers answer with these codes; they never raise across the protocol boundary. ``KafkaError`` is
 the exception the cores raise when an operation fails with one specific code.
+
+The second half is whose fault a stream that can't be served is (as in h11): a
+:class:`RemoteProtocolError` subclass when the peer broke the protocol (the edge logs it and closes
+the connection, sending nothing, as Kafka does), :class:`LocalProtocolError` when our own code
+misused the layer.
 """
 
 from __future__ import annotations
@@ -196,3 +201,66 @@ class KafkaError(Exception):
     def __repr__(self) -> str:
         return f"KafkaError({self.code.name}, {self.message!r})"
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Protocol violations: whose fault, and what the edge needs to log
+# ---------------------------------------------------------------------------------------------
+
+
+class ProtocolError(Exception):
+    """Base of the errors a connection raises when the byte stream can't be served."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer broke the protocol; the edge logs ``str(error)`` and closes the connection.
+
+    What was known about the offending request when it failed is attached for the log line
+    (any of these may be None).
+    """
+
+    def __init__(self, message: str, *, api_key: int | None = None, api_version: int | None = None,
+                 correlation_id: int | None = None, client_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+
+
+class FrameTooLarge(RemoteProtocolError):
+    """The size prefix exceeds ``max_request_bytes`` (Kafka: InvalidReceiveException)."""
+
+    def __init__(self, size: int, max_size: int) -> None:
+        super().__init__(f"Invalid receive (size = {size} larger than {max_size})")
+        self.size = size
+        self.max_size = max_size
+
+
+class MalformedFrame(RemoteProtocolError):
+    """The size prefix is negative (Kafka: InvalidReceiveException)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"Invalid receive (size = {size})")
+        self.size = size
+
+
+class MalformedHeader(RemoteProtocolError):
+    """The request header could not be read."""
+
+
+class UnknownApiKey(RemoteProtocolError):
+    """The API key is not one Kafka assigned, or not one this node serves."""
+
+
+class UnsupportedApiVersion(RemoteProtocolError):
+    """A version of an API (other than ApiVersions) this node does not serve."""
+
+
+class MalformedRequest(RemoteProtocolError):
+    """The request body failed to decode at the version its header names."""
+
+
+class LocalProtocolError(ProtocolError):
+    """Our own code misused the protocol layer (a bug on this side, not the peer's)."""

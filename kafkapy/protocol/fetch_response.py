@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from kafkapy.protocol.wire import I16, I32, I64, uuid_bytes, uvarint
-from kafkapy.protocol.connection import FileRegion, Part, Request, frame_parts
+from kafkapy.protocol.encode import frame_parts
+from kafkapy.protocol.events import FileRegion, Part, Request
 from kafkapy.protocol.leader_hints import NodeEndpoint, node_endpoints_tag
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "FetchPartitionResult", "FetchTopicResult",

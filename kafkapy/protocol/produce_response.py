@@ -18,7 +18,8 @@ from typing import Final, NamedTuple
 
 from kafkapy.protocol.wire import I16, I32, I64, uuid_bytes, uvarint
 from kafkapy.protocol.leader_hints import NodeEndpoint, leader_tag, node_endpoints_tag
-from kafkapy.protocol.connection import Request, frame_parts
+from kafkapy.protocol.encode import frame_parts
+from kafkapy.protocol.events import Request
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "ProducePartitionResult", "ProduceTopicResult",
            "produce_response_frame"]
