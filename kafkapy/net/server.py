@@ -49,7 +49,7 @@ from kafkapy.protocol import (
     error_response,
     frame_parts,
 )
-from kafkapy.protocol.events import Part
+from kafkapy.protocol.events import Part, Reply
 
 __all__ = [
     "ConnectionInfo",
@@ -90,24 +90,6 @@ class ConnectionInfo:
     peer: tuple[Any, ...] | None = None
     local: tuple[Any, ...] | None = None
     state: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """What to send back for one request.
-
-    Exactly one of ``body`` (a response message object, encoded for the request's version) or
-    ``parts`` (a complete frame — size prefix and response header included — as bytes and
-    :class:`FileRegion` objects, e.g. from ``protocol.encode_response_parts`` or
-    ``protocol.frame_parts``) is set; neither means nothing is sent. ``close`` closes the
-    connection after sending (Kafka's answer to a failed acks=0 produce). ``on_done`` is called
-    once the reply has been written or abandoned, so file descriptors can be released.
-    """
-
-    body: Any = None
-    parts: Sequence[Part] | None = None
-    close: bool = False
-    on_done: Callable[[], None] | None = None
 
 
 class Dispatcher(Protocol):

@@ -19,10 +19,17 @@ from kafkapy.protocol.apis import (
     valid_api_versions_request,
 )
 from kafkapy.protocol.connection import ServerConnection
-from kafkapy.protocol.encode import encode_response, encode_response_parts, frame_parts, frame_size
+from kafkapy.protocol.encode import (
+    encode_response,
+    encode_response_parts,
+    frame_parts,
+    frame_size,
+)
 from kafkapy.protocol.error_responses import error_response
 from kafkapy.protocol.errors import (
+    ErrorCode,
     FrameTooLarge,
+    KafkaError,
     LocalProtocolError,
     MalformedFrame,
     MalformedHeader,
@@ -32,9 +39,15 @@ from kafkapy.protocol.errors import (
     UnknownApiKey,
     UnsupportedApiVersion,
 )
-from kafkapy.protocol.events import CLOSED, NEED_DATA, FileRegion, Request, RequestHeader
+from kafkapy.protocol.events import (
+    CLOSED,
+    NEED_DATA,
+    FileRegion,
+    Reply,
+    Request,
+    RequestHeader,
+)
 from kafkapy.protocol.framing import DEFAULT_MAX_REQUEST_BYTES
-from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
     "CLOSED",
@@ -53,6 +66,7 @@ __all__ = [
     "MalformedRequest",
     "ProtocolError",
     "RemoteProtocolError",
+    "Reply",
     "Request",
     "RequestHeader",
     "ServerConnection",

@@ -28,7 +28,15 @@ from kafkapy.protocol.decode import decode_request
 from kafkapy.protocol.encode import encode_response, encode_response_parts
 from kafkapy.protocol.error_responses import error_response
 from kafkapy.protocol.errors import LocalProtocolError, RemoteProtocolError
-from kafkapy.protocol.events import CLOSED, NEED_DATA, FileRegion, Part, Request, RequestHeader, Sentinel
+from kafkapy.protocol.events import (
+    CLOSED,
+    NEED_DATA,
+    FileRegion,
+    Part,
+    Request,
+    RequestHeader,
+    Sentinel,
+)
 from kafkapy.protocol.framing import DEFAULT_MAX_REQUEST_BYTES, FrameReader
 
 # Request, RequestHeader and FileRegion live in ``events``; they stay importable from here because

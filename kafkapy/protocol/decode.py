@@ -21,10 +21,19 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable, request_class
-from kafkapy.protocol.errors import MalformedHeader, MalformedRequest, UnknownApiKey, UnsupportedApiVersion
+from kafkapy.protocol.errors import (
+    MalformedHeader,
+    MalformedRequest,
+    UnknownApiKey,
+    UnsupportedApiVersion,
+)
 from kafkapy.protocol.events import Request, RequestHeader
 from kafkapy.protocol.kafka_python_adapter import compile_request_decoder, detach_header
-from kafkapy.protocol.validate import InvalidRequestBody, check_request_body, read_tagged_fields
+from kafkapy.protocol.validate import (
+    InvalidRequestBody,
+    check_request_body,
+    read_tagged_fields,
+)
 from kafkapy.protocol.wire import I16
 
 __all__ = ["decode_request"]

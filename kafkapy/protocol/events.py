@@ -1,18 +1,20 @@
-"""What crosses the protocol boundary: decoded requests in, frame parts out.
+"""What crosses the protocol boundary: decoded requests in, replies out.
 
 A :class:`ServerConnection <kafkapy.protocol.connection.ServerConnection>` hands out one
-:class:`Request` at a time, or :data:`NEED_DATA`, or :data:`CLOSED`. What goes back out is bytes
-and :class:`FileRegion` slices of files (a :data:`Part` each), framed by ``protocol.encode``.
+:class:`Request` at a time, or :data:`NEED_DATA`, or :data:`CLOSED`. A handler answers with a
+:class:`Reply`: a response body, or frame parts already encoded, bytes and :class:`FileRegion`
+slices of files (a :data:`Part` each). Handlers build replies without knowing the listener.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kafkapy.protocol.apis import ApiKey
 
-__all__ = ["CLOSED", "NEED_DATA", "FileRegion", "Part", "Request", "RequestHeader", "Sentinel"]
+__all__ = ["CLOSED", "NEED_DATA", "FileRegion", "Part", "Reply", "Request", "RequestHeader", "Sentinel"]
 
 
 class Sentinel:
@@ -133,3 +135,21 @@ class FileRegion:
 
 #: One piece of an outgoing frame: bytes to write, or a file region to ``sendfile``.
 Part = bytes | bytearray | memoryview | FileRegion
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What to send back for one request (a handler's answer, handed to the listener).
+
+    Exactly one of ``body`` (a response message object, encoded for the request's version) or
+    ``parts`` (a complete frame — size prefix and response header included — as bytes and
+    :class:`FileRegion` objects, e.g. from ``protocol.encode_response_parts`` or
+    ``protocol.frame_parts``) is set; neither means nothing is sent. ``close`` closes the
+    connection after sending (Kafka's answer to a failed acks=0 produce). ``on_done`` is called
+    once the reply has been written or abandoned, so file descriptors can be released.
+    """
+
+    body: Any = None
+    parts: Sequence[Part] | None = None
+    close: bool = False
+    on_done: Callable[[], None] | None = None

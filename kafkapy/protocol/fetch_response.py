@@ -18,10 +18,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
-from kafkapy.protocol.wire import I16, I32, I64, uuid_bytes, uvarint
 from kafkapy.protocol.encode import frame_parts
 from kafkapy.protocol.events import FileRegion, Part, Request
 from kafkapy.protocol.leader_hints import NodeEndpoint, node_endpoints_tag
+from kafkapy.protocol.wire import I16, I32, I64, uuid_bytes, uvarint
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "FetchPartitionResult", "FetchTopicResult",
            "fetch_response_parts"]

@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Final
 
-from kafkapy.protocol.errors import FrameTooLarge, LocalProtocolError, MalformedFrame, RemoteProtocolError
+from kafkapy.protocol.errors import (
+    FrameTooLarge,
+    LocalProtocolError,
+    MalformedFrame,
+    RemoteProtocolError,
+)
 from kafkapy.protocol.wire import I32
 
 __all__ = ["DEFAULT_MAX_REQUEST_BYTES", "FrameReader"]

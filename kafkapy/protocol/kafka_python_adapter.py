@@ -69,7 +69,7 @@ class _FrameReader:
     the generated code adds to its position.
     """
 
-    __slots__ = ("_data", "_start", "_pos")
+    __slots__ = ("_data", "_pos", "_start")
 
     def __init__(self, data: memoryview, pos: int) -> None:
         self._data = data

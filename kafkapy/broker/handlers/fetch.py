@@ -26,7 +26,7 @@ from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.fetch_session import FetchPartitionRequest, SessionContext
 from kafkapy.broker.leader_hints import LeaderHints
 from kafkapy.protocol import messages as m
-from kafkapy.net.server import Reply
+from kafkapy.protocol.events import Reply
 from kafkapy.protocol.connection import FileRegion, Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.fetch_response import FetchPartitionResult, FetchTopicResult, fetch_response_parts

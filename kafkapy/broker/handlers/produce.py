@@ -23,9 +23,9 @@ import trio
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.leader_hints import LeaderHints
-from kafkapy.net.server import Reply
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.events import Reply
 from kafkapy.protocol.produce_response import (
     ProducePartitionResult,
     ProduceTopicResult,
