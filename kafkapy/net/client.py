@@ -26,6 +26,7 @@ from kafkapy.protocol import (
     request_class,
     response_class,
 )
+from kafkapy.protocol.kafka_python_adapter import detach_header
 
 __all__ = ["ApiVersionsHandshake", "KafkaClient", "KafkaClientError", "UnsupportedByPeer", "decode_response",
            "encode_request", "expects_response"]
@@ -290,7 +291,7 @@ def decode_response(api_key: int, version: int, frame: bytes) -> Any:
         pos = _skip_tagged_fields(frame, pos)
     # ApiVersionsResponse.decode falls back to v0 itself when the error code is set (KIP-511).
     body = cls.decode(memoryview(frame)[pos:], version=version)
-    body._header = None  # kafka-python leaves it unset, which breaks re-encoding the object
+    detach_header(body)  # kafka-python leaves it unset, which breaks re-encoding the object
     return body
 
 

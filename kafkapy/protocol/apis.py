@@ -10,21 +10,24 @@ Three things live here:
 * ``ApiVersionsTable`` — the (api_key, min_version, max_version) ranges a node advertises. The
   connection uses it to accept or reject requests; ApiVersions responses are built from it.
 
-This module and ``messages.py`` are the only places that know message classes come from kafka-python.
+Message classes come from kafka-python through ``kafka_python_adapter``; this module and
+``messages.py`` are the only places above it that know their registry.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from kafka.protocol.api_message import ApiMessage
-
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.kafka_python_adapter import (
+    ApiMessage,
+    kafka_python_message_classes,
+    message_class_from_schema,
+)
 
 __all__ = [
     "ApiKey",
@@ -259,16 +262,6 @@ _MESSAGE_NAMES: dict[int, str] = {
 # Message-class registry
 # ---------------------------------------------------------------------------------------------
 
-# kafka-python groups its classes in these modules; every ApiMessage subclass found there is
-# registered under its API key.
-_KAFKA_PYTHON_MODULES = (
-    "kafka.protocol.metadata",
-    "kafka.protocol.producer",
-    "kafka.protocol.consumer",
-    "kafka.protocol.admin",
-    "kafka.protocol.sasl",
-)
-
 # Our own schemas (``kafkapy/protocol/schemas/<Name>.json``), for APIs kafka-python lacks.
 _OWN_SCHEMAS = tuple(
     f"{api}{kind}"
@@ -289,8 +282,7 @@ def load_schema_class(name: str, package: str = _SCHEMA_PACKAGE) -> type[ApiMess
     kafka-python's metaclass reads the schema through its ``load_json(name, package=...)`` hook, so the
     class gets the same codecs, version handling and nested struct classes as kafka-python's own.
     """
-    meta = type(ApiMessage)
-    return meta(name, (ApiMessage,), {"__module__": __name__}, load_json=package)  # type: ignore[no-any-return]
+    return message_class_from_schema(name, package, __name__)
 
 
 def _register(cls: type[ApiMessage]) -> None:
@@ -302,13 +294,8 @@ def _register(cls: type[ApiMessage]) -> None:
 
 
 def _build_registry() -> None:
-    for module_name in _KAFKA_PYTHON_MODULES:
-        module = importlib.import_module(module_name)
-        for attr in getattr(module, "__all__", ()):
-            obj = getattr(module, attr)
-            if (isinstance(obj, type) and issubclass(obj, ApiMessage) and obj is not ApiMessage
-                    and getattr(obj, "_class_version", None) is None):
-                _register(obj)
+    for cls in kafka_python_message_classes():
+        _register(cls)
     for name in _OWN_SCHEMAS:
         if name.endswith("Request") and ApiKey[name[: -len("Request")]] in _REQUESTS:
             continue  # kafka-python grew this schema; prefer its class

@@ -98,7 +98,7 @@ _RECORDS_TREES: dict[tuple[int, int], _RecordsTree] = {}
 
 
 def _records_tree(node: Any, version: int) -> _RecordsTree:
-    out = []
+    out: list[tuple[str, str, Any]] = []
     for f in node.fields.values():
         if not f.for_version_q(version):
             continue

@@ -104,7 +104,7 @@ class FileRegion:
     fd: int
     offset: int
     count: int
-    owner: object = field(default=None, compare=False, repr=False)
+    owner: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, file_slice: Any) -> FileRegion:

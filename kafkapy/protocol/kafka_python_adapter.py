@@ -1,21 +1,79 @@
-"""The one module that reaches into kafka-python's internals.
+"""The one module that imports kafka-python and reaches into its internals.
 
-kafka-python supplies the message classes and the schema-driven codec. Where we need more than its
-public surface (the generated request decoders, the schema tree behind a message class, the
-metaclass hook that loads our own JSON schemas), it is done here and nowhere else, so a
-kafka-python upgrade that moves those internals breaks exactly this file.
+kafka-python supplies the message classes, the schema-driven codec and the murmur2 hash. Where we
+need more than its public surface (the generated request decoders, the schema tree and JSON behind
+a message class, the metaclass hook that loads our own JSON schemas, which classes are its
+versioned aliases), it is done here and nowhere else, so a kafka-python upgrade that moves those
+internals breaks exactly this file. The rest of ``protocol/`` uses message classes through their
+public methods (``encode``, ``decode``, ``flexible_version_q``, ``fields``) and these functions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterator
 from types import MethodType
 from typing import Any
 
+from kafka.partitioner.default import murmur2
+from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas import StructField
 from kafka.protocol.schemas.fields.codecs import Bytes, UnsignedVarInt32
 
-__all__ = ["compile_request_decoder", "detach_header", "has_field"]
+__all__ = ["ApiMessage", "compile_request_decoder", "detach_header", "has_field",
+           "kafka_python_message_classes", "message_class_from_schema", "murmur2", "schema_json",
+           "schema_tree", "tagged_fields_of"]
+
+# kafka-python groups its message classes in these modules.
+_MESSAGE_MODULES = (
+    "kafka.protocol.metadata",
+    "kafka.protocol.producer",
+    "kafka.protocol.consumer",
+    "kafka.protocol.admin",
+    "kafka.protocol.sasl",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Message classes and their schemas
+# ---------------------------------------------------------------------------------------------
+
+
+def kafka_python_message_classes() -> Iterator[type[ApiMessage]]:
+    """Every request and response class kafka-python ships (its per-version aliases left out)."""
+    for module_name in _MESSAGE_MODULES:
+        module = importlib.import_module(module_name)
+        for attr in getattr(module, "__all__", ()):
+            obj = getattr(module, attr)
+            if (isinstance(obj, type) and issubclass(obj, ApiMessage) and obj is not ApiMessage
+                    and getattr(obj, "_class_version", None) is None):
+                yield obj
+
+
+def message_class_from_schema(name: str, package: str, module: str) -> type[ApiMessage]:
+    """A message class from ``<package>/<name>.json`` (Kafka's JSON message-schema format).
+
+    kafka-python's metaclass reads the schema through its ``load_json`` hook, so the class gets
+    the same codecs, version handling and nested struct classes as kafka-python's own.
+    """
+    meta = type(ApiMessage)
+    return meta(name, (ApiMessage,), {"__module__": module},  # type: ignore[no-any-return]
+                load_json=package)
+
+
+def schema_json(cls: Any) -> dict[str, Any]:
+    """The JSON schema (as a dict) a message class was made from."""
+    return cls._json  # type: ignore[no-any-return]
+
+
+def schema_tree(cls: Any) -> Any:
+    """The root ``StructField`` of a message class: its fields, versions and codecs."""
+    return cls._struct
+
+
+def tagged_fields_of(node: Any, version: int) -> list[Any]:
+    """The tagged fields of a schema struct at ``version``, in declaration order."""
+    return list(node.tagged_fields(version)._fields)
 
 
 def detach_header(body: Any) -> None:
@@ -104,8 +162,8 @@ def compile_request_decoder(cls: Any, version: int, flexible: bool, *,
     classes as kafka-python's own decoder, so callers can't tell the difference except that
     records are memoryviews.
     """
-    tree = StructField(cls._json)
-    _graft(tree, cls._struct, zero_copy_records)
+    tree = StructField(schema_json(cls))
+    _graft(tree, schema_tree(cls), zero_copy_records)
     return tree.compiled_decode_from(  # type: ignore[no-any-return]
         version, compact=flexible, tagged=flexible, data_class=cls)
 
@@ -126,5 +184,5 @@ def _graft(new: Any, old: Any, zero_copy_records: bool) -> None:
 
 def has_field(cls: Any, name: str, version: int) -> bool:
     """Whether message class ``cls`` has the (snake_case) field ``name`` at ``version``."""
-    f = cls._struct.fields.get(name) if hasattr(cls, "_struct") else None
+    f = schema_tree(cls).fields.get(name) if hasattr(cls, "_struct") else None
     return f is not None and bool(f.for_version_q(version))

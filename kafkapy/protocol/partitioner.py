@@ -7,9 +7,9 @@ key lives, which compacted topics and per-key ordering depend on. The hash is ka
 
 from __future__ import annotations
 
-from kafka.partitioner.default import murmur2
+from kafkapy.protocol.kafka_python_adapter import murmur2
 
 
 def partition_for_key(key: bytes, partitions: int) -> int:
     """The partition of ``key`` among ``partitions`` (> 0)."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    return (int(murmur2(key)) & 0x7FFFFFFF) % partitions

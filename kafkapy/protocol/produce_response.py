@@ -33,7 +33,7 @@ _PART = struct.Struct(">ihqq")   # index, error_code, base_offset, log_append_ti
 class ProducePartitionResult(NamedTuple):
     """One partition of a Produce response."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # Kafka's field name, though it shadows tuple.index
     error_code: int
     base_offset: int
     log_append_time_ms: int

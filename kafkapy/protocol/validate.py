@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kafkapy.protocol.apis import request_class
+from kafkapy.protocol.kafka_python_adapter import schema_tree, tagged_fields_of
 
 __all__ = [
     "InvalidRequestBody",
@@ -167,7 +168,7 @@ def _compile_struct(node: Any, version: int, flexible: bool) -> _Struct:
     if flexible:
         min_size += 1
         tagged = {}
-        for f in node.tagged_fields(version)._fields:
+        for f in tagged_fields_of(node, version):
             # Tagged values are always in the compact encoding.
             tagged[f.tag] = _compile_field(f, version, True)[0]
     return _Struct(node.name, tuple(ops), tagged, min_size)
@@ -210,7 +211,7 @@ def plan_for(api_key: int, version: int) -> _Struct:
         cls = request_class(api_key)
         if cls is None:
             raise ValueError(f"no request schema for api key {api_key}")
-        plan = _compile_struct(cls._struct, version, bool(cls.flexible_version_q(version)))
+        plan = _compile_struct(schema_tree(cls), version, bool(cls.flexible_version_q(version)))
         _PLANS[(api_key, version)] = plan
     return plan
 

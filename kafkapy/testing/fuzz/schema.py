@@ -1,7 +1,7 @@
 """The Kafka JSON schema of a request, walked over real bytes and used to write sample requests.
 
 Mutations that lie about a length or a count need to know where the lengths and counts are. The
-message classes carry Kafka's JSON schema (``cls._json``); :func:`spots` walks a request frame
+message classes carry Kafka's JSON schema (``schema_json(cls)``); :func:`spots` walks a request frame
 with it and returns every length, count, nullable-or-not field and records field it passes, by
 byte offset. :func:`sample_body` writes a plausible request of any api key and version from the
 same schema (one element per array, names from a caller's list), for the hand-built seeds.
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.protocol.apis import request_class
+from kafkapy.protocol.kafka_python_adapter import schema_json
 
 _FIXED = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8,
           "float64": 8, "uuid": 16}
@@ -173,7 +174,7 @@ def spots(frame: bytes, api_key: int, version: int) -> list[Spot]:
     if cls is None or len(frame) < 14:
         return []
     flexible = bool(cls.flexible_version_q(version))
-    schema = cls._json
+    schema = schema_json(cls)
     common = {s["name"]: s for s in schema.get("commonStructs", [])}
     walker = _Walker(frame, flexible, version, common)
     try:
@@ -258,7 +259,7 @@ def sample_body(api_key: int, version: int, value_for: Callable[[str, str], Any]
     cls = request_class(api_key)
     if cls is None:
         raise ValueError(f"no schema for api key {api_key}")
-    schema = cls._json
+    schema = schema_json(cls)
     common = {s["name"]: s for s in schema.get("commonStructs", [])}
     return _Writer(bool(cls.flexible_version_q(version)), version, common,
                    value_for).fields(schema["fields"])

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from kafkapy.protocol import ApiVersionsTable, FileRegion, Request, ServerConnection, encode_response_parts
+from kafkapy.protocol import (
+    ApiVersionsTable,
+    FileRegion,
+    Request,
+    ServerConnection,
+    encode_response_parts,
+)
 from kafkapy.protocol import messages as m
 
 

@@ -6,7 +6,14 @@ import struct
 
 import pytest
 
-from kafkapy.protocol import CLOSED, NEED_DATA, ApiVersionsTable, FrameTooLarge, MalformedFrame, ServerConnection
+from kafkapy.protocol import (
+    CLOSED,
+    NEED_DATA,
+    ApiVersionsTable,
+    FrameTooLarge,
+    MalformedFrame,
+    ServerConnection,
+)
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.framing import FrameReader
 
