@@ -56,6 +56,9 @@ class ServerConnection:
                  ) -> None:
         self.supported = supported
         self._frames = FrameReader(max_request_bytes)
+        # Bound once: both run for every chunk and every request.
+        self._feed = self._frames.feed
+        self._next_frame = self._frames.next_frame
         self._error: RemoteProtocolError | None = None
         self._eof = False
 
@@ -77,7 +80,7 @@ class ServerConnection:
             return
         if self._error is not None:
             return  # the stream is already unreadable; drop what follows
-        self._frames.feed(data)
+        self._feed(data)
 
     def receive_buffer(self) -> memoryview | None:
         """Where the rest of the frame being filled goes, for readers that can receive into memory.
@@ -113,7 +116,7 @@ class ServerConnection:
         connection is then unusable and must be closed. A frame cut short by the end of the
         stream is dropped: :data:`CLOSED` follows the last complete request.
         """
-        frame = self._frames.next_frame()
+        frame = self._next_frame()
         if frame is not None:
             try:
                 return decode_request(frame, self.supported)
