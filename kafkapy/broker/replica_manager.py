@@ -593,7 +593,7 @@ class ReplicaManager:
 
     def _set_high_watermark(self, hosted: HostedPartition, hw: int) -> None:
         if hw > hosted.log.high_watermark:
-            hosted.log.high_watermark = hw
+            hosted.log.maybe_increment_high_watermark(hw)
             hosted.wake()
             self._wake_fetches()  # consumers read up to the high watermark
 
@@ -644,7 +644,7 @@ class ReplicaManager:
                 "Leading %s-%d at leader epoch %d from offset %d (high watermark %d, ISR %s)",
                 hosted.topic, hosted.index, hosted.leader_epoch, leo, plog.high_watermark, hosted.isr)
         if state.high_watermark > plog.high_watermark:
-            plog.high_watermark = state.high_watermark
+            plog.maybe_increment_high_watermark(state.high_watermark)
         hosted.wake()
         self._wake_fetches()
 

@@ -93,9 +93,11 @@ class PartitionLog:
         self.topic_id: uuid.UUID | None = None
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
-        self.log_start_offset = 0
+        # The partition's offsets. This class is their one owner (Kafka's UnifiedLog): read them
+        # through the properties, move them only through the named methods below.
+        self._log_start_offset = 0
         self.recovery_point = 0
-        self.high_watermark = 0
+        self._high_watermark = 0
         # A log nobody replicates exposes everything it holds. The replica manager clears this
         # on the logs it replicates and moves the high watermark itself (ISR progress on a
         # leader, the leader's high watermark on a follower).
@@ -123,7 +125,7 @@ class PartitionLog:
         # offset checkpoint because it may lie below everything this broker holds locally.
         # See whole_log_start_offset.
         self.earliest_remote_offset: int | None = None
-        self.log_start_floor = 0
+        self._log_start_floor = 0
         self.closed = False
         #: Whether opening it scanned (recovered) any segment, for the loader's summary line.
         self.recovered = False
@@ -159,7 +161,7 @@ class PartitionLog:
         log._load(now_ms=now_ms, recover=recover, recovery_point=recovery_point,
                   log_start_offset=log_start_offset)
         if high_watermark is not None:
-            log.high_watermark = max(log.log_start_offset, min(high_watermark, log.log_end_offset))
+            log.update_high_watermark(high_watermark)
         return log
 
     def _check_topic_id(self, topic_id: uuid.UUID | bytes | None) -> None:
@@ -304,12 +306,12 @@ class PartitionLog:
         first_base = self._segments[0].base_offset
         leo = self.log_end_offset
         lso = first_base if log_start_offset is None else max(log_start_offset, first_base)
-        self.log_start_offset = min(lso, leo)
+        self._log_start_offset = min(lso, leo)
         if log_start_offset is not None and log_start_offset < self.log_start_offset:
             # A tiered log's whole start (checkpoint_log_start_offset), or a stale start from a
             # crash between deleting segments and checkpointing: harmless, as the floor counts
             # only on remote-enabled logs and never below their earliest remote offset.
-            self.log_start_floor = log_start_offset
+            self._log_start_floor = log_start_offset
         # A clean shutdown flushed everything, and a recovery that kept nothing past the
         # checkpointed recovery point (or cut and fsynced) leaves it all durable; otherwise the
         # old recovery point stands.
@@ -317,7 +319,7 @@ class PartitionLog:
         self.leader_epoch_cache.truncate_from_end(leo)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self._rebuild_producer_state(leo, now_ms)
-        self.high_watermark = leo
+        self._high_watermark = leo
         self.last_flush_ms = now_ms
         # Loading may have mapped the active indexes (checks, recovery); the first append maps
         # them again. Python's mmap pins a duplicate descriptor per mapping: kept, 10k logs
@@ -403,6 +405,48 @@ class PartitionLog:
                 continue
             for r in seg.iter_batches(ref.position):
                 yield seg, r
+
+    # ================================================================== offsets
+    @property
+    def high_watermark(self) -> int:
+        """The last committed offset + 1: what READ_UNCOMMITTED consumers may read up to."""
+        return self._high_watermark
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset this broker holds locally (Kafka's localLogStartOffset on a
+        remote-enabled log; see :attr:`whole_log_start_offset` for the whole log's start)."""
+        return self._log_start_offset
+
+    @property
+    def log_start_floor(self) -> int:
+        """The highest start DeleteRecords, remote retention or the leader asked for below the
+        local log start (0: none); counts only on remote-enabled logs."""
+        return self._log_start_floor
+
+    def update_high_watermark(self, hw: int) -> int:
+        """Set the high watermark to ``hw`` clamped into [log start, log end] (Kafka's
+        updateHighWatermark: up or down, for a leader initialising it or a checkpoint loaded);
+        returns the value set."""
+        self._high_watermark = max(self._log_start_offset, min(hw, self.log_end_offset))
+        return self._high_watermark
+
+    def maybe_increment_high_watermark(self, new_hw: int) -> int | None:
+        """Raise the high watermark to ``new_hw`` if that is higher (Kafka's
+        maybeIncrementHighWatermark: ISR progress on a leader, the leader's high watermark on a
+        follower); returns the old value if it moved, else None.
+
+        A high watermark past the log end would expose offsets this log does not hold: a
+        caller bug, refused with ValueError as Kafka does.
+        """
+        if new_hw > self.log_end_offset:
+            raise ValueError(f"high watermark {new_hw} of {self._name} would pass the log end "
+                             f"offset {self.log_end_offset}")
+        old = self._high_watermark
+        if new_hw <= old:
+            return None
+        self._high_watermark = new_hw
+        return old
 
     # ================================================================== properties
     @property
@@ -575,7 +619,7 @@ class PartitionLog:
 
     def _after_append(self, leo: int, now_ms: int) -> None:
         if self.hw_follows_leo:
-            self.high_watermark = leo
+            self._high_watermark = leo
         if leo - self.recovery_point >= self.config.flush_messages:
             try:
                 self.flush(now_ms=now_ms)
@@ -752,9 +796,9 @@ class PartitionLog:
         seg.truncate_to(offset)
         seg.resize_indexes(self.config.segment_index_bytes)
         leo = self.log_end_offset
-        self.log_start_offset = min(self.log_start_offset, leo)
+        self._log_start_offset = min(self._log_start_offset, leo)
         self.leader_epoch_cache.truncate_from_end(leo)
-        self.high_watermark = min(self.high_watermark, leo)
+        self._high_watermark = min(self._high_watermark, leo)
         self.recovery_point = min(self.recovery_point, leo)
         self._rebuild_producer_state(leo, now_ms)
         return True
@@ -768,9 +812,9 @@ class PartitionLog:
         self._segments = [self._new_segment(offset, now_ms)]
         self._bases = [offset]
         self.active.resize_indexes(self.config.segment_index_bytes)
-        self.log_start_offset = offset
+        self._log_start_offset = offset
         self.recovery_point = offset
-        self.high_watermark = offset
+        self._high_watermark = offset
         self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
 
@@ -810,7 +854,7 @@ class PartitionLog:
         logs only: elsewhere those offsets are already gone); True if it moved."""
         if not self.remote_log_enabled or new_start <= self.log_start_floor:
             return False
-        self.log_start_floor = new_start
+        self._log_start_floor = new_start
         return True
 
     def increment_log_start_offset(self, new_start: int) -> bool:
@@ -847,16 +891,16 @@ class PartitionLog:
         if new_start <= self.log_start_offset:
             return self._raise_floor(new_start)
         if new_start > self.high_watermark:
-            self.high_watermark = new_start
+            self._high_watermark = new_start
         self._set_log_start_offset(new_start)
         return True
 
     def _set_log_start_offset(self, new_start: int) -> None:
-        self.log_start_offset = new_start
+        self._log_start_offset = new_start
         if self.remote_log_enabled:
             # The whole log starts here too now: an older, lower floor must not reopen the
             # remote offsets below it.
-            self.log_start_floor = max(self.log_start_floor, new_start)
+            self._log_start_floor = max(self._log_start_floor, new_start)
         self.leader_epoch_cache.truncate_from_start(new_start)
         self.producer_state.delete_snapshots_before(
             self._segments[self._segment_for(new_start)].base_offset)
@@ -965,7 +1009,7 @@ class PartitionLog:
         self._bases = [s.base_offset for s in self._segments]
         first = self._segments[0].base_offset
         if first > self.log_start_offset:
-            self.log_start_offset = first
+            self._log_start_offset = first
             self.leader_epoch_cache.truncate_from_start(first)
         self.producer_state.delete_snapshots_before(first)
         self.recovery_point = max(self.recovery_point, first)

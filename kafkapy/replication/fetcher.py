@@ -339,7 +339,7 @@ class ReplicaFetcherManager:
                 fetcher.caught_up.discard(key)
             new_hw = min(leader_hw, plog.log_end_offset)
             if new_hw > plog.high_watermark:
-                plog.high_watermark = new_hw
+                plog.maybe_increment_high_watermark(new_hw)
             # The leader deleted records (retention, DeleteRecords): so do we.
             plog.maybe_increment_log_start_offset(p.log_start_offset)
             self.host.on_follower_progress(*key)

@@ -40,7 +40,7 @@ def test_a_replicated_log_keeps_its_high_watermark_through_appends(open_log):
     log.hw_follows_leo = False
     log.append_as_leader(make_batch(4), now_ms=0, leader_epoch=0)
     assert log.high_watermark == 0
-    log.high_watermark = 2
+    log.update_high_watermark(2)
     log.append_as_follower(_follower_batch(4, 3))
     assert (log.high_watermark, log.log_end_offset) == (2, 7)
     # What consumers may read stops at the high watermark, not at the log end.
@@ -51,7 +51,7 @@ def test_truncation_lowers_the_high_watermark_only_to_the_new_log_end(open_log):
     log = open_log()
     log.hw_follows_leo = False
     log.append_as_follower(_follower_batch(0, 3) + _follower_batch(3, 3) + _follower_batch(6, 3))
-    log.high_watermark = 5
+    log.update_high_watermark(5)
     assert log.truncate_to(6)
     assert (log.log_end_offset, log.high_watermark) == (6, 5)
     assert log.truncate_to(3)
@@ -62,7 +62,7 @@ def test_truncate_fully_moves_the_high_watermark_to_the_new_start(open_log):
     log = open_log()
     log.hw_follows_leo = False
     log.append_as_follower(_follower_batch(0, 5))
-    log.high_watermark = 2
+    log.update_high_watermark(2)
     log.truncate_fully_and_start_at(40)
     assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (40, 40, 40)
     log.truncate_fully_and_start_at(7)
@@ -73,7 +73,7 @@ def test_follower_takes_the_leaders_log_start_below_its_high_watermark(open_log)
     log = open_log()
     log.hw_follows_leo = False
     log.append_as_follower(_follower_batch(0, 5) + _follower_batch(5, 5))
-    log.high_watermark = 8
+    log.update_high_watermark(8)
     assert log.maybe_increment_log_start_offset(6)
     assert (log.log_start_offset, log.high_watermark) == (6, 8)
     with pytest.raises(KafkaError):
@@ -87,7 +87,7 @@ def test_follower_takes_the_leaders_log_start_past_its_high_watermark(open_log):
     log = open_log()
     log.hw_follows_leo = False
     log.append_as_follower(_follower_batch(0, 5) + _follower_batch(5, 5))
-    log.high_watermark = 3
+    log.update_high_watermark(3)
     # The leader deleted up to 7, so 7 was committed: the follower's HW rises with it.
     assert log.maybe_increment_log_start_offset(7)
     assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (7, 7, 10)
@@ -102,7 +102,7 @@ def test_the_leader_variant_still_refuses_to_pass_the_high_watermark(open_log):
     log = open_log()
     log.hw_follows_leo = False
     log.append_as_follower(_follower_batch(0, 5))
-    log.high_watermark = 2
+    log.update_high_watermark(2)
     with pytest.raises(KafkaError):
         log.increment_log_start_offset(4)
     assert log.log_start_offset == 0
@@ -113,7 +113,7 @@ def test_a_moved_log_start_survives_a_restart_with_the_high_watermark(open_log):
     log.hw_follows_leo = False
     for base in range(0, 20, 4):
         log.append_as_follower(_follower_batch(base, 4, epoch=base // 8))
-    log.high_watermark = 6
+    log.update_high_watermark(6)
     assert log.maybe_increment_log_start_offset(9)
     start, hw = log.log_start_offset, log.high_watermark
     log = _reopen(log, log_start_offset=start, high_watermark=hw)
@@ -138,7 +138,7 @@ def test_truncating_below_the_log_start_brings_the_start_down_with_it(open_log):
     log = open_log()
     log.hw_follows_leo = False
     log.append_as_follower(_follower_batch(0, 3) + _follower_batch(3, 3) + _follower_batch(6, 3))
-    log.high_watermark = 8
+    log.update_high_watermark(8)
     assert log.maybe_increment_log_start_offset(7)
     assert log.truncate_to(3)
     assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (3, 3, 3)

@@ -166,7 +166,7 @@ def test_high_watermarks_are_checkpointed_and_restored_for_replicated_logs(tmp_p
     for log in (a, b):
         log.hw_follows_leo = False  # a replicated log: the replica manager moves the HW
         log.append_as_leader(make_batch(5), now_ms=0, leader_epoch=0)
-    a.high_watermark, b.high_watermark = 3, 4
+    a.update_high_watermark(3), b.update_high_watermark(4)
     lm.shutdown()
     path = os.path.join(dirs[0], files.REPLICATION_OFFSET_CHECKPOINT)
     assert read_offsets_checkpoint(path) == {("orders", 0): 3, ("orders", 1): 4}
@@ -191,7 +191,7 @@ def _replicated_log(lm: LogManager, topic: str, partition: int, batches: list[in
     plog.hw_follows_leo = False
     for n in batches:
         plog.append_as_leader(make_batch(n), now_ms=0, leader_epoch=0)
-    plog.high_watermark = hw
+    plog.update_high_watermark(hw)
     return plog
 
 
@@ -211,7 +211,7 @@ def test_each_dir_checkpoints_its_own_high_watermarks_and_a_crash_restores_them(
     assert seen == {("t", p): p + 1 for p in range(4)}
     # The HW moves on but the broker dies before the next checkpoint: the restart exposes only
     # what was checkpointed (the replica manager learns the rest from the leader).
-    logs[0].high_watermark = 4
+    logs[0].update_high_watermark(4)
     for plog in logs:
         for seg in plog.segments:
             seg.close_handlers()

@@ -52,7 +52,7 @@ def test_high_watermark_bounds_deletion(open_log):
     log = open_log(segment_bytes=300, retention_ms=0)
     fill(log, 10)
     log.hw_follows_leo = False
-    log.high_watermark = log.segments[1].base_offset
+    log.update_high_watermark(log.segments[1].base_offset)
     assert log.delete_old_segments(now_ms=10**9) == 1
     assert log.segments[0].base_offset == log.high_watermark == log.log_start_offset
 

@@ -105,7 +105,7 @@ def test_the_follower_copies_the_leaders_batches_byte_for_byte(tmp_path):
     leader_log.hw_follows_leo = follower.hw_follows_leo = False
     write(leader_log, 0, b"a", b"b")
     write(leader_log, 1, b"c")
-    leader_log.high_watermark = 2
+    leader_log.update_high_watermark(2)
     follow(Host(follower, {1: FakeLeader(leader_log)}), 1, 1, seconds=2)
     assert follower.log_end_offset == 3
     assert follower.high_watermark == 2, "the leader's high watermark, no further"

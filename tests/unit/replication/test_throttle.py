@@ -140,7 +140,7 @@ def test_the_fetcher_stops_fetching_a_throttled_partition_while_over_its_quota(t
         leader_log.hw_follows_leo = follower.hw_follows_leo = False
         for i in range(20):
             write(leader_log, 0, b"%d" % i + b"x" * 500)
-        leader_log.high_watermark = leader_log.log_end_offset
+        leader_log.update_high_watermark(leader_log.log_end_offset)
         host = Host(follower, {1: FakeLeader(leader_log)})
         quota = host.follower_quota = ReplicationQuota(2, samples=11, window_ms=1000)
         quota.set_bound(100)
