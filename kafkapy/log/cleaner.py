@@ -155,10 +155,11 @@ def plan_clean(plog, *, now_ms: int) -> CleanPlan:  # noqa: ANN001
     """
     result = CleanResult()
     config = plog.config
-    segments: list[LogSegment] = list(plog._segments[:-1])  # never the active segment
+    all_segments: list[LogSegment] = plog.segments
+    segments = all_segments[:-1]  # never the active segment
     if not segments:
         return CleanPlan([], result)
-    first_segment = plog._segments[0]
+    first_segment = all_segments[0]
     latest = build_offset_map(segments)
     result.segments_before = len(segments)
     result.bytes_before = sum(s.size for s in segments)
@@ -220,7 +221,7 @@ def apply_clean(plog, plan: CleanPlan, *, now_ms: int) -> CleanResult:  # noqa: 
         _discard(plan)
         return CleanResult()
     for cg in plan.groups:
-        current = plog._segments[:-1]
+        current = plog.segments[:-1]
         try:
             i = next(k for k, s in enumerate(current) if s is cg.segments[0])
         except StopIteration:
@@ -230,14 +231,12 @@ def apply_clean(plog, plan: CleanPlan, *, now_ms: int) -> CleanResult:  # noqa: 
                 shutil.rmtree(cg.tmp_dir, ignore_errors=True)
             continue
         if cg.tmp_dir is None:
+            plog.replace_segments(cg.segments, None)
             for seg in cg.segments:
                 seg.delete()
-            del plog._segments[i:i + len(cg.segments)]
             continue
-        new = _swap_in(plog, cg, now_ms)
-        plog._segments[i:i + len(cg.segments)] = [new]
-    plog._bases = [s.base_offset for s in plog._segments]
-    inactive = plog._segments[:-1]
+        plog.replace_segments(cg.segments, _swap_in(plog, cg, now_ms))
+    inactive = plog.segments[:-1]
     result.segments_after = len(inactive)
     result.bytes_after = sum(s.size for s in inactive)
     return result
@@ -293,7 +292,7 @@ class LogCleaner:
 
     @staticmethod
     def dirty_ratio(plog, first_dirty: int) -> float:  # noqa: ANN001
-        inactive = plog._segments[:-1]
+        inactive = plog.segments[:-1]
         total = sum(s.size for s in inactive)
         if total == 0:
             return 0.0
@@ -307,7 +306,7 @@ class LogCleaner:
         for plog in logs:
             key = id(plog)
             alive.add(key)
-            if plog.closed or not plog.config.compact or len(plog._segments) < 2:
+            if plog.closed or not plog.config.compact or len(plog.segments) < 2:
                 continue
             first_dirty = self._first_dirty.get(key, plog.log_start_offset)
             ratio = self.dirty_ratio(plog, first_dirty)
@@ -338,7 +337,7 @@ class LogCleaner:
         """Clean every due log on this thread (the node splits plan and swap, see ``plan_clean``)."""
         done = []
         for plog in self.due(logs, now_ms=now_ms):
-            end = plog._segments[-1].base_offset
+            end = plog.active.base_offset
             try:
                 result = clean_log(plog, now_ms=now_ms)
             except Exception:  # a bad segment must not stop the cleaning of others

@@ -1,8 +1,13 @@
-"""One partition's log: an ordered set of segments plus the state that lives beside them.
+"""One partition's log (Kafka's UnifiedLog): segments plus the state that lives beside them.
 
-``PartitionLog`` is what Kafka splits into UnifiedLog, LocalLog and LogLoader: appends (as leader,
-with offset assignment and idempotent-producer checks, or as follower with offsets as given),
-reads for Fetch, lookups for ListOffsets, truncation, flushing, and loading/recovery from disk.
+``PartitionLog`` appends (as leader, with offset assignment and idempotent-producer checks, or
+as follower with offsets as given), reads for Fetch, answers ListOffsets lookups, truncates,
+applies retention and flushes. It is the ONE owner of the partition's offsets: the high
+watermark and the log start offsets (local, and the whole log's floor on a tiered log) are
+read-only properties here, moved only by the named methods of this class; the replica manager
+and the follower fetcher call those. As in Kafka, the parts are elsewhere: the segment list in
+``local_log.LocalLog``, opening and recovery in ``loader``, record checks in
+``append_validation``.
 
 Directory contents (all in Kafka's formats, see ``files``): ``<base>.log/.index/.timeindex``
 segments, ``<offset>.snapshot`` producer snapshots, ``leader-epoch-checkpoint`` and
@@ -15,19 +20,22 @@ Appends never fsync unless flush.messages asks for it; ``flush``, ``flush_rolled
 
 from __future__ import annotations
 
-import bisect
 import logging
 import os
-import shutil
-import struct
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from kafkapy.log import files
+from kafkapy.log.append_validation import assign_trusted, validate_client_records
 from kafkapy.log.config import LogConfig
-from kafkapy.log.index import CorruptIndexError
 from kafkapy.log.leader_epoch import LeaderEpochCache
+from kafkapy.log.loader import (
+    control_coordinator_epoch,
+    load_log,
+    rebuild_producer_state,
+)
+from kafkapy.log.local_log import LocalLog
 from kafkapy.log.partition_metadata import (
     normalize_topic_id,
     read_partition_metadata,
@@ -38,21 +46,17 @@ from kafkapy.log.producer_state import (
     ProducerBatch,
     ProducerStateManager,
 )
-from kafkapy.log.segment import AppendBatch, BatchRef, CorruptSegmentError, FetchSlice, LogSegment
+from kafkapy.log.segment import AppendBatch, CorruptSegmentError, FetchSlice, LogSegment
 from kafkapy.log.storage_errors import storage_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
-from kafkapy.records import reader, recompress, record_checks, timestamps
-from kafkapy.records._validate_common import RecordRefused, timestamp_bounds
-from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
+from kafkapy.records import reader
 
 __all__ = [
     "FetchSlice", "LogAppendResult", "OffsetAndTimestamp", "PartitionLog", "TimestampAndOffset",
 ]
 
 _log = logging.getLogger(__name__)
-
-_CONTROL_VALUE = struct.Struct(">hi")  # end-transaction marker value: version, coordinator epoch
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -86,17 +90,13 @@ class PartitionLog:
     def __init__(self, dir: str, config: LogConfig, *, topic: str, partition: int,
                  producer_id_expiration_ms: int) -> None:
         # Use PartitionLog.open(); the constructor only sets fields.
-        self.dir = dir
-        self.config = config
+        self._local = LocalLog(dir, config, topic=topic, partition=partition)
         self.topic = topic
         self.partition = partition
         self.topic_id: uuid.UUID | None = None
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
         # The partition's offsets. This class is their one owner (Kafka's UnifiedLog): read them
         # through the properties, move them only through the named methods below.
         self._log_start_offset = 0
-        self.recovery_point = 0
         self._high_watermark = 0
         # A log nobody replicates exposes everything it holds. The replica manager clears this
         # on the logs it replicates and moves the high watermark itself (ISR progress on a
@@ -105,13 +105,6 @@ class PartitionLog:
         self.leader_epoch_cache = LeaderEpochCache(dir)
         self.producer_state = ProducerStateManager(
             dir, producer_id_expiration_ms=producer_id_expiration_ms)
-        self.last_flush_ms = 0
-        # Base offset of the newest segment rolled but not yet fsynced. Kafka flushes a rolled
-        # segment on its scheduler; our owner does it off the event loop via flush_rolled().
-        self.pending_roll_flush: int | None = None
-        # Names (in ``dir``) of retired segment files renamed to ``.deleted``, waiting for their
-        # owner to unlink them after file.delete.delay.ms (take_files_to_delete).
-        self._files_to_delete: list[str] = []
         # Tiered storage (KIP-405), kept up to date by the broker's remote log manager: while
         # remote_log_enabled, retention applies local.retention.* and deletes only segments whose
         # every offset is at or below highest_offset_in_remote_storage (-1: nothing copied).
@@ -145,7 +138,7 @@ class PartitionLog:
         ``recover=True`` means the previous shutdown was not clean: every segment from the one
         holding ``recovery_point`` on is scanned, CRC-checked, its indexes rebuilt and a torn or
         corrupt tail cut off. With ``recover=False`` the indexes are trusted after a sanity check
-        (a failing or missing index is rebuilt anyway).
+        (a failing or missing index is rebuilt anyway). See ``loader``.
         """
         parsed = files.parse_dir_name(dir)
         topic, partition = parsed if parsed else (os.path.basename(dir), 0)
@@ -158,8 +151,13 @@ class PartitionLog:
         log = cls(dir, config, topic=topic, partition=partition,
                   producer_id_expiration_ms=producer_id_expiration_ms)
         log._check_topic_id(topic_id)
-        log._load(now_ms=now_ms, recover=recover, recovery_point=recovery_point,
-                  log_start_offset=log_start_offset)
+        loaded = load_log(log._local, log.leader_epoch_cache, log.producer_state, now_ms=now_ms,
+                          recover=recover, recovery_point=recovery_point,
+                          log_start_offset=log_start_offset)
+        log._log_start_offset = loaded.log_start_offset
+        log._log_start_floor = loaded.log_start_floor
+        log.recovered = loaded.recovered
+        log._high_watermark = log.log_end_offset
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
         return log
@@ -173,238 +171,6 @@ class PartitionLog:
         if topic_id is not None and stored is None:
             write_partition_metadata(self.dir, topic_id)
         self.topic_id = stored or topic_id
-
-    def _clean_temp_files(self, names: list[str]) -> tuple[set[int], set[int]]:
-        """Remove leftovers of interrupted operations among ``names`` (the dir's listing).
-
-        Returns (bases of segments that need recovery, bases of segments swapped in); empty
-        sets and nothing touched in the common case.
-        """
-        needs_recovery: set[int] = set()
-        swapped: set[int] = set()
-        for name in names:
-            path = os.path.join(self.dir, name)
-            if name.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, ".tmp")):
-                os.remove(path)
-            elif name.endswith(files.SWAP_SUFFIX):
-                # A swap finished writing but was not renamed in: complete it for the log file;
-                # its indexes are rebuilt from the log.
-                target = path[: -len(files.SWAP_SUFFIX)]
-                if target.endswith(files.LOG_SUFFIX):
-                    os.replace(path, target)
-                    base = files.offset_from_filename(target)
-                    needs_recovery.add(base)
-                    swapped.add(base)
-                else:
-                    os.remove(path)
-        return needs_recovery, swapped
-
-    def _load(self, *, now_ms: int, recover: bool, recovery_point: int,
-              log_start_offset: int | None) -> None:
-        listing = os.listdir(self.dir)
-        needs_recovery, swapped = self._clean_temp_files(listing)
-        if any(n.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, ".tmp", files.SWAP_SUFFIX))
-               for n in listing):
-            listing = os.listdir(self.dir)  # the cleanup changed the dir
-        names = set(listing)
-        bases: list[int] = []
-        for name in names:
-            if name.endswith(files.LOG_SUFFIX):
-                try:
-                    bases.append(files.offset_from_filename(name))
-                except ValueError:
-                    continue
-        # Index files whose segment is gone would confuse a later segment at that offset.
-        for name in names:
-            if name.endswith((files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX, files.TXN_INDEX_SUFFIX)):
-                try:
-                    base = files.offset_from_filename(name)
-                except ValueError:
-                    continue
-                if base not in bases:
-                    os.remove(os.path.join(self.dir, name))
-        bases.sort()
-        for base in bases:
-            missing_index = not (files.filename_prefix(base) + files.INDEX_SUFFIX in names
-                                 and files.filename_prefix(base) + files.TIME_INDEX_SUFFIX in names)
-            seg = self._new_segment(base, now_ms)
-            if missing_index:
-                needs_recovery.add(base)
-            self._segments.append(seg)
-        self._bases = [s.base_offset for s in self._segments]
-
-        # Which segments to scan: on an unclean shutdown every one that may hold unflushed
-        # data (from the segment containing the recovery point on); always those whose indexes
-        # fail the sanity check or were missing.
-        first_unflushed = 0
-        if recover and self._segments:
-            first_unflushed = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
-        i = 0
-        unflushed = False
-        while i < len(self._segments):
-            seg = self._segments[i]
-            scan = (recover and i >= first_unflushed) or seg.base_offset in needs_recovery
-            if not scan:
-                is_active = i == len(self._segments) - 1
-                try:
-                    # Every entry of the active segment's indexes is checked; older segments
-                    # get Kafka's cheap checks (their indexes were trimmed and flushed at roll).
-                    seg.sanity_check(full=is_active)
-                except CorruptIndexError as e:
-                    _log.warning("%s: index of segment %s is corrupt (%s); rebuilding it",
-                                 self._name, seg.log_path, e)
-                    scan = True
-                if not scan and is_active:
-                    # The clean-shutdown marker is a promise about the whole dir, made before
-                    # anything (a torn write, a bad disk, another process) could touch this file
-                    # after it: check the tail it vouches for, cheaply, before serving from it.
-                    problem = seg.validate_tail()
-                    if problem is not None:
-                        _log.warning("%s: the active segment %s does not end cleanly despite the "
-                                     "clean-shutdown marker (%s); recovering it",
-                                     self._name, seg.log_path, problem)
-                        scan = True
-            if scan:
-                self.recovered = True
-                prev_end = recovery_point if recover else None
-                truncated = seg.recover(self._on_recovered_batch,
-                                        active=i == len(self._segments) - 1)
-                dropped_later = self._segments[i + 1:] if truncated > 0 else []
-                if truncated > 0:
-                    self._warn_truncated(seg, dropped_later, prev_end)
-                # Only a cut is made durable here. As in Kafka, data a crash recovery kept past
-                # the recovery point is not fsynced at load (three syncs per log would be minutes
-                # at 10k logs): the recovery point stays where it was (below), so a second crash
-                # scans it again.
-                if truncated > 0:
-                    seg.flush()
-                elif recover and seg.next_offset > recovery_point:
-                    unflushed = True
-                if dropped_later:
-                    # Data after a corrupt point is untrustworthy: drop the following segments.
-                    for later in dropped_later:
-                        later.delete()
-                    del self._segments[i + 1:]
-            i += 1
-        # A swapped-in segment (compaction) replaces every older segment inside its range.
-        for base in swapped:
-            seg = next((x for x in self._segments if x.base_offset == base), None)
-            if seg is None:
-                continue
-            end = seg.next_offset
-            for other in [x for x in self._segments if base < x.base_offset < end]:
-                other.delete()
-                self._segments.remove(other)
-        self._bases = [s.base_offset for s in self._segments]
-
-        if not self._segments:
-            start = log_start_offset if log_start_offset is not None else 0
-            self._segments.append(self._new_segment(start, now_ms))
-            self._bases = [start]
-        self.active.resize_indexes(self.config.segment_index_bytes)
-
-        first_base = self._segments[0].base_offset
-        leo = self.log_end_offset
-        lso = first_base if log_start_offset is None else max(log_start_offset, first_base)
-        self._log_start_offset = min(lso, leo)
-        if log_start_offset is not None and log_start_offset < self.log_start_offset:
-            # A tiered log's whole start (checkpoint_log_start_offset), or a stale start from a
-            # crash between deleting segments and checkpointing: harmless, as the floor counts
-            # only on remote-enabled logs and never below their earliest remote offset.
-            self._log_start_floor = log_start_offset
-        # A clean shutdown flushed everything, and a recovery that kept nothing past the
-        # checkpointed recovery point (or cut and fsynced) leaves it all durable; otherwise the
-        # old recovery point stands.
-        self.recovery_point = min(recovery_point, leo) if unflushed else leo
-        self.leader_epoch_cache.truncate_from_end(leo)
-        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-        self._rebuild_producer_state(leo, now_ms)
-        self._high_watermark = leo
-        self.last_flush_ms = now_ms
-        # Loading may have mapped the active indexes (checks, recovery); the first append maps
-        # them again. Python's mmap pins a duplicate descriptor per mapping: kept, 10k logs
-        # would need 30k descriptors before serving anything.
-        self.active.offset_index.release_mapping()
-        self.active.time_index.release_mapping()
-
-    @property
-    def _name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    def _warn_truncated(self, seg: LogSegment, dropped: list[LogSegment],
-                        prev_end: int | None) -> None:
-        """One WARN line per cut: where, why, offsets kept and dropped, bytes dropped."""
-        rec = seg.last_recovery
-        assert rec is not None
-        dropped_bytes = rec.truncated_bytes + sum(s.size for s in dropped)
-        last = rec.dropped_last_offset
-        if dropped:
-            last = None  # the later segments' ends are not read; name their bases instead
-        dropped_desc = (f"{rec.next_offset}..{last}" if last is not None
-                        else f"{rec.next_offset} and above")
-        later = ""
-        if dropped:
-            later = (f", and {len(dropped)} later segment(s) from offset "
-                     f"{dropped[0].base_offset} ({sum(s.size for s in dropped)} bytes)")
-        kept = (f"{seg.base_offset}..{rec.next_offset - 1}" if rec.next_offset > seg.base_offset
-                else "none")
-        torn = "torn write" in rec.reason or "zero-filled" in rec.reason
-        what = "Truncated the torn tail of" if torn else "Found invalid messages in"
-        _log.warning("%s log segment %s of %s at byte offset %d: %s. Kept offsets %s of the "
-                     "segment (%d bytes); dropped offsets %s: %d bytes in this segment%s; %d "
-                     "bytes in all. The log now ends at offset %d%s",
-                     what, seg.log_path, self._name, rec.valid_bytes, rec.reason, kept,
-                     rec.valid_bytes, dropped_desc, rec.truncated_bytes, later, dropped_bytes,
-                     rec.next_offset,
-                     "" if prev_end is None or prev_end <= rec.next_offset
-                     else f", below its recovery point {prev_end}: flushed data was lost")
-
-    def _on_recovered_batch(self, h: fmt.BatchHeader, position: int) -> None:
-        # As Kafka's recovery: only epochs newer than the cache's latest are added; older ones
-        # are already recorded (and re-assigning them would drop the newer entries).
-        if h.partition_leader_epoch > self.leader_epoch_cache.latest_epoch:
-            self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
-
-    def _new_segment(self, base: int, now_ms: int) -> LogSegment:
-        return LogSegment(self.dir, base, index_interval_bytes=self.config.index_interval_bytes,
-                          max_index_size=self.config.segment_index_bytes, now_ms=now_ms)
-
-    def _rebuild_producer_state(self, upto: int, now_ms: int) -> None:
-        """Newest snapshot at or below ``upto`` (the recovered log end), then replay the log."""
-        psm = self.producer_state
-        psm.delete_snapshots_outside(self.log_start_offset, upto)
-        start = psm.load_latest_snapshot(upto, now_ms)
-        if start is None:
-            psm.producers.clear()
-            start = self.log_start_offset
-            psm.map_end_offset = start
-        for seg, ref in self._iter_batches_from(start):
-            h = ref.header
-            coord = -1
-            if h.is_control and h.producer_id != fmt.NO_PRODUCER_ID:
-                coord = self._control_coordinator_epoch(seg, ref)
-            psm.replay(ProducerBatch.from_header(h, coord))
-        psm.map_end_offset = upto
-
-    @staticmethod
-    def _control_coordinator_epoch(seg: LogSegment, ref: BatchRef) -> int:
-        try:
-            for rec in reader.iter_records(seg.read_batch(ref)):
-                if rec.value is not None and len(rec.value) >= _CONTROL_VALUE.size:
-                    return _CONTROL_VALUE.unpack_from(rec.value)[1]
-        except KafkaError:
-            pass
-        return -1
-
-    def _iter_batches_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchRef]]:
-        """Every batch whose last offset is ≥ ``offset``, in log order."""
-        i = max(0, bisect.bisect_right(self._bases, offset) - 1)
-        for seg in self._segments[i:]:
-            ref = seg.translate_offset(offset)
-            if ref is None:
-                continue
-            for r in seg.iter_batches(ref.position):
-                yield seg, r
 
     # ================================================================== offsets
     @property
@@ -448,19 +214,56 @@ class PartitionLog:
         self._high_watermark = new_hw
         return old
 
-    # ================================================================== properties
+    # ================================================================== the local log
+    @property
+    def dir(self) -> str:
+        return self._local.dir
+
+    @property
+    def config(self) -> LogConfig:
+        return self._local.config
+
+    def update_config(self, config: LogConfig) -> None:
+        self._local.config = config
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below it is fsynced."""
+        return self._local.recovery_point
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._local.last_flush_ms
+
+    @property
+    def pending_roll_flush(self) -> int | None:
+        return self._local.pending_roll_flush
+
     @property
     def active(self) -> LogSegment:
-        return self._segments[-1]
+        return self._local.active
 
     @property
     def segments(self) -> list[LogSegment]:
-        return list(self._segments)
+        return self._local.segments
 
     @property
     def log_end_offset(self) -> int:
         """Offset after the last record (last batch's base + lastOffsetDelta + 1)."""
-        return self.active.next_offset
+        return self._local.log_end_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._local.size_in_bytes
+
+    @property
+    def _name(self) -> str:
+        return self._local.name
+
+    def replace_segments(self, old: Sequence[LogSegment], new: LogSegment | None) -> None:
+        """Put ``new`` (None: nothing) where the run ``old`` of inactive segments is; for the
+        cleaner, which made the files so (see LocalLog.replace_segments)."""
+        self._local.replace_segments(old, new)
 
     @property
     def last_stable_offset(self) -> int:
@@ -471,13 +274,6 @@ class PartitionLog:
         """
         first = self.producer_state.first_undecided_offset()
         return self.high_watermark if first is None else min(first, self.high_watermark)
-
-    @property
-    def size_in_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
-
-    def _segment_for(self, offset: int) -> int:
-        return max(0, bisect.bisect_right(self._bases, offset) - 1)
 
     # ================================================================== append
     def append_as_leader(self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int,
@@ -493,34 +289,14 @@ class PartitionLog:
         self._check_open()
         config = self.config
         if from_client:
-            floor, ceiling = timestamp_bounds(now_ms, config.message_timestamp_before_max_ms,
-                                              config.message_timestamp_after_max_ms)
-            if config.log_append_time:  # the broker stamps the records: nothing to bound
-                floor, ceiling = timestamps.UNBOUNDED
-            compact = config.compact
-            try:
-                info = validate_and_assign(
-                    buf, next_offset=self.log_end_offset, now_ms=now_ms,
-                    partition_leader_epoch=leader_epoch,
-                    max_batch_bytes=config.max_message_bytes,
-                    log_append_time=config.log_append_time,
-                    timestamp_floor=floor, timestamp_ceiling=ceiling, require_keys=compact)
-            except RecordRefused as refused:
-                # Kafka lists every refused record of the batch, not only the first.
-                record_checks.refuse_batch(buf, refused, topic_partition=self._name,
-                                           require_keys=compact, floor=floor, ceiling=ceiling)
-            if compact or timestamps.bounds_set(floor, ceiling):
-                record_checks.check_compressed(buf, info, topic_partition=self._name,
-                                               require_keys=compact, floor=floor,
-                                               ceiling=ceiling, floor_set=timestamps.floor_set(
-                                                   config.message_timestamp_before_max_ms))
-            codec = recompress.target_codec(config.compression_type)
-            if codec is not None and recompress.needs_recompression(buf, info, codec):
-                buf, info = self._recompress(buf, info, codec)
+            buf, info = validate_client_records(buf, config, now_ms=now_ms,
+                                                next_offset=self.log_end_offset,
+                                                leader_epoch=leader_epoch,
+                                                topic_partition=self._name)
         else:
-            info = _assign_trusted(buf, next_offset=self.log_end_offset, now_ms=now_ms,
-                                   partition_leader_epoch=leader_epoch,
-                                   log_append_time=self.config.log_append_time)
+            info = assign_trusted(buf, next_offset=self.log_end_offset, now_ms=now_ms,
+                                  partition_leader_epoch=leader_epoch,
+                                  log_append_time=config.log_append_time)
         if len(buf) > self.config.segment_bytes:
             raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
                              f"Message batch size is {len(buf)} bytes which exceeds the maximum "
@@ -533,7 +309,7 @@ class PartitionLog:
             if b.producer_id >= 0:
                 coord = -1
                 if b.control:
-                    coord = _coordinator_epoch_of(memoryview(buf)[b.position:b.position + b.size])
+                    coord = control_coordinator_epoch(memoryview(buf)[b.position:b.position + b.size])
                 pbatches.append(ProducerBatch(
                     b.producer_id, b.producer_epoch, b.base_sequence, b.base_offset,
                     b.last_offset, b.max_timestamp, b.transactional, b.control, coord))
@@ -554,21 +330,6 @@ class PartitionLog:
         return LogAppendResult(info.first_offset, info.last_offset,
                                now_ms if self.config.log_append_time else fmt.NO_TIMESTAMP,
                                self.log_start_offset, info.record_count)
-
-    def _recompress(self, buf: bytearray | memoryview, info: AppendInfo,
-                    codec: int) -> tuple[bytearray, AppendInfo]:
-        # As Kafka: the topic's compression.type wins over the producer's codec, and the size
-        # limit applies again to what will actually be stored.
-        out, info = recompress.recompress(buf, info, codec,
-                                          gzip_level=self.config.compression_gzip_level)
-        limit = self.config.max_message_bytes
-        for b in info.batches:
-            if b.size > limit:
-                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                                 f"record batch is {b.size} bytes once recompressed as "
-                                 f"{self.config.compression_type}, over max.message.bytes "
-                                 f"{limit}")
-        return out, info
 
     def append_as_follower(self, buf: bytes | bytearray | memoryview, *,
                            now_ms: int = 0) -> LogAppendResult | None:
@@ -597,7 +358,7 @@ class PartitionLog:
                                  f"is {expected}")
             batches.append(AppendBatch(pos, h.size, h.last_offset, h.max_timestamp))
             headers.append(h)
-            coord = _coordinator_epoch_of(bview) if h.is_control else -1
+            coord = control_coordinator_epoch(bview) if h.is_control else -1
             if h.producer_id != fmt.NO_PRODUCER_ID:
                 pbatches.append(ProducerBatch.from_header(h, coord))
             max_ts = max(max_ts, h.max_timestamp)
@@ -642,46 +403,12 @@ class PartitionLog:
         The old segment gets its final time index entry and trimmed indexes, and a producer
         snapshot is written at the new base offset, as Kafka does on roll.
         """
-        leo = self.log_end_offset
-        new_base = leo if expected_next_offset is None else max(expected_next_offset, leo)
-        old = self.active
-        if old.base_offset == new_base and old.size == 0:
-            return old
-        # Everything that can fail on a full disk (the old segment's final time index entry,
-        # the new segment's preallocated indexes, the producer snapshot) happens before the
-        # segment list changes, so a failed roll leaves the log as it was.
-        if old.size > 0:
-            old.on_become_inactive()
-        new_paths = (files.log_file(self.dir, new_base), files.index_file(self.dir, new_base),
-                     files.time_index_file(self.dir, new_base))
-        for path in new_paths:
-            if os.path.exists(path):
-                if path.endswith(files.LOG_SUFFIX) and os.path.getsize(path) > 0:
-                    raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
-                                     f"trying to roll to {path} which already has data")
-                os.remove(path)
-        try:
-            seg = self._new_segment(new_base, now_ms)
-        except OSError as e:
-            _remove_new_segment_files(new_paths)
-            raise storage_error(e, "create segment", new_paths[0]) from e
-        except BaseException:
-            _remove_new_segment_files(new_paths)
-            raise
-        try:
+        def snapshot(leo: int) -> None:
             self.producer_state.map_end_offset = leo
             self.producer_state.take_snapshot()
-        except OSError as e:
-            seg.delete()
-            raise storage_error(e, "write a producer snapshot in", self.dir) from e
-        if old.size == 0:
-            # An empty active segment at a lower base (follower jumped ahead): replace it.
-            old.delete()
-            self._segments.pop()
-        self._segments.append(seg)
-        self._bases = [s.base_offset for s in self._segments]
-        self.pending_roll_flush = new_base
-        return seg
+
+        return self._local.roll(now_ms=now_ms, expected_next_offset=expected_next_offset,
+                                before_switch=snapshot)
 
     # ================================================================== read
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
@@ -695,55 +422,22 @@ class PartitionLog:
         ``min_one_message`` the first batch is returned whole even if larger than max_bytes.
         Reads stay within one segment.
         """
-        leo = self.log_end_offset
-        if offset < self.log_start_offset or offset > leo:
-            raise KafkaError(
-                ErrorCode.OFFSET_OUT_OF_RANGE,
-                f"Received request for offset {offset} for partition {self.topic}-"
-                f"{self.partition}, but we only have log segments in the range "
-                f"{self.log_start_offset} to {leo}.")
-        if max_offset is None or max_offset > leo:
-            max_offset = leo
-        if offset >= max_offset:
-            return None
-        i = self._segment_for(offset)
-        while i < len(self._segments):
-            seg = self._segments[i]
-            max_pos = None
-            if max_offset < seg.next_offset:
-                ref = seg.translate_offset(max_offset)
-                max_pos = ref.position if ref is not None else None
-            got = seg.read(offset, max_bytes, max_pos, min_one_message=min_one_message)
-            if got is None:
-                i += 1
-                continue
-            pos, size, _ = got
-            if size == 0:
-                return None
-            return seg.slice(pos, size)
-        return None
+        return self._local.read(
+            offset, max_bytes, max_offset=self.log_end_offset if max_offset is None else max_offset,
+            log_start_offset=self.log_start_offset, min_one_message=min_one_message)
 
     # ================================================================== timestamps
     def offset_for_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """(offset, timestamp) of the first record with timestamp ≥ ``timestamp``, or None."""
-        for seg in self._segments:
+        for seg in self._local.segments:
             if seg.largest_timestamp < timestamp:
                 continue
             found = seg.find_offset_by_timestamp(
                 timestamp, self.log_start_offset,
-                lambda ref, seg=seg: self._record_timestamps(seg, ref))
+                lambda ref, seg=seg: self._local.record_timestamps(seg, ref))
             if found is not None:
                 return OffsetAndTimestamp(found[1], found[0])
         return None
-
-    def _record_timestamps(self, seg: LogSegment, ref: BatchRef) -> Iterator[tuple[int, int]]:
-        h = ref.header
-        if h.is_log_append_time:
-            # Every record of a LogAppendTime batch carries the batch's max timestamp.
-            yield h.base_offset, h.max_timestamp
-            return
-        for rec in reader.iter_records(seg.read_batch(ref)):
-            yield rec.offset, rec.timestamp
 
     def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
         """(timestamp, offset) of the first record carrying the log's largest timestamp.
@@ -752,7 +446,7 @@ class PartitionLog:
         field order follows the name (offset_for_timestamp's is (offset, timestamp)).
         """
         best: LogSegment | None = None
-        for seg in self._segments:
+        for seg in self._local.segments:
             if best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far:
                 best = seg
         if best is None or best.max_timestamp_so_far < 0:
@@ -761,7 +455,7 @@ class PartitionLog:
         start = best.offset_index.lookup(best.offset_of_max_timestamp_so_far).position
         for ref in best.iter_batches(start):
             if ref.header.max_timestamp == ts and ref.header.last_offset >= self.log_start_offset:
-                for off, rts in self._record_timestamps(best, ref):
+                for off, rts in self._local.record_timestamps(best, ref):
                     if rts == ts and off >= self.log_start_offset:
                         return TimestampAndOffset(ts, off)
                 return TimestampAndOffset(ts, ref.header.last_offset)
@@ -784,36 +478,24 @@ class PartitionLog:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
             return False
-        if offset <= self._segments[0].base_offset:
+        if offset <= self._local.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset, now_ms=now_ms)
             return True
-        i = self._segment_for(offset)
-        for seg in self._segments[i + 1:]:
-            seg.delete()
-        del self._segments[i + 1:]
-        self._bases = [s.base_offset for s in self._segments]
-        seg = self.active
-        seg.truncate_to(offset)
-        seg.resize_indexes(self.config.segment_index_bytes)
+        self._local.truncate_to(offset)
         leo = self.log_end_offset
         self._log_start_offset = min(self._log_start_offset, leo)
         self.leader_epoch_cache.truncate_from_end(leo)
         self._high_watermark = min(self._high_watermark, leo)
-        self.recovery_point = min(self.recovery_point, leo)
-        self._rebuild_producer_state(leo, now_ms)
+        rebuild_producer_state(self._local, self.producer_state, self._log_start_offset, leo,
+                               now_ms)
         return True
 
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int = 0) -> None:
         """Drop every segment and restart the log empty at ``offset`` (log start, recovery point
         and high watermark all move there, down or up)."""
         self._check_open()
-        for seg in self._segments:
-            seg.delete()
-        self._segments = [self._new_segment(offset, now_ms)]
-        self._bases = [offset]
-        self.active.resize_indexes(self.config.segment_index_bytes)
+        self._local.truncate_fully_and_start_at(offset, now_ms=now_ms)
         self._log_start_offset = offset
-        self.recovery_point = offset
         self._high_watermark = offset
         self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
@@ -903,7 +585,7 @@ class PartitionLog:
             self._log_start_floor = max(self._log_start_floor, new_start)
         self.leader_epoch_cache.truncate_from_start(new_start)
         self.producer_state.delete_snapshots_before(
-            self._segments[self._segment_for(new_start)].base_offset)
+            self._local.segment_for(new_start).base_offset)
 
     def delete_old_segments(self, now_ms: int) -> int:
         """Apply retention (Kafka's deleteOldSegments); returns the number of segments deleted.
@@ -974,8 +656,7 @@ class PartitionLog:
         """Paths of the ``.deleted`` files retention left since the last call (the caller now
         owns unlinking them). Paths are resolved against the current directory, so a log moved
         since the rename still finds its files."""
-        names, self._files_to_delete = self._files_to_delete, []
-        return [os.path.join(self.dir, n) for n in names]
+        return self._local.take_files_to_delete()
 
     @staticmethod
     def _largest_timestamp(seg: LogSegment) -> int:
@@ -988,8 +669,9 @@ class PartitionLog:
             self, predicate: Callable[[LogSegment, LogSegment | None], bool], *,
             async_delete: bool) -> int:
         doomed: list[LogSegment] = []
-        for i, seg in enumerate(self._segments):
-            nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
+        segments = self._local.segments
+        for i, seg in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
             upper = nxt.base_offset if nxt is not None else self.log_end_offset
             if nxt is None and seg.size == 0:
                 break
@@ -999,56 +681,33 @@ class PartitionLog:
                 break
         if not doomed:
             return 0
-        if len(doomed) == len(self._segments):
+        if len(doomed) == len(segments):
             self.roll(now_ms=self.active.created_ms)
         # As Kafka: first the segments leave the log and the log start offset moves, then the
         # files go. A crash after this point leaves files the next load ignores or removes
         # (.deleted ones, indexes without a log), and the log opens at the first segment still
         # there, which the log start offset checkpoint can only confirm or raise.
-        self._segments = self._segments[len(doomed):]
-        self._bases = [s.base_offset for s in self._segments]
-        first = self._segments[0].base_offset
+        self._local.detach_oldest(len(doomed))
+        first = self._local.segments[0].base_offset
         if first > self.log_start_offset:
             self._log_start_offset = first
             self.leader_epoch_cache.truncate_from_start(first)
         self.producer_state.delete_snapshots_before(first)
-        self.recovery_point = max(self.recovery_point, first)
-        for seg in doomed:
-            if async_delete:
-                self._files_to_delete.extend(
-                    os.path.basename(p) for p in seg.rename_for_deletion())
-            else:
-                seg.delete()
+        self._local.retire_segments(doomed, async_delete=async_delete)
         return len(doomed)
 
     # ================================================================== durability, lifecycle
     def flush(self, *, now_ms: int | None = None) -> None:
         """fsync every segment that may hold unflushed data; advance the recovery point."""
-        leo = self.log_end_offset
-        if leo > self.recovery_point:
-            for seg in self._segments[self._segment_for(self.recovery_point):]:
-                seg.flush()
-            self.recovery_point = leo
-        if now_ms is not None:
-            self.last_flush_ms = now_ms
+        self._local.flush(now_ms=now_ms)
 
     def flush_up_to(self, offset: int) -> None:
         """fsync the segments holding offsets below ``offset``; recovery point moves there."""
-        if offset <= self.recovery_point:
-            return
-        first = self._segment_for(self.recovery_point)
-        for seg in self._segments[first:]:
-            if seg.base_offset >= offset:
-                break
-            seg.flush()
-        self.recovery_point = min(offset, self.log_end_offset)
+        self._local.flush_up_to(offset)
 
     def flush_rolled(self) -> None:
         """Flush segments that became inactive at a roll (Kafka's post-roll flush)."""
-        target = self.pending_roll_flush
-        if target is not None:
-            self.pending_roll_flush = None
-            self.flush_up_to(target)
+        self._local.flush_rolled()
 
     def maybe_flush(self, now_ms: int) -> bool:
         """flush.ms: flush when the last flush is older than the topic allows."""
@@ -1058,41 +717,30 @@ class PartitionLog:
             return True
         return False
 
-    def update_config(self, config: LogConfig) -> None:
-        self.config = config
-
     def close(self) -> None:
         """Trim the active indexes, write a producer snapshot at the log end, close files."""
         if self.closed:
             return
         self.producer_state.map_end_offset = self.log_end_offset
         self.producer_state.take_snapshot()
-        for seg in self._segments:
-            seg.close()
+        self._local.close()
         self.closed = True
 
     def close_handlers(self) -> None:
         """Close the files without writing anything (no index trim, no producer snapshot): for
         a log being deleted."""
         if not self.closed:
-            for seg in self._segments:
-                seg.close_handlers()
+            self._local.close_handlers()
             self.closed = True
 
     def delete(self) -> None:
         """Close without trimming and remove the whole directory."""
         self.close_handlers()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._local.delete()
 
     def rename_dir(self, new_dir: str) -> None:
         """Move the directory (topic deletion); open files stay valid across the rename."""
-        os.rename(self.dir, new_dir)
-        self.dir = new_dir
-        for seg in self._segments:
-            seg.dir = new_dir
-            seg.log_path = os.path.join(new_dir, os.path.basename(seg.log_path))
-            seg.offset_index.path = os.path.join(new_dir, os.path.basename(seg.offset_index.path))
-            seg.time_index.path = os.path.join(new_dir, os.path.basename(seg.time_index.path))
+        self._local.rename_dir(new_dir)
         self.producer_state.dir = new_dir
         if self.leader_epoch_cache.path:
             self.leader_epoch_cache.path = os.path.join(new_dir, files.LEADER_EPOCH_CHECKPOINT)
@@ -1103,68 +751,7 @@ class PartitionLog:
 
     def __repr__(self) -> str:
         return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, "
-                f"end={self.log_end_offset}, segments={len(self._segments)})")
-
-
-def _remove_new_segment_files(paths: tuple[str, ...]) -> None:
-    # The files of a segment that failed to come into being (all new and empty).
-    for path in paths:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-
-
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-_U32 = struct.Struct(">I")
-
-
-def _assign_trusted(buf: bytearray, *, next_offset: int, now_ms: int,
-                    partition_leader_epoch: int, log_append_time: bool) -> AppendInfo:
-    """Offset assignment for batches the broker built itself (coordinators, txn markers).
-
-    No client validation (control batches are allowed), but the framing must hold. Base offset
-    and leader epoch sit outside the CRC; a LogAppendTime rewrite recomputes it.
-    """
-    view = memoryview(buf).cast("B")
-    batches: list[BatchInfo] = []
-    pos = 0
-    offset = next_offset
-    max_ts, off_of_max, count = fmt.NO_TIMESTAMP, -1, 0
-    for h, _ in reader.iter_batches(view):
-        _I64.pack_into(view, pos + fmt.BASE_OFFSET, offset)
-        _I32.pack_into(view, pos + fmt.PARTITION_LEADER_EPOCH, partition_leader_epoch)
-        batch_max = h.max_timestamp
-        if log_append_time:
-            _I16.pack_into(view, pos + fmt.ATTRIBUTES, h.attributes | fmt.TIMESTAMP_TYPE_MASK)
-            _I64.pack_into(view, pos + fmt.MAX_TIMESTAMP, now_ms)
-            _U32.pack_into(view, pos + fmt.CRC, fmt.compute_crc(view, pos, h.size))
-            batch_max = now_ms
-        last = offset + h.last_offset_delta
-        if batch_max > max_ts:
-            max_ts, off_of_max = batch_max, last
-        batches.append(BatchInfo(pos, h.size, offset, last, batch_max, h.producer_id,
-                                 h.producer_epoch, h.base_sequence, h.record_count,
-                                 h.is_transactional, h.is_control))
-        count += h.record_count
-        offset = last + 1
-        pos += h.size
-    if not batches or pos != len(view):
-        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "incomplete record batch in broker append")
-    return AppendInfo(next_offset, offset - 1, max_ts, off_of_max, count, batches)
-
-
-def _coordinator_epoch_of(batch: memoryview) -> int:
-    """Coordinator epoch of an end-transaction marker batch (-1 when unreadable)."""
-    try:
-        for rec in reader.iter_records(batch):
-            if rec.value is not None and len(rec.value) >= _CONTROL_VALUE.size:
-                return _CONTROL_VALUE.unpack_from(rec.value)[1]
-    except KafkaError:
-        pass
-    return -1
+                f"end={self.log_end_offset}, segments={self._local.segment_count})")
 
 
 # CorruptSegmentError is re-exported for callers that walk segments themselves.

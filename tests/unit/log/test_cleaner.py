@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from kafkapy.log import files
 from kafkapy.log.cleaner import LogCleaner, clean_log
 from kafkapy.records.builder import Record, build_batch
@@ -189,9 +191,20 @@ def test_apply_skips_groups_whose_segments_changed(open_log):
     write_history(log)
     before = contents(log)
     plan = plan_clean(log, now_ms=5000)
-    log._segments[0] = log._segments[0]  # same objects: still applicable...
-    gone = log._segments.pop(1)  # ...but the group's second segment is no longer in the log
-    log._segments.insert(1, gone.__class__(gone.dir, gone.base_offset, index_interval_bytes=4096,
-                                           max_index_size=1 << 20, now_ms=0))
+    # The group's second segment is no longer in the log (the same files, another object).
+    gone = log.segments[1]
+    log.replace_segments([gone], gone.__class__(gone.dir, gone.base_offset,
+                                                index_interval_bytes=4096,
+                                                max_index_size=1 << 20, now_ms=0))
     apply_clean(log, plan, now_ms=5000)
     assert contents(log) == before
+
+
+def test_replace_segments_refuses_segments_not_in_the_log(open_log):
+    log = open_log(cleanup_policy="compact")
+    write_history(log)
+    active = log.active
+    with pytest.raises(ValueError):
+        log.replace_segments([active], None)  # the active segment is never replaced
+    with pytest.raises(ValueError):
+        log.replace_segments([log.segments[1], log.segments[0]], None)  # not a run in order
