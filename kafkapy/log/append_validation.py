@@ -9,15 +9,23 @@ coordinator records), which skip the client rules but not the framing checks.
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from kafkapy.log.config import LogConfig
+from kafkapy.log.producer_state import ProducerBatch
+from kafkapy.log.segment import AppendBatch
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 from kafkapy.records import reader, recompress, record_checks, timestamps
 from kafkapy.records._validate_common import RecordRefused, timestamp_bounds
 from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
 
-__all__ = ["assign_trusted", "validate_client_records"]
+__all__ = [
+    "FollowerRecords", "assign_trusted", "control_coordinator_epoch", "leader_producer_batches",
+    "parse_follower_records", "validate_client_records",
+]
+
+_CONTROL_VALUE = struct.Struct(">hi")  # end-transaction marker value: version, coordinator epoch
 
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
@@ -105,3 +113,89 @@ def assign_trusted(buf: bytearray | memoryview, *, next_offset: int, now_ms: int
     if not batches or pos != len(view):
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "incomplete record batch in broker append")
     return AppendInfo(next_offset, offset - 1, max_ts, off_of_max, count, batches)
+
+
+def leader_producer_batches(buf: bytearray | memoryview, info: AppendInfo, config: LogConfig, *,
+                            from_client: bool) -> list[ProducerBatch]:
+    """The idempotence / transaction view of numbered batches about to be appended as leader;
+    refuses a buffer over segment.bytes and control batches from clients."""
+    if len(buf) > config.segment_bytes:
+        raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                         f"Message batch size is {len(buf)} bytes which exceeds the maximum "
+                         f"configured segment size of {config.segment_bytes}.")
+    pbatches = []
+    for b in info.batches:
+        if b.control and from_client:
+            raise KafkaError(ErrorCode.INVALID_RECORD,
+                             "Clients are not allowed to write control records")
+        if b.producer_id >= 0:
+            coord = -1
+            if b.control:
+                coord = control_coordinator_epoch(memoryview(buf)[b.position:b.position + b.size])
+            pbatches.append(ProducerBatch(
+                b.producer_id, b.producer_epoch, b.base_sequence, b.base_offset,
+                b.last_offset, b.max_timestamp, b.transactional, b.control, coord))
+    return pbatches
+
+
+class FollowerRecords(NamedTuple):
+    """The whole batches of a replicated buffer, checked and ready to append."""
+
+    data: memoryview  # the whole batches (a trailing partial batch is left out)
+    batches: list[AppendBatch]
+    headers: list[fmt.BatchHeader]
+    producer_batches: list[ProducerBatch]
+    max_timestamp: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+def parse_follower_records(buf: bytes | bytearray | memoryview,
+                           log_end_offset: int) -> FollowerRecords | None:
+    """Check the batches a follower fetched: every whole batch CRC-checked, offsets at or after
+    ``log_end_offset`` and increasing; a trailing partial batch is ignored. None when the
+    buffer holds no whole batch."""
+    view = memoryview(buf).cast("B")
+    batches: list[AppendBatch] = []
+    pbatches: list[ProducerBatch] = []
+    headers: list[fmt.BatchHeader] = []
+    expected = log_end_offset
+    end = 0
+    max_ts = fmt.NO_TIMESTAMP
+    count = 0
+    for h, bview in reader.iter_batches(view):
+        pos = end
+        if fmt.compute_crc(view, pos, h.size) != h.crc:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                             f"batch at offset {h.base_offset} fails its CRC check")
+        if h.base_offset < expected or h.last_offset_delta < 0:
+            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                             f"unexpected append offset {h.base_offset}; log end offset "
+                             f"is {expected}")
+        batches.append(AppendBatch(pos, h.size, h.last_offset, h.max_timestamp))
+        headers.append(h)
+        coord = control_coordinator_epoch(bview) if h.is_control else -1
+        if h.producer_id != fmt.NO_PRODUCER_ID:
+            pbatches.append(ProducerBatch.from_header(h, coord))
+        max_ts = max(max_ts, h.max_timestamp)
+        count += h.record_count
+        expected = h.next_offset
+        end = pos + h.size
+    if not batches:
+        return None
+    return FollowerRecords(view[:end], batches, headers, pbatches, max_ts, count)
+
+
+def control_coordinator_epoch(batch: bytes | memoryview) -> int:
+    """Coordinator epoch of an end-transaction marker batch (-1 when unreadable)."""
+    try:
+        for rec in reader.iter_records(batch):
+            if rec.value is not None and len(rec.value) >= _CONTROL_VALUE.size:
+                return _CONTROL_VALUE.unpack_from(rec.value)[1]
+    except KafkaError:
+        pass
+    return -1
+

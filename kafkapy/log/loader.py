@@ -12,24 +12,30 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-import struct
+import uuid
 from typing import NamedTuple
 
 from kafkapy.log import files
+from kafkapy.log.append_validation import control_coordinator_epoch
 from kafkapy.log.index import CorruptIndexError
 from kafkapy.log.leader_epoch import LeaderEpochCache
 from kafkapy.log.local_log import LocalLog
+from kafkapy.log.partition_metadata import (
+    normalize_topic_id,
+    read_partition_metadata,
+    write_partition_metadata,
+)
 from kafkapy.log.producer_state import ProducerBatch, ProducerStateManager
 from kafkapy.log.segment import LogSegment
-from kafkapy.protocol.errors import KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
-from kafkapy.records import reader
 
-__all__ = ["LoadedOffsets", "control_coordinator_epoch", "load_log", "rebuild_producer_state"]
+__all__ = [
+    "LoadedOffsets", "check_topic_id", "load_log", "prepare_dir", "rebuild_producer_state",
+]
 
 _log = logging.getLogger("kafkapy.log.partition_log")  # the lines users know, unchanged
 
-_CONTROL_VALUE = struct.Struct(">hi")  # end-transaction marker value: version, coordinator epoch
 _LEFTOVER_SUFFIXES = (files.DELETED_SUFFIX, files.CLEANED_SUFFIX, ".tmp", files.SWAP_SUFFIX)
 
 
@@ -40,6 +46,32 @@ class LoadedOffsets(NamedTuple):
     log_start_offset: int
     log_start_floor: int
     recovered: bool
+
+
+def prepare_dir(dir: str) -> tuple[str, int]:
+    """Create ``dir`` if needed; its (topic, partition) from the name (the name and 0 for a
+    directory not named ``<topic>-<partition>``)."""
+    parsed = files.parse_dir_name(dir)
+    try:
+        os.mkdir(dir)  # one syscall when it exists (loading thousands of logs at start-up)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        os.makedirs(dir, exist_ok=True)
+    return parsed if parsed else (os.path.basename(dir), 0)
+
+
+def check_topic_id(dir: str, topic_id: uuid.UUID | bytes | None) -> uuid.UUID | None:
+    """The dir's topic id: ``partition.metadata``'s, written from ``topic_id`` when missing;
+    KafkaError(INCONSISTENT_TOPIC_ID) when the dir belongs to another topic id."""
+    topic_id = normalize_topic_id(topic_id)
+    stored = read_partition_metadata(dir)
+    if topic_id is not None and stored is not None and stored != topic_id:
+        raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
+                         f"{dir} belongs to topic id {stored}, not {topic_id}")
+    if topic_id is not None and stored is None:
+        write_partition_metadata(dir, topic_id)
+    return stored or topic_id
 
 
 def load_log(local: LocalLog, epochs: LeaderEpochCache, producer_state: ProducerStateManager, *,
@@ -276,15 +308,3 @@ def rebuild_producer_state(local: LocalLog, psm: ProducerStateManager, log_start
             coord = control_coordinator_epoch(seg.read_batch(ref))
         psm.replay(ProducerBatch.from_header(h, coord))
     psm.map_end_offset = upto
-
-
-def control_coordinator_epoch(batch: bytes | memoryview) -> int:
-    """Coordinator epoch of an end-transaction marker batch (-1 when unreadable)."""
-    try:
-        for rec in reader.iter_records(batch):
-            if rec.value is not None and len(rec.value) >= _CONTROL_VALUE.size:
-                return _CONTROL_VALUE.unpack_from(rec.value)[1]
-    except KafkaError:
-        pass
-    return -1
-

@@ -13,6 +13,7 @@ import bisect
 import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
 from kafkapy.log import files
 from kafkapy.log.config import LogConfig
@@ -21,7 +22,21 @@ from kafkapy.log.storage_errors import storage_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import reader
 
-__all__ = ["LocalLog"]
+__all__ = ["LocalLog", "OffsetAndTimestamp", "TimestampAndOffset"]
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """A record's offset and timestamp (ListOffsets answers)."""
+
+    offset: int
+    timestamp: int
+
+
+class TimestampAndOffset(NamedTuple):
+    """The log's largest timestamp and the offset of the first record carrying it."""
+
+    timestamp: int
+    offset: int
 
 
 class LocalLog:
@@ -184,7 +199,15 @@ class LocalLog:
     # ================================================================== read
     def read(self, offset: int, max_bytes: int, *, max_offset: int, log_start_offset: int,
              min_one_message: bool) -> FetchSlice | None:
-        """See PartitionLog.read: whole batches of one segment from the one holding ``offset``."""
+        """Whole batches from the one holding ``offset``, bounded by max_bytes and max_offset.
+
+        Raises KafkaError(OFFSET_OUT_OF_RANGE) outside [log_start_offset, log_end_offset];
+        returns None at the log end or when nothing below ``max_offset`` (the high watermark
+        for consumers) is available. A batch is exposed only when its last offset is below
+        ``max_offset`` (Kafka cuts at the position of the batch holding max_offset). With
+        ``min_one_message`` the first batch is returned whole even if larger than max_bytes.
+        Reads stay within one segment.
+        """
         leo = self.log_end_offset
         if offset < log_start_offset or offset > leo:
             raise KafkaError(
@@ -211,6 +234,41 @@ class LocalLog:
                 return None
             return seg.slice(pos, size)
         return None
+
+    # ================================================================== timestamps (ListOffsets)
+    def offset_for_timestamp(self, timestamp: int, log_start_offset: int) -> OffsetAndTimestamp | None:
+        """(offset, timestamp) of the first record with timestamp ≥ ``timestamp``, or None."""
+        for seg in self._segments:
+            if seg.largest_timestamp < timestamp:
+                continue
+            found = seg.find_offset_by_timestamp(
+                timestamp, log_start_offset,
+                lambda ref, seg=seg: self.record_timestamps(seg, ref))
+            if found is not None:
+                return OffsetAndTimestamp(found[1], found[0])
+        return None
+
+    def max_timestamp_and_offset(self, log_start_offset: int) -> TimestampAndOffset | None:
+        """(timestamp, offset) of the first record carrying the log's largest timestamp.
+
+        For ListOffsets MAX_TIMESTAMP (KIP-734). None when no record has a timestamp. The
+        field order follows the name (offset_for_timestamp's is (offset, timestamp)).
+        """
+        best: LogSegment | None = None
+        for seg in self._segments:
+            if best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = seg
+        if best is None or best.max_timestamp_so_far < 0:
+            return None
+        ts = best.max_timestamp_so_far
+        start = best.offset_index.lookup(best.offset_of_max_timestamp_so_far).position
+        for ref in best.iter_batches(start):
+            if ref.header.max_timestamp == ts and ref.header.last_offset >= log_start_offset:
+                for off, rts in self.record_timestamps(best, ref):
+                    if rts == ts and off >= log_start_offset:
+                        return TimestampAndOffset(ts, off)
+                return TimestampAndOffset(ts, ref.header.last_offset)
+        return TimestampAndOffset(ts, best.offset_of_max_timestamp_so_far)
 
     def record_timestamps(self, seg: LogSegment, ref: BatchRef) -> Iterator[tuple[int, int]]:
         """(offset, timestamp) of every record of the batch at ``ref``."""
@@ -270,6 +328,14 @@ class LocalLog:
         if target is not None:
             self.pending_roll_flush = None
             self.flush_up_to(target)
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """flush.ms: flush when the last flush is older than the topic allows."""
+        if now_ms - self.last_flush_ms >= self.config.flush_ms and \
+                self.log_end_offset > self.recovery_point:
+            self.flush(now_ms=now_ms)
+            return True
+        return False
 
     def close(self) -> None:
         """Trim the active indexes and close every segment's files."""

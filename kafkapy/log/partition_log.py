@@ -24,33 +24,32 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
-from kafkapy.log import files
-from kafkapy.log.append_validation import assign_trusted, validate_client_records
+from kafkapy.log import files, retention
+from kafkapy.log.append_validation import (
+    assign_trusted,
+    leader_producer_batches,
+    parse_follower_records,
+    validate_client_records,
+)
 from kafkapy.log.config import LogConfig
 from kafkapy.log.leader_epoch import LeaderEpochCache
 from kafkapy.log.loader import (
-    control_coordinator_epoch,
+    check_topic_id,
     load_log,
+    prepare_dir,
     rebuild_producer_state,
 )
-from kafkapy.log.local_log import LocalLog
-from kafkapy.log.partition_metadata import (
-    normalize_topic_id,
-    read_partition_metadata,
-    write_partition_metadata,
-)
+from kafkapy.log.local_log import LocalLog, OffsetAndTimestamp, TimestampAndOffset
 from kafkapy.log.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-    ProducerBatch,
     ProducerStateManager,
 )
-from kafkapy.log.segment import AppendBatch, CorruptSegmentError, FetchSlice, LogSegment
+from kafkapy.log.segment import CorruptSegmentError, FetchSlice, LogSegment
 from kafkapy.log.storage_errors import storage_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
-from kafkapy.records import reader
 
 __all__ = [
     "FetchSlice", "LogAppendResult", "OffsetAndTimestamp", "PartitionLog", "TimestampAndOffset",
@@ -58,19 +57,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-
-class OffsetAndTimestamp(NamedTuple):
-    """A record's offset and timestamp (ListOffsets answers)."""
-
-    offset: int
-    timestamp: int
-
-
-class TimestampAndOffset(NamedTuple):
-    """The log's largest timestamp and the offset of the first record carrying it."""
-
-    timestamp: int
-    offset: int
+T = TypeVar("T")
 
 
 class LogAppendResult(NamedTuple):
@@ -82,6 +69,25 @@ class LogAppendResult(NamedTuple):
     log_start_offset: int
     record_count: int
     duplicate: bool = False
+
+
+class _FromLocal(Generic[T]):
+    """A read-only attribute of PartitionLog that is its LocalLog's attribute of the same name
+    (or ``source``), as Kafka's UnifiedLog forwards to its LocalLog."""
+
+    def __init__(self, source: str | None = None) -> None:
+        self._source = source
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._source = self._source or name
+
+    def __get__(self, log: PartitionLog | None, owner: type | None = None) -> T:
+        if log is None:
+            return self  # type: ignore[return-value]  # the class attribute itself
+        return getattr(log._local, self._source)  # type: ignore[arg-type]
+
+    def __set__(self, log: PartitionLog, value: T) -> None:
+        raise AttributeError(f"{self._source} belongs to the LocalLog")
 
 
 class PartitionLog:
@@ -111,12 +117,9 @@ class PartitionLog:
         self.remote_log_enabled = False
         self.highest_offset_in_remote_storage = -1
         # The whole log of a remote-enabled partition may start below its local log start
-        # (Kafka's logStartOffset vs localLogStartOffset). The remote log manager keeps
-        # earliest_remote_offset (-1: nothing remote; None: not known yet, as after a restart
-        # until the remote metadata is read); log_start_floor is the highest start DeleteRecords,
-        # remote retention or the leader asked for (0: none), kept here and in the log start
-        # offset checkpoint because it may lie below everything this broker holds locally.
-        # See whole_log_start_offset.
+        # (Kafka's logStartOffset vs localLogStartOffset): see whole_log_start_offset. The remote
+        # log manager keeps earliest_remote_offset (-1: nothing remote; None: not known yet, as
+        # after a restart until the remote metadata is read).
         self.earliest_remote_offset: int | None = None
         self._log_start_floor = 0
         self.closed = False
@@ -135,22 +138,13 @@ class PartitionLog:
         ``high_watermark``: the checkpointed high watermark (clamped into [log start, log end]);
         None starts it at the log end, for logs nobody replicates.
 
-        ``recover=True`` means the previous shutdown was not clean: every segment from the one
-        holding ``recovery_point`` on is scanned, CRC-checked, its indexes rebuilt and a torn or
-        corrupt tail cut off. With ``recover=False`` the indexes are trusted after a sanity check
-        (a failing or missing index is rebuilt anyway). See ``loader``.
+        ``recover=True`` means the previous shutdown was not clean: the segments from the one
+        holding ``recovery_point`` on are recovered (see ``loader.load_log``).
         """
-        parsed = files.parse_dir_name(dir)
-        topic, partition = parsed if parsed else (os.path.basename(dir), 0)
-        try:
-            os.mkdir(dir)  # one syscall when it exists (loading thousands of logs at start-up)
-        except FileExistsError:
-            pass
-        except FileNotFoundError:
-            os.makedirs(dir, exist_ok=True)
+        topic, partition = prepare_dir(dir)
         log = cls(dir, config, topic=topic, partition=partition,
                   producer_id_expiration_ms=producer_id_expiration_ms)
-        log._check_topic_id(topic_id)
+        log.topic_id = check_topic_id(dir, topic_id)
         loaded = load_log(log._local, log.leader_epoch_cache, log.producer_state, now_ms=now_ms,
                           recover=recover, recovery_point=recovery_point,
                           log_start_offset=log_start_offset)
@@ -161,16 +155,6 @@ class PartitionLog:
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
         return log
-
-    def _check_topic_id(self, topic_id: uuid.UUID | bytes | None) -> None:
-        topic_id = normalize_topic_id(topic_id)
-        stored = read_partition_metadata(self.dir)
-        if topic_id is not None and stored is not None and stored != topic_id:
-            raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
-                             f"{self.dir} belongs to topic id {stored}, not {topic_id}")
-        if topic_id is not None and stored is None:
-            write_partition_metadata(self.dir, topic_id)
-        self.topic_id = stored or topic_id
 
     # ================================================================== offsets
     @property
@@ -186,8 +170,9 @@ class PartitionLog:
 
     @property
     def log_start_floor(self) -> int:
-        """The highest start DeleteRecords, remote retention or the leader asked for below the
-        local log start (0: none); counts only on remote-enabled logs."""
+        """The highest start DeleteRecords, remote retention or the leader asked for (0: none),
+        kept here and in the log start offset checkpoint because on a remote-enabled log it may
+        lie below everything this broker holds locally (elsewhere it does not count)."""
         return self._log_start_floor
 
     def update_high_watermark(self, hw: int) -> int:
@@ -215,55 +200,26 @@ class PartitionLog:
         return old
 
     # ================================================================== the local log
-    @property
-    def dir(self) -> str:
-        return self._local.dir
-
-    @property
-    def config(self) -> LogConfig:
-        return self._local.config
+    # What the segment list knows, read through to the LocalLog (read-only here too).
+    dir: _FromLocal[str] = _FromLocal()
+    config: _FromLocal[LogConfig] = _FromLocal()
+    recovery_point: _FromLocal[int] = _FromLocal()  # every offset below it is fsynced
+    last_flush_ms: _FromLocal[int] = _FromLocal()
+    pending_roll_flush: _FromLocal[int | None] = _FromLocal()
+    active: _FromLocal[LogSegment] = _FromLocal()
+    segments: _FromLocal[list[LogSegment]] = _FromLocal()  # a copy of the list
+    #: Offset after the last record (last batch's base + lastOffsetDelta + 1).
+    log_end_offset: _FromLocal[int] = _FromLocal()
+    size_in_bytes: _FromLocal[int] = _FromLocal()
+    _name: _FromLocal[str] = _FromLocal("name")
 
     def update_config(self, config: LogConfig) -> None:
         self._local.config = config
 
-    @property
-    def recovery_point(self) -> int:
-        """Every offset below it is fsynced."""
-        return self._local.recovery_point
-
-    @property
-    def last_flush_ms(self) -> int:
-        return self._local.last_flush_ms
-
-    @property
-    def pending_roll_flush(self) -> int | None:
-        return self._local.pending_roll_flush
-
-    @property
-    def active(self) -> LogSegment:
-        return self._local.active
-
-    @property
-    def segments(self) -> list[LogSegment]:
-        return self._local.segments
-
-    @property
-    def log_end_offset(self) -> int:
-        """Offset after the last record (last batch's base + lastOffsetDelta + 1)."""
-        return self._local.log_end_offset
-
-    @property
-    def size_in_bytes(self) -> int:
-        return self._local.size_in_bytes
-
-    @property
-    def _name(self) -> str:
-        return self._local.name
-
-    def replace_segments(self, old: Sequence[LogSegment], new: LogSegment | None) -> None:
-        """Put ``new`` (None: nothing) where the run ``old`` of inactive segments is; for the
-        cleaner, which made the files so (see LocalLog.replace_segments)."""
-        self._local.replace_segments(old, new)
+    #: replace_segments(old, new): put ``new`` (None: nothing) where the run ``old`` of inactive
+    #: segments is; for the cleaner, which made the files so.
+    replace_segments: _FromLocal[Callable[[Sequence[LogSegment], LogSegment | None], None]] = \
+        _FromLocal()
 
     @property
     def last_stable_offset(self) -> int:
@@ -297,22 +253,7 @@ class PartitionLog:
             info = assign_trusted(buf, next_offset=self.log_end_offset, now_ms=now_ms,
                                   partition_leader_epoch=leader_epoch,
                                   log_append_time=config.log_append_time)
-        if len(buf) > self.config.segment_bytes:
-            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
-                             f"Message batch size is {len(buf)} bytes which exceeds the maximum "
-                             f"configured segment size of {self.config.segment_bytes}.")
-        pbatches = []
-        for b in info.batches:
-            if b.control and from_client:
-                raise KafkaError(ErrorCode.INVALID_RECORD,
-                                 "Clients are not allowed to write control records")
-            if b.producer_id >= 0:
-                coord = -1
-                if b.control:
-                    coord = control_coordinator_epoch(memoryview(buf)[b.position:b.position + b.size])
-                pbatches.append(ProducerBatch(
-                    b.producer_id, b.producer_epoch, b.base_sequence, b.base_offset,
-                    b.last_offset, b.max_timestamp, b.transactional, b.control, coord))
+        pbatches = leader_producer_batches(buf, info, config, from_client=from_client)
         prepared = self.producer_state.prepare(pbatches, from_client=from_client)
         if prepared.duplicate is not None:
             d = prepared.duplicate
@@ -339,44 +280,21 @@ class PartitionLog:
         start at or after the log end offset and increase. Returns None for an empty buffer.
         """
         self._check_open()
-        view = memoryview(buf).cast("B")
-        batches: list[AppendBatch] = []
-        pbatches: list[ProducerBatch] = []
-        headers: list[fmt.BatchHeader] = []
-        expected = self.log_end_offset
-        end = 0
-        max_ts = fmt.NO_TIMESTAMP
-        count = 0
-        for h, bview in reader.iter_batches(view):
-            pos = end
-            if fmt.compute_crc(view, pos, h.size) != h.crc:
-                raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
-                                 f"batch at offset {h.base_offset} fails its CRC check")
-            if h.base_offset < expected or h.last_offset_delta < 0:
-                raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
-                                 f"unexpected append offset {h.base_offset}; log end offset "
-                                 f"is {expected}")
-            batches.append(AppendBatch(pos, h.size, h.last_offset, h.max_timestamp))
-            headers.append(h)
-            coord = control_coordinator_epoch(bview) if h.is_control else -1
-            if h.producer_id != fmt.NO_PRODUCER_ID:
-                pbatches.append(ProducerBatch.from_header(h, coord))
-            max_ts = max(max_ts, h.max_timestamp)
-            count += h.record_count
-            expected = h.next_offset
-            end = pos + h.size
-        if not batches:
+        parsed = parse_follower_records(buf, self.log_end_offset)
+        if parsed is None:
             return None
+        headers = parsed.headers
         first, last = headers[0].base_offset, headers[-1].last_offset
-        prepared = self.producer_state.prepare(pbatches, from_client=False)
-        seg = self._maybe_roll(end, max_ts, first, last, now_ms)
-        seg.append(view[:end], batches)
+        prepared = self.producer_state.prepare(parsed.producer_batches, from_client=False)
+        seg = self._maybe_roll(parsed.size, parsed.max_timestamp, first, last, now_ms)
+        seg.append(parsed.data, parsed.batches)
         for h in headers:
             if h.partition_leader_epoch >= 0:
                 self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
         self.producer_state.commit(prepared, last + 1)
         self._after_append(last + 1, now_ms)
-        return LogAppendResult(first, last, fmt.NO_TIMESTAMP, self.log_start_offset, count)
+        return LogAppendResult(first, last, fmt.NO_TIMESTAMP, self.log_start_offset,
+                               parsed.record_count)
 
     def _after_append(self, leo: int, now_ms: int) -> None:
         if self.hw_follows_leo:
@@ -398,11 +316,8 @@ class PartitionLog:
         return seg
 
     def roll(self, *, now_ms: int, expected_next_offset: int | None = None) -> LogSegment:
-        """Start a new active segment at max(expected_next_offset, log end offset).
-
-        The old segment gets its final time index entry and trimmed indexes, and a producer
-        snapshot is written at the new base offset, as Kafka does on roll.
-        """
+        """Start a new active segment at max(expected_next_offset, log end offset) (see
+        LocalLog.roll), with a producer snapshot at its base offset, as Kafka does on roll."""
         def snapshot(leo: int) -> None:
             self.producer_state.map_end_offset = leo
             self.producer_state.take_snapshot()
@@ -413,15 +328,8 @@ class PartitionLog:
     # ================================================================== read
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one_message: bool = True) -> FetchSlice | None:
-        """Whole batches from the one holding ``offset``, bounded by max_bytes and max_offset.
-
-        Raises KafkaError(OFFSET_OUT_OF_RANGE) outside [log_start_offset, log_end_offset];
-        returns None at the log end or when nothing below ``max_offset`` (the high watermark
-        for consumers) is available. A batch is exposed only when its last offset is below
-        ``max_offset`` (Kafka cuts at the position of the batch holding max_offset). With
-        ``min_one_message`` the first batch is returned whole even if larger than max_bytes.
-        Reads stay within one segment.
-        """
+        """Whole batches of one segment from the one holding ``offset``, below ``max_offset``
+        (the high watermark for consumers); see LocalLog.read."""
         return self._local.read(
             offset, max_bytes, max_offset=self.log_end_offset if max_offset is None else max_offset,
             log_start_offset=self.log_start_offset, min_one_message=min_one_message)
@@ -429,15 +337,7 @@ class PartitionLog:
     # ================================================================== timestamps
     def offset_for_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """(offset, timestamp) of the first record with timestamp ≥ ``timestamp``, or None."""
-        for seg in self._local.segments:
-            if seg.largest_timestamp < timestamp:
-                continue
-            found = seg.find_offset_by_timestamp(
-                timestamp, self.log_start_offset,
-                lambda ref, seg=seg: self._local.record_timestamps(seg, ref))
-            if found is not None:
-                return OffsetAndTimestamp(found[1], found[0])
-        return None
+        return self._local.offset_for_timestamp(timestamp, self.log_start_offset)
 
     def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
         """(timestamp, offset) of the first record carrying the log's largest timestamp.
@@ -445,21 +345,7 @@ class PartitionLog:
         For ListOffsets MAX_TIMESTAMP (KIP-734). None when no record has a timestamp. The
         field order follows the name (offset_for_timestamp's is (offset, timestamp)).
         """
-        best: LogSegment | None = None
-        for seg in self._local.segments:
-            if best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far:
-                best = seg
-        if best is None or best.max_timestamp_so_far < 0:
-            return None
-        ts = best.max_timestamp_so_far
-        start = best.offset_index.lookup(best.offset_of_max_timestamp_so_far).position
-        for ref in best.iter_batches(start):
-            if ref.header.max_timestamp == ts and ref.header.last_offset >= self.log_start_offset:
-                for off, rts in self._local.record_timestamps(best, ref):
-                    if rts == ts and off >= self.log_start_offset:
-                        return TimestampAndOffset(ts, off)
-                return TimestampAndOffset(ts, ref.header.last_offset)
-        return TimestampAndOffset(ts, best.offset_of_max_timestamp_so_far)
+        return self._local.max_timestamp_and_offset(self.log_start_offset)
 
     max_timestamp_offset = max_timestamp_and_offset  # name used in docs/architecture.md
 
@@ -603,40 +489,20 @@ class PartitionLog:
         """
         if self.closed:
             return 0  # a log being deleted or shut down keeps its files for its owner to handle
-        config = self.config
         deleted = self._delete_segments_while(self._below_start, async_delete=True)
-        if not config.delete:
+        if not self.config.delete:
             return deleted
-        retention_bytes, retention_ms = config.retention_bytes, config.retention_ms
-        highest: int | None = None
-        if self.remote_log_enabled:
-            # Kafka's UnifiedLog with remote storage: local.retention.* (-2: the total value)
-            # bounds the local log, and a segment goes only once all of it is remote.
-            if config.local_retention_bytes != -2:
-                retention_bytes = config.local_retention_bytes
-            if config.local_retention_ms != -2:
-                retention_ms = config.local_retention_ms
-            highest = self.highest_offset_in_remote_storage
-
-        def copied(seg: LogSegment, nxt: LogSegment | None) -> bool:
-            if highest is None:
-                return True
-            upper = nxt.base_offset if nxt is not None else self.log_end_offset
-            return upper - 1 <= highest
-        if retention_bytes >= 0 and self.size_in_bytes >= retention_bytes:
-            excess = [self.size_in_bytes - retention_bytes]
-
-            def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
-                if excess[0] - seg.size >= 0 and copied(seg, nxt):
-                    excess[0] -= seg.size
-                    return True
-                return False
-
-            deleted += self._delete_segments_while(over_size, async_delete=True)
-        if retention_ms >= 0:
-            deleted += self._delete_segments_while(
-                lambda seg, nxt: now_ms - self._largest_timestamp(seg) > retention_ms and copied(seg, nxt),
-                async_delete=True)
+        limits = retention.limits_for(
+            self.config, remote_log_enabled=self.remote_log_enabled,
+            highest_offset_in_remote_storage=self.highest_offset_in_remote_storage)
+        copied = retention.copied_to_remote(limits.highest_remote_offset,
+                                            lambda: self.log_end_offset)
+        size_rule = retention.over_size(self.size_in_bytes, limits.retention_bytes, copied)
+        if size_rule is not None:
+            deleted += self._delete_segments_while(size_rule, async_delete=True)
+        time_rule = retention.over_time(now_ms, limits.retention_ms, copied)
+        if time_rule is not None:
+            deleted += self._delete_segments_while(time_rule, async_delete=True)
         return deleted
 
     def delete_segments_below_start(self, *, async_delete: bool = False) -> int:
@@ -652,33 +518,16 @@ class PartitionLog:
     def _below_start(self, seg: LogSegment, nxt: LogSegment | None) -> bool:
         return nxt is not None and nxt.base_offset <= self.log_start_offset
 
-    def take_files_to_delete(self) -> list[str]:
-        """Paths of the ``.deleted`` files retention left since the last call (the caller now
-        owns unlinking them). Paths are resolved against the current directory, so a log moved
-        since the rename still finds its files."""
-        return self._local.take_files_to_delete()
-
-    @staticmethod
-    def _largest_timestamp(seg: LogSegment) -> int:
-        if seg.max_timestamp_so_far >= 0:
-            return seg.max_timestamp_so_far
-        # No timestamps: Kafka falls back to the file's modification time.
-        return int(os.stat(seg.log_path).st_mtime * 1000)
+    #: Paths of the ``.deleted`` files retention left since the last call (the caller now owns
+    #: unlinking them), resolved against the current directory (the log may have moved since).
+    take_files_to_delete: _FromLocal[Callable[[], list[str]]] = _FromLocal()
 
     def _delete_segments_while(
-            self, predicate: Callable[[LogSegment, LogSegment | None], bool], *,
+            self, predicate: retention.Rule, *,
             async_delete: bool) -> int:
-        doomed: list[LogSegment] = []
         segments = self._local.segments
-        for i, seg in enumerate(segments):
-            nxt = segments[i + 1] if i + 1 < len(segments) else None
-            upper = nxt.base_offset if nxt is not None else self.log_end_offset
-            if nxt is None and seg.size == 0:
-                break
-            if self.high_watermark >= upper and predicate(seg, nxt):
-                doomed.append(seg)
-            else:
-                break
+        doomed = retention.deletable_prefix(segments, predicate, self.high_watermark,
+                                            self.log_end_offset)
         if not doomed:
             return 0
         if len(doomed) == len(segments):
@@ -697,25 +546,12 @@ class PartitionLog:
         return len(doomed)
 
     # ================================================================== durability, lifecycle
-    def flush(self, *, now_ms: int | None = None) -> None:
-        """fsync every segment that may hold unflushed data; advance the recovery point."""
-        self._local.flush(now_ms=now_ms)
-
-    def flush_up_to(self, offset: int) -> None:
-        """fsync the segments holding offsets below ``offset``; recovery point moves there."""
-        self._local.flush_up_to(offset)
-
-    def flush_rolled(self) -> None:
-        """Flush segments that became inactive at a roll (Kafka's post-roll flush)."""
-        self._local.flush_rolled()
-
-    def maybe_flush(self, now_ms: int) -> bool:
-        """flush.ms: flush when the last flush is older than the topic allows."""
-        if now_ms - self.last_flush_ms >= self.config.flush_ms and \
-                self.log_end_offset > self.recovery_point:
-            self.flush(now_ms=now_ms)
-            return True
-        return False
+    # fsync what may be unflushed (advancing the recovery point): all, below an offset, what a
+    # roll left (Kafka's post-roll flush), or all when flush.ms has passed (True if it did).
+    flush: _FromLocal[Callable[..., None]] = _FromLocal()
+    flush_up_to: _FromLocal[Callable[[int], None]] = _FromLocal()
+    flush_rolled: _FromLocal[Callable[[], None]] = _FromLocal()
+    maybe_flush: _FromLocal[Callable[[int], bool]] = _FromLocal()
 
     def close(self) -> None:
         """Trim the active indexes, write a producer snapshot at the log end, close files."""
