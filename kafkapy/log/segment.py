@@ -8,7 +8,6 @@ callback so the partition log can rebuild that state in the same scan.
 from __future__ import annotations
 
 import logging
-import mmap
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
@@ -17,6 +16,7 @@ from kafkapy._speedups import load
 from kafkapy.log import files
 from kafkapy.log.index import CorruptIndexError
 from kafkapy.log.offset_index import OffsetIndex
+from kafkapy.log.segment_recovery import RecoveryResult, check_tail, scan_file
 from kafkapy.log.storage_errors import LogStorageError, storage_error
 from kafkapy.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkapy.records import format as fmt
@@ -33,17 +33,6 @@ _INT32_MAX = 0x7FFFFFFF
 
 class CorruptSegmentError(Exception):
     """A batch header in the middle of a segment does not parse (found outside recovery)."""
-
-
-class RecoveryResult(NamedTuple):
-    """What ``LogSegment.recover`` found: bytes kept and cut, and why."""
-
-    valid_bytes: int
-    truncated_bytes: int
-    next_offset: int  # the offset after the last batch kept
-    reason: str  # "" when nothing was cut
-    # The last offset the cut bytes seem to hold (headers walked without trusting them), or None.
-    dropped_last_offset: int | None
 
 
 class BatchRef(NamedTuple):
@@ -519,30 +508,19 @@ class LogSegment:
         tail = os.pread(self.fd, file_size - start, start)
         if len(tail) != file_size - start:
             return f"short read of the last {file_size - start} bytes"
-        pos, next_offset = 0, self.base_offset
-        while pos < len(tail):
-            problem = _invalid_batch(tail, pos, len(tail), next_offset, self.base_offset)
-            if problem is not None:
-                return f"{problem} at byte {start + pos}"
-            h = fmt.parse_header(tail, pos)
-            if entry_offset is not None and pos == 0 and h.last_offset != entry_offset:
-                return (f"the offset index's last entry names offset {entry_offset}, the batch "
-                        f"at byte {start} ends at {h.last_offset}")
-            next_offset = h.next_offset
-            pos += h.batch_length + fmt.LOG_OVERHEAD
-        if pos or not self.offset_index.entries:
+        problem, next_offset = check_tail(tail, start=start, base_offset=self.base_offset,
+                                          entry_offset=entry_offset)
+        if problem is not None:
+            return problem
+        if tail or not self.offset_index.entries:
             self._next_offset = next_offset
         return None
 
     def recover(self, on_batch: Callable[[fmt.BatchHeader, int], None] | None = None, *,
                 active: bool = False) -> int:
-        """Rebuild both indexes from the log; cut the file at the first invalid batch.
-
-        A batch is valid when its header parses, its size fits the file, its magic is 2, its CRC
-        matches and its offsets are in range and follow the previous batch. Returns the number
-        of bytes truncated (0 when the file was fully valid); ``last_recovery`` tells the
-        details (why, where, which offsets were kept and roughly which were dropped) for the
-        caller's log line.
+        """Rebuild both indexes from the log; cut the file at the first invalid batch (see
+        segment_recovery.scan_valid). Returns the bytes truncated; ``last_recovery`` tells why,
+        where, and which offsets were kept and (roughly) dropped, for the caller's log line.
         """
         file_size = os.fstat(self.fd).st_size
         self.offset_index.truncate()
@@ -553,42 +531,19 @@ class LogSegment:
         self.offset_of_max_timestamp_so_far = self.base_offset
         self.bytes_since_last_index_entry = 0
         self._rolling_ts = None
-        valid = 0
-        next_offset = self.base_offset
-        reason, dropped_end = "", None
-        if file_size > 0:
-            with mmap.mmap(self.fd, file_size, access=mmap.ACCESS_READ) as mm:
-                view = memoryview(mm)
-                try:
-                    while file_size - valid >= fmt.HEADER_SIZE:
-                        h = fmt.parse_header(view, valid)
-                        size = h.batch_length + fmt.LOG_OVERHEAD
-                        if (size < fmt.HEADER_SIZE or valid + size > file_size
-                                or h.magic != fmt.CURRENT_MAGIC
-                                or h.base_offset < next_offset
-                                or h.last_offset_delta < -1
-                                or not self.can_convert_to_relative_offset(h.last_offset)
-                                or fmt.compute_crc(view, valid, size) != h.crc):
-                            break
-                        if h.max_timestamp > self.max_timestamp_so_far:
-                            self.max_timestamp_so_far = h.max_timestamp
-                            self.offset_of_max_timestamp_so_far = h.last_offset
-                        if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                            self._add_index_entries(h.last_offset, valid)
-                        self.bytes_since_last_index_entry += size
-                        if on_batch is not None:
-                            on_batch(h, valid)
-                        next_offset = h.next_offset
-                        valid += size
-                    if valid < file_size:
-                        reason = _invalid_batch(view, valid, file_size, next_offset,
-                                                self.base_offset) or "invalid batch"
-                        dropped_end = _probe_last_offset(view, valid, file_size, next_offset)
-                finally:
-                    view.release()
-        truncated = file_size - valid
-        self.last_recovery = RecoveryResult(valid, truncated, next_offset,
-                                            reason if truncated else "", dropped_end)
+
+        def on_valid(h: fmt.BatchHeader, position: int, size: int) -> None:
+            if h.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = h.max_timestamp
+                self.offset_of_max_timestamp_so_far = h.last_offset
+            if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                self._add_index_entries(h.last_offset, position)
+            self.bytes_since_last_index_entry += size
+            if on_batch is not None:
+                on_batch(h, position)
+
+        result = self.last_recovery = scan_file(self.fd, file_size, self.base_offset, on_valid)
+        valid, truncated, next_offset = result.valid_bytes, result.truncated_bytes, result.next_offset
         if truncated:
             os.ftruncate(self.fd, valid)
         self.size = valid
@@ -700,84 +655,6 @@ class LogSegment:
                 os.remove(path)
             except FileNotFoundError:
                 pass
-
-
-def _all_zero(buf: bytes | memoryview | mmap.mmap, start: int, end: int) -> bool:
-    chunk = 1 << 20
-    for pos in range(start, end, chunk):
-        piece = bytes(buf[pos:min(end, pos + chunk)])
-        if piece.count(0) != len(piece):
-            return False
-    return True
-
-
-def _invalid_batch(buf: bytes | memoryview, pos: int, end: int, next_offset: int,
-                   base_offset: int) -> str | None:
-    """Why the batch at ``pos`` is not one recovery would keep, or None when it is."""
-    left = end - pos
-    if left < fmt.HEADER_SIZE:
-        if _all_zero(buf, pos, end):
-            return f"zero-filled tail of {left} bytes"
-        return f"incomplete batch header ({left} bytes, torn write)"
-    h = fmt.parse_header(buf, pos)
-    size = h.batch_length + fmt.LOG_OVERHEAD
-    if size < fmt.HEADER_SIZE:
-        if _all_zero(buf, pos, end):
-            return f"zero-filled tail of {left} bytes"
-        return f"batch size {size} is below the minimum {fmt.HEADER_SIZE}"
-    if size > left:
-        return f"incomplete batch ({size} bytes, {left} in the file, torn write)"
-    if h.magic != fmt.CURRENT_MAGIC:
-        return f"unsupported magic {h.magic}"
-    if h.base_offset < next_offset:
-        return f"batch offset {h.base_offset} below the expected {next_offset}"
-    if h.last_offset_delta < -1 or not 0 <= h.last_offset - base_offset <= _INT32_MAX:
-        return f"batch offsets {h.base_offset}..{h.last_offset} out of the segment's range"
-    crc = fmt.compute_crc(buf, pos, size)
-    if crc != h.crc:
-        return f"CRC mismatch (stored {h.crc:#010x}, computed {crc:#010x})"
-    return None
-
-
-def _probe_last_offset(buf: bytes | memoryview, pos: int, end: int, floor: int) -> int | None:
-    """Best guess of the last offset held in [pos, end), so a log line can say which offsets a
-    cut drops: walk the headers whose sizes fit, without trusting their CRCs. When the header
-    at ``pos`` is itself damaged, first look (within _RESYNC_BYTES) for the next batch that is
-    whole and CRC-valid."""
-    last = None
-    if not _plausible(buf, pos, end, floor):
-        pos = _resync(buf, pos + 1, end, floor)
-    while end - pos >= fmt.HEADER_SIZE and _plausible(buf, pos, end, floor):
-        h = fmt.parse_header(buf, pos)
-        last = floor = h.last_offset
-        pos += h.batch_length + fmt.LOG_OVERHEAD
-    return last
-
-
-_RESYNC_BYTES = 1 << 20
-_MAGIC_AT = 16  # baseOffset(8) + batchLength(4) + partitionLeaderEpoch(4)
-
-
-def _plausible(buf: bytes | memoryview, pos: int, end: int, floor: int) -> bool:
-    if end - pos < fmt.HEADER_SIZE:
-        return False
-    h = fmt.parse_header(buf, pos)
-    size = h.batch_length + fmt.LOG_OVERHEAD
-    return (fmt.HEADER_SIZE <= size <= end - pos and h.magic == fmt.CURRENT_MAGIC
-            and h.last_offset >= floor)
-
-
-def _resync(buf: bytes | memoryview, pos: int, end: int, floor: int) -> int:
-    window = bytes(buf[pos:min(end, pos + _RESYNC_BYTES + fmt.HEADER_SIZE)])
-    i = window.find(b"\x02", _MAGIC_AT)
-    while i >= 0:
-        start = i - _MAGIC_AT
-        if _plausible(window, start, len(window), floor):
-            size = fmt.parse_header(window, start).batch_length + fmt.LOG_OVERHEAD
-            if fmt.compute_crc(window, start, size) == fmt.parse_header(window, start).crc:
-                return pos + start
-        i = window.find(b"\x02", i + 1)
-    return end
 
 
 def _write_all(fd: int, buf: bytes | bytearray | memoryview, position: int) -> None:
