@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import errno
 import heapq
+import logging
 import shutil
 import sys
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Generic, TypeVar
+
+_log = logging.getLogger("kafkapy.log.log_manager")  # the lines operators know, unchanged
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -158,4 +163,34 @@ def remove_tree(path: str) -> OSError | None:
     return errors[0] if errors else None
 
 
-__all__ = ["OFFLINE_ERRNOS", "DeletedLog", "DeletionQueue", "RenameHandOff", "remove_tree"]
+#: Directories removed at once: a removal mostly waits on the file system's journal, which
+#: threads overlap (about four times quicker than one by one on a busy disk); few, so that
+#: their bits of Python do not starve the event loop of the interpreter lock.
+REMOVE_THREADS = 4
+
+
+def remove_due(due: list[DeletedLog], on_disk_fault: Callable[[DeletedLog, OSError], None]) -> int:
+    """Remove the directories of ``due`` on REMOVE_THREADS threads; the number removed. One
+    INFO line per removal; a failure leaves what is left to the next start with a WARN line,
+    and ``on_disk_fault`` hears of those that mean the disk itself is failing."""
+    if not due:
+        return 0
+    with ThreadPoolExecutor(min(REMOVE_THREADS, len(due)),
+                            thread_name_prefix="kafka-delete-logs") as pool:
+        errors = list(pool.map(remove_tree, [entry.path for entry in due]))
+    removed = 0
+    for entry, err in zip(due, errors):
+        name = f"{entry.topic}-{entry.partition}"
+        if err is None:
+            removed += 1
+            _log.info("Deleted log for partition %s in %s.", name, entry.path)
+            continue
+        _log.warning("Could not delete log for partition %s in %s: %s; what is left is "
+                     "removed at the next start", name, entry.path, err)
+        if err.errno in OFFLINE_ERRNOS:
+            on_disk_fault(entry, err)
+    return removed
+
+
+__all__ = ["OFFLINE_ERRNOS", "REMOVE_THREADS", "DeletedLog", "DeletionQueue", "RenameHandOff",
+           "remove_due", "remove_tree"]

@@ -15,7 +15,6 @@ stays invisible to consumers until the replica manager learns the partition's re
 
 from __future__ import annotations
 
-import heapq
 import json
 import logging
 import os
@@ -23,22 +22,23 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import NamedTuple
 
 from kafkapy.durable import atomic_write, fsync_dir
 from kafkapy.log import files
 from kafkapy.log.bulk_create import NewLog, create_new_logs
-from kafkapy.log.checkpoint import (
-    CorruptCheckpointError,
-    read_offsets_checkpoint,
-    write_offsets_checkpoint,
-)
 from kafkapy.log.config import LogConfig
-from kafkapy.log.deletion import OFFLINE_ERRNOS, DeletionQueue, RenameHandOff, remove_tree
+from kafkapy.log.deletion import (
+    DeletionQueue,
+    RenameHandOff,
+    remove_due,
+)
+from kafkapy.log.dir_loader import LoadSettings, load_log_dir
+from kafkapy.log.offset_checkpoints import OffsetCheckpoints
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.log.partition_metadata import normalize_topic_id, write_partition_metadata
 from kafkapy.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from kafkapy.log.retired_files import RetiredFiles
 from kafkapy.log.storage_errors import StorageFaults, storage_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
@@ -60,12 +60,6 @@ class _Deleted(NamedTuple):
 #: Partition directories one deletion pass renames, and removes, at most: bounds the worker
 #: thread's call (and so how long a shutdown may wait for it); the next pass goes on at once.
 DELETE_PASS_LIMIT = 500
-#: Directories removed at once: a removal mostly waits on the file system's journal, which
-#: threads overlap (about four times quicker than one by one on a busy disk); few, so that
-#: their bits of Python do not starve the event loop of the interpreter lock.
-REMOVE_THREADS = 4
-
-
 class LogManager:
     """Loads, creates, flushes, checkpoints and deletes the partition logs of a broker."""
 
@@ -107,14 +101,8 @@ class LogManager:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
-        # Retired segment files waiting for file.delete.delay.ms: a heap of (due_ms, seq, paths).
-        # The lock lets the unlinking run on a worker thread while the event loop schedules more.
-        self._file_deletes: list[tuple[int, int, list[str]]] = []
-        self._file_delete_seq = 0
-        self._file_delete_lock = threading.Lock()
-        # Checkpoints are written via ``<file>.tmp`` and a rename; two writers of one file at once
-        # (event loop and a worker thread) would trip over each other's temp file.
-        self._checkpoint_lock = threading.Lock()
+        # Retired segment files waiting for file.delete.delay.ms.
+        self._retired = RetiredFiles()
         self.had_clean_shutdown: dict[str, bool] = {}
         # Log dirs taken offline by a storage fault (Kafka's LogDirFailureChannel): dir -> reason.
         # Nothing is read from or written to an offline dir again in this process's life.
@@ -123,8 +111,7 @@ class LogManager:
         self.dir_offline_listeners: list[Callable[[str], None]] = []
         #: Failure episodes of writes (a full disk logs once; other faults go offline).
         self.faults = StorageFaults(self.mark_dir_offline)
-        # Dirs whose last checkpoint write failed: no clean-shutdown marker for them.
-        self._stale_checkpoints: set[str] = set()
+        self._checkpoints = OffsetCheckpoints(self.faults)
         # Deleted logs (see log.deletion): forgotten but not renamed yet, then renamed and
         # waiting for file.delete.delay.ms (Kafka's logsToBeDeleted); and how many deletions
         # the offset checkpoints still list (the next pass rewrites them once).
@@ -148,124 +135,23 @@ class LogManager:
                 return cfg
         return self.default_config
 
-    def _read_checkpoint(self, path: str) -> dict[TopicPartition, int]:
-        try:
-            return read_offsets_checkpoint(path)
-        except CorruptCheckpointError as e:
-            # Kafka treats an unreadable checkpoint as missing: recover everything.
-            log.warning("ignoring corrupt checkpoint %s: %s", path, e)
-            return {}
-
     def _load_dir(self, d: str, now_ms: int) -> None:
-        """Open every partition log of ``d`` on ``recovery_threads`` worker threads.
-
-        A log that cannot be opened (unreadable file, an error recovery cannot repair) takes
-        the whole dir offline, as an I/O error does in Kafka: none of its logs is served, nothing
-        more is written there, and the node keeps serving its other dirs.
-        """
-        started = self._monotonic()
-        marker = os.path.join(d, files.CLEAN_SHUTDOWN_FILE)
-        try:
-            clean = os.path.exists(marker)
-            recovery_points = self._read_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT))
-            start_offsets = self._read_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT))
-            high_watermarks = (self._read_checkpoint(os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT))
-                               if self.restore_high_watermarks else None)
-            jobs = self._partition_dirs(d)
-        except OSError as e:
-            self.had_clean_shutdown[d] = False
-            self.mark_dir_offline(d, f"could not read it at start-up: {e}")
-            return
-        self.had_clean_shutdown[d] = clean
-
-        def open_one(tp: TopicPartition, path: str) -> PartitionLog:
-            return PartitionLog.open(
-                path, self.config_for(tp[0]), now_ms=now_ms, recover=not clean,
-                recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=start_offsets.get(tp),
-                high_watermark=None if high_watermarks is None else high_watermarks.get(tp, 0),
-                producer_id_expiration_ms=self.producer_id_expiration_ms)
-
-        total = len(jobs)
-        log.info("Loading %d logs in %s (%s shutdown, %d recovery threads)", total, d,
-                 "clean" if clean else "unclean", self.recovery_threads)
-        loaded: dict[TopicPartition, PartitionLog] = {}
-        failure: tuple[TopicPartition, str, BaseException] | None = None
-        recovered = 0
-        next_report = started + self.progress_interval_s
-        with ThreadPoolExecutor(self.recovery_threads,
-                                thread_name_prefix="log-recovery") as pool:
-            futures = {pool.submit(open_one, tp, path): (tp, path) for tp, path in jobs}
-            for done, fut in enumerate(as_completed(futures), 1):
-                tp, path = futures[fut]
-                if fut.cancelled():
-                    continue
-                try:
-                    plog = fut.result()
-                except Exception as e:  # noqa: BLE001 — any fault isolates the dir, never the node
-                    if failure is None:
-                        failure = (tp, path, e)
-                        # The logs not started yet need not be opened: the dir goes offline.
-                        for other in futures:
-                            other.cancel()
-                    continue
-                loaded[tp] = plog
-                recovered += plog.recovered
-                now = self._monotonic()
-                if now >= next_report and done < total:
-                    next_report = now + self.progress_interval_s
-                    log.info("Loaded %d/%d logs in %s (%d%%), %d recovered so far", done, total, d,
-                             done * 100 // total, recovered)
-        for tp in (tp for tp, _ in jobs):
+        """Open every partition log of ``d`` (see ``dir_loader.load_log_dir``); a log that
+        cannot be opened takes the whole dir offline, never the node."""
+        settings = LoadSettings(self.config_for, self.skip_topics, self.restore_high_watermarks,
+                                self.recovery_threads, self.progress_interval_s, self._monotonic,
+                                self.producer_id_expiration_ms)
+        loaded = load_log_dir(d, settings, now_ms=now_ms,
+                              known_dir=lambda tp: self._logs[tp].dir if tp in self._logs else None)
+        self.had_clean_shutdown[d] = loaded.clean
+        for topic, partition, path in loaded.leftovers:
+            self._deleted_logs.add(topic, partition, path, d, due_ms=0)
+        for tp in loaded.partitions:
             self._dir_of[tp] = d
-        if failure is not None:
-            tp, path, e = failure
-            for plog in loaded.values():
-                # Nothing is written into an offline dir: no trimming, no producer snapshot.
-                for seg in plog.segments:
-                    seg.close_handlers()
-                plog.closed = True
-            self.mark_dir_offline(d, f"the log of {tp[0]}-{tp[1]} ({path}) could not be opened: "
-                                     f"{type(e).__name__}: {e}")
+        if loaded.offline_reason is not None:
+            self.mark_dir_offline(d, loaded.offline_reason)
             return
-        self._logs.update(loaded)
-        log.info("Loaded %d logs in %s in %d ms (%s shutdown; %d recovered)", total, d,
-                 round((self._monotonic() - started) * 1000), "clean" if clean else "unclean",
-                 recovered)
-        if clean:
-            os.remove(marker)
-
-    def _partition_dirs(self, d: str) -> list[tuple[TopicPartition, str]]:
-        """(partition, path) of every partition directory in ``d`` (queueing what interrupted
-        deletions left for the first deletion pass on the way)."""
-        jobs: list[tuple[TopicPartition, str]] = []
-        seen: dict[TopicPartition, str] = {}
-        leftovers = 0
-        with os.scandir(d) as entries:
-            names = sorted(e.name for e in entries if e.is_dir())
-        for name in names:
-            path = os.path.join(d, name)
-            special = files.parse_special_dir_name(name)
-            if special is not None:
-                if special[3] == files.DELETE_DIR_SUFFIX:
-                    # A deletion the last run did not finish: never a log again, removed by the
-                    # first deletion pass (no reader can be left, so no delay).
-                    self._deleted_logs.add(special[0], special[1], path, d, due_ms=0)
-                    leftovers += 1
-                continue  # future/stray replicas are not ours to open
-            tp = files.parse_dir_name(name)
-            if tp is None or tp[0] in self.skip_topics:
-                continue
-            other = seen.get(tp) or (self._logs[tp].dir if tp in self._logs else None)
-            if other is not None:
-                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
-                                 f"duplicate log directories for {tp[0]}-{tp[1]}: {other} and {path}")
-            seen[tp] = path
-            jobs.append((tp, path))
-        if leftovers:
-            log.info("Found %d partition dir(s) in %s left by deletions before the restart; "
-                     "removing them in the background", leftovers, d)
-        return jobs
+        self._logs.update(loaded.logs)
 
     # ------------------------------------------------------------------ access
     def get(self, topic: str, partition: int) -> PartitionLog | None:
@@ -416,7 +302,7 @@ class LogManager:
         plog.flush()
         old_path = plog.dir
         plog.rename_dir(os.path.join(dest_dir, files.dir_name(topic, partition)))
-        self._retarget_file_deletes(old_path, plog.dir)
+        self._retired.retarget(old_path, plog.dir)
         fsync_dir(src)
         fsync_dir(dest_dir)
         self._dir_of[tp] = dest_dir
@@ -536,23 +422,8 @@ class LogManager:
                           entry.topic, entry.partition, entry.log_dir)
             else:
                 due.append(entry)
-        if not due:
-            return 0
-        with ThreadPoolExecutor(min(REMOVE_THREADS, len(due)),
-                                thread_name_prefix="kafka-delete-logs") as pool:
-            errors = list(pool.map(remove_tree, [entry.path for entry in due]))
-        removed = 0
-        for entry, err in zip(due, errors):
-            name = f"{entry.topic}-{entry.partition}"
-            if err is None:
-                removed += 1
-                log.info("Deleted log for partition %s in %s.", name, entry.path)
-                continue
-            log.warning("Could not delete log for partition %s in %s: %s; what is left is "
-                        "removed at the next start", name, entry.path, err)
-            if err.errno in OFFLINE_ERRNOS:
-                self.faults.fault(entry.log_dir, storage_error(err, "delete", entry.path))
-        return removed
+        return remove_due(due, lambda entry, err: self.faults.fault(
+            entry.log_dir, storage_error(err, "delete", entry.path)))
 
     def pending_log_deletes(self) -> list[str]:
         """The renamed partition directories still waiting to be removed, oldest first."""
@@ -609,50 +480,20 @@ class LogManager:
 
     def schedule_file_delete(self, paths: list[str], due_ms: int) -> None:
         """Unlink ``paths`` at the first :meth:`delete_due_files` at or after ``due_ms``."""
-        with self._file_delete_lock:
-            self._file_delete_seq += 1
-            heapq.heappush(self._file_deletes, (due_ms, self._file_delete_seq, list(paths)))
+        self._retired.schedule(paths, due_ms)
 
     def next_file_delete_ms(self) -> int | None:
         """When the earliest scheduled unlink is due (None when nothing waits)."""
-        with self._file_delete_lock:
-            return self._file_deletes[0][0] if self._file_deletes else None
+        return self._retired.next_due_ms()
 
     def delete_due_files(self, now_ms: int) -> int:
         """Unlink the retired files whose delay has passed; the number of files removed.
-
-        Files already gone (their partition was deleted, or a restart cleaned them) are skipped.
-        Safe on a worker thread.
-        """
-        due: list[str] = []
-        with self._file_delete_lock:
-            while self._file_deletes and self._file_deletes[0][0] <= now_ms:
-                due.extend(heapq.heappop(self._file_deletes)[2])
-        removed = 0
-        for path in due:
-            try:
-                os.remove(path)
-                removed += 1
-            except FileNotFoundError:
-                pass
-            except OSError as e:
-                log.warning("could not delete %s: %s", path, e)
-        return removed
-
-    def _retarget_file_deletes(self, old_dir: str, new_dir: str) -> None:
-        # Retired files moved with their directory; unlink them where they are now.
-        prefix = os.path.join(old_dir, "")
-        with self._file_delete_lock:
-            self._file_deletes = [
-                (due, seq, [os.path.join(new_dir, p[len(prefix):]) if p.startswith(prefix) else p
-                            for p in paths])
-                for due, seq, paths in self._file_deletes]
-            heapq.heapify(self._file_deletes)
+        Safe on a worker thread."""
+        return self._retired.delete_due(now_ms)
 
     def pending_file_deletes(self) -> list[str]:
         """Every path still waiting to be unlinked (for tests and DescribeLogDirs-like views)."""
-        with self._file_delete_lock:
-            return [p for _, _, paths in sorted(self._file_deletes) for p in paths]
+        return self._retired.pending()
 
     def expire_producers(self, now_ms: int, *, expiration_ms: int | None = None) -> int:
         """Kafka's producer-expiration check over every log: each forgets the producers whose
@@ -685,16 +526,7 @@ class LogManager:
 
         It fsyncs each file, so like ``flush_due`` it may be run off the event loop.
         """
-        hosted = self._hosted()
-        with self._checkpoint_lock:
-            for d in self.online_dirs:
-                path = os.path.join(d, files.REPLICATION_OFFSET_CHECKPOINT)
-                try:
-                    write_offsets_checkpoint(
-                        path, {tp: plog.high_watermark for tp, plog, in_dir in hosted if in_dir == d})
-                except OSError as e:
-                    self._stale_checkpoints.add(d)
-                    self.faults.fault(d, storage_error(e, "write", path))
+        self._checkpoints.write_high_watermarks(self._hosted(), self.online_dirs)
 
     def checkpoint(self) -> None:
         """Write the offset checkpoints of every log dir (high watermarks included).
@@ -703,30 +535,7 @@ class LogManager:
         that moved log start offsets); concurrent callers take turns.
         """
         self.checkpoint_high_watermarks()
-        with self._checkpoint_lock:
-            self._checkpoint_offsets()
-
-    def _checkpoint_offsets(self) -> None:
-        hosted = self._hosted()
-        for d in self.online_dirs:
-            rps: dict[TopicPartition, int] = {}
-            lsos: dict[TopicPartition, int] = {}
-            first_bases: dict[TopicPartition, int] = {}
-            for tp, plog, in_dir in hosted:
-                if in_dir != d:
-                    continue
-                first_bases[tp] = plog.segments[0].base_offset
-                rps[tp] = plog.recovery_point
-                lsos[tp] = plog.checkpoint_log_start_offset
-            try:
-                write_offsets_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT), rps)
-                # Kafka records log start offsets only where they differ from the first
-                # segment's base: past it (DeleteRecords, retention) or, on a tiered log, below.
-                write_offsets_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT),
-                                         {tp: o for tp, o in lsos.items() if o != first_bases[tp]})
-            except OSError as e:
-                self._stale_checkpoints.add(d)
-                self.faults.fault(d, storage_error(e, "write the offset checkpoints in", d))
+        self._checkpoints.write_offsets(self._hosted(), self.online_dirs)
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, then the clean-shutdown marker."""
@@ -737,14 +546,14 @@ class LogManager:
                 continue  # nothing is written to an offline dir, not even at shutdown
             plog.flush()
             plog.close()
-        self._stale_checkpoints.clear()
+        self._checkpoints.stale.clear()
         self.checkpoint()
         if self._deleted_logs:
             log.info("%d deleted partition dir(s) not removed yet: the next start removes them",
                      len(self._deleted_logs))
         marker = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode()
         for d in self.online_dirs:
-            if d in self._stale_checkpoints:
+            if d in self._checkpoints.stale:
                 log.warning("No clean-shutdown marker in %s: its checkpoints could not be "
                             "written, so the next start recovers its logs", d)
                 continue

@@ -14,8 +14,7 @@ import uuid
 
 import pytest
 
-from kafkapy.log import files
-from kafkapy.log import log_manager as lm_module
+from kafkapy.log import deletion, files, offset_checkpoints
 from kafkapy.log.bulk_create import NewLog
 from kafkapy.log.checkpoint import read_offsets_checkpoint
 from kafkapy.log.config import LogConfig
@@ -39,13 +38,13 @@ def dirs(tmp_path):
 def checkpoint_writes(monkeypatch):
     """The paths of every offset checkpoint file written, in order."""
     written: list[str] = []
-    real = lm_module.write_offsets_checkpoint
+    real = offset_checkpoints.write_offsets_checkpoint
 
     def spy(path, offsets):
         written.append(path)
         real(path, offsets)
 
-    monkeypatch.setattr(lm_module, "write_offsets_checkpoint", spy)
+    monkeypatch.setattr(offset_checkpoints, "write_offsets_checkpoint", spy)
     return written
 
 
@@ -233,7 +232,7 @@ def test_a_failed_removal_warns_and_only_a_disk_error_takes_the_dir_offline(
     d = lm.log_dir_of("stuck", 0)
     lm.delete("stuck", 0, now_ms=0)
     lm.delete_logs_pass(0)
-    monkeypatch.setattr(lm_module, "remove_tree",
+    monkeypatch.setattr(deletion, "remove_tree",
                         lambda path: OSError(code, os.strerror(code), path))
     with caplog.at_level(logging.WARNING):
         assert lm.delete_logs_pass(DELAY_MS) == 0
