@@ -1,10 +1,14 @@
 """One partition's log on disk, in Apache Kafka's exact layout.
 
-Entry points: :class:`PartitionLog` (a partition directory), :class:`LogManager` (all partition
-directories of a broker's ``log.dirs``), :class:`LogConfig` (topic configs). The other modules
-are the parts: ``segment`` (``.log`` + indexes), ``offset_index``/``time_index``,
-``producer_state`` (idempotence and ``.snapshot`` files), ``leader_epoch``
-(``leader-epoch-checkpoint``), ``checkpoint`` (Kafka's text checkpoint files),
+Entry points: :class:`PartitionLog` (a partition directory; Kafka's UnifiedLog, the one owner of
+its high watermark and log start offsets), :class:`LogManager` (all partition directories of a
+broker's ``log.dirs``), :class:`LogConfig` (topic configs). The other modules are the parts:
+``local_log`` (the segment list, Kafka's LocalLog), ``loader`` (opening and recovery, Kafka's
+LogLoader), ``append_validation``, ``retention``, ``cleaner`` (compaction), ``segment`` (``.log``
++ indexes) and ``segment_recovery``, ``offset_index``/``time_index``, ``producer_state``
+(idempotence and ``.snapshot`` files), ``leader_epoch`` (``leader-epoch-checkpoint``),
+``checkpoint`` (Kafka's text checkpoint files) and ``offset_checkpoints`` (writing them per dir),
+``dir_loader`` (loading a log dir), ``deletion`` and ``retired_files`` (what leaves the disk),
 ``partition_metadata`` and ``files`` (every file and directory name).
 """
 

@@ -119,12 +119,12 @@ def load_log_dir(d: str, settings: LoadSettings, *, now_ms: int,
                          done * 100 // total, recovered)
     partitions = [tp for tp, _ in jobs]
     if failure is not None:
-        tp, path, e = failure
+        bad_tp, bad_path, exc = failure
         for plog in loaded.values():
             plog.close_handlers()  # nothing is written into an offline dir
         return DirLoad(clean, {}, partitions, leftovers,
-                       f"the log of {tp[0]}-{tp[1]} ({path}) could not be opened: "
-                       f"{type(e).__name__}: {e}")
+                       f"the log of {bad_tp[0]}-{bad_tp[1]} ({bad_path}) could not be opened: "
+                       f"{type(exc).__name__}: {exc}")
     log.info("Loaded %d logs in %s in %d ms (%s shutdown; %d recovered)", total, d,
              round((settings.monotonic() - started) * 1000), "clean" if clean else "unclean",
              recovered)

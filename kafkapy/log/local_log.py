@@ -10,6 +10,7 @@ flushes. It knows nothing of high watermarks, log start offsets, producers or le
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
@@ -236,14 +237,14 @@ class LocalLog:
         return None
 
     # ================================================================== timestamps (ListOffsets)
-    def offset_for_timestamp(self, timestamp: int, log_start_offset: int) -> OffsetAndTimestamp | None:
+    def offset_for_timestamp(self, timestamp: int,
+                             log_start_offset: int) -> OffsetAndTimestamp | None:
         """(offset, timestamp) of the first record with timestamp ≥ ``timestamp``, or None."""
         for seg in self._segments:
             if seg.largest_timestamp < timestamp:
                 continue
             found = seg.find_offset_by_timestamp(
-                timestamp, log_start_offset,
-                lambda ref, seg=seg: self.record_timestamps(seg, ref))
+                timestamp, log_start_offset, functools.partial(self.record_timestamps, seg))
             if found is not None:
                 return OffsetAndTimestamp(found[1], found[0])
         return None

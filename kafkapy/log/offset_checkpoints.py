@@ -57,8 +57,8 @@ class OffsetCheckpoints:
         rps = {tp: plog.recovery_point for tp, plog in logs}
         # Kafka records log start offsets only where they differ from the first segment's
         # base: past it (DeleteRecords, retention) or, on a tiered log, below.
-        lsos = {tp: plog.checkpoint_log_start_offset for tp, plog in logs
-                if plog.checkpoint_log_start_offset != plog.segments[0].base_offset}
+        lsos = {tp: start for tp, plog in logs
+                if (start := plog.checkpoint_log_start_offset) != plog.segments[0].base_offset}
         try:
             write_offsets_checkpoint(os.path.join(d, files.RECOVERY_POINT_CHECKPOINT), rps)
             write_offsets_checkpoint(os.path.join(d, files.LOG_START_OFFSET_CHECKPOINT), lsos)
