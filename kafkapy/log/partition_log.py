@@ -90,12 +90,60 @@ class _FromLocal(Generic[T]):
         raise AttributeError(f"{self._source} belongs to the LocalLog")
 
 
-class PartitionLog:
+class _RemoteOffsets:
+    """The tiered-storage (KIP-405) offsets of a partition log, which Kafka's UnifiedLog keeps
+    beside its high watermark and log start offset. The broker's remote log manager reports
+    them through :meth:`update_remote_state`; nothing else writes them.
+
+    While ``remote_log_enabled``, retention applies local.retention.* and deletes only segments
+    whose every offset is at or below ``highest_offset_in_remote_storage`` (-1: nothing copied),
+    and the whole log may start below the local log start (Kafka's logStartOffset vs
+    localLogStartOffset: see ``whole_log_start_offset``) at ``earliest_remote_offset`` (-1:
+    nothing remote; None: not known yet, as after a restart until the remote metadata is read).
+    """
+
+    def __init__(self) -> None:
+        self._remote_log_enabled = False
+        self._highest_offset_in_remote_storage = -1
+        self._earliest_remote_offset: int | None = None
+
+    @property
+    def remote_log_enabled(self) -> bool:
+        """Whether this log is tiered (remote.storage.enable), as the remote log manager last
+        said: retention then applies local.retention.* and waits for the copies."""
+        return self._remote_log_enabled
+
+    @property
+    def highest_offset_in_remote_storage(self) -> int:
+        """The last offset copied to remote storage (-1: nothing): local retention deletes only
+        segments at or below it."""
+        return self._highest_offset_in_remote_storage
+
+    @property
+    def earliest_remote_offset(self) -> int | None:
+        """The first offset readable from remote storage (-1: nothing remote; None: not known
+        yet, as after a restart until the remote metadata has been read)."""
+        return self._earliest_remote_offset
+
+    def update_remote_state(self, *, enabled: bool | None = None, highest_offset: int | None = None,
+                            earliest_offset: int | None = None) -> None:
+        """The remote log manager's report of the remote part (Kafka's
+        updateHighestOffsetInRemoteStorage and friends): only the arguments given change."""
+        if enabled is not None:
+            self._remote_log_enabled = enabled
+        if highest_offset is not None:
+            self._highest_offset_in_remote_storage = highest_offset
+        if earliest_offset is not None:
+            self._earliest_remote_offset = earliest_offset
+
+
+class PartitionLog(_RemoteOffsets):
     """A partition's log directory, opened with :meth:`open`."""
 
     def __init__(self, dir: str, config: LogConfig, *, topic: str, partition: int,
                  producer_id_expiration_ms: int) -> None:
         # Use PartitionLog.open(); the constructor only sets fields.
+        super().__init__()
         self._local = LocalLog(dir, config, topic=topic, partition=partition)
         self.topic = topic
         self.partition = partition
@@ -111,16 +159,6 @@ class PartitionLog:
         self.leader_epoch_cache = LeaderEpochCache(dir)
         self.producer_state = ProducerStateManager(
             dir, producer_id_expiration_ms=producer_id_expiration_ms)
-        # Tiered storage (KIP-405), kept up to date by the broker's remote log manager: while
-        # remote_log_enabled, retention applies local.retention.* and deletes only segments whose
-        # every offset is at or below highest_offset_in_remote_storage (-1: nothing copied).
-        self.remote_log_enabled = False
-        self.highest_offset_in_remote_storage = -1
-        # The whole log of a remote-enabled partition may start below its local log start
-        # (Kafka's logStartOffset vs localLogStartOffset): see whole_log_start_offset. The remote
-        # log manager keeps earliest_remote_offset (-1: nothing remote; None: not known yet, as
-        # after a restart until the remote metadata is read).
-        self.earliest_remote_offset: int | None = None
         self._log_start_floor = 0
         self.closed = False
         #: Whether opening it scanned (recovered) any segment, for the loader's summary line.

@@ -35,7 +35,7 @@ def copy_then_expire(tracked: TrackedPartition, hosted: Any, cache: RemoteLogMet
             stats.copied_segments += len(result.copied)
             stats.copied_bytes += sum(s.segment_size_in_bytes for s in result.copied)
     highest = highest_copied_offset(cache, plog.leader_epoch_cache.entries)
-    plog.highest_offset_in_remote_storage = highest
+    plog.update_remote_state(highest_offset=highest)
     segments = plog.segments
     lag = [s for s in segments[:-1] if s.base_offset > highest]
     local_only = sum(s.size for s in segments if s.base_offset > highest)

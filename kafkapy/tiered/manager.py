@@ -165,7 +165,7 @@ class RemoteLogManager:
             if hosted.topic == REMOTE_LOG_METADATA_TOPIC:
                 continue
             enabled = bool(hosted.log.config.remote_storage_enable)
-            hosted.log.remote_log_enabled = enabled
+            hosted.log.update_remote_state(enabled=enabled)
             if enabled:
                 desired[(hosted.topic, hosted.index)] = hosted
         for key, tracked in list(self._tracked.items()):
@@ -341,10 +341,10 @@ class RemoteLogManager:
     def _schedule_passes(self, nursery: trio.Nursery) -> None:
         for key, tracked, hosted, cache in self._caught_up():
             plog = hosted.log
-            plog.remote_log_enabled = bool(plog.config.remote_storage_enable)
+            plog.update_remote_state(enabled=bool(plog.config.remote_storage_enable))
             # Followers learn what is remote from the metadata too: their local retention waits
             # for the copies just as the leader's does.
-            plog.highest_offset_in_remote_storage = highest_copied_offset(cache, plog.leader_epoch_cache.entries)
+            plog.update_remote_state(highest_offset=highest_copied_offset(cache, plog.leader_epoch_cache.entries))
             if key in self._busy or not hosted.is_leader(self.node_id) or self.replicas.leadership_suspended:
                 continue
             self._busy.add(key)
@@ -423,7 +423,7 @@ class RemoteLogManager:
         local log meanwhile would reach the followers, which keep the highest start they hear."""
         for _key, _tracked, hosted, cache in self._caught_up():
             earliest = earliest_remote_offset(cache)
-            hosted.log.earliest_remote_offset = -1 if earliest is None else earliest
+            hosted.log.update_remote_state(earliest_offset=-1 if earliest is None else earliest)
 
     def _blocking_pass(self, tracked: TrackedPartition, hosted: Any, cache: RemoteLogMetadataCache,
                        publish: Callable[[RemoteLogMetadata], None]) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "kafkapy"
-PACKAGES = ["coordinator", "tiered", "cli", "raft", "quorum"]
+PACKAGES = ["coordinator", "tiered", "cli", "raft", "quorum", "controller", "protocol", "log"]
 MAX_FILE_LINES = 700
 MAX_CLASS_LINES = 500
 

@@ -153,26 +153,26 @@ def test_delete_records_below_the_local_start_of_a_tiered_log_moves_the_whole_lo
     # As if local retention had dropped what is remote (that moves only the local start).
     log.increment_log_start_offset(12)
     assert log.delete_old_segments(now_ms=0) > 0
-    log.remote_log_enabled = True
+    log.update_remote_state(enabled=True)
     # The remote part not known yet: the local start, which followers must not hear.
     assert (log.whole_log_start_offset, log.replicated_log_start_offset) == (12, -1)
-    log.earliest_remote_offset = -1  # known: nothing remote
+    log.update_remote_state(earliest_offset=-1)  # known: nothing remote
     assert (log.whole_log_start_offset, log.replicated_log_start_offset) == (12, 12)
-    log.earliest_remote_offset = 0
+    log.update_remote_state(earliest_offset=0)
     assert log.whole_log_start_offset == 0
     # DeleteRecords inside the remote part: the local log is untouched, the whole log moves.
     assert log.increment_log_start_offset(5)
     assert (log.log_start_offset, log.whole_log_start_offset, log.replicated_log_start_offset) == (12, 5, 5)
     assert not log.increment_log_start_offset(3)  # never backwards
     # Remote retention removed more than that: the earliest remote offset wins.
-    log.earliest_remote_offset = 8
+    log.update_remote_state(earliest_offset=8)
     assert log.whole_log_start_offset == 8
-    log.earliest_remote_offset = 0
+    log.update_remote_state(earliest_offset=0)
     # It outlives the local files: the checkpoint keeps it and the reopened log starts there.
     assert log.checkpoint_log_start_offset == 5
     log = _reopen(log, log_start_offset=log.checkpoint_log_start_offset)
     try:
-        log.remote_log_enabled, log.earliest_remote_offset = True, 0
+        log.update_remote_state(enabled=True, earliest_offset=0)
         assert (log.log_start_offset, log.whole_log_start_offset) == (12, 5)
         # A follower takes the leader's whole start the same way; above the local start the
         # local log moves and takes the whole start with it.
@@ -188,6 +188,6 @@ def test_a_log_without_remote_storage_ignores_offsets_below_its_start(open_log):
     log = open_log()
     log.append_as_leader(make_batch(10), now_ms=0, leader_epoch=0)
     log.increment_log_start_offset(6)
-    log.earliest_remote_offset = 0
+    log.update_remote_state(earliest_offset=0)
     assert not log.increment_log_start_offset(3)
     assert (log.log_start_offset, log.whole_log_start_offset, log.checkpoint_log_start_offset) == (6, 6, 6)

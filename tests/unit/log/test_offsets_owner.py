@@ -18,8 +18,10 @@ from kafkapy.log.partition_log import PartitionLog
 
 ROOT = pathlib.Path(kafkapy.__file__).parent
 OWNER = "kafkapy/log/partition_log.py"
-WATCHED = {"high_watermark", "log_start_offset", "log_start_floor",
-           "_high_watermark", "_log_start_offset", "_log_start_floor"}
+#: The partition's offsets, tiered ones included (Kafka's UnifiedLog holds them all).
+PUBLIC = ["high_watermark", "log_start_offset", "log_start_floor", "remote_log_enabled",
+          "highest_offset_in_remote_storage", "earliest_remote_offset"]
+WATCHED = set(PUBLIC) | {"_" + name for name in PUBLIC}
 
 # Other objects that happen to carry a field of one of these names, not a partition log's:
 ALLOWED = {
@@ -61,7 +63,7 @@ def test_only_partition_log_assigns_the_high_watermark_and_log_start_offsets():
     stray = [f"{rel}:{line}: {expr} = ..." for rel, line, expr in _assignments()
              if rel != OWNER and (rel, expr) not in ALLOWED]
     assert not stray, ("assign these through PartitionLog's methods (update_high_watermark, "
-                       "maybe_increment_high_watermark, increment_log_start_offset, ...):\n"
+                       "maybe_increment_high_watermark, increment_log_start_offset, update_remote_state, ...):\n"
                        + "\n".join(stray))
 
 
@@ -71,7 +73,7 @@ def test_the_owner_is_where_the_assignments_are():
     assert any(rel == OWNER for rel, _, _ in _assignments())
 
 
-@pytest.mark.parametrize("name", ["high_watermark", "log_start_offset", "log_start_floor"])
+@pytest.mark.parametrize("name", PUBLIC)
 def test_the_offsets_are_read_only_properties(name):
     prop = getattr(PartitionLog, name)
     assert isinstance(prop, property) and prop.fset is None

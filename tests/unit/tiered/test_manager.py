@@ -183,14 +183,14 @@ def test_local_retention_waits_for_copies(tmp_path) -> None:
     segments = len(plog.segments)
     assert segments > 4
     # Remote-enabled, nothing copied: local.retention.bytes=1 removes nothing.
-    plog.remote_log_enabled = True
+    plog.update_remote_state(enabled=True)
     assert plog.delete_old_segments(NOW) == 0
     # Copied up to the end of the second segment: exactly those two go.
-    plog.highest_offset_in_remote_storage = plog.segments[2].base_offset - 1
+    plog.update_remote_state(highest_offset=plog.segments[2].base_offset - 1)
     assert plog.delete_old_segments(NOW) == 2
     assert plog.log_start_offset == plog.segments[0].base_offset
     # Without tiering, local.retention.* means nothing and retention.bytes=-1 keeps everything.
-    plog.remote_log_enabled = False
+    plog.update_remote_state(enabled=False)
     assert plog.delete_old_segments(NOW) == 0
     plog.close()
 
