@@ -78,7 +78,8 @@ from kafkapy.raft.voters import Voter
 from kafkapy.raft.core import RaftReplica
 from kafkapy.raft.events import CommitEvent, CommittedBatch, SnapshotLoad
 from kafkapy.raft.file_snapshots import FileSnapshotStore
-from kafkapy.raft.local import MetadataRecordCodec, NotLeaderError
+from kafkapy.metadata.records import MetadataRecordCodec
+from kafkapy.raft.local import NotLeaderError
 from kafkapy.raft.quorum_state import FileQuorumStateStore
 from kafkapy.records import format as fmt
 from kafkapy.records.reader import iter_batches, iter_records

@@ -12,7 +12,7 @@ Voters are static configuration (kraft.version 0) or, with KIP-853, data in the 
 
 from kafkapy.raft.core import RaftReplica
 from kafkapy.raft.events import CommittedBatch, SnapshotLoad
-from kafkapy.raft.local import CommitListener, LocalQuorum, MetadataRecordCodec, NotLeaderError
+from kafkapy.raft.local import CommitListener, LocalQuorum, NotLeaderError, RecordCodec
 from kafkapy.raft.quorum_state import (
     QUORUM_STATE_FILENAME,
     FileQuorumStateStore,
@@ -24,7 +24,7 @@ from kafkapy.raft.store import MemoryLogStore, RaftLogStore
 
 __all__ = [
     "CommitListener", "CommittedBatch", "FileQuorumStateStore", "LocalQuorum", "MemoryLogStore",
-    "MemoryQuorumStateStore", "MemorySnapshotStore", "MetadataRecordCodec", "NotLeaderError",
-    "QUORUM_STATE_FILENAME", "QuorumState", "RaftLogStore", "RaftReplica", "SnapshotLoad",
+    "MemoryQuorumStateStore", "MemorySnapshotStore", "NotLeaderError", "QUORUM_STATE_FILENAME",
+    "QuorumState", "RaftLogStore", "RaftReplica", "RecordCodec", "SnapshotLoad",
     "SnapshotStore",
 ]

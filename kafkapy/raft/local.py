@@ -7,8 +7,9 @@ committed — here, immediately after the flush, since the only voter is ourselv
 voter elects itself for the epoch after the one in ``quorum-state`` and persists that, as a
 Kafka voter does after winning an election.
 
-The quorum does not know what records mean: a ``RecordCodec`` turns them into bytes and back
-(by default the metadata record frame of ``kafkapy.metadata.records``).
+The quorum does not know what records mean: the caller's ``RecordCodec`` turns them into bytes
+and back (the node passes ``kafkapy.metadata.records.MetadataRecordCodec``). Raft sits below
+metadata, so it never imports the metadata codec itself.
 """
 
 from __future__ import annotations
@@ -25,21 +26,11 @@ CommitListener = Callable[[list[tuple[Any, int]]], None]
 
 
 class RecordCodec(Protocol):
+    """Turns the records a quorum carries into a batch's record values and back."""
+
     def encode(self, record: Any) -> bytes: ...
 
     def decode(self, data: bytes) -> Any: ...
-
-
-class MetadataRecordCodec:
-    """Kafka's metadata record frame (``kafkapy.metadata.records``)."""
-
-    def encode(self, record: Any) -> bytes:
-        from kafkapy.metadata.records import encode_record
-        return encode_record(record)
-
-    def decode(self, data: bytes) -> Any:
-        from kafkapy.metadata.records import decode_record
-        return decode_record(data)
 
 
 class NotLeaderError(RuntimeError):
@@ -61,13 +52,13 @@ class LocalQuorum:
         *,
         state_store: QuorumStateStore | None = None,
         cluster_id: str = "",
-        codec: RecordCodec | None = None,
+        codec: RecordCodec,
     ) -> None:
         self.store = store
         self.node_id = node_id
         self.cluster_id = cluster_id
         self._state_store = state_store
-        self._codec = codec or MetadataRecordCodec()
+        self._codec = codec
         self._listeners: list[CommitListener] = []
         self._epoch = -1
         self._high_watermark = 0
@@ -158,4 +149,4 @@ class LocalQuorum:
         return base + len(records) - 1
 
 
-__all__ = ["CommitListener", "LocalQuorum", "MetadataRecordCodec", "NotLeaderError", "RecordCodec"]
+__all__ = ["CommitListener", "LocalQuorum", "NotLeaderError", "RecordCodec"]

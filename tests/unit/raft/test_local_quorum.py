@@ -10,7 +10,13 @@ import pytest
 
 from kafkapy.controller import NewTopic, QuorumController
 from kafkapy.controller import BrokerHeartbeatRequest, BrokerRegistrationRequest
-from kafkapy.metadata.records import BrokerFeature, FeatureLevelRecord, NoOpRecord, TopicRecord
+from kafkapy.metadata.records import (
+    BrokerFeature,
+    FeatureLevelRecord,
+    MetadataRecordCodec,
+    NoOpRecord,
+    TopicRecord,
+)
 from kafkapy.raft import (
     FileQuorumStateStore,
     LocalQuorum,
@@ -21,6 +27,9 @@ from kafkapy.raft import (
 )
 from kafkapy.records.reader import iter_batches, iter_records
 
+# The node's codec: the quorum itself carries opaque record values.
+CODEC = MetadataRecordCodec()
+
 
 def test_memory_store_is_a_raft_log_store() -> None:
     assert isinstance(MemoryLogStore(), RaftLogStore)
@@ -29,7 +38,7 @@ def test_memory_store_is_a_raft_log_store() -> None:
 def test_append_commits_and_notifies() -> None:
     store = MemoryLogStore()
     states = MemoryQuorumStateStore()
-    q = LocalQuorum(store, node_id=1, state_store=states, cluster_id="c")
+    q = LocalQuorum(store, node_id=1, codec=CODEC, state_store=states, cluster_id="c")
     q.start()
     assert q.epoch == 1 and q.leader_id == 1 and q.high_watermark == 0
     seen = []
@@ -48,11 +57,11 @@ def test_append_commits_and_notifies() -> None:
 def test_restart_bumps_epoch_and_replays_to_late_listeners() -> None:
     store = MemoryLogStore()
     states = MemoryQuorumStateStore()
-    q = LocalQuorum(store, 1, state_store=states)
+    q = LocalQuorum(store, 1, codec=CODEC, state_store=states)
     q.start()
     q.append([TopicRecord("a", uuid.UUID(int=5))], now_ms=0)
     q.append([NoOpRecord()], now_ms=0)
-    q2 = LocalQuorum(store, 1, state_store=states)
+    q2 = LocalQuorum(store, 1, codec=CODEC, state_store=states)
     q2.start()
     assert q2.epoch == 2 and q2.high_watermark == 2
     seen = []
@@ -66,7 +75,7 @@ def test_restart_bumps_epoch_and_replays_to_late_listeners() -> None:
 
 def test_crash_drops_unflushed_and_truncate() -> None:
     store = MemoryLogStore()
-    q = LocalQuorum(store, 1)
+    q = LocalQuorum(store, 1, codec=CODEC)
     q.start()
     q.append([NoOpRecord(), NoOpRecord()], now_ms=0)
     q.append([NoOpRecord()], now_ms=0)
@@ -84,7 +93,7 @@ def test_quorum_state_json_matches_kafka_format(tmp_path) -> None:
     path = tmp_path / "quorum-state"
     fs = FileQuorumStateStore(path)
     assert fs.read() is None
-    q = LocalQuorum(MemoryLogStore(), 3, state_store=fs, cluster_id="")
+    q = LocalQuorum(MemoryLogStore(), 3, codec=CODEC, state_store=fs, cluster_id="")
     q.start()
     text = path.read_text()
     assert text == ('{"clusterId":"","leaderId":3,"leaderEpoch":1,"votedId":-1,"appliedOffset":0,'
@@ -103,7 +112,7 @@ def test_quorum_state_json_matches_kafka_format(tmp_path) -> None:
 def test_controller_over_local_quorum_end_to_end() -> None:
     """The node's wiring in miniature: results appended, committed records replayed."""
     store = MemoryLogStore()
-    q = LocalQuorum(store, 1)
+    q = LocalQuorum(store, 1, codec=CODEC)
     q.start()
     c = QuorumController(cluster_id="c", uuid_source=lambda: uuid.UUID(int=random.getrandbits(128)),
                          rng=random.Random(1))
