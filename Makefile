@@ -13,7 +13,7 @@ PORT   := 9092
 endif
 CONTROLLER_PORT ?= $(shell expr $(PORT) + 1)
 
-.PHONY: run test install install-run tools bench report-card clean fuzz fuzz-seeds
+.PHONY: run test lint install install-run tools bench report-card clean fuzz fuzz-seeds
 MODE   ?= quick
 
 run: install-run
@@ -21,6 +21,10 @@ run: install-run
 
 test: install tools
 	bash scripts/test.sh
+
+# The static checks alone (import contracts, ruff, mypy); `make test` runs them first.
+lint: install
+	bash scripts/lint.sh
 
 install: $(STAMP)
 

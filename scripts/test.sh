@@ -5,6 +5,10 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 export PATH="$PWD/.tools/bin:$PATH"
 
+# Seconds, and the cheapest failure: the import contracts, ruff and mypy (scripts/lint.sh).
+echo "== lint: import contracts, ruff, mypy"
+bash scripts/lint.sh
+
 # The report card's librdkafka build (its source package and a compile: ~2 min on a clean machine)
 # runs in the background at the lowest CPU priority while the unit tests run; it must be done
 # before the node tests, whose timings it must not disturb. The report card builds whatever is

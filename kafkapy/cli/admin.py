@@ -178,7 +178,8 @@ class Admin:
         for target, batch in by_target.items():
             resp = self.send(Req(validate_only=False, resources=batch), node=target)
             for r in resp.responses:
-                check(r.error_code, r.error_message, f"altering configs of {resource_label(r.resource_type, r.resource_name)}")
+                what = resource_label(r.resource_type, r.resource_name)
+                check(r.error_code, r.error_message, f"altering configs of {what}")
 
     # -- offsets ---------------------------------------------------------------------------------
 

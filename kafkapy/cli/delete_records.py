@@ -75,7 +75,8 @@ def _delete(args: argparse.Namespace, out: Output) -> int:
             for t in resp.topics:
                 for p in t.partitions:
                     ok = p.error_code == ErrorCode.NONE
-                    results.append({"topic": t.name, "partition": p.partition_index, "what": f"{t.name}-{p.partition_index}",
+                    results.append({"topic": t.name, "partition": p.partition_index,
+                                    "what": f"{t.name}-{p.partition_index}",
                                     "low_watermark": p.low_watermark if ok else None, "message": None,
                                     "error": None if ok else error_name(p.error_code)})
     results.sort(key=lambda r: (r["topic"], r["partition"]))

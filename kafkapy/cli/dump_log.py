@@ -23,8 +23,8 @@ import argparse
 import dataclasses
 import json
 import struct
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from kafkapy.cli.output import CliError, Output, add_output_options, run_guarded, usage
@@ -354,7 +354,8 @@ def render(out: Output, result: dict[str, Any], args: argparse.Namespace) -> Non
                 out.line(f"| error: {r['error']}")
                 continue
             line = (f"| offset: {r['offset']} {b['timestamp_type']}: {r['timestamp']} keySize: {r['key_size']} "
-                    f"valueSize: {r['value_size']} sequence: {r['sequence']} headerKeys: [{','.join(r['header_keys'])}]")
+                    f"valueSize: {r['value_size']} sequence: {r['sequence']} "
+                    f"headerKeys: [{','.join(r['header_keys'])}]")
             if "control" in r:
                 line += f" {r['control']['type']}: {json.dumps(r['control'].get('data'))}"
             elif "metadata" in r:

@@ -16,7 +16,14 @@ from pathlib import Path
 
 from kafkapy.cli.admin import Admin
 from kafkapy.cli.output import (
-    CliError, Output, add_bootstrap_options, check, error_name, group_by_topic, run_guarded, usage,
+    CliError,
+    Output,
+    add_bootstrap_options,
+    check,
+    error_name,
+    group_by_topic,
+    run_guarded,
+    usage,
 )
 from kafkapy.protocol import ErrorCode
 from kafkapy.protocol import messages as m

@@ -78,9 +78,16 @@ def _storage_format(args: argparse.Namespace) -> int:
     """`kafkapy storage format`: every outcome is one line, the truth about each directory."""
     import time
 
-    from kafkapy.storage import (InitialVoters, MetaProperties, StorageError, format_storage,
-                                 plan_initial_voters, storage_dirs, uuid_to_kafka_uuid,
-                                 write_bootstrap_voters)
+    from kafkapy.storage import (
+        InitialVoters,
+        MetaProperties,
+        StorageError,
+        format_storage,
+        plan_initial_voters,
+        storage_dirs,
+        uuid_to_kafka_uuid,
+        write_bootstrap_voters,
+    )
 
     config = config_or_error(args)
     if isinstance(config, str):

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import IO
 
 from kafkapy.cli.output import (
-    CliError, Output, add_bootstrap_options, foreign_error_name, parse_key_values, run_guarded, usage,
+    CliError,
+    Output,
+    add_bootstrap_options,
+    foreign_error_name,
+    parse_key_values,
+    run_guarded,
+    usage,
 )
 
 #: Kafka's console-producer property names -> our option attributes.

@@ -68,7 +68,8 @@ class _Clients:
             await client.aclose()
 
 
-async def _remote_segments(clients: _Clients, leaders: dict[int, int]) -> dict[TopicIdPartition, RemoteLogMetadataCache]:
+async def _remote_segments(clients: _Clients,
+                           leaders: dict[int, int]) -> dict[TopicIdPartition, RemoteLogMetadataCache]:
     """Every partition's remote metadata, rebuilt from the whole metadata topic."""
     caches: dict[TopicIdPartition, RemoteLogMetadataCache] = {}
     req = m.FetchRequest
@@ -78,11 +79,12 @@ async def _remote_segments(clients: _Clients, leaders: dict[int, int]) -> dict[T
         client = await clients.get(leader)
         offset = 0
         while True:
+            wanted = req.FetchTopic.FetchPartition(
+                partition=mp, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
+                log_start_offset=-1, partition_max_bytes=FETCH_BYTES)
             body = req(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=FETCH_BYTES, isolation_level=0,
                        session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
-                       topics=[req.FetchTopic(topic=REMOTE_LOG_METADATA_TOPIC, partitions=[req.FetchTopic.FetchPartition(
-                           partition=mp, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
-                           log_start_offset=-1, partition_max_bytes=FETCH_BYTES)])])
+                       topics=[req.FetchTopic(topic=REMOTE_LOG_METADATA_TOPIC, partitions=[wanted])])
             part = (await client.send(body, version=12, timeout=TIMEOUT_S)).responses[0].partitions[0]
             data = bytes(part.records or b"")
             if part.error_code != 0 or not data:

@@ -12,7 +12,13 @@ from typing import Any
 
 from kafkapy.cli.admin import RESOURCE_TOPIC, Admin
 from kafkapy.cli.output import (
-    Output, add_bootstrap_options, check, error_name, parse_key_values, run_guarded, usage,
+    Output,
+    add_bootstrap_options,
+    check,
+    error_name,
+    parse_key_values,
+    run_guarded,
+    usage,
 )
 from kafkapy.protocol import ErrorCode
 from kafkapy.protocol import messages as m

@@ -18,8 +18,7 @@ import json
 import re
 import struct
 import uuid
-from collections.abc import Mapping
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -167,24 +166,25 @@ class Struct:
 
     # -- encode ------------------------------------------------------------------------------
 
-    def encode(self, values: Mapping[str, Any], version: int, out: bytearray) -> None:
-        tagged = []
+    def encode(self, values: object, version: int, out: bytearray) -> None:
+        # ``values``: a mapping of field names, or an object with the fields as attributes.
+        tagged: list[tuple[int, Field, Any]] = []
         for f in self.fields:
             if not f.present(version):
                 continue
             value = values.get(f.name, f.default) if isinstance(values, Mapping) else getattr(values, f.name)
-            if f.tagged(version):
+            if f.tag is not None and f.tagged(version):
                 if _same(value, f.default):
                     continue  # tagged fields at their default are not written
-                tagged.append((f, value))
+                tagged.append((f.tag, f, value))
                 continue
             _encode_value(f, value, version, out)
-        tagged.sort(key=lambda fv: fv[0].tag)
+        tagged.sort(key=lambda tfv: tfv[0])
         write_uvarint(out, len(tagged))
-        for f, value in tagged:
+        for tag, f, value in tagged:
             body = bytearray()
             _encode_value(f, value, version, body)
-            write_uvarint(out, f.tag)
+            write_uvarint(out, tag)
             write_uvarint(out, len(body))
             out += body
 
@@ -307,7 +307,7 @@ def _reader(f: Field, version: int) -> _Reader:
 def _same(value: Any, default: Any) -> bool:
     if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
         return tuple(value) == tuple(default)
-    return value == default
+    return bool(value == default)
 
 
 def _encode_value(f: Field, value: Any, version: int, out: bytearray) -> None:
@@ -419,7 +419,7 @@ class MessageSchema:
     valid_versions: tuple[int, int]
     struct: Struct
 
-    def encode(self, values: Mapping[str, Any], version: int) -> bytes:
+    def encode(self, values: object, version: int) -> bytes:
         out = bytearray()
         self.struct.encode(values, version, out)
         return bytes(out)

@@ -11,9 +11,10 @@ follow a one-record batch with work proportional to that record rather than to t
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Callable
+from typing import Any
 
 from kafkapy.metadata.image import (
     EMPTY_MAP,
@@ -31,7 +32,7 @@ from kafkapy.metadata.image import (
     TopicsImage,
     frozen_map,
 )
-from kafkapy.metadata.pmap import ShardedMap, sharded
+from kafkapy.metadata.pmap import sharded
 from kafkapy.metadata.records import (
     BrokerRegistrationChangeRecord,
     ConfigRecord,
@@ -91,7 +92,8 @@ class MetadataDelta:
         self._created_names: dict[str, uuid.UUID] = {}
         self._configs: dict[tuple[int, str], _ConfigChange] = {}
         self._producer_ids: ProducerIdsImage | None = None
-        self._handlers: dict[type, Callable[[MetadataRecord], None]] = {
+        # Each handler takes its own record type: Any, not MetadataRecord, in the value type.
+        self._handlers: dict[type, Callable[[Any], None]] = {
             TopicRecord: self._replay_topic,
             PartitionRecord: self._replay_partition,
             PartitionChangeRecord: self._replay_partition_change,
@@ -282,7 +284,7 @@ class MetadataDelta:
 
     def _replay_broker_change(self, rec: BrokerRegistrationChangeRecord) -> None:
         cur = self._existing_broker(rec.broker_id, rec.broker_epoch, "BrokerRegistrationChangeRecord")
-        changes: dict[str, object] = {}
+        changes: dict[str, Any] = {}
         if rec.fenced == BrokerRegistrationChangeRecord.FENCE:
             changes["fenced"] = True
         elif rec.fenced == BrokerRegistrationChangeRecord.UNFENCE:
@@ -362,7 +364,7 @@ class MetadataDelta:
         base = self.image.configs
         if not self._configs:
             return base, frozenset()
-        updates: dict[tuple[int, str], object] = {}
+        updates: dict[tuple[int, str], Mapping[str, str]] = {}
         removed: list[tuple[int, str]] = []
         for key, change in self._configs.items():
             before = base.resources.get(key, {})
@@ -380,11 +382,12 @@ class MetadataDelta:
                 removed.append(key)
         if not updates and not removed:
             return base, frozenset()
-        resources: ShardedMap = sharded(base.resources).updated(updates, removed=removed)
+        resources = sharded(base.resources).updated(updates, removed=removed)
         return ConfigurationsImage(resources), frozenset(updates) | frozenset(removed)
 
 
-def replay_all(image: MetadataImage, records_with_offsets) -> MetadataImage:
+def replay_all(image: MetadataImage,
+               records_with_offsets: Iterable[tuple[MetadataRecord, int]]) -> MetadataImage:
     """Convenience: replay ``(record, offset)`` pairs on ``image`` and apply."""
     delta = MetadataDelta(image)
     for rec, offset in records_with_offsets:

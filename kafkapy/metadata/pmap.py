@@ -12,11 +12,12 @@ process): callers that need an order sort, as the wire handlers and the snapshot
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, ItemsView, KeysView, Mapping, ValuesView
-from typing import Any, Generic, TypeVar
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from typing import Any, Generic, TypeVar, overload
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 _MISSING: Any = object()
 
@@ -60,7 +61,13 @@ class ShardedMap(Mapping[K, V], Generic[K, V]):
     def __getitem__(self, key: K) -> V:
         return self._shards[hash(key) & self._mask][key]
 
-    def get(self, key: K, default: Any = None) -> Any:  # type: ignore[override]
+    @overload
+    def get(self, key: K, /) -> V | None: ...
+
+    @overload
+    def get(self, key: K, default: V | T, /) -> V | T: ...
+
+    def get(self, key: K, default: Any = None) -> Any:
         return self._shards[hash(key) & self._mask].get(key, default)
 
     def __contains__(self, key: object) -> bool:

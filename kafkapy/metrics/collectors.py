@@ -438,7 +438,8 @@ class ProcessMetricsCollector(SnapshotCollector):
 
 
 __all__ = [
-    "BrokerStateCollector", "ProcessMetricsCollector", "ControllerCollector", "GroupCoordinatorCollector", "RaftCollector",
+    "BrokerStateCollector", "ProcessMetricsCollector", "ControllerCollector", "GroupCoordinatorCollector",
+    "RaftCollector",
     "ReplicaManagerCollector", "RequestMetricsCollector", "SnapshotCollector", "SocketServerCollector",
     "TopicMetricsCollector",
 ]

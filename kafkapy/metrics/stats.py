@@ -129,4 +129,5 @@ def _le(bound: float) -> str:
     return repr(float(bound))
 
 
-__all__ = ["REQUEST_TIME_BUCKETS", "BrokerTopicStats", "ConnectionStats", "RequestCounters", "RequestStats", "TopicCounters"]
+__all__ = ["REQUEST_TIME_BUCKETS", "BrokerTopicStats", "ConnectionStats", "RequestCounters", "RequestStats",
+           "TopicCounters"]

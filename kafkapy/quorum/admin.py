@@ -18,7 +18,8 @@ import trio
 
 from kafkapy.config import BrokerConfig
 from kafkapy.net.client import KafkaClient, KafkaClientError
-from kafkapy.protocol import ErrorCode, messages as m
+from kafkapy.protocol import ErrorCode
+from kafkapy.protocol import messages as m
 from kafkapy.raft import wire
 from kafkapy.raft.voters import NO_DIRECTORY_ID, Voter
 from kafkapy.storage import MetaProperties, kafka_uuid_to_uuid
@@ -174,7 +175,7 @@ async def describe_quorum(controllers: Sequence[Address], *, timeout: float = 30
                                   s.log_end_offset, s.last_fetch_timestamp,
                                   s.last_caught_up_timestamp) for s in states or [])
 
-    endpoints = {n.node_id: {l.name: (l.host, l.port) for l in n.listeners or []}
+    endpoints = {n.node_id: {e.name: (e.host, e.port) for e in n.listeners or []}
                  for n in getattr(response, "nodes", None) or []}
     return QuorumInfo(part.leader_id, part.leader_epoch, part.high_watermark,
                       rows(part.current_voters), rows(part.observers), endpoints)

@@ -22,10 +22,10 @@ import uuid
 from typing import Any
 
 from kafkapy.net.server import ConnectionInfo
-from kafkapy.protocol import ApiKey, ApiVersionsTable, ErrorCode, Request, messages as m
+from kafkapy.protocol import ApiKey, ApiVersionsTable, ErrorCode, Request
+from kafkapy.protocol import messages as m
 from kafkapy.quorum.driver import QuorumDriver, ReplicaDescription
 from kafkapy.raft import wire
-from kafkapy.raft.voters import NO_DIRECTORY_ID, Voter
 from kafkapy.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -35,6 +35,7 @@ from kafkapy.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
+from kafkapy.raft.voters import NO_DIRECTORY_ID, Voter
 
 #: DescribeQuorum versions (kafka-python's schema matches Kafka 3.9's 0-2).
 DESCRIBE_QUORUM_VERSIONS = (0, 2)
@@ -104,7 +105,7 @@ class QuorumDispatcher:
                           f"cluster {body.cluster_id} is not this cluster")
         directory = uuid.UUID(str(body.voter_directory_id)) if body.voter_directory_id else None
         if key == ApiKey.ADD_RAFT_VOTER:
-            endpoints = {l.name: (l.host, l.port) for l in body.listeners or []}
+            endpoints = {e.name: (e.host, e.port) for e in body.listeners or []}
             if body.voter_id < 0 or not endpoints:
                 return answer(ErrorCode.INVALID_REQUEST, "a voter needs an id and an endpoint")
             voter = Voter(body.voter_id, directory or NO_DIRECTORY_ID, endpoints)
@@ -145,7 +146,7 @@ class QuorumDispatcher:
         if body.current_leader_epoch != replica.epoch:
             return answer(ErrorCode.FENCED_LEADER_EPOCH if body.current_leader_epoch < replica.epoch
                           else ErrorCode.UNKNOWN_LEADER_EPOCH)
-        endpoints = {l.name: (l.host, l.port) for l in body.listeners or []}
+        endpoints = {e.name: (e.host, e.port) for e in body.listeners or []}
         feature = body.k_raft_version_feature
         if not endpoints or feature is None:
             return answer(ErrorCode.INVALID_REQUEST)

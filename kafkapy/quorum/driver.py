@@ -40,7 +40,8 @@ from typing import Any, Protocol
 import trio
 
 from kafkapy.net.client import KafkaClient, KafkaClientError
-from kafkapy.protocol import ErrorCode, KafkaError, messages as m
+from kafkapy.protocol import ErrorCode, KafkaError
+from kafkapy.protocol import messages as m
 from kafkapy.quorum.clock import TrioClock
 from kafkapy.quorum.peers import PeerSet
 from kafkapy.raft import wire

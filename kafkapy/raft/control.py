@@ -57,7 +57,7 @@ def control_key(record_type: int) -> bytes:
 def control_type(key: bytes) -> int:
     """The ControlRecordType of a control record key."""
     _version, record_type = _KEY.unpack_from(key)
-    return record_type
+    return int(record_type)
 
 
 def _uvarint(n: int, out: bytearray) -> None:

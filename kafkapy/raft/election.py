@@ -12,6 +12,7 @@ or resigned leader refuses everything in its own epoch.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.raft.messages import (
@@ -40,7 +41,6 @@ class ElectionMixin:
 
     # Owned by RaftReplica.
     node_id: int
-    voters: frozenset[int]
     _static_voters: frozenset[int] | None
     cluster_id: str
     log: RaftLog
@@ -50,14 +50,20 @@ class ElectionMixin:
     _leader_id: int
     _voted_id: int
     _state: RoleState
-    _inflight: dict
+    _inflight: dict[int, Any]
     _send: Callable[[int, RaftRequest, int], None]
     _persist: Callable[[], None]
     _random_election_deadline: Callable[[int], int]
     _become_unattached: Callable[..., None]
     _become_follower: Callable[[int, int, int], None]
     _transition_on_leader_info: Callable[[int, int, int], bool]
-    is_voter: bool
+
+    if TYPE_CHECKING:  # RaftReplica's read-only properties; declared for the type checker only
+        @property
+        def voters(self) -> frozenset[int]: ...
+
+        @property
+        def is_voter(self) -> bool: ...
 
     def _solicit_votes(self, answered: set[int], pre_vote: bool, now_ms: int) -> None:
         for v in sorted(self.voters):

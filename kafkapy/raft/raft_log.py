@@ -51,7 +51,7 @@ class RaftLog:
         self._dirty = False
         # What a dynamic quorum (KIP-853) watches: every batch appended or loaded (base, bytes),
         # truncations (new end offset) and snapshot installs. None: nobody watches.
-        self.on_batch: Callable[[int, bytes], None] | None = None
+        self.on_batch: Callable[[int, bytes], object] | None = None
         self.on_truncate: Callable[[int], None] | None = None
         self.on_snapshot: Callable[[SnapshotId, bool], None] | None = None
 

@@ -15,8 +15,10 @@ A follower's HW is the leader's, capped by its own end offset.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.raft.events import CommitEvent, SnapshotLoad
 from kafkapy.raft.messages import (
     EpochEndOffset,
     FetchRequest,
@@ -28,7 +30,6 @@ from kafkapy.raft.messages import (
     RaftRequest,
     SnapshotId,
 )
-from kafkapy.raft.events import CommitEvent, SnapshotLoad
 from kafkapy.raft.raft_log import RaftInvariantError, RaftLog, ValidKind
 from kafkapy.raft.roles import (
     Follower,
@@ -42,13 +43,11 @@ from kafkapy.raft.roles import (
 from kafkapy.records import format as fmt
 
 
-
 class ReplicationMixin:
     """Fetch/FetchSnapshot on both sides; mixed into ``core.RaftReplica``."""
 
     # Owned by RaftReplica.
     node_id: int
-    voters: frozenset[int]
     cluster_id: str
     log: RaftLog
     fetch_timeout_ms: int
@@ -67,6 +66,13 @@ class ReplicationMixin:
     _current_leader: Callable[[], LeaderIdAndEpoch]
     _transition_on_leader_info: Callable[[int, int, int], bool]
     _check_quorum_timeout: Callable[[], int]
+
+    if TYPE_CHECKING:  # RaftReplica's read-only properties; declared for the type checker only
+        @property
+        def voters(self) -> frozenset[int]: ...
+
+        @property
+        def is_leader(self) -> bool: ...
 
     def _flush_leader(self, now_ms: int) -> None:
         st = self._state

@@ -34,6 +34,7 @@ import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NoReturn, TypeVar
 
 from kafkapy.raft.control import build_snapshot_footer_batch, build_snapshot_header_batch
 from kafkapy.raft.core import CommittedBatch, RaftReplica, SnapshotLoad
@@ -45,6 +46,8 @@ from kafkapy.raft.store import MemoryLogStore
 from kafkapy.raft.voters import Voter, VoterSet, bootstrap_checkpoint, scan_voter_controls
 from kafkapy.records import format as fmt
 from kafkapy.records.builder import Record, build_batch
+
+T = TypeVar("T")
 
 #: Marks the state machine's part of a (dynamic-mode, batch-shaped) snapshot.
 _SNAPSHOT_PAYLOAD = b"SIM|"
@@ -199,7 +202,7 @@ class RaftSimulation:
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str) -> NoReturn:
         raise SimulationFailure(self.seed, message, self.trace)
 
     def log(self, text: str) -> None:
@@ -254,7 +257,7 @@ class RaftSimulation:
         node.store.crash()
         node.restart_at = self.now + downtime
 
-    def _call(self, node: SimNode, fn: Callable[[RaftReplica], object]) -> object:
+    def _call(self, node: SimNode, fn: Callable[[RaftReplica], T]) -> T:
         """Run one call on a node, then route its output and check what it may have broken."""
         replica = node.replica
         assert replica is not None
@@ -411,7 +414,7 @@ class RaftSimulation:
             what = f"remove voter {gone}"
         else:
             return
-        code, why, offset = result  # type: ignore[misc]
+        code, why, offset = result
         self.log(f"{what} on node {node.node_id}: {code.name} {why} (offset {offset})")
         if offset >= 0:
             self.membership_changes += 1

@@ -139,7 +139,7 @@ def decode_kraft_version(data: bytes) -> int:
     (level,) = _I16.unpack_from(data, 2)
     if _skip_tagged_fields(data, 4) != len(data):
         raise ValueError("trailing bytes after KRaftVersionRecord")
-    return level
+    return int(level)
 
 
 def encode_voters(voters: VoterSet) -> bytes:

@@ -38,7 +38,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kafkapy.protocol import ApiKey, ErrorCode, messages as m
+from kafkapy.protocol import ApiKey, ErrorCode
+from kafkapy.protocol import messages as m
 from kafkapy.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,

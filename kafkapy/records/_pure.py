@@ -22,6 +22,7 @@ compacted).
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from crc32c import crc32c
 
@@ -268,7 +269,7 @@ def validate_and_assign(
         pos += size
 
     # Phase 1b: the validator's per-batch rules and the record walk.
-    plan: list[tuple[int, tuple, int, int, int]] = []
+    plan: list[tuple[int, tuple[Any, ...], int, int, int]] = []
     for pos in positions:
         h = _HEADER.unpack_from(b, pos)
         (_, length, _, _, _, attributes, last_delta, base_ts, header_max,

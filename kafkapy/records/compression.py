@@ -7,12 +7,30 @@ raw blocks. LZ4 is the LZ4 frame format with independent blocks (KIP-57).
 
 from __future__ import annotations
 
-from kafka import codec as _codec
+from typing import Protocol, cast
+
+from kafka import codec as _kafka_codec
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 
 Buffer = bytes | bytearray | memoryview
+
+
+class _Codecs(Protocol):
+    """The part of kafka-python's untyped ``kafka.codec`` we call, with its types."""
+
+    def gzip_encode(self, payload: bytes, compresslevel: int | None = None) -> bytes: ...
+    def gzip_decode(self, payload: bytes) -> bytes: ...
+    def snappy_encode(self, payload: bytes, xerial_compatible: bool = True) -> bytes: ...
+    def snappy_decode(self, payload: bytes) -> bytes: ...
+    def lz4_encode(self, payload: bytes) -> bytes: ...
+    def lz4_decode(self, payload: bytes) -> bytes: ...
+    def zstd_encode(self, payload: bytes) -> bytes: ...
+    def zstd_decode(self, payload: bytes) -> bytes: ...
+
+
+_codec = cast(_Codecs, _kafka_codec)
 
 
 def compress(codec: int, data: Buffer, *, gzip_level: int | None = None) -> bytes:

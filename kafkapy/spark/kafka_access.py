@@ -18,7 +18,8 @@ from typing import Any
 
 from kafkapy.net.client import KafkaClientError
 from kafkapy.net.sync_client import SyncKafkaClient
-from kafkapy.protocol import ApiKey, ErrorCode, messages as m
+from kafkapy.protocol import ApiKey, ErrorCode
+from kafkapy.protocol import messages as m
 from kafkapy.spark.options import Subscription, TopicPartition, parse_bootstrap
 
 log = logging.getLogger(__name__)

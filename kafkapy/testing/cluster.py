@@ -150,7 +150,7 @@ class LocalCluster:
     def set_property(self, node_id: int, key: str, value: str) -> None:
         """Rewrite one setting in a node's server.properties (it applies at the next start)."""
         path = self.properties_path(node_id)
-        lines = [l for l in path.read_text().splitlines() if not l.startswith(f"{key}=")]
+        lines = [line for line in path.read_text().splitlines() if not line.startswith(f"{key}=")]
         lines.append(f"{key}={value}")
         path.write_text("\n".join(lines) + "\n")
 

@@ -30,9 +30,9 @@ def populate_direct(data_dir: str, partitions: int, per_topic: int, records: int
     Far quicker than CreateTopics and a produce to each partition, so a test or a benchmark of
     the restart spends its time on the restart. The topics go into the metadata log as
     TopicRecord + PartitionRecords batches at the quorum's current epoch (the node, a single
-    voter, commits them when it next becomes leader), and each partition's log is created with its partition.metadata and ``records`` records. The
-    recovery-point checkpoint does not list them: as after a kill -9 before the first periodic
-    checkpoint, every one of them is recovered on the next start.
+    voter, commits them when it next becomes leader), and each partition's log is created with
+    its partition.metadata and ``records`` records. The recovery-point checkpoint does not list
+    them: as after a kill -9 before the first periodic checkpoint, every one of them is recovered on the next start.
     """
     started = time.monotonic()
     with lock_dirs([data_dir]):

@@ -12,7 +12,6 @@ group, waits (bounded) and then SIGKILLs it, so nothing is left behind even when
 from __future__ import annotations
 
 import abc
-
 import os
 import re
 import shutil
@@ -435,9 +434,8 @@ def _find_tansu() -> str:
     return found
 
 
-from kafkapy.testing.cluster import KafkaClusterNode  # noqa: E402  (it does not import this module)
-
 from kafkapy.testing.apache_kafka import ApacheKafkaNode  # noqa: E402  (imports only names above)
+from kafkapy.testing.cluster import KafkaClusterNode  # noqa: E402  (it does not import this module)
 
 TARGETS = {"kafkapy": KafkaNode, "tansu": TansuNode, "kafkapy-cluster": KafkaClusterNode,
            "apache-kafka": ApacheKafkaNode}

@@ -6,11 +6,11 @@ differently between the two runs, so the second run needs only those test files.
 recorded, not listed: during the first run (which runs every unit test) each function of each
 twin module (found from ``ext/*/*.pyx``) is wrapped, as is every kafkapy module-level name bound to
 one, and a test file is recorded when any of its tests, fixtures or its import called one; a name
-still bound to an unwrapped function at the end fails the run rather than shortening the list. Code run in a child interpreter is not seen by the
-wrappers, so a test file that starts one is recorded too when the static import closure of the
-file (every ``import`` anywhere in it, and module names written in its string literals) reaches a
-twin. A new twin, or a new test of one, is therefore picked up without anyone updating a list;
-the error is always towards running more.
+still bound to an unwrapped function at the end fails the run rather than shortening the list.
+Code run in a child interpreter is not seen by the wrappers, so a test file that starts one is
+recorded too when the static import closure of the file (every ``import`` anywhere in it, and
+module names written in its string literals) reaches a twin. A new twin, or a new test of one,
+is therefore picked up without anyone updating a list; the error is always towards running more.
 """
 
 from __future__ import annotations

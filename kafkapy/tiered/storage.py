@@ -15,7 +15,6 @@ import enum
 import importlib
 import json
 import os
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -264,5 +263,6 @@ __all__ = [
     "DEFAULT_LOCAL_DIR_NAME", "INDEX_OBJECT_KIND", "IndexType", "LogSegmentData", "ObjectKind",
     "RemoteResourceNotFoundError", "RemoteStorageError", "RemoteStorageManager",
     "object_name", "object_prefix", "partition_dir",
-    "check_range", "decode_manifest", "default_local_dir", "encode_manifest", "load_class", "remote_storage_from_config", "rsm_props",
+    "check_range", "decode_manifest", "default_local_dir", "encode_manifest", "load_class",
+    "remote_storage_from_config", "rsm_props",
 ]

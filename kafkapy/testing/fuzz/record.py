@@ -22,9 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kafkapy.net.sync_client import SyncKafkaClient
-from kafkapy.protocol import messages as m
-from kafkapy.testing.fuzz.seeds import (CORPUS_PATH, FUZZ_GROUP, FUZZ_TOPICS, Seed, hand_built,
-                                        parse_frame, save_corpus)
+from kafkapy.testing.fuzz.seeds import CORPUS_PATH, FUZZ_GROUP, FUZZ_TOPICS, Seed, hand_built, parse_frame, save_corpus
 from kafkapy.testing.node import KafkaNode, free_port
 
 
@@ -103,7 +101,7 @@ def served_versions(host: str, port: int) -> dict[int, tuple[int, int]]:
 
 def _confluent(bootstrap: str) -> None:
     import confluent_kafka
-    from confluent_kafka.admin import (AdminClient, ConfigResource, NewPartitions, NewTopic)
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     _wait_all(admin.create_topics([NewTopic("fuzz-rec-ck", 2, 1)]))
@@ -169,9 +167,19 @@ def _wait_all(futures: object) -> None:
 def _kafka_python(bootstrap: str) -> None:
     import kafka
     from kafka import TopicPartition
-    from kafka.admin import (ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
-                             ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions,
-                             NewTopic, ResourcePatternFilter, ResourceType)
+    from kafka.admin import (
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ConfigResource,
+        ConfigResourceType,
+        KafkaAdminClient,
+        NewPartitions,
+        NewTopic,
+        ResourcePatternFilter,
+        ResourceType,
+    )
 
     for codec in (None, "gzip", "lz4"):
         p = kafka.KafkaProducer(bootstrap_servers=bootstrap, compression_type=codec, acks="all")
