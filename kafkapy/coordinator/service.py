@@ -110,9 +110,6 @@ class GroupCoordinator:
         # Led but not yet scheduled for loading (the image arrived before the coordinator ran).
         raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
-    def is_loaded(self, group_id: str) -> bool:
-        return self.partition_for(group_id) in self.shards
-
     # ---------------------------------------------------------------- metadata changes
     def on_image(self, image: Any) -> None:
         """Load the shards of ``__consumer_offsets`` partitions this broker now leads; drop the rest."""

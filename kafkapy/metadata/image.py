@@ -173,9 +173,6 @@ class PartitionRegistration:
             changes["last_known_elr"] = tuple(rec.last_known_elr)
         return replace(self, **changes)
 
-    def has_leader(self) -> bool:
-        return self.leader != NO_LEADER
-
 
 @dataclass(frozen=True)
 class TopicImage:

@@ -111,9 +111,6 @@ class LocalQuorum:
         self._deliver(on_commit, from_offset, self._high_watermark)
         self._listeners.append(on_commit)
 
-    def unregister_listener(self, on_commit: CommitListener) -> None:
-        self._listeners.remove(on_commit)
-
     def _deliver(self, listener: CommitListener, start: int, end: int) -> None:
         for _, batch in self.store.read(start):
             for header, view in iter_batches(batch):

@@ -76,10 +76,6 @@ class MemoryLogStore:
     def end_offset(self) -> int:
         return self._nexts[-1] if self._nexts else self._start
 
-    @property
-    def flushed_end_offset(self) -> int:
-        return self._flushed_end
-
     def append(self, batch: bytes) -> int:
         header = fmt.parse_header(memoryview(batch))
         if header.base_offset != self.end_offset:

@@ -39,16 +39,6 @@ def varint_bytes(value: int) -> bytes:
     return bytes(out)
 
 
-def size_of_varint(value: int) -> int:
-    """How many bytes ``encode_varint(value)`` writes."""
-    v = zigzag(value)
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
-
-
 def _decode(buf: bytes | bytearray | memoryview, pos: int, end: int, max_bytes: int,
             bits: int) -> tuple[int, int]:
     raw = 0
