@@ -55,3 +55,10 @@ def test_make_test_installs_the_test_extra(tmp_path):
     lines = _dry_run(tmp_path, "test")
     assert [line.split()[-1] for line in _installs(lines)] == ["'.[test]'"]
     assert lines[-1] == "bash scripts/test.sh"
+
+
+def test_make_lint_runs_the_static_checks_with_the_test_extra(tmp_path):
+    # The linters are in the test extra; scripts/test.sh runs the same script first.
+    lines = _dry_run(tmp_path, "lint")
+    assert [line.split()[-1] for line in _installs(lines)] == ["'.[test]'"]
+    assert lines[-1] == "bash scripts/lint.sh"
