@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from kafkapy.config import BrokerConfig, parse_properties
 from kafkapy.log.dir_lock import LogDirLockedError, lock_dirs
@@ -228,8 +228,8 @@ def plan_initial_voters(config: BrokerConfig, choice: InitialVoters) -> "VoterSe
     if flags > 1:
         raise StorageError("Only one of --standalone, --initial-controllers and "
                            "--no-initial-controllers may be given")
-    roles = set(config.get("process.roles") or [])  # type: ignore[arg-type]
-    static = list(config.get("controller.quorum.voters") or [])  # type: ignore[arg-type]
+    roles = set(cast("list[str]", config.get("process.roles") or []))
+    static = list(cast("list[str]", config.get("controller.quorum.voters") or []))
     if choice.given and "controller" not in roles:
         raise StorageError("--standalone, --initial-controllers and --no-initial-controllers are "
                            "for controllers: this node's process.roles has no controller")
@@ -243,7 +243,7 @@ def plan_initial_voters(config: BrokerConfig, choice: InitialVoters) -> "VoterSe
                            "--initial-controllers, or --no-initial-controllers.")
     if not choice.standalone and choice.initial_controllers is None:
         return None
-    names = list(config.get("controller.listener.names") or [])  # type: ignore[arg-type]
+    names = list(cast("list[str]", config.get("controller.listener.names") or []))
     if not names:
         raise StorageError("controller.listener.names must name the controller listener")
     listener = str(names[0])

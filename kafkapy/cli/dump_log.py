@@ -281,8 +281,8 @@ def dump_file(path: Path, args: argparse.Namespace, *, stream: bool = False) -> 
         from kafkapy.metadata.snapshot import CorruptSnapshotError, read_snapshot
 
         data = _read(path, None)
-        result = {"file": str(path), "kind": "snapshot",
-                  **dump_records(data, records=True, print_data=True, metadata=True)}
+        result: dict[str, Any] = {"file": str(path), "kind": "snapshot",
+                                  **dump_records(data, records=True, print_data=True, metadata=True)}
         try:
             info, recs = read_snapshot(data)
             result["snapshot"] = {"complete": True, "records": len(recs), "epoch": info.epoch,
@@ -305,9 +305,9 @@ def dump_file(path: Path, args: argparse.Namespace, *, stream: bool = False) -> 
         base = _base_offset(path)
         data = _read(path, None)
         entries = (read_offset_index if kind == "offset_index" else read_time_index)(data, base)
-        result: dict[str, Any] = {"file": str(path), "kind": kind, "base_offset": base,
-                                  "entries": [list(e) for e in entries],
-                                  "sanity_problems": index_sanity(kind, data, entries, base)}
+        result = {"file": str(path), "kind": kind, "base_offset": base,
+                  "entries": [list(e) for e in entries],
+                  "sanity_problems": index_sanity(kind, data, entries, base)}
         log = path.with_name(path.name.rsplit(".", 1)[0] + ".log")
         if not args.index_sanity_check and log.exists():
             batches = dump_records(_read(log, args.max_bytes), base_offset=base)["batches"]

@@ -8,6 +8,7 @@ milliseconds, or an ISO-8601 time (the first record at or after it; -1 when ther
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from kafkapy.cli.admin import EARLIEST, LATEST, MAX_TIMESTAMP, Admin
 from kafkapy.cli.groups import parse_datetime, parse_topic_partitions
@@ -49,8 +50,9 @@ def _offsets(args: argparse.Namespace, out: Output) -> int:
         if args.time is None:
             earliest = admin.list_offsets({tp: EARLIEST for tp in partitions}, leaders)
             latest = admin.list_offsets({tp: LATEST for tp in partitions}, leaders)
-            rows = [{"topic": t, "partition": p, "earliest": earliest[(t, p)][0], "latest": latest[(t, p)][0]}
-                    for t, p in partitions]
+            rows: list[dict[str, Any]] = [
+                {"topic": t, "partition": p, "earliest": earliest[(t, p)][0], "latest": latest[(t, p)][0]}
+                for t, p in partitions]
             out.result(rows, ["TOPIC", "PARTITION", "EARLIEST", "LATEST"],
                        [[r["topic"], r["partition"], r["earliest"], r["latest"]] for r in rows])
             return 0

@@ -99,7 +99,9 @@ def parse_key_values(items: Sequence[str]) -> dict[str, str]:
 
 
 def _split_outside_brackets(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
     for ch in text:
         if ch == "[":
             depth += 1

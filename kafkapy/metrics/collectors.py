@@ -117,10 +117,10 @@ class TopicMetricsCollector(SnapshotCollector):
             return
         for suffix, field, is_counter, doc in _REMOTE_STATS:
             cls = CounterMetricFamily if is_counter else GaugeMetricFamily
-            family = cls(prefix + suffix, doc, labels=["topic"])
+            remote_family = cls(prefix + suffix, doc, labels=["topic"])
             for topic in sorted(remote):
-                family.add_metric([topic], remote[topic][field])
-            yield family
+                remote_family.add_metric([topic], remote[topic][field])
+            yield remote_family
 
 
 class RequestMetricsCollector(SnapshotCollector):

@@ -100,7 +100,9 @@ class NodeMetrics:
     def _all_dirs_offline(self) -> bool:
         manager = self._log_manager()
         offline = getattr(manager, "offline_dirs", None)
-        return bool(offline) and len(offline) >= len(manager.log_dirs)
+        if not offline:
+            return False
+        return len(offline) >= len(manager.log_dirs)
 
     def _applied_offset(self) -> int | None:
         driver = getattr(self.node, "driver", None)

@@ -241,8 +241,9 @@ class ApiVersionsHandshake:
 
     def __init__(self, ours: ApiVersionsTable) -> None:
         self._ours = ours
-        self._cls = request_class(ApiKey.API_VERSIONS)
-        assert self._cls is not None
+        cls = request_class(ApiKey.API_VERSIONS)
+        assert cls is not None
+        self._cls = cls
         self._version: int = self._cls.max_version
         self._attempts = 0
         self.done = False
@@ -282,7 +283,7 @@ def expects_response(request: Any) -> bool:
     return not (request.API_KEY == ApiKey.PRODUCE and getattr(request, "acks", 1) == 0)
 
 
-def decode_response(api_key: int, version: int, frame: bytes) -> Any:
+def decode_response(api_key: int, version: int, frame: bytes | bytearray) -> Any:
     """Decode one response frame (without its size prefix) of ``api_key`` at ``version``."""
     cls = response_class(api_key)
     assert cls is not None
@@ -295,7 +296,7 @@ def decode_response(api_key: int, version: int, frame: bytes) -> Any:
     return body
 
 
-def _skip_tagged_fields(frame: bytes, pos: int) -> int:
+def _skip_tagged_fields(frame: bytes | bytearray, pos: int) -> int:
     def uvarint(p: int) -> tuple[int, int]:
         value = shift = 0
         while True:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import trio
 
@@ -71,7 +72,7 @@ def controller_identity(config: BrokerConfig) -> Voter:
     if meta is None:
         raise QuorumAdminError(ErrorCode.INVALID_REQUEST, f"{config.metadata_log_dir} is not "
                                "formatted: run `kafkapy storage format --no-initial-controllers`")
-    names = {str(n).upper() for n in (config.get("controller.listener.names") or [])}  # type: ignore[union-attr]
+    names = {str(n).upper() for n in cast("list[str]", config.get("controller.listener.names") or [])}
     endpoints = {lst.name: (lst.host or "localhost", lst.port) for lst in config.listeners
                  if lst.name in names}
     if not endpoints:

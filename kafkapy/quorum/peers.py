@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import trio
 
 from kafkapy.net.client import KafkaClient, KafkaClientError
 from kafkapy.protocol import ApiKey
 from kafkapy.raft import wire
-from kafkapy.raft.messages import Outbound, RaftResponse
+from kafkapy.raft.messages import Outbound, RaftRequest, RaftResponse
 
 log = logging.getLogger("kafkapy.quorum.peers")
 
@@ -81,7 +81,8 @@ class _Peer:
 
     async def exchange(self, out: Outbound) -> None:
         owner = self.owner
-        msg = out.message
+        # PeerSet.send is given requests only; responses go back on the connection they answer.
+        msg = cast(RaftRequest, out.message)
         api_key = wire.API_KEY_OF[type(msg)]
         deadline = trio.current_time() + owner.request_timeout
         client: KafkaClient | None = None

@@ -39,7 +39,7 @@ def _connect_state(writer: Any) -> tuple[str | None, str | None]:
     return getattr(write, "source", None), getattr(write, "mode", None)
 
 
-def _wrap(cls: type, state: Any) -> None:
+def _wrap(cls: Any, state: Any) -> None:
     original = cls.save
     if getattr(original, _MARK, False):
         return

@@ -70,7 +70,7 @@ def _as_bytes(value: object) -> bytes | None:
         return value  # type: ignore[return-value]
     if isinstance(value, str):
         return value.encode("utf-8")
-    return bytes(value)  # type: ignore[arg-type]
+    return bytes(value)  # type: ignore[arg-type, call-overload]
 
 
 class _TaskProducer:

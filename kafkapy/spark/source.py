@@ -98,7 +98,7 @@ def _read(opts: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordB
     r: planning.OffsetRange | None = getattr(partition, "value", None)
     if r is None:
         return  # Spark asks for one read even when the plan has no ranges
-    kw = dict(read_committed=opts.read_committed, fail_on_data_loss=opts.fail_on_data_loss,
+    kw: dict[str, Any] = dict(read_committed=opts.read_committed, fail_on_data_loss=opts.fail_on_data_loss,
               poll_timeout_ms=opts.poll_timeout_ms)
     with _access(opts) as access:
         if opts.include_headers:

@@ -23,7 +23,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkapy.metadata.codec import MessageSchema, SchemaError, Struct, load_schema, read_uvarint, write_uvarint
+from kafkapy.metadata.codec import (
+    Field,
+    MessageSchema,
+    SchemaError,
+    Struct,
+    load_schema,
+    read_uvarint,
+    write_uvarint,
+)
 from kafkapy.protocol.partitioner import partition_for_key
 from kafkapy.tiered import schemas as _schemas_pkg
 from kafkapy.tiered.remote_metadata import (
@@ -64,7 +72,7 @@ class _Shape:
     @classmethod
     def of(cls, s: Struct, where: str) -> "_Shape":
         nested = []
-        rest = []
+        rest: list[Field] = []
         for f in s.fields:
             plain_struct = f.struct is not None and not f.is_array
             if f.struct is not None and f.is_array:

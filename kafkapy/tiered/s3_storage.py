@@ -122,7 +122,7 @@ class S3RemoteStorage(RemoteStorageManager):
                                     Body=epochs)
             sizes[ObjectKind.LEADER_EPOCH_CHECKPOINT] = len(epochs)
             self._client.put_object(Bucket=self._bucket, Key=manifest_key, Body=encode_manifest(segment, sizes))
-        except (OSError, *self._errors) as e:
+        except (OSError, *self._errors) as e:  # type: ignore[misc]  # mypy cannot read a starred tuple here
             raise RemoteStorageError(f"copying segment {segment} to s3://{self._bucket} failed: {e}") from e
         return None
 
