@@ -137,7 +137,7 @@ class LeaderElections:
         for name, index in dict.fromkeys(partitions):
             topic = self._image().topics.by_name.get(name)
             p = topic.partitions.get(index) if topic is not None else None
-            if p is None:
+            if topic is None or p is None:
                 results.append(PartitionResult(name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                f"No such topic partition {name}-{index}"))
                 continue

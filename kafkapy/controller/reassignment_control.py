@@ -96,8 +96,8 @@ class ReassignmentControl:
                     found.append((topic.name, index, p))
         else:
             for name, index in partitions:
-                topic = self._image().topics.by_name.get(name)
-                wanted = topic.partitions.get(index) if topic is not None else None
+                named = self._image().topics.by_name.get(name)
+                wanted = named.partitions.get(index) if named is not None else None
                 if wanted is not None and reassignment_of(wanted).in_progress:
                     found.append((name, index, wanted))
         found.sort(key=lambda e: (e[0], e[1]))
