@@ -4,7 +4,7 @@ from kafkapy.records._validate_common import AppendInfo as AppendInfo
 from kafkapy.records._validate_common import BatchInfo as BatchInfo
 
 def validate_and_assign(
-    buf: bytearray,
+    buf: bytearray | memoryview,
     *,
     next_offset: int,
     now_ms: int,

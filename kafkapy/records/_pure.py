@@ -210,7 +210,7 @@ def _walk_records(b: memoryview, pos: int, count: int, base_ts: int, lat_ts: int
 
 
 def validate_and_assign(
-    buf: bytearray,
+    buf: bytearray | memoryview,  # any writable buffer: offsets are assigned in place
     *,
     next_offset: int,
     now_ms: int,

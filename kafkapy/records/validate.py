@@ -16,7 +16,7 @@ from kafkapy.records._validate_common import AppendInfo, BatchInfo
 
 
 class _ValidateAndAssign(Protocol):
-    def __call__(self, buf: bytearray, *, next_offset: int, now_ms: int,
+    def __call__(self, buf: bytearray | memoryview, *, next_offset: int, now_ms: int,
                  partition_leader_epoch: int, max_batch_bytes: int,
                  log_append_time: bool = False, timestamp_floor: int = ...,
                  timestamp_ceiling: int = ..., require_keys: bool = False) -> AppendInfo: ...
