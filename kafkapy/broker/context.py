@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kafkapy.broker.edges import GroupService, ProducerIds, RemoteLog, TopicStats
 from kafkapy.broker.fetch_session import FetchSessionCache
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.config import BrokerConfig, Listener
@@ -59,19 +60,19 @@ class BrokerContext:
     controller: ControllerCall | None
     advertised: list[Listener]
     fetch_sessions: FetchSessionCache = field(default_factory=lambda: FetchSessionCache(new_id=_random_session_id))
-    producer_ids: Any = None
+    producer_ids: ProducerIds | None = None
     # The group coordinator (kafkapy.coordinator.service.GroupCoordinator), None until it runs.
-    groups: Any = None
+    groups: GroupService | None = None
     # Sends a request message to the active controller (over the controller listener, as Kafka's
     # brokers forward admin requests) and returns its response once this broker's image shows
     # what the response reports. None: handlers call ``controller`` directly.
     controller_request: Callable[..., Awaitable[Any]] | None = None
     # The RemoteLogManager (kafkapy.tiered.manager) when tiered storage is enabled, else None:
     # fetches below the local log start and ListOffsets earliest/earliest-local/latest-tiered.
-    remote: Any = None
+    remote: RemoteLog | None = None
     # Per-topic produce/fetch counters (kafkapy.metrics.stats.BrokerTopicStats), None in
     # contexts that count nothing (the controller's admin context, tests).
-    stats: Any = None
+    stats: TopicStats | None = None
 
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised

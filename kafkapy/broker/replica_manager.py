@@ -22,59 +22,38 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import trio
 
+from kafkapy.broker.edges import RemoteReads
+from kafkapy.broker.fetch_session import FetchPartitionRequest
 from kafkapy.broker.log_creation import INLINE_CREATE_LIMIT, LogCreator
+from kafkapy.broker.partition import IsrCallback, Partition
+from kafkapy.broker.replica_results import AppendResult, FetchParams, ReadResult
 from kafkapy.config import BrokerConfig
 from kafkapy.log.bulk_create import NewLog
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
-from kafkapy.log.partition_log import LogAppendResult, PartitionLog
+from kafkapy.log.partition_log import PartitionLog
 from kafkapy.log.storage_errors import LogStorageError, storage_error
-from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage, PartitionRegistration, TopicImage
+from kafkapy.metadata.image import (
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    MetadataImage,
+    PartitionRegistration,
+    TopicImage,
+)
 from kafkapy.metadata.update import MetadataUpdate
-from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
-from kafkapy.replication.alter_partition import AlterPartitionManager
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.replication import throttle
+from kafkapy.replication.alter_partition import AlterPartitionManager
 from kafkapy.replication.fetcher import FollowTarget, ReplicaFetcherManager
-from kafkapy.replication.leader_state import PartitionLeaderState
+from kafkapy.replication.leader_state import IsrProposal
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class HostedPartition:
-    """One partition replica on this broker."""
-
-    topic: str
-    topic_id: uuid.UUID
-    index: int
-    log: PartitionLog
-    leader_id: int
-    leader_epoch: int
-    replicas: list[int]
-    isr: list[int]
-    partition_epoch: int = 0
-    # Set while this broker leads the partition (None as a follower).
-    leader_state: PartitionLeaderState | None = None
-    # Replaced (after being set) whenever the high watermark moves or leadership changes, so
-    # acks=all produce requests waiting in the purgatory look again.
-    hw_changed: trio.Event = field(default_factory=trio.Event)
-
-    @property
-    def high_watermark(self) -> int:
-        return self.log.high_watermark
-
-    def is_leader(self, node_id: int) -> bool:
-        return self.leader_id == node_id and self.leader_state is not None
-
-    def wake(self) -> None:
-        self.hw_changed.set()
-        self.hw_changed = trio.Event()
 
 
 def topic_log_config(config: BrokerConfig, image: MetadataImage, topic: str) -> LogConfig:
@@ -97,7 +76,7 @@ class ReplicaManager:
         self._log_manager = log_manager
         self._config = config
         self._node_id = node_id
-        self._partitions: dict[tuple[str, int], HostedPartition] = {}
+        self._partitions: dict[tuple[str, int], Partition] = {}
         # Hosted partition indexes by topic name, so a deleted topic's logs are found without
         # scanning every hosted partition.
         self._by_topic: dict[str, set[int]] = {}
@@ -150,10 +129,10 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"log dir {log_dir} is offline")
         return self._log_manager.move(topic, partition, log_dir)
 
-    def partitions(self) -> list[HostedPartition]:
+    def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
 
-    def get(self, topic: str, partition: int) -> HostedPartition:
+    def get(self, topic: str, partition: int) -> Partition:
         hosted = self._partitions.get((topic, partition))
         if hosted is None:
             if self.log_creator is not None and (topic, partition) in self.log_creator:
@@ -167,7 +146,7 @@ class ReplicaManager:
         return hosted
 
     def leader(self, topic: str, partition: int, current_leader_epoch: int = -1, *,
-               topic_id: uuid.UUID | None = None) -> HostedPartition:
+               topic_id: uuid.UUID | None = None) -> Partition:
         """The partition if this broker leads it at the client's leader epoch (-1: any), as Kafka checks.
 
         With ``topic_id`` (a fetch session entry's), a partition of another topic of the same
@@ -204,29 +183,21 @@ class ReplicaManager:
         if not update.full and not update.changed_configs:
             return
         image = update.image
-        effective = self.dynamic_config(image)
-        for quota, rate_key, replicas_key in (
-                (self.leader_quota, throttle.LEADER_RATE, throttle.LEADER_REPLICAS),
-                (self.follower_quota, throttle.FOLLOWER_RATE, throttle.FOLLOWER_REPLICAS)):
-            bound = throttle.quota_bound(effective.get(rate_key))
-            if quota.bound != (throttle.UNLIMITED if bound is None else bound):
-                log.info("%s: %s", rate_key, "unlimited" if bound is None else f"{bound} bytes/s")
-            quota.set_bound(bound)
-            if update.full:
-                quota.set_topics({name: configs.get(replicas_key)
-                                  for (rtype, name), configs in image.configs.resources.items()
-                                  if rtype == RESOURCE_TOPIC})
-            else:
-                for rtype, name in update.changed_configs:
-                    if rtype == RESOURCE_TOPIC:
-                        quota.set_topic(name, image.configs.topic(name).get(replicas_key))
+        if update.full:
+            topics = [(name, configs) for (rtype, name), configs in image.configs.resources.items()
+                      if rtype == RESOURCE_TOPIC]
+        else:
+            topics = [(name, image.configs.topic(name)) for rtype, name in update.changed_configs
+                      if rtype == RESOURCE_TOPIC]
+        throttle.refresh_quotas(self.leader_quota, self.follower_quota, self.dynamic_config(image).get,
+                                topics, full=update.full)
 
     def dynamic_config(self, image: MetadataImage) -> BrokerConfig:
         """This broker's settings with the dynamic ones ``image`` holds (for this broker, then the
         cluster default) over the static ones, as Kafka's DynamicBrokerConfig layers them."""
         return self._config.with_dynamic(*_broker_layers(image, self._node_id))
 
-    def leader_throttled(self, hosted: HostedPartition, replica_id: int, now_ms: int) -> bool:
+    def leader_throttled(self, hosted: Partition, replica_id: int, now_ms: int) -> bool:
         """Whether a replica fetch from ``replica_id`` gets no data for ``hosted`` now: a
         throttled partition, a replica outside the ISR, the leader quota exceeded."""
         state = hosted.leader_state
@@ -276,23 +247,8 @@ class ReplicaManager:
             for index in sorted(self._by_topic.get(name, ())):
                 if live is None or self._partitions[(name, index)].topic_id != live.id:
                     self._drop((name, index))
-        touched: dict[str, set[int]] = {}
-        for topic_id, indexes in update.changed_partitions.items():
-            topic = image.topics.by_id.get(topic_id)
-            if topic is not None:
-                touched.setdefault(topic.name, set()).update(indexes)
-        for topic_name, index in list(self._retry):
-            touched.setdefault(topic_name, set()).add(index)
+        touched, broker_changed = _touched(update, self._retry, self._by_topic, self._node_id)
         self._retry.clear()
-        for rtype, rname in update.changed_configs:
-            if rtype == RESOURCE_TOPIC:
-                touched.setdefault(rname, set())
-        # A dynamic broker config may change what every topic without its own value inherits.
-        broker_changed = any(rtype == RESOURCE_BROKER and rname in ("", str(self._node_id))
-                             for rtype, rname in update.changed_configs)
-        if broker_changed:
-            for name in self._by_topic:
-                touched.setdefault(name, set())
         defer = self._defer_new_logs((topic, index) for name, indexes in touched.items()
                                      if (topic := image.topics.by_name.get(name)) is not None
                                      for index in indexes)
@@ -422,16 +378,20 @@ class ReplicaManager:
         if failures:
             raise failures[0]
 
-    def _host(self, hosted: HostedPartition) -> None:
+    def _host(self, hosted: Partition) -> None:
         self._partitions[(hosted.topic, hosted.index)] = hosted
         self._by_topic.setdefault(hosted.topic, set()).add(hosted.index)
+
+    def _apply_registration(self, hosted: Partition, reg: PartitionRegistration, now_ms: int,
+                            new: bool) -> None:
+        hosted.apply_registration(reg, now_ms, new=new,
+                                  offline=self._log_manager.is_offline(hosted.topic, hosted.index))
 
     def _drop(self, key: tuple[str, int]) -> None:
         hosted = self._partitions.pop(key)
         if self.fetchers is not None:
             self.fetchers.unfollow([key])
-        hosted.leader_state = None
-        hosted.wake()
+        hosted.stop()
         indexes = self._by_topic[key[0]]
         indexes.discard(key[1])
         if not indexes:
@@ -439,28 +399,85 @@ class ReplicaManager:
         log.debug("Deleting log of %s-%d", hosted.topic, hosted.index)  # the log manager says it
         self._log_manager.delete(hosted.topic, hosted.index)
 
-    def append(self, hosted: HostedPartition, records: bytearray | memoryview, *, now_ms: int,
-               from_client: bool = True) -> LogAppendResult:
+    # -- appends and the purgatories (the partition does the work) -----------------------------
+
+    def append(self, hosted: Partition, records: bytearray | memoryview, *, now_ms: int,
+               from_client: bool = True) -> AppendResult:
         """Append a produce request's batches (or, ``from_client=False``, the broker's own
         records) as leader and wake fetches waiting for data."""
-        state = hosted.leader_state
-        if not hosted.is_leader(self._node_id) or state is None or self.leadership_suspended:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return hosted.append(records, now_ms=now_ms, from_client=from_client)
+
+    def check_min_insync(self, hosted: Partition) -> None:
+        """acks=all's check before appending: see ``Partition.check_min_insync``."""
+        hosted.check_min_insync()
+
+    async def wait_for_replication(self, hosted: Partition, required_offset: int,
+                                   deadline: float) -> ErrorCode:
+        """The produce purgatory for acks=all: see ``Partition.wait_for_replication``."""
+        return await hosted.wait_for_replication(required_offset, deadline)
+
+    async def wait_for_low_watermark(self, hosted: Partition, required_offset: int,
+                                     deadline: float, alive: Callable[[int], bool]) -> tuple[ErrorCode, int]:
+        """DeleteRecords' purgatory: see ``Partition.wait_for_low_watermark``."""
+        return await hosted.wait_for_low_watermark(required_offset, deadline, alive)
+
+    async def wait_for_append(self, deadline: float) -> None:
+        """Sleep until some partition gets new data or ``deadline`` (trio time) passes."""
+        with trio.move_on_at(deadline):
+            await self._appended.wait()
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def read(self, p: FetchPartitionRequest, params: FetchParams, *, budget: int, min_one: bool,
+             last_fetched_epoch: int = -1, remote: RemoteReads | None = None) -> ReadResult:
+        """One partition's part of a fetch (Kafka's readFromLog): at most ``min(p.max_bytes,
+        budget)`` bytes, or the first whole batch with ``min_one``. Errors are in the result."""
+        if not p.topic and (params.from_follower or p.topic_id is not None):
+            return ReadResult.failed(ErrorCode.UNKNOWN_TOPIC_ID)
+        limit = min(p.max_bytes, budget)
+        if params.from_follower:
+            return self._read_for_follower(p, params, limit, min_one, last_fetched_epoch)
+        hosted = None
         try:
-            result = hosted.log.append_as_leader(records, now_ms=now_ms, leader_epoch=hosted.leader_epoch,
-                                                 from_client=from_client)
-        except LogStorageError as exc:
-            self.storage_fault(hosted.topic, hosted.index, exc)
-            raise
-        if self._log_manager.faults.failing:
-            self._log_manager.faults.ok(self._log_manager.log_dir_of(hosted.topic, hosted.index))
-        if not result.duplicate:
-            # Followers parked in a long poll read the new batches now; with the leader alone
-            # in the ISR the high watermark moves at once.
-            if state.on_leader_append(hosted.log.log_end_offset):
-                self._set_high_watermark(hosted, state.high_watermark)
-            self._wake_fetches()
-        return result
+            hosted = self.leader(p.topic, p.partition, p.current_leader_epoch, topic_id=p.topic_id)
+            return hosted.read(p.fetch_offset, limit, min_one=min_one, read_committed=params.read_committed)
+        except KafkaError as exc:
+            if (remote is not None and hosted is not None and exc.code == ErrorCode.OFFSET_OUT_OF_RANGE
+                    and remote.serves_remotely(hosted, p.fetch_offset)):
+                return hosted.remote_read(p.fetch_offset, limit)  # below the local log, but tiered
+            return self._failed_read(p, exc)
+        except OSError as exc:
+            # A read fault: KAFKA_STORAGE_ERROR, and the dir goes offline (as in Kafka).
+            self.read_fault(p.topic, p.partition, exc)
+            return ReadResult.failed(ErrorCode.KAFKA_STORAGE_ERROR)
+
+    def _failed_read(self, p: FetchPartitionRequest, exc: KafkaError) -> ReadResult:
+        """A consumer read's error, with the offsets of the log here when it is this topic's."""
+        if exc.code == ErrorCode.INCONSISTENT_TOPIC_ID:
+            return ReadResult.failed(exc.code)  # the log here is another topic's (re-created)
+        try:
+            plog = self.get(p.topic, p.partition).log
+        except KafkaError:
+            return ReadResult.failed(exc.code)
+        hw = plog.high_watermark
+        return ReadResult.failed(exc.code, hw, plog.whole_log_start_offset, hw)
+
+    def _read_for_follower(self, p: FetchPartitionRequest, params: FetchParams, limit: int,
+                           min_one: bool, last_fetched_epoch: int) -> ReadResult:
+        throttled = self.leader_quota.is_throttled(p.topic, p.partition)
+        try:
+            hosted = self.leader(p.topic, p.partition, p.current_leader_epoch)
+            result = hosted.read_for_follower(
+                p.fetch_offset, limit, min_one=min_one, last_fetched_epoch=last_fetched_epoch,
+                throttled=self.leader_throttled(hosted, params.replica_id, params.now_ms))
+        except KafkaError as exc:
+            return ReadResult(exc.code, throttled=throttled)
+        except OSError as exc:
+            self.read_fault(p.topic, p.partition, exc)
+            return ReadResult(ErrorCode.KAFKA_STORAGE_ERROR, throttled=throttled)
+        return replace(result, throttled=throttled) if throttled else result
+
+    # -- faults -----------------------------------------------------------------------------------
 
     def storage_fault(self, topic: str, partition: int, exc: LogStorageError) -> None:
         """A write to the partition's log failed on disk: log it once per episode, and take the
@@ -468,6 +485,11 @@ class ReplicaManager:
         d = self._log_manager.log_dir_of(topic, partition)
         if d is not None:
             self._log_manager.faults.fault(d, exc)
+
+    def storage_ok(self, topic: str, partition: int) -> None:
+        """A write to the partition's log went through: ends a full-disk episode."""
+        if self._log_manager.faults.failing:
+            self._log_manager.faults.ok(self._log_manager.log_dir_of(topic, partition))
 
     def read_fault(self, topic: str, partition: int, exc: OSError) -> None:
         """Reading the partition's log failed on disk: its dir goes offline (any errno)."""
@@ -484,120 +506,40 @@ class ReplicaManager:
         if self.fetchers is not None:
             self.fetchers.unfollow(keys)
         for key in keys:
-            hosted = self._partitions[key]
-            hosted.leader_state = None
-            hosted.wake()
+            self._partitions[key].stop()
 
-    def check_min_insync(self, hosted: HostedPartition) -> None:
-        """acks=all's check before appending: the committed ISR must have min.insync.replicas."""
-        state = hosted.leader_state
-        needed = hosted.log.config.min_insync_replicas
-        if state is not None and not state.enough_replicas(needed):
-            raise KafkaError(
-                ErrorCode.NOT_ENOUGH_REPLICAS,
-                f"The size of the current ISR {list(state.isr)} is insufficient to satisfy the "
-                f"min.isr requirement of {needed} for partition {hosted.topic}-{hosted.index}")
+    # -- the leader's side of follower fetches, and ISR expiry -----------------------------------
 
-    async def wait_for_replication(self, hosted: HostedPartition, required_offset: int,
-                                   deadline: float) -> ErrorCode:
-        """The produce purgatory for acks=all: wait until the high watermark reaches
-        ``required_offset`` (the end of the appended batch), leadership is lost, or ``deadline``
-        (trio time) passes; answer as Kafka's DelayedProduce does."""
-        while True:
-            current = self._partitions.get((hosted.topic, hosted.index))
-            state = hosted.leader_state
-            if current is not hosted or state is None or not hosted.is_leader(self._node_id):
-                return ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if hosted.log.high_watermark >= required_offset:
-                if not state.enough_replicas(hosted.log.config.min_insync_replicas):
-                    return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-                return ErrorCode.NONE
-            if trio.current_time() >= deadline:
-                return ErrorCode.REQUEST_TIMED_OUT
-            event = hosted.hw_changed
-            with trio.move_on_at(deadline):
-                await event.wait()
-
-    # -- the leader's side of follower fetches ---------------------------------------------------
-
-    def on_follower_fetch(self, hosted: HostedPartition, replica_id: int, fetch_offset: int,
+    def on_follower_fetch(self, hosted: Partition, replica_id: int, fetch_offset: int,
                           now_ms: int, *, log_start_offset: int = -1) -> None:
         """A follower fetched at ``fetch_offset`` (its log end): track it for the ISR and HW."""
-        state = hosted.leader_state
-        if state is None:
-            return
-        before = state.follower_log_start_offset(replica_id)
-        if state.on_follower_fetch(replica_id, fetch_offset, hosted.log.log_end_offset, now_ms,
-                                   log_start_offset=log_start_offset):
-            self._set_high_watermark(hosted, state.high_watermark)
-        elif log_start_offset != before:
-            hosted.wake()  # DeleteRecords waits for the followers' log starts
-        self._send_proposal(hosted)
-
-    async def wait_for_low_watermark(self, hosted: HostedPartition, required_offset: int,
-                                     deadline: float, alive: Callable[[int], bool]) -> tuple[ErrorCode, int]:
-        """DeleteRecords' purgatory (Kafka's DelayedDeleteRecords): wait until every live
-        replica's log starts at ``required_offset`` or later; answer the error and the low
-        watermark reached (REQUEST_TIMED_OUT at ``deadline``, trio time)."""
-        while True:
-            current = self._partitions.get((hosted.topic, hosted.index))
-            state = hosted.leader_state
-            if current is not hosted or state is None or not hosted.is_leader(self._node_id):
-                return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
-            low = state.low_watermark(hosted.log.whole_log_start_offset, alive)
-            if low >= required_offset:
-                return ErrorCode.NONE, low
-            if trio.current_time() >= deadline:
-                return ErrorCode.REQUEST_TIMED_OUT, low
-            event = hosted.hw_changed
-            with trio.move_on_at(deadline):
-                await event.wait()
+        hosted.on_follower_fetch(replica_id, fetch_offset, now_ms, log_start_offset=log_start_offset)
 
     def check_isr(self, now_ms: int) -> None:
         """Shrink the ISR of every led partition whose followers fell behind for longer than
         replica.lag.time.max.ms (Kafka's isr-expiration task)."""
         for hosted in list(self._partitions.values()):
-            state = hosted.leader_state
-            if state is None:
-                continue
-            state.maybe_shrink(now_ms, self._lag_time_max_ms)
-            self._send_proposal(hosted)
+            hosted.maybe_shrink_isr(now_ms, self._lag_time_max_ms)
 
-    def _send_proposal(self, hosted: HostedPartition) -> None:
-        state = hosted.leader_state
-        if state is None or self.alter_partition is None:
-            return
-        proposal = state.take_proposal()
-        if proposal is None:
-            return
-        log.info("Proposing ISR %s for %s-%d (leader epoch %d, partition epoch %d)",
-                 list(proposal.new_isr), hosted.topic, hosted.index, proposal.leader_epoch,
-                 proposal.partition_epoch)
+    # -- the partitions' host (see ``partition.PartitionHost``) ----------------------------------
 
-        def on_result(error: int, data: Any) -> None:
-            if hosted.leader_state is not state:
-                return  # leadership moved on meanwhile: the image is the truth now
-            if error == ErrorCode.NONE:
-                advanced = state.on_alter_partition_result(
-                    error=error, isr=tuple(data.isr), leader_epoch=data.leader_epoch,
-                    partition_epoch=data.partition_epoch, proposal=proposal)
+    def follow(self, key: tuple[str, int], target: FollowTarget | None) -> None:
+        if self.fetchers is not None:
+            if target is None:
+                self.fetchers.unfollow([key])
             else:
-                log.info("ISR change of %s-%d refused: %s", hosted.topic, hosted.index,
-                         error_name(error))
-                advanced = state.on_alter_partition_result(error=error, proposal=proposal)
-            if advanced:
-                self._set_high_watermark(hosted, state.high_watermark)
-            hosted.wake()  # the ISR size decides NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                self.fetchers.follow({key: target})
 
-        self.alter_partition.submit(hosted.topic_id, hosted.index, proposal, on_result)
+    @property
+    def can_propose_isr(self) -> bool:
+        return self.alter_partition is not None
 
-    def _set_high_watermark(self, hosted: HostedPartition, hw: int) -> None:
-        if hw > hosted.log.high_watermark:
-            hosted.log.maybe_increment_high_watermark(hw)
-            hosted.wake()
-            self._wake_fetches()  # consumers read up to the high watermark
+    def propose_isr(self, topic_id: uuid.UUID, partition: int, proposal: IsrProposal,
+                    on_result: IsrCallback) -> None:
+        if self.alter_partition is not None:
+            self.alter_partition.submit(topic_id, partition, proposal, on_result)
 
-    def _wake_fetches(self) -> None:
+    def wake_fetches(self) -> None:
         self._appended.set()
         self._appended = trio.Event()
 
@@ -613,88 +555,38 @@ class ReplicaManager:
         hosted = self._partitions.get((topic, partition))
         if hosted is not None:
             hosted.wake()
-            if self._log_manager.faults.failing:
-                self._log_manager.faults.ok(self._log_manager.log_dir_of(topic, partition))
-
-    # -- leadership transitions ------------------------------------------------------------------
-
-    def _become_leader(self, hosted: HostedPartition, now_ms: int) -> None:
-        plog = hosted.log
-        plog.hw_follows_leo = False
-        if self.fetchers is not None:
-            self.fetchers.unfollow([(hosted.topic, hosted.index)])
-        leo = plog.log_end_offset
-        # A new leader epoch starts at our log end: followers ahead of it in an older epoch
-        # will find their tail diverges from here and truncate.
-        try:
-            plog.leader_epoch_cache.assign(hosted.leader_epoch, leo)
-        except OSError as exc:
-            # The cache holds the new epoch; only its checkpoint file is behind, and it is
-            # written again with the next epoch. A full disk must not stop the leadership.
-            self.storage_fault(hosted.topic, hosted.index,
-                               storage_error(exc, "write the leader epoch checkpoint of", plog.dir))
-        state = PartitionLeaderState(
-            node_id=self._node_id, replicas=hosted.replicas, isr=hosted.isr,
-            leader_epoch=hosted.leader_epoch, partition_epoch=hosted.partition_epoch,
-            log_end_offset=leo, high_watermark=plog.high_watermark,
-            leader_epoch_start_offset=leo, now_ms=now_ms)
-        hosted.leader_state = state
-        # A brand-new partition taking its first leader is not news; a leader change is.
-        log.log(logging.INFO if hosted.leader_epoch > 0 or leo > 0 else logging.DEBUG,
-                "Leading %s-%d at leader epoch %d from offset %d (high watermark %d, ISR %s)",
-                hosted.topic, hosted.index, hosted.leader_epoch, leo, plog.high_watermark, hosted.isr)
-        if state.high_watermark > plog.high_watermark:
-            plog.maybe_increment_high_watermark(state.high_watermark)
-        hosted.wake()
-        self._wake_fetches()
-
-    def _become_follower(self, hosted: HostedPartition) -> None:
-        was_leader = hosted.leader_state is not None
-        hosted.leader_state = None
-        hosted.log.hw_follows_leo = False
-        hosted.wake()  # acks=all waiters answer NOT_LEADER_OR_FOLLOWER
-        key = (hosted.topic, hosted.index)
-        if self.fetchers is not None:
-            if hosted.leader_id >= 0 and hosted.leader_id != self._node_id:
-                self.fetchers.follow({key: FollowTarget(hosted.leader_id, hosted.leader_epoch)})
-            else:
-                self.fetchers.unfollow([key])
-        if was_leader:
-            log.info("Following %s-%d: leader %d at epoch %d", hosted.topic, hosted.index,
-                     hosted.leader_id, hosted.leader_epoch)
-
-    def _apply_registration(self, hosted: HostedPartition, reg: PartitionRegistration, now_ms: int,
-                            new: bool) -> None:
-        changed = new or reg.leader != hosted.leader_id or reg.leader_epoch != hosted.leader_epoch
-        hosted.leader_id, hosted.leader_epoch = reg.leader, reg.leader_epoch
-        hosted.replicas, hosted.isr = list(reg.replicas), list(reg.isr)
-        hosted.partition_epoch = reg.partition_epoch
-        if self._log_manager.is_offline(hosted.topic, hosted.index):
-            return  # its dir failed: neither leading nor following until a restart
-        if reg.leader == self._node_id:
-            if changed or hosted.leader_state is None:
-                self._become_leader(hosted, now_ms)
-            else:
-                state = hosted.leader_state
-                if state.update_registration(replicas=reg.replicas, isr=reg.isr,
-                                             leader_epoch=reg.leader_epoch,
-                                             partition_epoch=reg.partition_epoch, now_ms=now_ms):
-                    self._set_high_watermark(hosted, state.high_watermark)
-                hosted.wake()  # the ISR size changed: min.insync.replicas may be met or not
-        elif changed or hosted.leader_state is not None:
-            self._become_follower(hosted)
-
-    async def wait_for_append(self, deadline: float) -> None:
-        """Sleep until some partition gets new data or ``deadline`` (trio time) passes."""
-        with trio.move_on_at(deadline):
-            await self._appended.wait()
+            self.storage_ok(topic, partition)
 
     def shutdown(self) -> None:
         for hosted in self._partitions.values():
-            hosted.leader_state = None
-            hosted.wake()
+            hosted.stop()
         self._partitions.clear()
         self._by_topic.clear()
+
+
+def _touched(update: MetadataUpdate, retry: Iterable[tuple[str, int]], hosted: Iterable[str],
+             node_id: int) -> tuple[dict[str, set[int]], bool]:
+    """The partitions (by topic name) a metadata step makes the replica manager look at again:
+    those it changed, those whose last apply failed, and all of a topic whose configs changed;
+    and whether this broker's dynamic configs changed (then every ``hosted`` topic is looked at)."""
+    image = update.image
+    touched: dict[str, set[int]] = {}
+    for topic_id, indexes in update.changed_partitions.items():
+        topic = image.topics.by_id.get(topic_id)
+        if topic is not None:
+            touched.setdefault(topic.name, set()).update(indexes)
+    for topic_name, index in retry:
+        touched.setdefault(topic_name, set()).add(index)
+    for rtype, rname in update.changed_configs:
+        if rtype == RESOURCE_TOPIC:
+            touched.setdefault(rname, set())
+    # A dynamic broker config may change what every topic without its own value inherits.
+    broker_changed = any(rtype == RESOURCE_BROKER and rname in ("", str(node_id))
+                         for rtype, rname in update.changed_configs)
+    if broker_changed:
+        for name in hosted:
+            touched.setdefault(name, set())
+    return touched, broker_changed
 
 
 class _TopicSync:
@@ -717,7 +609,7 @@ class _TopicSync:
             self._config = self._manager.log_config(self._image, self._topic.name)
         return self._config
 
-    def refresh_config(self, hosted: HostedPartition) -> None:
+    def refresh_config(self, hosted: Partition) -> None:
         """A config change (AlterConfigs) applies to the running log at once."""
         if self._config_changed and hosted.topic_id == self._topic.id:
             hosted.log.update_config(self._log_config())
@@ -768,7 +660,7 @@ class _TopicSync:
     def host(self, index: int, reg: PartitionRegistration, plog: PartitionLog) -> None:
         """Serve replica ``index`` from ``plog`` as ``reg`` says."""
         topic = self._topic
-        hosted = HostedPartition(topic.name, topic.id, index, plog, reg.leader, reg.leader_epoch,
-                                 list(reg.replicas), list(reg.isr), reg.partition_epoch)
-        self._manager._host(hosted)
-        self._manager._apply_registration(hosted, reg, self._now_ms, new=True)
+        manager = self._manager
+        hosted = Partition(topic.name, topic.id, index, plog, node_id=manager.node_id, host=manager)
+        manager._host(hosted)
+        manager._apply_registration(hosted, reg, self._now_ms, new=True)

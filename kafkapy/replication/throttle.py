@@ -20,8 +20,11 @@ Sans-I/O: time comes in as ``now_ms``.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+
+log = logging.getLogger(__name__)
 
 #: Kafka's unbounded default for both rates.
 UNLIMITED = (1 << 63) - 1
@@ -139,6 +142,25 @@ class ReplicationQuota:
 
     def rate(self, now_ms: int) -> float:
         return self._rate.measure(now_ms)
+
+
+def refresh_quotas(leader: ReplicationQuota, follower: ReplicationQuota,
+                   setting: Callable[[str], object], topics: Sequence[tuple[str, Mapping[str, str]]],
+                   *, full: bool) -> None:
+    """Take a metadata step's throttles: the rates from the broker's effective dynamic
+    ``setting``s, the throttled replicas from the configs of ``topics`` (every topic's when
+    ``full``, else only those the step changed)."""
+    for quota, rate_key, replicas_key in ((leader, LEADER_RATE, LEADER_REPLICAS),
+                                          (follower, FOLLOWER_RATE, FOLLOWER_REPLICAS)):
+        bound = quota_bound(setting(rate_key))
+        if quota.bound != (UNLIMITED if bound is None else bound):
+            log.info("%s: %s", rate_key, "unlimited" if bound is None else f"{bound} bytes/s")
+        quota.set_bound(bound)
+        if full:
+            quota.set_topics({name: configs.get(replicas_key) for name, configs in topics})
+        else:
+            for name, configs in topics:
+                quota.set_topic(name, configs.get(replicas_key))
 
 
 def quota_bound(value: object) -> int | None:

@@ -18,7 +18,7 @@ import logging
 import trio
 
 from kafkapy.broker.context import BrokerContext
-from kafkapy.broker.replica_manager import HostedPartition
+from kafkapy.broker.partition import Partition as HostedPartition
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError

@@ -23,6 +23,7 @@ import trio
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.leader_hints import LeaderHints
+from kafkapy.broker.partition import Partition
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.events import Reply
@@ -37,6 +38,9 @@ from kafkapy.records.record_checks import RecordValidationError
 log = logging.getLogger(__name__)
 
 VALID_ACKS = (-1, 0, 1)
+# An acks=all partition in the purgatory: (its topic's results, its index there, the partition,
+# the offset its high watermark must reach).
+_Waiting = tuple[list[ProducePartitionResult], int, Partition, int]
 # Failures are counted per topic only for topics that exist: a client naming topics that do
 # not must not grow the series.
 _UNKNOWN_TOPIC = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
@@ -54,15 +58,15 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
     acks = body.acks
     duplicates = _duplicate_partitions(body.topic_data, version)
     topics_out = []
-    # acks=all: (result index, hosted partition, offset the high watermark must reach).
-    waiting: list[tuple[list[ProducePartitionResult], int, object, int]] = []
+    # acks=all: (results, index in them, partition, offset the high watermark must reach).
+    waiting: list[_Waiting] = []
     hints = LeaderHints(ctx)
     appended = False
     for topic_data in body.topic_data:
         name = ctx.topic_name(topic_data, version)
         parts_out: list[ProducePartitionResult] = []
         for pdata in topic_data.partition_data:
-            hosted = None
+            hosted: Partition | None = None
             log_end = -1
             try:
                 if acks not in VALID_ACKS:
@@ -101,15 +105,14 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                 # A bug of ours, confined to this partition: the others keep their results.
                 outcome = _unexpected(ctx, request, name, pdata.index, hosted, log_end)
                 parts_out.append(outcome)
-                if outcome.error_code == ErrorCode.NONE:
+                if outcome.error_code == ErrorCode.NONE and hosted is not None:
                     appended = True
                     if acks == -1:
-                        waiting.append((parts_out, len(parts_out) - 1, hosted,
-                                        hosted.log.log_end_offset))  # type: ignore[union-attr]
+                        waiting.append((parts_out, len(parts_out) - 1, hosted, hosted.log.log_end_offset))
                 continue
             appended = True
             if acks == -1:
-                waiting.append((parts_out, len(parts_out), hosted, result.last_offset + 1))
+                waiting.append((parts_out, len(parts_out), hosted, result.next_offset))
             parts_out.append(ProducePartitionResult(
                 pdata.index, 0, result.first_offset, result.log_append_time, result.log_start_offset))
         topics_out.append(ProduceTopicResult(topic_data.name, topic_data.topic_id, parts_out))
@@ -196,7 +199,7 @@ def _refused(request: Request, problem: str) -> Reply:
 
 
 def _rejected(ctx: BrokerContext, request: Request, hints: LeaderHints, name: str | None,
-              index: int, exc: KafkaError, hosted: object = None) -> ProducePartitionResult:
+              index: int, exc: KafkaError, hosted: Partition | None = None) -> ProducePartitionResult:
     """A partition's expected failure: its error code, counted and logged as Kafka does."""
     if (ctx.stats is not None and name is not None and exc.code not in _UNKNOWN_TOPIC
             and name in ctx.image().topics.by_name):
@@ -210,10 +213,10 @@ def _rejected(ctx: BrokerContext, request: Request, hints: LeaderHints, name: st
             name, index, request.client_id, exc.code.name, exc.message or "",
         )
     message = exc.message if exc.message != exc.code.name else None
-    if isinstance(exc, RecordValidationError):
+    if isinstance(exc, RecordValidationError) and hosted is not None:
         # As Kafka: each refused record listed, and the log's start offset.
         return ProducePartitionResult(
-            index, exc.code, -1, -1, hosted.log.log_start_offset, message,  # type: ignore[union-attr]
+            index, exc.code, -1, -1, hosted.log.log_start_offset, message,
             record_errors=[(e.batch_index, e.message) for e in exc.record_errors])
     return ProducePartitionResult(
         index, exc.code, -1, -1, -1, message,
@@ -221,16 +224,16 @@ def _rejected(ctx: BrokerContext, request: Request, hints: LeaderHints, name: st
 
 
 def _unexpected(ctx: BrokerContext, request: Request, name: str | None, index: int,
-                hosted: object, log_end: int) -> ProducePartitionResult:
+                hosted: Partition | None, log_end: int) -> ProducePartitionResult:
     """The result for a partition whose append raised something unexpected (logged once, with
     its traceback). If the log grew anyway the records are there: that is success at the old
     log end offset, never an error a client would retry into a duplicate."""
-    log_obj = getattr(hosted, "log", None)
+    log_obj = hosted.log if hosted is not None else None
     now_end = log_obj.log_end_offset if log_obj is not None and log_end >= 0 else -1
-    if now_end > log_end >= 0:
+    if log_obj is not None and now_end > log_end >= 0:
         log.exception("Produce to %s-%d from %s: error after appending offsets %d-%d (reported "
                       "as appended)", name, index, request.client_id, log_end, now_end - 1)
-        return ProducePartitionResult(index, 0, log_end, -1, log_obj.log_start_offset)  # type: ignore[union-attr]
+        return ProducePartitionResult(index, 0, log_end, -1, log_obj.log_start_offset)
     log.exception("Error processing append operation on partition %s-%d from %s", name, index,
                   request.client_id)
     if ctx.stats is not None and name is not None and name in ctx.image().topics.by_name:
@@ -251,25 +254,24 @@ def _acks0_reply(request: Request, topics_out: list[ProduceTopicResult]) -> Repl
     return Reply(close=True)
 
 
-async def _await_replication(ctx: BrokerContext, waiting: list, timeout_ms: int) -> None:
+async def _await_replication(ctx: BrokerContext, waiting: list[_Waiting], timeout_ms: int) -> None:
     """The purgatory: every acks=all partition waits for its high watermark, concurrently, all
     bounded by the request's timeout; a partition that fails gets its error in place."""
     deadline = trio.current_time() + max(0, timeout_ms) / 1000.0
 
-    async def one(parts_out: list[ProducePartitionResult], i: int, hosted: object, required: int) -> None:
+    async def one(parts_out: list[ProducePartitionResult], i: int, hosted: Partition, required: int) -> None:
         try:
-            code = await ctx.replicas.wait_for_replication(hosted, required, deadline)  # type: ignore[arg-type]
+            code = await ctx.replicas.wait_for_replication(hosted, required, deadline)
         except Exception:
             # A bug of ours stays with its partition; the others' waits go on.
-            log.exception("Error waiting for replication of %s-%d", hosted.topic, hosted.index)  # type: ignore[attr-defined]
+            log.exception("Error waiting for replication of %s-%d", hosted.topic, hosted.index)
             parts_out[i] = ProducePartitionResult(parts_out[i].index, ErrorCode.UNKNOWN_SERVER_ERROR, -1, -1, -1, None)
             return
         if code != ErrorCode.NONE:
             # No leader hint here: it would come from the image the request started with,
             # the one that has just changed; the client refreshes its metadata instead.
             parts_out[i] = ProducePartitionResult(parts_out[i].index, code, -1, -1, -1, None)
-            log.info("Produce to %s-%d completed with %s", hosted.topic, hosted.index,  # type: ignore[attr-defined]
-                     code.name)
+            log.info("Produce to %s-%d completed with %s", hosted.topic, hosted.index, code.name)
 
     if len(waiting) == 1:
         await one(*waiting[0])

@@ -1,0 +1,80 @@
+"""What the broker uses of the packages beside it, as Protocols (never ``Any``).
+
+The group coordinator, the remote log manager (tiered storage), the producer-id blocks and the
+per-topic counters are built by the node and handed to the broker's context; these Protocols say
+which of their methods the handlers and the replica manager call, so the import graph shows the
+edge and a test can hand in a small fake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from kafkapy.broker.partition import Partition
+    from kafkapy.coordinator.group import ClassicGroup, GroupShard, Outcome
+
+
+class RemoteReads(Protocol):
+    """What the replica manager asks of tiered storage while reading."""
+
+    def serves_remotely(self, hosted: Partition, offset: int) -> bool:
+        """Whether a fetch at ``offset`` is below the local log but inside the whole log."""
+        ...
+
+
+class RemoteLog(RemoteReads, Protocol):
+    """The remote log manager (``kafkapy.tiered.manager.RemoteLogManager``) as the Fetch and
+    ListOffsets handlers use it."""
+
+    async def read_remote(self, hosted: Partition, offset: int, max_bytes: int, *,
+                          min_one: bool) -> bytes | None:
+        """Whole batches from ``offset`` out of remote storage; None when none holds it."""
+        ...
+
+    def highest_remote_offset(self, hosted: Partition) -> int:
+        ...
+
+    async def offset_for_timestamp(self, hosted: Partition, timestamp: int) -> tuple[int, int] | None:
+        ...
+
+
+class GroupService(Protocol):
+    """The group coordinator (``kafkapy.coordinator.service.GroupCoordinator``) as the group,
+    offset and FindCoordinator handlers use it."""
+
+    loading: set[int]
+
+    def partition_for(self, group_id: str) -> int:
+        ...
+
+    def shard_for(self, group_id: str) -> GroupShard:
+        ...
+
+    async def run_op(self, shard: GroupShard, outcome: Outcome, *, timeout_ms: int,
+                     on_timeout: object) -> object:
+        ...
+
+    def groups(self) -> Sequence[tuple[GroupShard, ClassicGroup]]:
+        ...
+
+
+class ProducerIds(Protocol):
+    """Hands out producer ids (``kafkapy.broker.producer_id_manager.ProducerIdManager``)."""
+
+    async def next_id(self) -> int:
+        ...
+
+
+class TopicStats(Protocol):
+    """Per-topic produce and fetch counters (``kafkapy.metrics.stats.BrokerTopicStats``)."""
+
+    def produced(self, topic: str, messages: int, size: int) -> None:
+        ...
+
+    def produce_failed(self, topic: str) -> None:
+        ...
+
+    def fetched(self, topic: str, size: int, *, failed: bool = False) -> None:
+        ...
