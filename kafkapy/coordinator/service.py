@@ -17,7 +17,7 @@ import logging
 import math
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic
 
 import trio
 
@@ -25,6 +25,7 @@ from kafkapy.coordinator import schema
 from kafkapy.coordinator.classic_group import GroupConfig
 from kafkapy.coordinator.group import GroupShard
 from kafkapy.coordinator.outcome import PARKED_TYPE, Outcome
+from kafkapy.coordinator.replicas import P, OffsetsReplicas
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 from kafkapy.records.builder import Record, build_batch
@@ -68,10 +69,10 @@ class _Waiter:
         self.value: object = None
 
 
-class GroupCoordinator:
+class GroupCoordinator(Generic[P]):
     """Every group shard this broker leads, and the work around them."""
 
-    def __init__(self, config: Any, replicas: Any, clock: Any, node_id: int,
+    def __init__(self, config: Any, replicas: OffsetsReplicas[P], clock: Any, node_id: int,
                  new_uuid: Callable[[], str] | None = None) -> None:
         self.config = config
         self.replicas = replicas

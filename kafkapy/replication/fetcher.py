@@ -22,7 +22,7 @@ Errors never end a task: the connection is dropped and retried after ``replica.f
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -58,13 +58,17 @@ class FollowTarget(NamedTuple):
 class FetcherHost(Protocol):
     """What the fetchers need from the broker."""
 
-    node_id: int
+    @property
+    def node_id(self) -> int:
+        """This broker's id: the replica id of its fetches."""
 
     def follower_log(self, topic: str, partition: int, leader_epoch: int) -> PartitionLog | None:
         """The log while this broker still follows ``leader_epoch`` of the partition."""
 
-    async def connect(self, broker_id: int) -> Any:
-        """A connected, version-negotiated client to ``broker_id``'s broker listener."""
+    @property
+    def connect(self) -> Callable[[int], Awaitable[Any]] | None:
+        """Opens a connected, version-negotiated client to a broker's broker listener (None
+        until the node attaches one)."""
 
     def on_follower_progress(self, topic: str, partition: int) -> None:
         """Called after the log moved (append, truncation, high watermark)."""
@@ -197,7 +201,10 @@ class ReplicaFetcherManager:
                     continue
                 try:
                     if fetcher.client is None:
-                        fetcher.client = await self.host.connect(fetcher.leader_id)
+                        connect = self.host.connect
+                        if connect is None:
+                            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, "no inter-broker connections")
+                        fetcher.client = await connect(fetcher.leader_id)
                     # Kafka requires replica.socket.timeout.ms >= replica.fetch.wait.max.ms, so
                     # a long poll answered on time never trips this.
                     with trio.fail_after(self.settings.request_timeout_ms / 1000.0):

@@ -58,6 +58,7 @@ from kafkapy.tiered.remote_metadata_serde import (
     serialize,
 )
 from kafkapy.tiered.remote_reader import ChunkCache, RemoteReader
+from kafkapy.tiered.replicas import TieredPartition, TieredReplicas
 from kafkapy.tiered.storage import RemoteStorageManager
 from kafkapy.tiered.tracking import PartitionStats, TrackedPartition
 
@@ -123,7 +124,7 @@ class LeadershipLost(KafkaError):
 class RemoteLogManager:
     """The broker's tiered-storage work; see the module docstring."""
 
-    def __init__(self, config: Any, rsm: RemoteStorageManager, replicas: Any, node_id: int,
+    def __init__(self, config: Any, rsm: RemoteStorageManager, replicas: TieredReplicas, node_id: int,
                  now_ms: Callable[[], int], metadata_log: MetadataLog,
                  create_topic: Callable[[str, int, int, dict[str, str]], Any]) -> None:
         self.settings = TieredSettings.from_config(config)
@@ -160,7 +161,7 @@ class RemoteLogManager:
         if not update.full and update.is_empty():
             return  # heartbeats and no-ops: nothing hosted changed
         image = update.image
-        desired: dict[tuple[str, int], Any] = {}
+        desired: dict[tuple[str, int], TieredPartition] = {}
         for hosted in self.replicas.partitions():
             if hosted.topic == REMOTE_LOG_METADATA_TOPIC:
                 continue
@@ -169,9 +170,9 @@ class RemoteLogManager:
             if enabled:
                 desired[(hosted.topic, hosted.index)] = hosted
         for key, tracked in list(self._tracked.items()):
-            hosted = desired.get(key)
-            if hosted is not None and hosted.topic_id == tracked.tip.topic_id:
-                tracked.leader_id = hosted.leader_id
+            current = desired.get(key)
+            if current is not None and current.topic_id == tracked.tip.topic_id:
+                tracked.leader_id = current.leader_id
                 continue
             del self._tracked[key]
             self._pending_assign.discard(tracked.tip)

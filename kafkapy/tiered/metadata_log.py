@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Generic
 
 import trio
 
@@ -21,6 +21,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.builder import Record, build_batch
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.tiered.remote_metadata_serde import REMOTE_LOG_METADATA_TOPIC
+from kafkapy.tiered.replicas import P, MetadataReplicas
 
 log = logging.getLogger(__name__)
 
@@ -30,14 +31,14 @@ APPEND_TIMEOUT_S = 30.0
 READ_MAX_BYTES = 1 << 20
 
 
-class MetadataLog:
+class MetadataLog(Generic[P]):
     """Appends to and reads from the partitions of ``__remote_log_metadata``.
 
     ``connect(broker_id)`` opens a negotiated client to another broker (the node's inter-broker
     connection factory); clients are kept per broker and dropped when they fail.
     """
 
-    def __init__(self, replicas: Any, node_id: int, image: Callable[[], Any],
+    def __init__(self, replicas: MetadataReplicas[P], node_id: int, image: Callable[[], Any],
                  connect: Callable[[int], Awaitable[Any]] | None, now_ms: Callable[[], int]) -> None:
         self.replicas = replicas
         self.node_id = node_id
@@ -58,7 +59,7 @@ class MetadataLog:
         reg = topic.partitions.get(mp) if topic is not None else None
         return -1 if reg is None else reg.leader
 
-    def _local(self, mp: int) -> Any | None:
+    def _local(self, mp: int) -> P | None:
         try:
             return self.replicas.get(REMOTE_LOG_METADATA_TOPIC, mp)
         except KafkaError:
