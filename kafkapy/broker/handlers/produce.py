@@ -11,8 +11,9 @@ only way to tell the producer. acks=-1 (all) first
 checks that the ISR has ``min.insync.replicas`` members (NOT_ENOUGH_REPLICAS, nothing appended),
 then waits in the purgatory until the high watermark passes the batch, i.e. every in-sync replica
 has it, or the request's timeout (REQUEST_TIMED_OUT); if the ISR shrank below the minimum by then
-the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in Kafka. The response frame is packed directly (``protocol.produce_response``), not
-through kafka-python's object tree: it is a fixed cost on every request.
+the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in Kafka. The response frame is packed
+directly (``protocol.produce_response``), not through kafka-python's object tree: it is a fixed
+cost on every request.
 """
 
 from __future__ import annotations
@@ -72,9 +73,11 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                 if acks not in VALID_ACKS:
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
                 if body.transactional_id is not None:
-                    raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "Transactions are not supported yet")
+                    raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                     "Transactions are not supported yet")
                 if name is None:
-                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID if version >= 13
+                                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 if (_topic_key(topic_data, version), pdata.index) in duplicates:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
                                      f"Partition {name}-{pdata.index} appears more than once in the request")

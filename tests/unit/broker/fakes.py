@@ -1,13 +1,28 @@
-"""In-memory stand-ins for what the replica manager drives (logs, the log manager)."""
+"""In-memory stand-ins for what the replica manager drives (logs, the log manager), and an
+in-memory broker for handler tests."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
+import trio
+
+from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.replica_manager import ReplicaManager
+from kafkapy.broker.replica_results import AppendResult
+from kafkapy.config import BrokerConfig, Listener
 from kafkapy.log.config import LogConfig
+from kafkapy.log.log_manager import LogManager
+from kafkapy.metadata.delta import MetadataDelta
+from kafkapy.metadata.image import MetadataImage
+from kafkapy.metadata.records import PartitionRecord, RegisterBrokerRecord, TopicRecord
+from kafkapy.protocol.connection import FileRegion
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.builder import Record, build_batch
 
 
 class FakeEpochCache:
@@ -68,3 +83,71 @@ class FakeLogManager:
     def delete(self, topic: str, partition: int) -> bool:
         self.deleted[(topic, partition)] += 1
         return self.logs.pop((topic, partition), None) is not None
+
+
+class TrioWallClock:
+    """Wall-clock milliseconds that follow Trio's clock (a MockClock moves them too)."""
+
+    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+        self.start_ms = start_ms
+
+    def now_ms(self) -> int:
+        return self.start_ms + int(trio.current_time() * 1000)
+
+
+class InMemoryBroker:
+    """One broker as its API handlers see it, without sockets or a node process: a real
+    ReplicaManager over real partition logs in ``root``, and a metadata image stepped record by
+    record (as the broker's metadata publisher does), behind a ``BrokerContext``."""
+
+    def __init__(self, root: Any, node_id: int = 1, brokers: tuple[int, ...] = (1, 2, 3)) -> None:
+        self.node_id = node_id
+        self.log_manager = LogManager([str(root)], LogConfig(), now_ms=0)
+        config = BrokerConfig.from_sources({})
+        self.replicas = ReplicaManager(self.log_manager, config, node_id)
+        self.image = MetadataImage.empty("test-cluster")
+        self.step(*(RegisterBrokerRecord(broker_id=b, incarnation_id=uuid.UUID(int=b), broker_epoch=b,
+                                         fenced=False) for b in brokers))
+        self.ctx = BrokerContext(node_id=node_id, cluster_id="test-cluster", config=config,
+                                 clock=TrioWallClock(), replicas=self.replicas, image=lambda: self.image,
+                                 controller=None, advertised=[Listener("PLAINTEXT", "127.0.0.1", 9092)])
+
+    def step(self, *records: Any) -> None:
+        delta = MetadataDelta(self.image)
+        for offset, record in enumerate(records, start=self.image.offset + 1):
+            delta.replay(record, offset)
+        update = delta.apply_update()
+        self.image = update.image
+        self.replicas.apply_update(update, now_ms=0)
+
+    def create(self, name: str, topic_id: uuid.UUID, partitions: int = 1, *,
+               replicas: tuple[int, ...] | None = None, leader: int | None = None,
+               leader_epoch: int = 0) -> None:
+        replicas = replicas or (self.node_id,)
+        leader = replicas[0] if leader is None else leader
+        self.step(TopicRecord(name=name, topic_id=topic_id),
+                  *(PartitionRecord(partition_id=p, topic_id=topic_id, replicas=replicas, isr=replicas,
+                                    leader=leader, leader_epoch=leader_epoch, partition_epoch=0)
+                    for p in range(partitions)))
+
+    def produce(self, name: str, partition: int, *values: bytes, now_ms: int = 1_700_000_000_000) -> AppendResult:
+        hosted = self.replicas.leader(name, partition)
+        batch = bytearray(build_batch([Record(b"k", v) for v in values], now_ms=now_ms))
+        return self.replicas.append(hosted, batch, now_ms=now_ms)
+
+    def close(self) -> None:
+        self.replicas.shutdown()
+        self.log_manager.shutdown()
+
+
+def reply_frame(reply: Any) -> bytes:
+    """The bytes a handler's reply puts on the wire, file regions read as the listener sends
+    them (and released)."""
+    out = []
+    for part in reply.parts:
+        if isinstance(part, FileRegion):
+            out.append(os.pread(part.fileno(), part.count, part.offset))
+            part.release()
+        else:
+            out.append(bytes(part))
+    return b"".join(out)

@@ -12,7 +12,6 @@ replayed into an image the context serves, as the broker's publisher does.
 
 from __future__ import annotations
 
-import os
 import uuid
 from typing import Any
 
@@ -31,9 +30,10 @@ from kafkapy.metadata.records import PartitionRecord, RegisterBrokerRecord, Remo
 from kafkapy.protocol import ApiKey
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import response_class
-from kafkapy.protocol.connection import FileRegion, Request, RequestHeader
+from kafkapy.protocol.connection import Request, RequestHeader
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.builder import Record, build_batch
+from tests.unit.broker.fakes import reply_frame
 
 NODE = 1
 NOW = 1_700_000_000_000
@@ -109,16 +109,8 @@ def fetch(broker: Broker, version: int, session_id: int, epoch: int, topics: lis
                                     for name, tid in forgotten])
     header = RequestHeader(ApiKey.FETCH, version, 7, "t", 2)
     reply = trio.run(handle_fetch, broker.ctx, Request(ApiKey.FETCH, version, 7, "t", header, body, 0))
-    frame = b"".join(_bytes(p) for p in reply.parts)
+    frame = reply_frame(reply)
     return response_class(ApiKey.FETCH).decode(memoryview(frame)[4 + 4 + 1:], version=version)
-
-
-def _bytes(part: Any) -> bytes:
-    if isinstance(part, FileRegion):  # what the listener would sendfile
-        data = os.pread(part.fileno(), part.count, part.offset)
-        part.release()
-        return data
-    return bytes(part)
 
 
 def answered(resp: Any, version: int) -> list[tuple[object, int, int, bool]]:
