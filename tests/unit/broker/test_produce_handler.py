@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.handlers.produce import handle_produce, malformed
@@ -30,6 +31,7 @@ from kafkapy.protocol.connection import Request, RequestHeader
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol import ApiKey
 from kafkapy.records.builder import Record, build_batch
+from tests.unit.broker.fakes import InMemoryBroker
 
 NODE = 1
 TOPICS = {"a": uuid.UUID(int=1), "b": uuid.UUID(int=2)}
@@ -224,3 +226,55 @@ def test_acks_all_a_failing_wait_stays_with_its_partition(ctx, monkeypatch) -> N
     reply = produce(ctx, request([TD(name="a", partition_data=[PD(index=0, records=records()),
                                                                PD(index=1, records=records())])], acks=-1))
     assert answers(reply) == [("a", 0, ErrorCode.NONE, 0), ("a", 1, ErrorCode.UNKNOWN_SERVER_ERROR, -1)]
+
+
+# -- acks=all: the purgatory, under Trio's mock clock --------------------------------------------
+
+
+def _replicated(tmp_path: Any) -> InMemoryBroker:
+    b = InMemoryBroker(tmp_path)
+    b.create("r", uuid.UUID(int=3), replicas=(NODE, 2))
+    return b
+
+
+def test_acks_all_answers_once_the_follower_has_the_records(tmp_path) -> None:
+    b = _replicated(tmp_path)
+
+    async def scenario() -> tuple[Reply | None, float]:
+        start = trio.current_time()
+        out: list[Reply | None] = []
+
+        async def producer() -> None:
+            out.append(await handle_produce(b.ctx, request([TD(name="r", partition_data=[
+                PD(index=0, records=records(3))])], acks=-1)))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(producer)
+            await trio.sleep(1)
+            b.replicas.on_follower_fetch(b.replicas.get("r", 0), 2, 3, now_ms=0)
+        return out[0], trio.current_time() - start
+
+    try:
+        reply, waited = trio.run(scenario, clock=trio.testing.MockClock(autojump_threshold=0))
+        assert answers(reply) == [("r", 0, ErrorCode.NONE, 0)]
+        assert waited == pytest.approx(1.0)
+    finally:
+        b.close()
+
+
+def test_acks_all_times_out_when_the_follower_never_fetches(tmp_path) -> None:
+    b = _replicated(tmp_path)
+
+    async def scenario() -> tuple[Reply | None, float]:
+        start = trio.current_time()
+        reply = await handle_produce(b.ctx, request([TD(name="r", partition_data=[
+            PD(index=0, records=records(1))])], acks=-1))
+        return reply, trio.current_time() - start
+
+    try:
+        reply, waited = trio.run(scenario, clock=trio.testing.MockClock(autojump_threshold=0))
+        assert answers(reply) == [("r", 0, ErrorCode.REQUEST_TIMED_OUT, -1)]
+        assert waited == pytest.approx(5.0)  # the request's timeout_ms
+        assert b.replicas.get("r", 0).log.log_end_offset == 1  # appended, not yet committed
+    finally:
+        b.close()
