@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from kafkapy.broker.partition import Partition
-    from kafkapy.coordinator.group import ClassicGroup, GroupShard, Outcome
+    from kafkapy.coordinator.classic_group import ClassicGroup
+    from kafkapy.coordinator.group import GroupShard
+    from kafkapy.coordinator.outcome import Outcome
 
 
 class RemoteReads(Protocol):

@@ -26,8 +26,8 @@ from kafkapy.broker.replica_results import AppendResult, ReadResult, RemoteRead
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.log.storage_errors import LogStorageError, storage_error
 from kafkapy.metadata.image import PartitionRegistration
-from kafkapy.protocol.connection import FileRegion
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
+from kafkapy.protocol.events import FileRegion
 from kafkapy.replication.fetcher import FollowTarget
 from kafkapy.replication.leader_state import IsrProposal, PartitionLeaderState
 

@@ -489,7 +489,9 @@ class ReplicaManager:
     def storage_ok(self, topic: str, partition: int) -> None:
         """A write to the partition's log went through: ends a full-disk episode."""
         if self._log_manager.faults.failing:
-            self._log_manager.faults.ok(self._log_manager.log_dir_of(topic, partition))
+            d = self._log_manager.log_dir_of(topic, partition)
+            if d is not None:
+                self._log_manager.faults.ok(d)
 
     def read_fault(self, topic: str, partition: int, exc: OSError) -> None:
         """Reading the partition's log failed on disk: its dir goes offline (any errno)."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafkapy.protocol.connection import FileRegion
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.events import FileRegion
 
 if TYPE_CHECKING:
     from kafkapy.broker.partition import Partition

@@ -20,8 +20,8 @@ from kafkapy.log.log_manager import LogManager
 from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import MetadataImage
 from kafkapy.metadata.records import PartitionRecord, RegisterBrokerRecord, TopicRecord
-from kafkapy.protocol.connection import FileRegion
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.events import FileRegion
 from kafkapy.records.builder import Record, build_batch
 
 
