@@ -25,7 +25,7 @@ from kafkapy.coordinator import schema
 from kafkapy.coordinator.classic_group import GroupConfig
 from kafkapy.coordinator.group import GroupShard
 from kafkapy.coordinator.outcome import PARKED_TYPE, Outcome
-from kafkapy.coordinator.replicas import P, OffsetsReplicas
+from kafkapy.coordinator.replicas import OffsetsReplicas, P
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 from kafkapy.records.builder import Record, build_batch

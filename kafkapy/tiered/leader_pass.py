@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
 import trio
 
@@ -15,11 +14,12 @@ from kafkapy.tiered.expiry import expire_pass
 from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache
 from kafkapy.tiered.remote_metadata import RemoteLogMetadata
 from kafkapy.tiered.remote_reader import ChunkCache
+from kafkapy.tiered.replicas import TieredPartition
 from kafkapy.tiered.storage import RemoteStorageManager
 from kafkapy.tiered.tracking import TrackedPartition
 
 
-def copy_then_expire(tracked: TrackedPartition, hosted: Any, cache: RemoteLogMetadataCache,
+def copy_then_expire(tracked: TrackedPartition, hosted: TieredPartition, cache: RemoteLogMetadataCache,
                      publish: Callable[[RemoteLogMetadata], None], *, rsm: RemoteStorageManager,
                      broker_id: int, now_ms: Callable[[], int], chunks: ChunkCache,
                      stats_lock: threading.Lock) -> None:

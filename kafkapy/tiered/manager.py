@@ -323,7 +323,7 @@ class RemoteLogManager:
             with trio.move_on_at(next_run):
                 await self._wake_tasks.wait()
 
-    def _caught_up(self) -> list[tuple[tuple[str, int], TrackedPartition, Any, RemoteLogMetadataCache]]:
+    def _caught_up(self) -> list[tuple[tuple[str, int], TrackedPartition, TieredPartition, RemoteLogMetadataCache]]:
         """(key, tracked, hosted partition, cache) of each tracked partition still hosted under
         the same topic id whose remote metadata is read."""
         out = []
@@ -351,7 +351,7 @@ class RemoteLogManager:
             self._busy.add(key)
             nursery.start_soon(self._leader_pass, key, tracked, hosted, cache)
 
-    async def _leader_pass(self, key: tuple[str, int], tracked: TrackedPartition, hosted: Any,
+    async def _leader_pass(self, key: tuple[str, int], tracked: TrackedPartition, hosted: TieredPartition,
                            cache: RemoteLogMetadataCache) -> None:
         epoch = hosted.leader_epoch
 
@@ -426,7 +426,7 @@ class RemoteLogManager:
             earliest = earliest_remote_offset(cache)
             hosted.log.update_remote_state(earliest_offset=-1 if earliest is None else earliest)
 
-    def _blocking_pass(self, tracked: TrackedPartition, hosted: Any, cache: RemoteLogMetadataCache,
+    def _blocking_pass(self, tracked: TrackedPartition, hosted: TieredPartition, cache: RemoteLogMetadataCache,
                        publish: Callable[[RemoteLogMetadata], None]) -> None:
         """Copy, then expire; on a worker thread."""
         copy_then_expire(tracked, hosted, cache, publish, rsm=self.rsm, broker_id=self.node_id,
@@ -483,11 +483,11 @@ class RemoteLogManager:
         return RemotePartitionDeleteMetadata(tip, state, self.now_ms(), self.node_id)
 
     # ================================================================== reads
-    def _tracked_cache(self, hosted: Any) -> RemoteLogMetadataCache | None:
+    def _tracked_cache(self, hosted: TieredPartition) -> RemoteLogMetadataCache | None:
         found = self._tracked_partition(hosted)
         return None if found is None else found[1]
 
-    def _tracked_partition(self, hosted: Any) -> tuple[TrackedPartition, RemoteLogMetadataCache] | None:
+    def _tracked_partition(self, hosted: TieredPartition) -> tuple[TrackedPartition, RemoteLogMetadataCache] | None:
         """The partition's tracking entry and caught-up remote metadata, or None."""
         tracked = self._tracked.get((hosted.topic, hosted.index))
         if tracked is None or tracked.tip.topic_id != hosted.topic_id:
@@ -495,23 +495,23 @@ class RemoteLogManager:
         cache = self.cache_of(tracked.tip)
         return None if cache is None else (tracked, cache)
 
-    def highest_remote_offset(self, hosted: Any) -> int:
+    def highest_remote_offset(self, hosted: TieredPartition) -> int:
         """The highest offset copied to remote storage along this log's epochs, -1 for none."""
         cache = self._tracked_cache(hosted)
         if cache is None:
             return -1
         return highest_copied_offset(cache, hosted.log.leader_epoch_cache.entries)
 
-    def serves_remotely(self, hosted: Any, offset: int) -> bool:
+    def serves_remotely(self, hosted: TieredPartition, offset: int) -> bool:
         """Whether a fetch at ``offset`` is below the local log but inside the whole log."""
         return offset < hosted.log.log_start_offset and offset >= hosted.log.whole_log_start_offset \
             and self._tracked_cache(hosted) is not None
-    async def read_remote(self, hosted: Any, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
+    async def read_remote(self, hosted: TieredPartition, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
         """Whole batches from ``offset`` out of remote storage (off the event loop), or None when
         no remote segment holds it (the caller answers OFFSET_OUT_OF_RANGE)."""
         return await self.fetcher.read(hosted, offset, max_bytes, min_one=min_one)
 
-    async def offset_for_timestamp(self, hosted: Any, timestamp: int) -> tuple[int, int] | None:
+    async def offset_for_timestamp(self, hosted: TieredPartition, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first remote record with timestamp >= ``timestamp``, or
         None when no remote record is that late (then the local log answers)."""
         return await self.fetcher.offset_for_timestamp(hosted, timestamp)

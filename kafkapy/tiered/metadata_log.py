@@ -21,7 +21,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.builder import Record, build_batch
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.tiered.remote_metadata_serde import REMOTE_LOG_METADATA_TOPIC
-from kafkapy.tiered.replicas import P, MetadataReplicas
+from kafkapy.tiered.replicas import MetadataReplicas, P
 
 log = logging.getLogger(__name__)
 

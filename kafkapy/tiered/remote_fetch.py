@@ -12,7 +12,6 @@ import logging
 import struct
 import threading
 from collections.abc import Callable
-from typing import Any
 
 import trio
 
@@ -24,6 +23,7 @@ from kafkapy.tiered.remote_metadata import (
     RemoteLogSegmentState,
 )
 from kafkapy.tiered.remote_reader import RemoteReader
+from kafkapy.tiered.replicas import TieredPartition
 from kafkapy.tiered.storage import IndexType, RemoteStorageManager
 from kafkapy.tiered.tracking import TrackedPartition
 
@@ -71,14 +71,14 @@ class RemoteFetcher:
 
     def __init__(self, rsm: RemoteStorageManager, reader: RemoteReader, threads: int,
                  stats_lock: threading.Lock,
-                 lookup: Callable[[Any], tuple[TrackedPartition, RemoteLogMetadataCache] | None]) -> None:
+                 lookup: Callable[[TieredPartition], tuple[TrackedPartition, RemoteLogMetadataCache] | None]) -> None:
         self.rsm = rsm
         self.reader = reader
         self._limiter = trio.CapacityLimiter(threads)
         self._stats_lock = stats_lock
         self._lookup = lookup
 
-    async def read(self, hosted: Any, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
+    async def read(self, hosted: TieredPartition, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
         """Whole batches from ``offset`` out of remote storage (off the event loop), or None when
         no remote segment holds it (the caller answers OFFSET_OUT_OF_RANGE)."""
         found_partition = self._lookup(hosted)
@@ -108,7 +108,7 @@ class RemoteFetcher:
             tracked.stats.remote_fetch_bytes += len(data or b"")
         return data
 
-    async def offset_for_timestamp(self, hosted: Any, timestamp: int) -> tuple[int, int] | None:
+    async def offset_for_timestamp(self, hosted: TieredPartition, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first remote record with timestamp >= ``timestamp``, or
         None when no remote record is that late (then the local log answers)."""
         found_partition = self._lookup(hosted)
