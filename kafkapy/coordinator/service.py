@@ -187,7 +187,7 @@ class GroupCoordinator(Generic[P]):
             self._wake.set()
 
     # ---------------------------------------------------------------- applying outcomes
-    def apply(self, shard: GroupShard, outcome: Outcome) -> tuple[Any, int] | None:
+    def apply(self, shard: GroupShard, outcome: Outcome) -> tuple[P, int] | None:
         """Write the outcome's records, then answer the parked requests it completed.
 
         Returns (hosted partition, offset after the write) when records were written, so the
@@ -214,7 +214,7 @@ class GroupCoordinator(Generic[P]):
         self._complete(outcome)
         return written
 
-    async def _settle_on_commit(self, outcome: Outcome, hosted: Any, required: int) -> None:
+    async def _settle_on_commit(self, outcome: Outcome, hosted: P, required: int) -> None:
         """Apply ``outcome``'s held state changes once its records are committed, or its
         failure handling if they cannot be, then answer the requests that completes."""
         deadline = trio.current_time() + self.commit_timeout_ms / 1000.0
@@ -249,7 +249,7 @@ class GroupCoordinator(Generic[P]):
         if outcome.completions or isinstance(outcome.response, PARKED_TYPE):
             self._wake.set()
 
-    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> tuple[Any, int]:
+    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> tuple[P, int]:
         now = self.clock.now_ms()
         try:
             hosted = self.replicas.get(schema.OFFSETS_TOPIC, partition)
