@@ -84,7 +84,8 @@ class BrokerContext:
         if version >= 13:
             topic = self.image().topics.by_id.get(obj.topic_id)
             return None if topic is None else topic.name
-        return getattr(obj, field)
+        name = getattr(obj, field)
+        return name if isinstance(name, str) else None
 
 
 def _random_session_id() -> int:

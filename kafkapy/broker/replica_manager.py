@@ -99,7 +99,7 @@ class ReplicaManager:
         # (attached by the node; without it every log is created inline).
         self.log_creator: LogCreator | None = None
         self._config_memo: tuple[MetadataImage | None, dict[str, LogConfig]] = (None, {})
-        self._lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]
+        self._lag_time_max_ms = int(str(config.get("replica.lag.time.max.ms")))
         # Replication throttles (a reassignment's copying), kept in step with the metadata:
         # the leader's on replica fetches it answers, the follower's read by the fetchers.
         self.leader_quota = throttle.ReplicationQuota(node_id)
@@ -647,7 +647,7 @@ class _TopicSync:
         except KafkaError as exc:
             online = (manager._log_manager.online_dirs
                       if isinstance(exc, LogStorageError) and exc.space else [])
-            if online:
+            if online and isinstance(exc, LogStorageError):
                 manager._log_manager.faults.fault(online[0], exc)  # once per full-disk episode
             elif getattr(manager._log_manager, "online_dirs", True) == []:
                 # Every dir offline: that was logged when it happened; retried quietly.

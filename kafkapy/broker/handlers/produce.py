@@ -19,6 +19,7 @@ cost on every request.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import trio
 
@@ -171,7 +172,7 @@ def _topic_key(t: object, version: int) -> object:
     return t.topic_id if version >= 13 else t.name  # type: ignore[attr-defined]
 
 
-def _duplicate_partitions(topics: list, version: int) -> set[tuple[object, int]]:
+def _duplicate_partitions(topics: list[Any], version: int) -> set[tuple[object, int]]:
     """Partitions named more than once. Kafka keeps only the last entry of such a partition and
     drops the others unanswered; here every entry of it is refused instead, so nothing a client
     sent is silently lost."""
