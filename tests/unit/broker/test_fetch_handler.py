@@ -20,7 +20,8 @@ from kafkapy.protocol import ApiKey
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import response_class
 from kafkapy.protocol.connection import Request, RequestHeader
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.builder import Record, build_batch
 from kafkapy.records.reader import iter_batches, iter_records
 from tests.unit.broker.fakes import InMemoryBroker, reply_frame
 
@@ -217,3 +218,45 @@ def test_a_follower_with_a_divergent_epoch_is_told_where_to_truncate(broker) -> 
     assert p.error_code == ErrorCode.NONE and values(p) == []
     # Epoch 2 ended where epoch 3 began here: the follower truncates to offset 0.
     assert (p.diverging_epoch.epoch, p.diverging_epoch.end_offset) == (2, 0)
+
+
+class FakeRemote:
+    """Remote storage (``edges.RemoteLog``) that holds one batch at every offset from 10."""
+
+    def __init__(self, answer: bytes | None | KafkaError) -> None:
+        self.answer = answer
+        self.reads: list[tuple[str, int, int, bool]] = []
+
+    def serves_remotely(self, hosted: Any, offset: int) -> bool:
+        return offset >= 10
+
+    async def read_remote(self, hosted: Any, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
+        self.reads.append((hosted.topic, offset, max_bytes, min_one))
+        if isinstance(self.answer, KafkaError):
+            raise self.answer
+        return self.answer
+
+    def highest_remote_offset(self, hosted: Any) -> int:
+        return -1
+
+    async def offset_for_timestamp(self, hosted: Any, timestamp: int) -> tuple[int, int] | None:
+        return None
+
+
+@pytest.mark.parametrize("answer, error", [
+    (build_batch([Record(b"k", b"remote")], now_ms=0), ErrorCode.NONE),
+    (None, ErrorCode.OFFSET_OUT_OF_RANGE),
+    (KafkaError(ErrorCode.KAFKA_STORAGE_ERROR), ErrorCode.KAFKA_STORAGE_ERROR),
+], ids=["read", "not-there", "storage-error"])
+def test_a_read_outside_the_local_log_continues_in_remote_storage(broker, answer, error) -> None:
+    broker.produce("orders", 0, b"a")
+    remote = broker.ctx.remote = FakeRemote(answer)
+    got = run(fetch, broker, request(("orders", 0, 12), ("orders", 1, 0), max_bytes=1000))
+    p = got[("orders", 0)]
+    assert p.error_code == error
+    assert values(p) == ([b"remote"] if error == ErrorCode.NONE else [])
+    assert p.high_watermark == 1  # the local log's offsets, as for any read
+    assert remote.reads == [("orders", 12, 1000, True)]
+    # An offset remote storage does not serve stays out of range, without asking it.
+    got = run(fetch, broker, request(("orders", 0, 5)))
+    assert got[("orders", 0)].error_code == ErrorCode.OFFSET_OUT_OF_RANGE and len(remote.reads) == 1
