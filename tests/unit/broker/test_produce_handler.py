@@ -25,11 +25,11 @@ from kafkapy.log.log_manager import LogManager
 from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import MetadataImage
 from kafkapy.metadata.records import PartitionRecord, RegisterBrokerRecord, TopicRecord
-from kafkapy.protocol.events import Reply
+from kafkapy.protocol import ApiKey
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request, RequestHeader
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.protocol import ApiKey
+from kafkapy.protocol.events import Reply
 from kafkapy.records.builder import Record, build_batch
 from tests.unit.broker.fakes import InMemoryBroker
 
