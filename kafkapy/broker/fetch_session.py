@@ -44,8 +44,9 @@ class PartitionState:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
-    log_start_offset: int = -1
-    high_watermark: int = -1
+    # The fetching replica's own log start (followers report it; consumers send -1).
+    follower_log_start_offset: int = -1
+    sent_high_watermark: int = -1
     last_stable_offset: int = -1
     sent_log_start_offset: int = -1
     # The name the entry's topic had when it joined the session: kept after a deletion so the
@@ -104,11 +105,11 @@ class SessionContext:
         changed = (
             has_records
             or error != ErrorCode.NONE
-            or state.high_watermark != high_watermark
+            or state.sent_high_watermark != high_watermark
             or state.last_stable_offset != last_stable_offset
             or state.sent_log_start_offset != log_start_offset
         )
-        state.high_watermark = high_watermark
+        state.sent_high_watermark = high_watermark
         state.last_stable_offset = last_stable_offset
         state.sent_log_start_offset = log_start_offset
         return changed or not self.incremental
@@ -172,7 +173,7 @@ class FetchSessionCache:
                 state.fetch_offset = p.fetch_offset
                 state.max_bytes = p.max_bytes
                 state.current_leader_epoch = p.current_leader_epoch
-                state.log_start_offset = p.log_start_offset
+                state.follower_log_start_offset = p.log_start_offset
         if not session.partitions:
             # Everything forgotten (say, its only topic was deleted): close it rather than keep
             # an empty session in the cache; this fetch is answered sessionless.
@@ -187,7 +188,7 @@ class FetchSessionCache:
                     s.topic = resolve(s.topic_id) or ""
         full = [
             FetchPartitionRequest(s.topic, i, s.fetch_offset, s.max_bytes, s.current_leader_epoch,
-                                  s.log_start_offset, s.topic_id)
+                                  s.follower_log_start_offset, s.topic_id)
             for (_, i), s in session.partitions.items()
         ]
         return SessionContext(session_id, full, incremental=True, session=session)

@@ -25,10 +25,6 @@ WATCHED = set(PUBLIC) | {"_" + name for name in PUBLIC}
 
 # Other objects that happen to carry a field of one of these names, not a partition log's:
 ALLOWED = {
-    # FetchSession's PartitionState: what the session last sent / was told, per partition
-    # (KIP-227 incremental fetch), not the log's offsets.
-    ("kafkapy/broker/fetch_session.py", "state.high_watermark"),
-    ("kafkapy/broker/fetch_session.py", "state.log_start_offset"),
     # PartitionLeaderState's FollowerProgress: a follower's log start as it reported it.
     ("kafkapy/replication/leader_state.py", "f.log_start_offset"),
     # The KRaft LocalQuorum's own commit point (the metadata log is not a partition log).
