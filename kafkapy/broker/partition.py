@@ -248,6 +248,21 @@ class Partition:
                 f"The size of the current ISR {list(state.isr)} is insufficient to satisfy the "
                 f"min.isr requirement of {needed} for partition {self.topic}-{self.index}")
 
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords on this leader (Kafka's deleteRecordsOnLeader): move the log start to
+        ``offset`` (-1: the high watermark) and return the offset the low watermark must reach."""
+        plog = self.log
+        if not plog.config.delete:
+            raise KafkaError(ErrorCode.POLICY_VIOLATION,
+                             f"Records of partition {self.topic}-{self.index} can not be deleted "
+                             "due to the configured policy")
+        target = plog.high_watermark if offset == -1 else offset
+        if target < 0:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Invalid offset {offset}")
+        if plog.increment_log_start_offset(target):
+            log.info("Deleted records of %s-%d before offset %d", self.topic, self.index, target)
+        return target
+
     def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int, *,
                           log_start_offset: int = -1) -> None:
         """A follower fetched at ``fetch_offset`` (its log end): track it for the ISR and HW."""

@@ -6,9 +6,10 @@ POLICY_VIOLATION. The leader moves its own log start at once (reads below it fai
 the files of segments wholly below it go with the next retention pass); followers follow it with
 their next fetch. On a tiered partition an offset below the local log start moves only the whole
 log's start (``PartitionLog.whole_log_start_offset``), and the remote segments wholly below it go
-with the leader's next remote expiration pass. As Kafka's DelayedDeleteRecords, the answer waits until every live replica's log
-starts at the requested offset or later (the *low watermark*), or until the request's timeout,
-with REQUEST_TIMED_OUT and the low watermark reached so far.
+with the leader's next remote expiration pass (``Partition.delete_records_on_leader``). As
+Kafka's DelayedDeleteRecords, the answer waits until every live replica's log starts at the
+requested offset or later (the *low watermark*), or until the request's timeout, with
+REQUEST_TIMED_OUT and the low watermark reached so far.
 """
 
 from __future__ import annotations
@@ -18,35 +19,16 @@ import logging
 import trio
 
 from kafkapy.broker.context import BrokerContext
-from kafkapy.broker.partition import Partition as HostedPartition
+from kafkapy.broker.partition import Partition
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)
 
 Resp = m.DeleteRecordsResponse
 TopicResult = Resp.DeleteRecordsTopicResult
 PartResult = TopicResult.DeleteRecordsPartitionResult
-
-HIGH_WATERMARK = -1
-
-
-def _delete_on_leader(ctx: BrokerContext, topic: str, partition: int, offset: int) -> tuple[HostedPartition, int]:
-    """Move the leader's log start; returns the partition and the offset to wait for."""
-    hosted = ctx.replicas.leader(topic, partition)
-    plog = hosted.log
-    if not plog.config.delete:
-        raise KafkaError(ErrorCode.POLICY_VIOLATION,
-                         f"Records of partition {topic}-{partition} can not be deleted due to "
-                         "the configured policy")
-    target = plog.high_watermark if offset == HIGH_WATERMARK else offset
-    if target < 0:
-        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Invalid offset {offset}")
-    if plog.increment_log_start_offset(target):
-        log.info("Deleted records of %s-%d before offset %d", topic, partition, target)
-    return hosted, target
-
 
 async def handle_delete_records(ctx: BrokerContext, request: Request) -> object:
     body = request.body
@@ -58,21 +40,21 @@ async def handle_delete_records(ctx: BrokerContext, request: Request) -> object:
         return reg is not None and not reg.fenced
 
     topics = []
-    waits: list[tuple[PartResult, HostedPartition, int]] = []
+    waits: list[tuple[PartResult, Partition, int]] = []
     for topic in body.topics:
         parts = []
         for p in topic.partitions:
             out = PartResult(partition_index=p.partition_index, low_watermark=-1, error_code=0)
             try:
-                hosted, target = _delete_on_leader(ctx, topic.name, p.partition_index, p.offset)
-                waits.append((out, hosted, target))
+                hosted = ctx.replicas.leader(topic.name, p.partition_index)
+                waits.append((out, hosted, hosted.delete_records_on_leader(p.offset)))
             except KafkaError as exc:
                 out.error_code = exc.code
                 log.info("DeleteRecords on %s-%d refused: %s", topic.name, p.partition_index, exc)
             parts.append(out)
         topics.append(TopicResult(name=topic.name, partitions=parts))
 
-    async def wait(out: PartResult, hosted: HostedPartition, target: int) -> None:
+    async def wait(out: PartResult, hosted: Partition, target: int) -> None:
         error, low = await ctx.replicas.wait_for_low_watermark(hosted, target, deadline, alive)
         out.error_code, out.low_watermark = int(error), low
 
