@@ -714,9 +714,9 @@ def single_node_voters(config: "BrokerConfig") -> str | None:
     is not combined (or its listeners do not say where the controller is)."""
     if config.get("controller.quorum.voters") or config.get("controller.quorum.bootstrap.servers"):
         return None
-    if set(config.get("process.roles") or []) != {"broker", "controller"}:  # type: ignore[arg-type]
+    if set(config.get_list("process.roles")) != {"broker", "controller"}:
         return None
-    controller_names = [str(n).upper() for n in config.get("controller.listener.names") or []]  # type: ignore[union-attr]
+    controller_names = [n.upper() for n in config.get_list("controller.listener.names")]
     try:
         listeners = config.listeners
     except (KafkaError, ValueError):
@@ -780,6 +780,32 @@ class BrokerConfig:
             return cdef.default_value
         return cdef.parse(raw)
 
+    def get_int(self, name: str) -> int:
+        """An INT/LONG config (a DOUBLE one truncated), typed for the checker."""
+        value = self.get(name)
+        if not isinstance(value, (int, float, str)):
+            raise TypeError(f"{name} is not a number: {value!r}")
+        return int(value)
+
+    def get_float(self, name: str) -> float:
+        value = self.get(name)
+        if not isinstance(value, (int, float, str)):
+            raise TypeError(f"{name} is not a number: {value!r}")
+        return float(value)
+
+    def get_bool(self, name: str) -> bool:
+        return bool(self.get(name))
+
+    def get_str(self, name: str) -> str | None:
+        """A STRING config, None when neither set nor defaulted."""
+        value = self.get(name)
+        return None if value is None else str(value)
+
+    def get_list(self, name: str) -> list[str]:
+        """A LIST config's entries ([] when unset)."""
+        value = self.get(name)
+        return [str(v) for v in value] if isinstance(value, list) else []
+
     def is_set(self, name: str) -> bool:
         return name in self.props
 
@@ -815,7 +841,7 @@ class BrokerConfig:
         advertised = self.get("advertised.listeners")
         if advertised:
             return Listener.parse_list(str(advertised))
-        controller_names = set(self.get("controller.listener.names") or [])  # type: ignore[arg-type]
+        controller_names = set(self.get_list("controller.listener.names"))
         return [lst for lst in self.listeners if lst.name not in controller_names]
 
     def with_dynamic(self, per_broker: Mapping[str, str], cluster_default: Mapping[str, str]) -> "BrokerConfig":

@@ -4,15 +4,18 @@ second TopicRecord for the same name, which no replica could replay)."""
 
 from __future__ import annotations
 
-import functools
 from types import SimpleNamespace
 
 import pytest
 import trio
 import trio.testing
 
-from kafkapy.node.node import COMMIT_TIMEOUT_S, Node
+from kafkapy.config import BrokerConfig
+from kafkapy.config_views import ControllerSettings
+from kafkapy.metadata.loader import MetadataLoader
+from kafkapy.node.controller_runtime import COMMIT_TIMEOUT_S, ControllerRuntime
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.quorum.clock import NodeClock
 
 
 class StalledQuorum:
@@ -35,12 +38,13 @@ class StalledQuorum:
         self.recovered.set()
 
 
-def controller_node(driver: StalledQuorum) -> SimpleNamespace:
-    node = SimpleNamespace(driver=driver, node_id=1, _uncommitted=None, _predecoded={},
-                           controller=object(), codec=SimpleNamespace(encode=bytes, decode=bytes))
-    node._settle_uncommitted = functools.partial(Node._settle_uncommitted, node)
-    node._commit = functools.partial(Node._commit, node)
-    return node
+def controller_node(driver: StalledQuorum) -> ControllerRuntime:
+    return ControllerRuntime(
+        node_id=1, cluster_id="c", controller=object(),  # type: ignore[arg-type]
+        settings=ControllerSettings.from_config(BrokerConfig({})),
+        driver=driver, loader=MetadataLoader("c", bytes),  # type: ignore[arg-type]
+        codec=SimpleNamespace(encode=bytes, decode=bytes),  # type: ignore[arg-type]
+        clock=NodeClock())
 
 
 def run(fn) -> None:
@@ -52,7 +56,7 @@ def test_a_timed_out_commit_holds_back_the_next_operation_until_it_commits():
         quorum = StalledQuorum()
         node = controller_node(quorum)
         with pytest.raises(KafkaError) as timed_out:
-            await Node._commit(node, SimpleNamespace(records=["TopicRecord"], response="created"), [b"t"])
+            await node._commit(SimpleNamespace(records=["TopicRecord"], response="created"), [b"t"])
         assert timed_out.value.code == ErrorCode.REQUEST_TIMED_OUT
         computed = []
 
@@ -63,13 +67,13 @@ def test_a_timed_out_commit_holds_back_the_next_operation_until_it_commits():
         # Still stalled: the retry is refused without computing on the image.
         started = trio.current_time()
         with pytest.raises(KafkaError) as again:
-            await Node._run(node, retry)
+            await node._run(retry)
         assert again.value.code == ErrorCode.REQUEST_TIMED_OUT
         assert trio.current_time() - started == pytest.approx(COMMIT_TIMEOUT_S)
         assert computed == []
         # Once the first write commits (and is replayed), the retry computes on an image with it.
         quorum.recover()
-        assert await Node._run(node, retry) == "again"
+        assert await node._run(retry) == "again"
         assert computed == [node.controller]
         assert node._uncommitted is None
 

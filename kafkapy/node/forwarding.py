@@ -1,0 +1,41 @@
+"""What a forwarded admin request's answer promises a client about the broker's image.
+
+A broker forwards CreateTopics, DeleteTopics and CreatePartitions to the active controller and
+answers its client only once its own image shows what succeeded, so a client that creates a
+topic and asks for metadata next sees it (the order a combined node gives for free).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafkapy.protocol import ApiKey
+from kafkapy.protocol.errors import ErrorCode
+
+
+def visible_effects(body: Any, response: Any) -> Callable[[Any], bool] | None:
+    """For a CreateTopics/DeleteTopics/CreatePartitions answer: a test of a broker image that
+    says the image shows what succeeded; None for other requests."""
+    key = body.API_KEY
+    if key == ApiKey.CREATE_TOPICS and not getattr(body, "validate_only", False):
+        names = [t.name for t in response.topics if t.error_code == ErrorCode.NONE]
+        return (lambda image: all(n in image.topics.by_name for n in names)) if names else None
+    if key == ApiKey.DELETE_TOPICS:
+        names = [r.name for r in response.responses if r.error_code == ErrorCode.NONE and r.name]
+        return (lambda image: not any(n in image.topics.by_name for n in names)) if names else None
+    if key == ApiKey.CREATE_PARTITIONS and not getattr(body, "validate_only", False):
+        counts = {t.name: t.count for t in body.topics}
+        done = [r.name for r in response.results if r.error_code == ErrorCode.NONE]
+
+        def grown(image: Any) -> bool:
+            for name in done:
+                topic = image.topics.by_name.get(name)
+                if topic is None or len(topic.partitions) < counts.get(name, 0):
+                    return False
+            return True
+        return grown if done else None
+    return None
+
+
+__all__ = ["visible_effects"]
