@@ -72,7 +72,11 @@ def _broker_layers(image: MetadataImage, node_id: int) -> tuple[Mapping[str, str
 class ReplicaManager:
     """Hosted partitions keyed by (topic, partition), kept in step with the metadata image."""
 
-    def __init__(self, log_manager: LogManager, config: BrokerConfig, node_id: int) -> None:
+    def __init__(self, log_manager: LogManager, config: BrokerConfig, node_id: int, *,
+                 connect: Callable[[int], Awaitable[Any]] | None = None,
+                 alter_partition: AlterPartitionManager | None = None,
+                 fetchers: Callable[[ReplicaManager], ReplicaFetcherManager] | None = None,
+                 log_creator: Callable[[ReplicaManager], LogCreator] | None = None) -> None:
         self._log_manager = log_manager
         self._config = config
         self._node_id = node_id
@@ -91,13 +95,13 @@ class ReplicaManager:
         self._applied: MetadataImage | None = None
         # Replication edges, attached by the node (unit tests run without them: then only
         # single-replica partitions make progress).
-        self.fetchers: ReplicaFetcherManager | None = None
-        self.alter_partition: AlterPartitionManager | None = None
+        self.fetchers: ReplicaFetcherManager | None = None if fetchers is None else fetchers(self)
+        self.alter_partition: AlterPartitionManager | None = alter_partition
         # As the fetchers' host: opens a client to another broker (set by the node).
-        self.connect: Callable[[int], Awaitable[Any]] | None = None
+        self.connect: Callable[[int], Awaitable[Any]] | None = connect
         # Makes logs off the event loop when a metadata step places many new partitions here
         # (attached by the node; without it every log is created inline).
-        self.log_creator: LogCreator | None = None
+        self.log_creator: LogCreator | None = None if log_creator is None else log_creator(self)
         self._config_memo: tuple[MetadataImage | None, dict[str, LogConfig]] = (None, {})
         self._lag_time_max_ms = int(str(config.get("replica.lag.time.max.ms")))
         # Replication throttles (a reassignment's copying), kept in step with the metadata:

@@ -116,7 +116,20 @@ class BrokerRuntime(Runtime):
             clock_ms=clock.now_ms,
             producer_id_expiration_ms=self._producer_id_expiration_ms(),
         )
-        self.replicas = ReplicaManager(self.log_manager, config, node_id)
+        self.alter_partition = AlterPartitionManager(
+            lambda body: channel.call(body, timeout=CONTROLLER_REQUEST_TIMEOUT_S), node_id=node_id,
+            broker_epoch=lambda: self.lifecycle.broker_epoch, broker_epoch_of=self._broker_epoch_of)
+        fetcher_settings = FetcherSettings.from_config(config)
+        # The fetchers and the background log creation act on the replica manager, which calls
+        # on them in turn: it makes them at construction. Large metadata steps (a CreateTopics
+        # of thousands of partitions) make their logs in the background, not on the event loop.
+        self.replicas = ReplicaManager(
+            self.log_manager, config, node_id, connect=self._connect_to_broker,
+            alter_partition=self.alter_partition,
+            fetchers=lambda host: ReplicaFetcherManager(host, fetcher_settings, clock.now_ms),
+            log_creator=lambda host: LogCreator(host, clock.now_ms, on_hosted=self._on_hosted))
+        assert self.replicas.fetchers is not None and self.replicas.log_creator is not None
+        self.fetchers, self.log_creator = self.replicas.fetchers, self.replicas.log_creator
         self.groups = GroupCoordinator(config, self.replicas, clock, node_id)
         # Tiered storage only with remote.log.storage.system.enable=true (Kafka's switch).
         self.remote_log_manager: RemoteLogManager | None = None
@@ -156,15 +169,6 @@ class BrokerRuntime(Runtime):
         self.log_manager.dir_offline_listeners.append(self._log_dir_offline)
         for d in self.log_manager.offline_dirs:
             self._log_dir_offline(d)  # failed while the logs were opened
-        lifecycle = self.lifecycle
-        self.fetchers = ReplicaFetcherManager(self.replicas, FetcherSettings.from_config(config),
-                                              clock.now_ms)
-        self.alter_partition = AlterPartitionManager(
-            lambda body: channel.call(body, timeout=CONTROLLER_REQUEST_TIMEOUT_S), node_id=node_id,
-            broker_epoch=lambda: lifecycle.broker_epoch, broker_epoch_of=self._broker_epoch_of)
-        # Large metadata steps (a CreateTopics of thousands of partitions) make their logs in
-        # the background rather than on the event loop.
-        self.log_creator = LogCreator(self.replicas, clock.now_ms, on_hosted=self._on_hosted)
         # Deleted topics' directories are removed, and checkpoints rewritten, off the loop.
         self.log_deleter = LogDeleter(self.log_manager, clock.now_ms)
         self.producer_expiration = ProducerExpiration(
@@ -199,13 +203,9 @@ class BrokerRuntime(Runtime):
         self.broker_epoch = lifecycle.broker_epoch
         # Followers' fetchers and the leader's ISR machinery, attached before the first image is
         # applied so that every hosted partition starts as leader or follower.
-        replicas = self.replicas
-        replicas.connect = self._connect_to_broker
-        replicas.fetchers, replicas.alter_partition = self.fetchers, self.alter_partition
         await nursery.start(self.fetchers.run)
         await nursery.start(self.alter_partition.run)
         nursery.start_soon(self.tasks.isr_loop)
-        replicas.log_creator = self.log_creator
         await nursery.start(self.log_creator.run)
         await nursery.start(self.log_deleter.run)
         self.loader.add_update_publisher(self.publish)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -74,7 +74,8 @@ class ControllerRuntime(Runtime):
 
     def __init__(self, *, node_id: int, cluster_id: str, controller: QuorumController, settings: ControllerSettings,
                  driver: QuorumDriver, loader: MetadataLoader, codec: MetadataRecordCodec,
-                 clock: NodeClock) -> None:
+                 clock: NodeClock,
+                 run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.controller = controller
@@ -83,6 +84,9 @@ class ControllerRuntime(Runtime):
         self.loader = loader
         self.codec = codec
         self.clock = clock
+        # Runs an operation's computation off the event loop (tests run it inline, so that
+        # Trio's MockClock does not jump while a worker thread computes).
+        self._run_sync = run_sync
         loader.add_replayer(controller)
         # One controller operation at a time, from computing its records to their replay: the
         # controller's state changes only on replay, so the next operation must see it.
@@ -169,7 +173,7 @@ class ControllerRuntime(Runtime):
             # Decoded here, off the loop, exactly as the loader would decode the committed batch.
             return result, encoded, [codec.decode(e) for e in encoded]
 
-        result, encoded, decoded = await trio.to_thread.run_sync(compute)
+        result, encoded, decoded = await self._run_sync(compute)
         return await self._commit(result, encoded, decoded)
 
     async def _settle_uncommitted(self) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import trio
@@ -64,13 +64,16 @@ class LogTasks:
 
     def __init__(self, logs: LogHost, replicas: ReplicaHost, settings: BrokerSettings,
                  clock: NodeClock, *, log_dirs: list[str],
-                 image: Callable[[], Any]) -> None:
+                 image: Callable[[], Any],
+                 run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync) -> None:
         self.logs = logs
         self.replicas = replicas
         self.settings = settings
         self.clock = clock
         self.log_dirs = log_dirs
         self._image = image
+        # Runs checkpoints, unlinks and cleans off the event loop (tests: inline).
+        self._run_sync = run_sync
 
     def start(self, nursery: trio.Nursery) -> None:
         nursery.start_soon(self.maintenance_loop)
@@ -92,11 +95,11 @@ class LogTasks:
             # Checkpoints write a line per log and fsync (seconds at 10k partitions on a busy
             # disk): on a worker thread, which LogManager allows for them.
             if clock.monotonic() >= next_checkpoint:
-                await trio.to_thread.run_sync(logs.checkpoint)
+                await self._run_sync(logs.checkpoint)
                 next_checkpoint = clock.monotonic() + CHECKPOINT_INTERVAL_S
                 next_hw_checkpoint = clock.monotonic() + hw_interval
             elif clock.monotonic() >= next_hw_checkpoint:
-                await trio.to_thread.run_sync(logs.checkpoint_high_watermarks)
+                await self._run_sync(logs.checkpoint_high_watermarks)
                 next_hw_checkpoint = clock.monotonic() + hw_interval
 
     async def retention_loop(self) -> None:
@@ -123,10 +126,10 @@ class LogTasks:
                 if now_ms >= next_check:
                     next_check = now_ms + interval_ms
                     if lm.cleanup_logs(now_ms, checkpoint=False):
-                        await trio.to_thread.run_sync(lm.checkpoint)
+                        await self._run_sync(lm.checkpoint)
                 due = lm.next_file_delete_ms()
                 if due is not None and due <= now_ms:
-                    await trio.to_thread.run_sync(lm.delete_due_files, now_ms)
+                    await self._run_sync(lm.delete_due_files, now_ms)
             except Exception:  # a failing disk must not stop the node's other work
                 log.exception("Log retention pass failed")
 
@@ -159,7 +162,7 @@ class LogTasks:
             for plog in cleaner.due([h.log for h in self.replicas.partitions()], now_ms=now_ms):
                 end = plog.segments[-1].base_offset
                 try:
-                    plan = await trio.to_thread.run_sync(lambda p=plog, t=now_ms: plan_clean(p, now_ms=t))
+                    plan = await self._run_sync(lambda p=plog, t=now_ms: plan_clean(p, now_ms=t))
                     result = apply_clean(plog, plan, now_ms=now_ms)
                 except Exception:  # one bad log must not stop the cleaning of others
                     log.exception("Cleaning %s-%d failed", plog.topic, plog.partition)
