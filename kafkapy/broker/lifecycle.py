@@ -76,8 +76,10 @@ class BrokerLifecycleManager:
                  heartbeat_interval_s: float, session_timeout_s: float,
                  previous_broker_epoch: int = -1,
                  on_contact_lost: Callable[[], None] | None = None,
-                 on_contact_restored: Callable[[], None] | None = None) -> None:
+                 on_contact_restored: Callable[[], None] | None = None,
+                 monotonic: Callable[[], float] = trio.current_time) -> None:
         self.call = call
+        self._monotonic = monotonic  # the node's clock (Trio's: MockClock moves it)
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self.incarnation_id = incarnation_id
@@ -330,7 +332,7 @@ class BrokerLifecycleManager:
     # -- self-fencing ----------------------------------------------------------------------------
 
     def _contact_ok(self) -> None:
-        now = trio.current_time()
+        now = self._monotonic()
         if self.contact_lost:
             self.contact_lost = False
             log.info("%sContact with the controller restored after %d ms", self._prefix,
@@ -345,14 +347,14 @@ class BrokerLifecycleManager:
                 await self._restored.wait()
                 continue
             deadline = self._last_contact + self.session_timeout_s
-            if trio.current_time() < deadline:
+            if self._monotonic() < deadline:
                 await trio.sleep_until(deadline)
                 continue  # a heartbeat may have moved the deadline meanwhile
             self.contact_lost = True
             self._restored = trio.Event()
             log.error("%sBroker %d has been unable to contact the controller for %d ms: fencing "
                       "ourselves", self._prefix, self.broker_id,
-                      round((trio.current_time() - self._last_contact) * 1000))
+                      round((self._monotonic() - self._last_contact) * 1000))
             self._notify(self.on_contact_lost)
 
     def _notify(self, callback: Callable[[], None] | None) -> None:

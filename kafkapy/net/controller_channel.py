@@ -74,7 +74,9 @@ class ControllerChannel:
     def __init__(self, voters: Mapping[int, tuple[str, int]], *,
                  leader_hint: Callable[[], int] = lambda: -1,
                  client_id: str = "kafkapy-controller-channel", connect_timeout: float = 5.0,
-                 retry_backoff: float = 0.1, retry_backoff_max: float = 1.0) -> None:
+                 retry_backoff: float = 0.1, retry_backoff_max: float = 1.0,
+                 monotonic: Callable[[], float] = trio.current_time) -> None:
+        self._monotonic = monotonic  # the node's clock (Trio's: MockClock moves it)
         self.voters = voters
         self.leader_hint = leader_hint
         self.client_id = client_id
@@ -102,7 +104,7 @@ class ControllerChannel:
         request at once), and ``trio.ClosedResourceError`` after :meth:`aclose`.
         """
         api = ApiKey.name_of(body.API_KEY)
-        deadline = trio.current_time() + timeout
+        deadline = self._monotonic() + timeout
         backoff = self.retry_backoff
         failed: set[int] = set()
         problem = "no controller was tried"
@@ -123,13 +125,13 @@ class ControllerChannel:
                         self._last_answered = None
                     if failed >= set(self.voters):
                         failed.clear()  # every voter had its turn: start another round
-            remaining = deadline - trio.current_time()
+            remaining = deadline - self._monotonic()
             if remaining > 0:
                 await trio.sleep(min(backoff, remaining))
                 backoff = min(backoff * 2, self.retry_backoff_max)
             # (Checked after the sleep too: an attempt with no time left would only abandon a
             # shared connection.)
-            if trio.current_time() >= deadline:
+            if self._monotonic() >= deadline:
                 raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
                                  f"{api}: no answer from the active controller within "
                                  f"{timeout:g} s (last: {problem})")
@@ -183,7 +185,7 @@ class ControllerChannel:
             use = version
         try:
             response = await client.send(body, version=use,
-                                         timeout=max(0.0, deadline - trio.current_time()))
+                                         timeout=max(0.0, deadline - self._monotonic()))
         except (KafkaClientError, trio.TooSlowError, OSError) as exc:
             await self._drop(controller, client)
             raise _AttemptFailed(str(exc) or type(exc).__name__) from exc

@@ -113,7 +113,7 @@ class BrokerRuntime(Runtime):
             topic_configs=lambda topic: topic_log_config(config, loader.image, topic),
             restore_high_watermarks=True,
             recovery_threads=settings.recovery_threads,
-            clock_ms=clock.now_ms,
+            clock_ms=clock.now_ms, monotonic=clock.monotonic,
             producer_id_expiration_ms=self._producer_id_expiration_ms(),
         )
         self.alter_partition = AlterPartitionManager(
@@ -165,6 +165,7 @@ class BrokerRuntime(Runtime):
             previous_broker_epoch=previous_epoch,
             on_contact_lost=self._contact_lost,
             on_contact_restored=self._contact_restored,
+            monotonic=clock.monotonic,
         )
         self.log_manager.dir_offline_listeners.append(self._log_dir_offline)
         for d in self.log_manager.offline_dirs:
@@ -306,13 +307,13 @@ class BrokerRuntime(Runtime):
         """Create an internal topic through the controller (as the coordinator creates
         ``__consumer_offsets``); one that already exists is fine."""
         results = await create_topics_internal(self.context, [NewTopic(name, partitions, replication,
-                                                                       configs=configs)])
+                                                                       configs=dict[str, str | None](configs))])
         for _, code, message in results:
             if code == ErrorCode.NONE:
                 log.info("Created %s with %d partitions, replication factor %d", name, partitions,
                          replication)
             elif code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                raise KafkaError(code, message or f"creating {name}")
+                raise KafkaError(ErrorCode(code), message or f"creating {name}")
 
     def _contact_lost(self) -> None:
         # Kafka: a broker that cannot reach the controller for a whole session has been fenced

@@ -242,7 +242,7 @@ class ControllerRuntime(Runtime):
         controller = self.controller
         return BrokerContext(
             node_id=self.node_id, cluster_id=self.cluster_id, config=config, clock=self.clock,
-            replicas=None,  # type: ignore[arg-type]  (admin handlers touch no logs)
+            replicas=None,  # type: ignore[arg-type]  # admin handlers touch no logs
             image=lambda: controller.image, controller=self.controller_call, advertised=[],
         )
 

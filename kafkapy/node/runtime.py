@@ -7,6 +7,7 @@ cancels them. A failing task cancels the block, as a nursery's body would be.
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
 
@@ -16,15 +17,15 @@ import trio
 class Runtime:
     """Base of ``ControllerRuntime`` and ``BrokerRuntime``."""
 
-    _nursery_manager: Any = None
+    _nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
     _nursery: trio.Nursery | None = None
 
     async def _start(self, nursery: trio.Nursery) -> None:
         """Start the role's tasks in ``nursery`` (the runtime's own)."""
 
     async def __aenter__(self) -> Any:
-        self._nursery_manager = trio.open_nursery()
-        self._nursery = nursery = await self._nursery_manager.__aenter__()
+        manager = self._nursery_manager = trio.open_nursery()
+        self._nursery = nursery = await manager.__aenter__()
         try:
             await self._start(nursery)
         except BaseException as exc:
@@ -32,7 +33,7 @@ class Runtime:
             # than the nursery's group around it, as a failing start-up did inside the node.
             nursery.cancel_scope.cancel()
             try:
-                await self._nursery_manager.__aexit__(type(exc), exc, exc.__traceback__)
+                await manager.__aexit__(type(exc), exc, exc.__traceback__)
             except BaseException:
                 pass
             raise exc
@@ -40,9 +41,9 @@ class Runtime:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> bool | None:
-        assert self._nursery is not None
+        assert self._nursery is not None and self._nursery_manager is not None
         self._nursery.cancel_scope.cancel()
-        return await self._nursery_manager.__aexit__(exc_type, exc, tb)  # type: ignore[no-any-return]
+        return await self._nursery_manager.__aexit__(exc_type, exc, tb)
 
 
 __all__ = ["Runtime"]

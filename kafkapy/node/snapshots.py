@@ -83,9 +83,9 @@ class MetadataSnapshotter:
         ``metadata.log.max.snapshot.interval.ms``."""
         return cls(
             write, now_ms=now_ms, schedule=schedule,
-            max_bytes_between_snapshots=int(
-                config.get("metadata.log.max.record.bytes.between.snapshots")),  # type: ignore[arg-type]
-            max_interval_ms=int(config.get("metadata.log.max.snapshot.interval.ms")),  # type: ignore[arg-type]
+            max_bytes_between_snapshots=config.get_int(
+                "metadata.log.max.record.bytes.between.snapshots"),
+            max_interval_ms=config.get_int("metadata.log.max.snapshot.interval.ms"),
         )
 
     @property
