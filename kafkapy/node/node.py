@@ -118,6 +118,8 @@ class Node:
         self.broker_runtime: BrokerRuntime | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
+        #: This controller as a KIP-853 voter, once its listeners are bound (dynamic quorums).
+        self._voter: Voter | None = None
         self.metadata_log: PartitionLog | None = None
         self._dir_locks: Any = None
         self._started = trio.Event()
@@ -201,6 +203,7 @@ class Node:
             self.replica, self.node_id, self.voters, cluster_id, clock.raft,
             on_commit=lambda event: self.loader.handle(event, clock.now_ms()),
             listener_name=sorted(self.controller_listener_names)[0],
+            own_voter=lambda: self._voter,
         )
         # Every node snapshots its own metadata (KIP-630): the log before a snapshot goes, and
         # a restart loads the newest snapshot and replays only the tail.
@@ -349,7 +352,7 @@ class Node:
                 host = self.voters[self.node_id][0]
                 self.voters[self.node_id] = (host, self.bound_ports[listener.name])
         if self.replica.is_dynamic:
-            self.driver.own_voter = self._own_voter(controller_listeners)
+            self._voter = self._own_voter(controller_listeners)
 
     def _roles(self) -> list[str]:
         return [r for r, on in (("broker", self.is_broker), ("controller", self.is_controller)) if on]

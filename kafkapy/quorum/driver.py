@@ -143,7 +143,8 @@ class QuorumDriver:
                  cluster_id: str, clock: Clock | None = None, *,
                  on_commit: Callable[[CommitEvent], None] | None = None,
                  listener_name: str = "CONTROLLER", connect_timeout: float = 5.0,
-                 reconnect_backoff_max: float = 1.0) -> None:
+                 reconnect_backoff_max: float = 1.0,
+                 own_voter: Callable[[], Voter | None] = lambda: None) -> None:
         if replica.node_id != node_id:
             raise ValueError(f"the replica is node {replica.node_id}, not {node_id}")
         if replica.cluster_id != cluster_id:
@@ -177,9 +178,9 @@ class QuorumDriver:
         self._fetch_times_epoch = -1
         self._last_transition: tuple[Any, int, int] | None = None
         self._known_voters: VoterSet | None = None
-        #: This controller as it runs now (id, directory id, controller endpoints), set by the
+        #: This controller as it runs now (id, directory id, controller endpoints), from the
         #: node: a voter whose entry in the voter set differs tells the leader (UpdateRaftVoter).
-        self.own_voter: Voter | None = None
+        self.own_voter = own_voter
 
     # -- the replica's view --------------------------------------------------------------------
 
@@ -517,7 +518,7 @@ class QuorumDriver:
         other voters and the brokers can reach it. The leader updates its own entry itself."""
         while True:
             await trio.sleep(UPDATE_VOTER_INTERVAL_S)
-            me, replica = self.own_voter, self.replica
+            me, replica = self.own_voter(), self.replica
             if me is None or not replica.is_dynamic or not replica.is_voter or replica.leader_id < 0:
                 continue
             known = replica.voter_set.get(self.node_id)
