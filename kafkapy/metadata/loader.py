@@ -150,7 +150,7 @@ class MetadataLoader:
         for replayer in self._replayers:
             replayer.load_snapshot(image)
         if self._keep_image:
-            self._publish(MetadataUpdate.whole(image, previous=self._image))
+            self.load_image(image)
         for observer in self._observers:
             observer.snapshot_loaded(event.snapshot_id, now_ms)
 
@@ -162,10 +162,7 @@ class MetadataLoader:
             for replayer in self._replayers:
                 replayer.replay_batch(records)
             if self._keep_image:
-                delta = MetadataDelta(self._image)
-                for record, offset in records:
-                    delta.replay(record, offset)
-                self._publish(delta.apply_update())
+                self.replay(records)
         image = self.image
         for observer in self._observers:
             observer.observe_batch(image, event.batch, now_ms)
@@ -179,6 +176,20 @@ class MetadataLoader:
             records.extend((self._decode(r.value), r.offset)
                            for r in iter_records(view) if r.value is not None)
         return records
+
+    def load_image(self, image: MetadataImage) -> None:
+        """Replace the image wholesale (a loaded snapshot) and publish it as a full update."""
+        self._publish(MetadataUpdate.whole(image, previous=self._image))
+
+    def replay(self, records: Records) -> MetadataUpdate:
+        """Replay one batch's decoded ``(record, offset)`` pairs as one delta and publish the
+        new image."""
+        delta = MetadataDelta(self._image)
+        for record, offset in records:
+            delta.replay(record, offset)
+        update = delta.apply_update()
+        self._publish(update)
+        return update
 
     def _publish(self, update: MetadataUpdate) -> None:
         self._image = update.image
