@@ -191,8 +191,9 @@ class Node:
             bootstrap_ids=tuple(self.voters) if dynamic else (),
         )
         self.codec = MetadataRecordCodec()
-        controller = (new_quorum_controller(self.config, ControllerSettings.from_config(self.config),
-                                            cluster_id, sorted(v for v in self.voters if v >= 0))
+        controller_settings = ControllerSettings.from_config(self.config)
+        controller = (new_quorum_controller(self.config, controller_settings, cluster_id,
+                                            sorted(v for v in self.voters if v >= 0))
                       if self.is_controller else None)
         # A controller-only node keeps no image of its own: its controller's stands in.
         self.loader = MetadataLoader(
@@ -213,7 +214,7 @@ class Node:
         if controller is not None:
             self.controller_runtime = ControllerRuntime(
                 node_id=self.node_id, cluster_id=cluster_id, controller=controller,
-                settings=ControllerSettings.from_config(self.config), driver=self.driver,
+                settings=controller_settings, driver=self.driver,
                 loader=self.loader, codec=self.codec, clock=clock)
 
     def _schedule_snapshot(self, job: SnapshotJob) -> None:
