@@ -43,6 +43,7 @@ from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.config import BrokerConfig, Listener
 from kafkapy.config_views import BrokerSettings, ControllerSettings, NodeSettings
 from kafkapy.controller import QuorumController
+from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.log import files as log_files
 from kafkapy.log.config import LogConfig
 from kafkapy.log.dir_lock import lock_dirs
@@ -140,6 +141,14 @@ class Node:
     @property
     def replicas(self) -> ReplicaManager | None:
         return None if self.broker_runtime is None else self.broker_runtime.replicas
+
+    @property
+    def groups(self) -> GroupCoordinator | None:
+        return None if self.broker_runtime is None else self.broker_runtime.groups
+
+    @property
+    def remote_log_manager(self) -> RemoteLogManager | None:
+        return None if self.broker_runtime is None else self.broker_runtime.remote_log_manager
 
     def is_active_controller(self) -> bool:
         return self.controller_runtime is not None and self.controller_runtime.is_active_controller()
