@@ -47,6 +47,7 @@ from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.log import files as log_files
 from kafkapy.log.config import LogConfig
 from kafkapy.log.dir_lock import lock_dirs
+from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.metadata.loader import MetadataLoader
 from kafkapy.metrics import NodeMetrics
@@ -141,6 +142,10 @@ class Node:
     @property
     def replicas(self) -> ReplicaManager | None:
         return None if self.broker_runtime is None else self.broker_runtime.replicas
+
+    @property
+    def log_manager(self) -> LogManager | None:
+        return None if self.broker_runtime is None else self.broker_runtime.log_manager
 
     @property
     def groups(self) -> GroupCoordinator | None:
