@@ -78,6 +78,7 @@ from kafkapy.storage import (
     kafka_uuid_to_uuid,
     storage_dirs,
 )
+from kafkapy.tiered.manager import RemoteLogManager
 
 log = logging.getLogger("kafkapy.node")
 
@@ -217,7 +218,7 @@ class Node:
         self.driver = QuorumDriver(
             self.replica, self.node_id, self.voters, cluster_id, clock.raft,
             on_commit=lambda event: self.loader.handle(event, clock.now_ms()),
-            listener_name=sorted(self.controller_listener_names)[0],
+            listener_name=min(self.controller_listener_names),
             own_voter=lambda: self._voter,
         )
         # Every node snapshots its own metadata (KIP-630): the log before a snapshot goes, and
@@ -414,7 +415,7 @@ class Node:
         root = os.path.abspath(self.config.metadata_log_dir)
         if meta is not None and (not self.is_broker or root not in [os.path.abspath(d) for d in self.config.log_dirs]):
             with open(os.path.join(root, log_files.CLEAN_SHUTDOWN_FILE), "w") as f:
-                f.write('{"version":0,"brokerEpoch":%d}' % self.broker_epoch)
+                f.write(f'{{"version":0,"brokerEpoch":{self.broker_epoch}}}')
         log.info("[KafkaRaftServer nodeId=%d] shut down cleanly", self.node_id)
         if self._dir_locks is not None:
             self._dir_locks.release()  # the last write is done: the dirs may have their next owner

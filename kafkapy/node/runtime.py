@@ -34,9 +34,9 @@ class Runtime:
             nursery.cancel_scope.cancel()
             try:
                 await manager.__aexit__(type(exc), exc, exc.__traceback__)
-            except BaseException:
+            except BaseException:  # noqa: BLE001, S110  (the group around ``exc``, re-raised bare below)
                 pass
-            raise exc
+            raise
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

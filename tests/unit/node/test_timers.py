@@ -25,7 +25,13 @@ from kafkapy.log.log_manager import LogManager
 from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import MetadataImage
 from kafkapy.metadata.loader import MetadataLoader
-from kafkapy.metadata.records import BrokerEndpoint, BrokerFeature, PartitionRecord, RegisterBrokerRecord, TopicRecord
+from kafkapy.metadata.records import (
+    BrokerEndpoint,
+    BrokerFeature,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
 from kafkapy.node.controller_runtime import ControllerRuntime, new_quorum_controller
 from kafkapy.node.log_tasks import LogTasks
 from kafkapy.quorum.clock import NodeClock
