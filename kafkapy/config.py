@@ -17,16 +17,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from kafkapy.config_sources import (  # noqa: F401  (re-exported: imported from here)
-    DEFAULT_PROTOCOL_MAP,
-    SECURITY_PROTOCOLS,
-    Listener,
-    UnsupportedSecurityConfig,
-    is_security_key,
-    parse_properties,
-    single_node_voters,
-    unsupported_security_settings,
-)
+from kafkapy.config_sources import DEFAULT_PROTOCOL_MAP, is_security_key
+# Re-exported: the CLI, storage and tests import these from kafkapy.config.
+from kafkapy.config_sources import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
+from kafkapy.config_sources import Listener as Listener
+from kafkapy.config_sources import UnsupportedSecurityConfig as UnsupportedSecurityConfig
+from kafkapy.config_sources import parse_properties as parse_properties
+from kafkapy.config_sources import single_node_voters as single_node_voters
+from kafkapy.config_sources import unsupported_security_settings as unsupported_security_settings
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)

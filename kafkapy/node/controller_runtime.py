@@ -31,7 +31,8 @@ from kafkapy.node.runtime import Runtime
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum import CommitLost, QuorumDriver
 from kafkapy.quorum.clock import NodeClock
-from kafkapy.raft.local import MetadataRecordCodec, NotLeaderError
+from kafkapy.metadata.records import MetadataRecordCodec
+from kafkapy.raft.local import NotLeaderError
 
 log = logging.getLogger("kafkapy.node")
 

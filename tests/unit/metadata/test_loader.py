@@ -9,7 +9,7 @@ from kafkapy.metadata.records import PartitionRecord, TopicRecord
 from kafkapy.metadata.snapshot import write_snapshot
 from kafkapy.raft.control import build_leader_change_batch
 from kafkapy.raft.events import CommittedBatch, SnapshotLoad
-from kafkapy.raft.local import MetadataRecordCodec
+from kafkapy.metadata.records import MetadataRecordCodec
 from kafkapy.raft.messages import SnapshotId
 from kafkapy.records.builder import Record, build_batch
 

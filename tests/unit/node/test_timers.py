@@ -36,7 +36,7 @@ from kafkapy.node.controller_runtime import ControllerRuntime, new_quorum_contro
 from kafkapy.node.log_tasks import LogTasks
 from kafkapy.quorum.clock import NodeClock
 from kafkapy.raft.events import CommittedBatch
-from kafkapy.raft.local import MetadataRecordCodec
+from kafkapy.metadata.records import MetadataRecordCodec
 from kafkapy.records.builder import Record, build_batch
 
 CLUSTER = "timers-cluster"
