@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from kafkapy.config_sources import DEFAULT_PROTOCOL_MAP, is_security_key
+
 # Re-exported: the CLI, storage and tests import these from kafkapy.config.
 from kafkapy.config_sources import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
 from kafkapy.config_sources import Listener as Listener

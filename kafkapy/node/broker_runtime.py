@@ -153,7 +153,7 @@ class BrokerRuntime(Runtime):
             broker_id=node_id,
             cluster_id=cluster_id,
             incarnation_id=uuid.uuid4(),
-            listeners=[(l.name, l.host, l.port, PLAINTEXT) for l in advertised],
+            listeners=[(lst.name, lst.host, lst.port, PLAINTEXT) for lst in advertised],
             rack=settings.rack,
             features=[(METADATA_VERSION_FEATURE, MINIMUM_KRAFT_METADATA_VERSION,
                        LATEST_PRODUCTION_METADATA_VERSION)],

@@ -31,7 +31,8 @@ from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BROKER_APIS, FORWARDED_TO_CONTROLLER
 from kafkapy.broker.handlers.cluster import ENDPOINT_TYPE_CONTROLLER, describe_cluster_endpoint_error
 from kafkapy.broker.handlers.configs import (
-    handle_forwarded_alter_configs, handle_forwarded_incremental_alter_configs,
+    handle_forwarded_alter_configs,
+    handle_forwarded_incremental_alter_configs,
 )
 from kafkapy.controller import (
     AlterPartitionPartition,
@@ -42,7 +43,8 @@ from kafkapy.controller import (
 )
 from kafkapy.metadata.records import BrokerEndpoint, BrokerFeature
 from kafkapy.net.server import ConnectionInfo
-from kafkapy.protocol import ApiKey, ErrorCode, KafkaError, Request, messages as m
+from kafkapy.protocol import ApiKey, ErrorCode, KafkaError, Request
+from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiVersionsTable, request_class
 from kafkapy.quorum.dispatcher import QuorumDispatcher
 
@@ -155,7 +157,8 @@ class ControllerApis:
             broker_id=body.broker_id,
             cluster_id=body.cluster_id,
             incarnation_id=_as_uuid(body.incarnation_id),
-            listeners=tuple(BrokerEndpoint(l.name, l.host, l.port, l.security_protocol) for l in body.listeners),
+            listeners=tuple(BrokerEndpoint(lst.name, lst.host, lst.port, lst.security_protocol)
+                            for lst in body.listeners),
             features=tuple(BrokerFeature(f.name, f.min_supported_version, f.max_supported_version)
                            for f in body.features),
             rack=body.rack,

@@ -27,11 +27,11 @@ from kafkapy.config import TOPIC_SYNONYMS, BrokerConfig
 from kafkapy.config_views import ControllerSettings
 from kafkapy.controller import BrokerHeartbeatRequest, QuorumController, TopicDefaults
 from kafkapy.metadata.loader import MetadataLoader
+from kafkapy.metadata.records import MetadataRecordCodec
 from kafkapy.node.runtime import Runtime
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum import CommitLost, QuorumDriver
 from kafkapy.quorum.clock import NodeClock
-from kafkapy.metadata.records import MetadataRecordCodec
 from kafkapy.raft.local import NotLeaderError
 
 log = logging.getLogger("kafkapy.node")

@@ -50,6 +50,7 @@ from kafkapy.log.dir_lock import lock_dirs
 from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.metadata.loader import MetadataLoader
+from kafkapy.metadata.records import MetadataRecordCodec
 from kafkapy.metrics import NodeMetrics
 from kafkapy.net.controller_channel import ControllerChannel
 from kafkapy.net.server import serve
@@ -68,7 +69,6 @@ from kafkapy.quorum.bootstrap import parse_bootstrap_servers
 from kafkapy.quorum.clock import NodeClock
 from kafkapy.raft.core import RaftReplica
 from kafkapy.raft.file_snapshots import FileSnapshotStore
-from kafkapy.metadata.records import MetadataRecordCodec
 from kafkapy.raft.local import NotLeaderError
 from kafkapy.raft.quorum_state import FileQuorumStateStore
 from kafkapy.raft.voters import Voter
@@ -272,7 +272,7 @@ class Node:
         """This controller as a KIP-853 voter: its metadata dir's id and the endpoints it
         listens on (None when a wildcard host could not be advertised)."""
         meta = MetaProperties.read(self.config.metadata_log_dir)
-        endpoints = {l.name: (l.host, self.bound_ports.get(l.name, l.port)) for l in controller_listeners}
+        endpoints = {lst.name: (lst.host, self.bound_ports.get(lst.name, lst.port)) for lst in controller_listeners}
         if meta is None or any(h in ("", "0.0.0.0", "::") for h, _ in endpoints.values()):
             return None
         directory = kafka_uuid_to_uuid(meta.directory_id) if meta.directory_id else uuid.UUID(int=0)
@@ -300,14 +300,14 @@ class Node:
     def _listeners(self) -> tuple[list[Listener], list[Listener]]:
         """The (broker, controller) listeners, checked against the roles."""
         listeners = self.config.listeners
-        client_listeners = [l for l in listeners if l.name not in self.controller_listener_names]
-        controller_listeners = [l for l in listeners if l.name in self.controller_listener_names]
+        client_listeners = [lst for lst in listeners if lst.name not in self.controller_listener_names]
+        controller_listeners = [lst for lst in listeners if lst.name in self.controller_listener_names]
         if self.is_broker and not client_listeners:
             raise ValueError("listeners has no broker listener (only controller.listener.names)")
         if self.is_controller and not controller_listeners:
             raise ValueError("listeners has no controller listener (controller.listener.names)")
         if not self.is_broker and client_listeners:
-            raise ValueError(f"listeners names {', '.join(l.name for l in client_listeners)}, but a "
+            raise ValueError(f"listeners names {', '.join(lst.name for lst in client_listeners)}, but a "
                              "controller-only node serves only controller.listener.names")
         return client_listeners, controller_listeners
 
