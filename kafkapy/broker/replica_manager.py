@@ -93,14 +93,14 @@ class ReplicaManager:
         self.leadership_suspended = False
         # The image last applied: its configs tell whether a running log's settings changed.
         self._applied: MetadataImage | None = None
-        # Replication edges, attached by the node (unit tests run without them: then only
+        # Replication edges, given by the node at construction (unit tests run without them: then only
         # single-replica partitions make progress).
         self.fetchers: ReplicaFetcherManager | None = None if fetchers is None else fetchers(self)
         self.alter_partition: AlterPartitionManager | None = alter_partition
-        # As the fetchers' host: opens a client to another broker (set by the node).
+        # As the fetchers' host: opens a client to another broker (given by the node).
         self.connect: Callable[[int], Awaitable[Any]] | None = connect
         # Makes logs off the event loop when a metadata step places many new partitions here
-        # (attached by the node; without it every log is created inline).
+        # (given by the node; without it every log is created inline).
         self.log_creator: LogCreator | None = None if log_creator is None else log_creator(self)
         self._config_memo: tuple[MetadataImage | None, dict[str, LogConfig]] = (None, {})
         self._lag_time_max_ms = int(str(config.get("replica.lag.time.max.ms")))
