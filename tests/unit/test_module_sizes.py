@@ -1,7 +1,9 @@
-"""Issue 20's size line for the packages split by concern: no module over 700 lines, no class over 500.
+"""Issue 20's size line: no module under kafkapy/ over 700 lines, no class over 500.
 
-The group coordinator, tiered storage's RemoteLogManager, ``kafkapy cluster`` and the Raft core
-were split so each module has one job; this keeps them from growing back into one file.
+The controller, node, protocol, log, broker, group coordinator, tiered storage, ``kafkapy
+cluster`` and the Raft core were split so each module has one job; this keeps them from growing
+back into one file. An exception needs an entry in EXCEPTIONS and in docs/architecture.md
+("Files over the size limits"), each with its reason.
 """
 
 from __future__ import annotations
@@ -9,10 +11,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2] / "kafkapy"
-PACKAGES = ["coordinator", "tiered", "cli", "raft", "quorum", "controller", "protocol", "log"]
+#: "path relative to kafkapy/" or "path:Class" -> why it may be bigger (none today).
+EXCEPTIONS: dict[str, str] = {}
 MAX_FILE_LINES = 700
 MAX_CLASS_LINES = 500
 
@@ -31,9 +32,9 @@ def _oversized(path: Path, root: Path = ROOT) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_split_packages_stay_within_the_size_limits(package):
-    offenders = [o for path in sorted((ROOT / package).rglob("*.py")) for o in _oversized(path)]
+def test_modules_and_classes_stay_within_the_size_limits():
+    offenders = [o for path in sorted(ROOT.rglob("*.py")) for o in _oversized(path)
+                 if o.split(": ")[0] not in EXCEPTIONS]
     assert offenders == []
 
 
