@@ -10,6 +10,8 @@ Brokers are started with the same overrides (`BROKER_OVERRIDES`), so a scenario 
 
 from __future__ import annotations
 
+import socket
+import struct
 import time
 from typing import Any, Callable
 
@@ -1108,3 +1110,40 @@ def reassign_unknown_topic(ctx: Context) -> dict:
         ctx.admin.alter_partition_reassignments({_tp("d.never-created"): [1]})))}
 
 
+
+
+# ---------------------------------------------------------------- the wire protocol itself
+def _raw_exchange(bootstrap: str, frame_body: bytes, timeout: float = 10.0) -> bytes:
+    """Send one size-prefixed request on a fresh connection and return the response frame's
+    body (after the size), for requests no stock client would send."""
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(struct.pack(">i", len(frame_body)) + frame_body)
+        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+        return _read_exactly(sock, size)
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError(f"connection closed after {len(out)} of {n} bytes")
+        out += chunk
+    return bytes(out)
+
+
+@scenario("protocol")
+def api_versions_unsupported_version(ctx: Context) -> dict:
+    """An ApiVersions version the broker does not serve (KIP-511): answered at v0 with
+    UNSUPPORTED_VERSION and the ApiVersions range, so the client can retry at a version both
+    know. Header v2 (ApiVersions is flexible from v3): key, version, correlation id, client id,
+    no tagged fields."""
+    client_id = b"differential"
+    request = struct.pack(">hhih", 18, 99, 7, len(client_id)) + client_id + b"\x00"
+    answer = _raw_exchange(ctx.bootstrap, request)
+    correlation_id, error_code, count = struct.unpack_from(">ihi", answer, 0)
+    keys = [struct.unpack_from(">hhh", answer, 10 + 6 * i) for i in range(max(0, count))]
+    return {"correlation_id": correlation_id, "error_code": error_code,
+            "api_keys": sorted(k for k, _, _ in keys),
+            "api_versions_range": [[lo, hi] for k, lo, hi in keys if k == 18]}
