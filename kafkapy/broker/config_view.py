@@ -90,7 +90,8 @@ class BrokerLayers:
 
 def _usable(entries: Mapping[str, str], per_broker: bool) -> dict[str, str]:
     return {k: v for k, v in entries.items()
-            if v is not None and (k not in BROKER_CONFIGS or broker_config_problem(k, v, per_broker=per_broker) is None)}
+            if v is not None
+            and (k not in BROKER_CONFIGS or broker_config_problem(k, v, per_broker=per_broker) is None)}
 
 
 def topic_config_entries(layers: BrokerLayers, dynamic: Mapping[str, str]) -> list[ConfigEntry]:
@@ -113,7 +114,8 @@ def topic_config_entries(layers: BrokerLayers, dynamic: Mapping[str, str]) -> li
 def broker_config_entries(layers: BrokerLayers) -> list[ConfigEntry]:
     """DescribeConfigs of this broker (resource name = its id): every known key plus any other
     key set statically or dynamically."""
-    names = {n for n, d in BROKER_CONFIGS.items() if not d.internal} | set(layers.static.props) | set(layers.cluster_default) | set(layers.per_broker)
+    names = ({n for n, d in BROKER_CONFIGS.items() if not d.internal}
+             | set(layers.static.props) | set(layers.cluster_default) | set(layers.per_broker))
     entries = []
     for name in sorted(names):
         value = layers.per_broker.get(name)

@@ -14,18 +14,28 @@ from kafkapy.broker.context import BrokerContext, client_address, request_listen
 from kafkapy.broker.features import api_versions_feature_fields
 from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from kafkapy.broker.handlers.cluster import (
-    handle_describe_cluster, handle_describe_quorum, handle_describe_topic_partitions, handle_metadata,
+    handle_describe_cluster,
+    handle_describe_quorum,
+    handle_describe_topic_partitions,
+    handle_metadata,
 )
 from kafkapy.broker.handlers.configs import (
-    handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs,
+    handle_alter_configs,
+    handle_describe_configs,
+    handle_incremental_alter_configs,
 )
-from kafkapy.broker.handlers.delete_records import handle_delete_records
 from kafkapy.broker.handlers.coordinator import handle_find_coordinator
+from kafkapy.broker.handlers.delete_records import handle_delete_records
 from kafkapy.broker.handlers.elections import handle_elect_leaders
 from kafkapy.broker.handlers.fetch import handle_fetch
 from kafkapy.broker.handlers.groups import (
-    handle_delete_groups, handle_describe_groups, handle_heartbeat, handle_join_group, handle_leave_group,
-    handle_list_groups, handle_sync_group,
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_heartbeat,
+    handle_join_group,
+    handle_leave_group,
+    handle_list_groups,
+    handle_sync_group,
 )
 from kafkapy.broker.handlers.leader_epochs import handle_offset_for_leader_epoch
 from kafkapy.broker.handlers.list_offsets import handle_list_offsets
@@ -34,7 +44,8 @@ from kafkapy.broker.handlers.offsets import handle_offset_commit, handle_offset_
 from kafkapy.broker.handlers.produce import handle_produce
 from kafkapy.broker.handlers.producer_ids import handle_init_producer_id
 from kafkapy.broker.handlers.reassignments import (
-    handle_alter_partition_reassignments, handle_list_partition_reassignments,
+    handle_alter_partition_reassignments,
+    handle_list_partition_reassignments,
 )
 from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable

@@ -15,7 +15,7 @@ from kafkapy.controller.quorum_controller import (
     MINIMUM_KRAFT_METADATA_VERSION,
 )
 from kafkapy.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
-from kafkapy.protocol.apis import ApiKey, _RESPONSES
+from kafkapy.protocol.apis import _RESPONSES, ApiKey
 
 #: What this broker supports: the same ranges it registers with the controller.
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {

@@ -32,8 +32,8 @@ from typing import Any, Final
 import trio
 
 from kafkapy.protocol import ErrorCode, KafkaError
-from kafkapy.protocol.errors import error_name
 from kafkapy.protocol import messages as m
+from kafkapy.protocol.errors import error_name
 
 __all__ = ["BrokerLifecycleManager", "BrokerState"]
 

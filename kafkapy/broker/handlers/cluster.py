@@ -98,7 +98,8 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
                     TOPIC_OPERATIONS, version >= 8 and bool(body.include_topic_authorized_operations)),
             )
         )
-    brokers = [MResp.MetadataResponseBroker(node_id=i, host=h, port=p, rack=r) for i, h, p, r in _alive_brokers(ctx, image)]
+    brokers = [MResp.MetadataResponseBroker(node_id=i, host=h, port=p, rack=r)
+               for i, h, p, r in _alive_brokers(ctx, image)]
     # Only v8-v10 carry the cluster's operations (v11 moved them to DescribeCluster).
     extra = {"authorized_operations": authorized(
         CLUSTER_OPERATIONS, bool(body.include_cluster_authorized_operations))} if 8 <= version <= 10 else {}
@@ -205,7 +206,8 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
             # Kafka answers the operations for a topic that does not exist too (DescribeTopicPartitions
             # has no flag to ask for them: they always come).
             out.append(TopicOut(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=None,
-                                is_internal=False, partitions=[], topic_authorized_operations=as_int32(TOPIC_OPERATIONS)))
+                                is_internal=False, partitions=[],
+                                topic_authorized_operations=as_int32(TOPIC_OPERATIONS)))
             continue
         first = start_part if name == start_topic else 0
         parts = []
@@ -217,7 +219,8 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
                 break
             reg = topic.partitions[idx]
             fields = _partition_fields(reg, image)
-            parts.append(PartOut(partition_index=idx, eligible_leader_replicas=list(reg.elr), last_known_elr=list(reg.last_known_elr), **fields))
+            parts.append(PartOut(partition_index=idx, eligible_leader_replicas=list(reg.elr),
+                                 last_known_elr=list(reg.last_known_elr), **fields))
             budget -= 1
         if parts or next_cursor is None:
             # A page that ends exactly before this topic leaves it wholly to the next page.

@@ -44,7 +44,8 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                 ts = p.timestamp
                 if ts == LATEST:
                     # read_committed clients see the end of committed data (Kafka's LSO).
-                    out.offset = min(plog.last_stable_offset, plog.high_watermark) if read_committed else plog.high_watermark
+                    out.offset = (min(plog.last_stable_offset, plog.high_watermark) if read_committed
+                                  else plog.high_watermark)
                 elif ts == EARLIEST:
                     out.offset = plog.whole_log_start_offset
                 elif ts == EARLIEST_LOCAL:

@@ -18,6 +18,7 @@ Resp = m.InitProducerIdResponse
 async def handle_init_producer_id(ctx: BrokerContext, request: Request) -> object:
     body = request.body
     if body.transactional_id is not None:
-        return Resp(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
+        return Resp(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                    producer_id=-1, producer_epoch=-1)
     pid = await ctx.producer_ids.next_id()
     return Resp(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)

@@ -45,7 +45,8 @@ async def handle_create_topics(ctx: BrokerContext, request: Request) -> object:
     ]
     validate_only = bool(body.validate_only) if version >= 1 else False
     defaults = _defaults(ctx)
-    results = await ctx.controller(lambda c: c.create_topics(new_topics, validate_only=validate_only, defaults=defaults))
+    results = await ctx.controller(
+        lambda c: c.create_topics(new_topics, validate_only=validate_only, defaults=defaults))
     out = []
     for r in results:
         item = CreateResult(name=r.name, error_code=r.error_code, error_message=r.error_message,
@@ -134,6 +135,7 @@ async def handle_create_partitions(ctx: BrokerContext, request: Request) -> obje
         for t in body.topics
     ]
     results = await ctx.controller(lambda c: c.create_partitions(topics, validate_only=bool(body.validate_only)))
-    out = [PartitionsResp.CreatePartitionsTopicResult(name=r.name, error_code=r.error_code, error_message=r.error_message)
+    out = [PartitionsResp.CreatePartitionsTopicResult(
+               name=r.name, error_code=r.error_code, error_message=r.error_message)
            for r in results]
     return PartitionsResp(throttle_time_ms=0, results=out)
