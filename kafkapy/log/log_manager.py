@@ -5,8 +5,8 @@ Per log dir it owns the ``recovery-point-offset-checkpoint``, ``log-start-offset
 the ``.kafka_cleanshutdown`` marker. At startup a present marker means the last shutdown flushed
 and closed everything, so indexes are trusted (each active segment's tail is still checked, see
 ``LogSegment.validate_tail``); without it every log is recovered from its checkpointed recovery
-point. Logs load on ``recovery_threads`` threads per dir, with progress lines. The marker is removed once loading is done, so a crash afterwards is
-detected as unclean.
+point. Logs load on ``recovery_threads`` threads per dir, with progress lines. The marker is
+removed once loading is done, so a crash afterwards is detected as unclean.
 
 High watermarks are only restored when asked (``restore_high_watermarks``): on a replicating
 broker a log's tail past the last known high watermark may be missing on other replicas, so it

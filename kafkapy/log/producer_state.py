@@ -30,8 +30,8 @@ from typing import NamedTuple
 
 import crc32c as _crc32c
 
-from kafkapy.log import files
 from kafkapy.durable import atomic_write
+from kafkapy.log import files
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 

@@ -15,8 +15,8 @@ The dispatcher is anything with ``async def handle(request, conn) -> Reply | bod
 A handler that raises ``KafkaError(code)`` gets the request's error response with that code; any
 other exception is logged with its traceback and answered with UNKNOWN_SERVER_ERROR. When the
 response schema can't carry an error (see ``protocol.error_response``), or the request was an acks=0
-produce, that connection alone is closed instead. Protocol violations by the peer close the connection after one log line, as in Kafka.
-Shutdown is cancellation of :func:`serve`.
+produce, that connection alone is closed instead. Protocol violations by the peer close the
+connection after one log line, as in Kafka. Shutdown is cancellation of :func:`serve`.
 """
 
 from __future__ import annotations

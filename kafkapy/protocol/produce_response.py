@@ -3,10 +3,11 @@
 Every Produce request is answered once, so kafka-python's generic object-tree encoder was a fixed
 Python cost per request (the whole cost of a one-record request at low linger). This packs the
 same bytes directly for the versions the broker serves (v3-v13; flexible from v9), in the shape
-the broker sends: per-record errors (v8+) only for batches refused record by record, and from v10 the KIP-951 tagged fields
-when given (a partition's CurrentLeader, the response's NodeEndpoints) so a producer turned away
-with NOT_LEADER_OR_FOLLOWER retries on the new leader at once. The tests hold it byte-for-byte to
-``encode_response`` of the equivalent ``ProduceResponse`` object.
+the broker sends: per-record errors (v8+) only for batches refused record by record, and from
+v10 the KIP-951 tagged fields when given (a partition's CurrentLeader, the response's
+NodeEndpoints) so a producer turned away with NOT_LEADER_OR_FOLLOWER retries on the new leader
+at once. The tests hold it byte-for-byte to ``encode_response`` of the equivalent
+``ProduceResponse`` object.
 """
 
 from __future__ import annotations

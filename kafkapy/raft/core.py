@@ -5,11 +5,11 @@ do the rest: ``election`` answers and counts votes, ``replication`` serves and f
 Fetch/FetchSnapshot and moves the high watermark, ``transitions`` changes roles and writes
 quorum-state, ``voter_changes`` adds, removes and updates voters (KIP-853). ``roles`` holds
 per-role data, ``raft_log`` the log with its epoch cache and snapshots, ``messages`` the RPCs.
-Everything the outside world provides comes in as an argument: messages (``handle``), time (``now_ms`` on every call), the stores, and a
-``random.Random`` for election jitter. Everything it produces comes out on request: messages
-(``poll_outbound``), the next time it needs a ``tick`` (``next_deadline_ms``) and committed
-entries (``take_committed``). ``quorum-state`` is written synchronously before any message that
-depends on it is queued.
+Everything the outside world provides comes in as an argument: messages (``handle``), time
+(``now_ms`` on every call), the stores, and a ``random.Random`` for election jitter. Everything
+it produces comes out on request: messages (``poll_outbound``), the next time it needs a
+``tick`` (``next_deadline_ms``) and committed entries (``take_committed``). ``quorum-state`` is
+written synchronously before any message that depends on it is queued.
 
 Durability (where Kafka flushes): a leader appends without flushing; the flush happens at the
 start of the next ``tick``/``handle`` (Kafka drains its accumulator and flushes in one poll), and
