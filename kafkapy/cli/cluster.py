@@ -211,7 +211,8 @@ def add_parser(sub: Any, override_type: Callable[[str], tuple[str, str]]) -> Non
     commands = cluster.add_subparsers(dest="cluster_command", required=True)
     up = commands.add_parser("up", help="start the nodes that are not running; prints the bootstrap servers last")
     up.add_argument("--dir", "-d", required=True, type=Path, help="the cluster's directory")
-    up.add_argument("--controllers", type=int, metavar="C", help=f"controller-only nodes (default {DEFAULT_CONTROLLERS})")
+    up.add_argument("--controllers", type=int, metavar="C",
+                    help=f"controller-only nodes (default {DEFAULT_CONTROLLERS})")
     up.add_argument("--brokers", type=int, metavar="B", help=f"broker-only nodes (default {DEFAULT_BROKERS})")
     up.add_argument("--combined", type=int, metavar="N", help="N combined (broker,controller) nodes instead")
     up.add_argument("--timeout", type=float, default=DEFAULT_UP_TIMEOUT_S, metavar="SECONDS",

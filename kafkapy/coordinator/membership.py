@@ -194,7 +194,8 @@ class ClassicGroupMembership:
         """KIP-345: a static member came back with a new member id; the old id is fenced."""
         old = group.members.pop(old_id)
         if old.awaiting_join:
-            out.completions.append(((group.group_id, "join", old_id), JoinResult(E.FENCED_INSTANCE_ID, member_id=old_id)))
+            out.completions.append(
+                ((group.group_id, "join", old_id), JoinResult(E.FENCED_INSTANCE_ID, member_id=old_id)))
         if old.awaiting_sync:
             out.completions.append(((group.group_id, "sync", old_id), SyncResult(E.FENCED_INSTANCE_ID)))
         old.member_id = new_id
@@ -264,7 +265,8 @@ class ClassicGroupMembership:
                        f"with old generation {group.generation} (reason: {reason})")
         group.transition(GroupState.PREPARING_REBALANCE, now_ms)
         if was_empty and self.config.initial_rebalance_delay_ms > 0:
-            group.initial_join_limit = now_ms + max(group.max_rebalance_timeout(), self.config.initial_rebalance_delay_ms)
+            group.initial_join_limit = now_ms + max(group.max_rebalance_timeout(),
+                                                    self.config.initial_rebalance_delay_ms)
             group.join_deadline = min(now_ms + self.config.initial_rebalance_delay_ms, group.initial_join_limit)
         else:
             group.initial_join_limit = None
@@ -479,7 +481,8 @@ class ClassicGroupMembership:
             if member_id not in group.members:
                 codes.append(E.UNKNOWN_MEMBER_ID)
                 continue
-            self._member_gone(group, member_id, now_ms, out, f"removing member {member_id} on LeaveGroup", E.UNKNOWN_MEMBER_ID)
+            self._member_gone(group, member_id, now_ms, out, f"removing member {member_id} on LeaveGroup",
+                              E.UNKNOWN_MEMBER_ID)
             codes.append(E.NONE)
         out.response = codes
         return out
@@ -503,7 +506,8 @@ class ClassicGroupMembership:
                 late = [m.member_id for m in group.members.values() if not m.awaiting_sync]
                 group.sync_deadline = None
                 for mid in late:
-                    self._member_gone(group, mid, now_ms, out, f"removing member {mid}: no SyncGroup within the rebalance timeout",
+                    self._member_gone(group, mid, now_ms, out,
+                                      f"removing member {mid}: no SyncGroup within the rebalance timeout",
                                       E.UNKNOWN_MEMBER_ID)
             for m in list(group.members.values()):
                 if m.awaiting_join or m.awaiting_sync:

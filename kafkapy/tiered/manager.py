@@ -457,15 +457,18 @@ class RemoteLogManager:
             try:
                 state = cache.partition_delete_state
                 if state is None:
-                    await self._publish(tip, cache, self._partition_event(tip, RemotePartitionDeleteState.DELETE_PARTITION_MARKED))
+                    await self._publish(
+                        tip, cache, self._partition_event(tip, RemotePartitionDeleteState.DELETE_PARTITION_MARKED))
                     state = RemotePartitionDeleteState.DELETE_PARTITION_MARKED
                 if state is RemotePartitionDeleteState.DELETE_PARTITION_MARKED:
-                    await self._publish(tip, cache, self._partition_event(tip, RemotePartitionDeleteState.DELETE_PARTITION_STARTED))
+                    await self._publish(
+                        tip, cache, self._partition_event(tip, RemotePartitionDeleteState.DELETE_PARTITION_STARTED))
                 segments = cache.list_all_remote_log_segments()
                 for seg in segments:
                     await trio.to_thread.run_sync(self.rsm.delete_log_segment_data, seg.remote_log_segment_id)
                     self.reader.chunks.forget(seg.remote_log_segment_id)
-                await self._publish(tip, cache, self._partition_event(tip, RemotePartitionDeleteState.DELETE_PARTITION_FINISHED))
+                await self._publish(
+                    tip, cache, self._partition_event(tip, RemotePartitionDeleteState.DELETE_PARTITION_FINISHED))
                 log.info("%s: deleted %d remote segment(s) of the deleted partition", tip, len(segments))
                 break
             except Exception as exc:
@@ -479,7 +482,8 @@ class RemoteLogManager:
         if self.consumer is not None:
             self.consumer.unassign([tip])
 
-    def _partition_event(self, tip: TopicIdPartition, state: RemotePartitionDeleteState) -> RemotePartitionDeleteMetadata:
+    def _partition_event(self, tip: TopicIdPartition,
+                         state: RemotePartitionDeleteState) -> RemotePartitionDeleteMetadata:
         return RemotePartitionDeleteMetadata(tip, state, self.now_ms(), self.node_id)
 
     # ================================================================== reads
