@@ -194,7 +194,8 @@ def control_coordinator_epoch(batch: bytes | memoryview) -> int:
     try:
         for rec in reader.iter_records(batch):
             if rec.value is not None and len(rec.value) >= _CONTROL_VALUE.size:
-                return _CONTROL_VALUE.unpack_from(rec.value)[1]
+                epoch: int = _CONTROL_VALUE.unpack_from(rec.value)[1]
+                return epoch
     except KafkaError:
         pass
     return -1

@@ -38,6 +38,7 @@ import shutil
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafkapy.durable import fsync_dir
 from kafkapy.log import files
@@ -46,6 +47,9 @@ from kafkapy.records import format as fmt
 from kafkapy.records.builder import Record, encode_record
 from kafkapy.records.compression import compress
 from kafkapy.records.reader import DecodedRecord, iter_records
+
+if TYPE_CHECKING:
+    from kafkapy.log.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -142,13 +146,13 @@ class CleanPlan:
     result: CleanResult
 
 
-def cleaner_tmp_root(plog) -> str:  # noqa: ANN001
+def cleaner_tmp_root(plog: PartitionLog) -> str:
     """Where cleaned segments are built: a directory of the log dir that the LogManager ignores
     (its name is no ``<topic>-<partition>``), on the same filesystem so renames are atomic."""
     return os.path.join(os.path.dirname(os.path.abspath(plog.dir)), CLEANER_TMP_DIR)
 
 
-def plan_clean(plog, *, now_ms: int) -> CleanPlan:  # noqa: ANN001
+def plan_clean(plog: PartitionLog, *, now_ms: int) -> CleanPlan:
     """The heavy part of a clean: read the cleanable segments, build the offset map and write the
     cleaned segments with their indexes into a scratch directory. It never changes the log, so it
     may run on a worker thread while the log takes appends (which only touch the active segment).
@@ -190,7 +194,7 @@ def plan_clean(plog, *, now_ms: int) -> CleanPlan:  # noqa: ANN001
                                 result.tombstones_kept += 1
                             kept.append(rec)
                     kept_bytes = encode_batch(header, kept) if kept else None
-                    if kept:
+                    if kept_bytes is not None:
                         h = fmt.parse_header(kept_bytes)
                         last, max_ts = h.last_offset, h.max_timestamp
                 if kept_bytes is not None:
@@ -213,7 +217,7 @@ def plan_clean(plog, *, now_ms: int) -> CleanPlan:  # noqa: ANN001
     return CleanPlan(planned, result)
 
 
-def apply_clean(plog, plan: CleanPlan, *, now_ms: int) -> CleanResult:  # noqa: ANN001
+def apply_clean(plog: PartitionLog, plan: CleanPlan, *, now_ms: int) -> CleanResult:
     """Swap the planned segments into the log (quick: renames). Must run where the log's appends
     run. A group whose segments changed meanwhile (deleted by retention, log closed) is skipped."""
     result = plan.result
@@ -235,14 +239,14 @@ def apply_clean(plog, plan: CleanPlan, *, now_ms: int) -> CleanResult:  # noqa: 
             for seg in cg.segments:
                 seg.delete()
             continue
-        plog.replace_segments(cg.segments, _swap_in(plog, cg, now_ms))
+        plog.replace_segments(cg.segments, _swap_in(plog, cg, cg.tmp_dir, now_ms))
     inactive = plog.segments[:-1]
     result.segments_after = len(inactive)
     result.bytes_after = sum(s.size for s in inactive)
     return result
 
 
-def clean_log(plog, *, now_ms: int) -> CleanResult:  # noqa: ANN001
+def clean_log(plog: PartitionLog, *, now_ms: int) -> CleanResult:
     """Compact ``plog`` in one go (see the module docstring); returns what changed."""
     return apply_clean(plog, plan_clean(plog, now_ms=now_ms), now_ms=now_ms)
 
@@ -253,11 +257,11 @@ def _discard(plan: CleanPlan) -> None:
             shutil.rmtree(cg.tmp_dir, ignore_errors=True)
 
 
-def _swap_in(plog, cg: _CleanedGroup, now_ms: int) -> LogSegment:  # noqa: ANN001
+def _swap_in(plog: PartitionLog, cg: _CleanedGroup, tmp_dir: str, now_ms: int) -> LogSegment:
     base = cg.segments[0].base_offset
     target = files.log_file(plog.dir, base)
     swap = target + files.SWAP_SUFFIX
-    os.replace(files.log_file(cg.tmp_dir, base), swap)
+    os.replace(files.log_file(tmp_dir, base), swap)
     fsync_dir(plog.dir)
     # From here a crash is completed by the loader: the swap file replaces the group (and the
     # indexes are rebuilt from it).
@@ -267,11 +271,11 @@ def _swap_in(plog, cg: _CleanedGroup, now_ms: int) -> LogSegment:  # noqa: ANN00
     first.time_index.delete()
     for seg in cg.segments[1:]:
         seg.delete()
-    os.replace(files.index_file(cg.tmp_dir, base), files.index_file(plog.dir, base))
-    os.replace(files.time_index_file(cg.tmp_dir, base), files.time_index_file(plog.dir, base))
+    os.replace(files.index_file(tmp_dir, base), files.index_file(plog.dir, base))
+    os.replace(files.time_index_file(tmp_dir, base), files.time_index_file(plog.dir, base))
     os.replace(swap, target)
     fsync_dir(plog.dir)
-    shutil.rmtree(cg.tmp_dir, ignore_errors=True)
+    shutil.rmtree(tmp_dir, ignore_errors=True)
     return LogSegment(plog.dir, base, index_interval_bytes=plog.config.index_interval_bytes,
                       max_index_size=plog.config.segment_index_bytes, now_ms=now_ms)
 
@@ -291,7 +295,7 @@ class LogCleaner:
         self._recheck: dict[int, int] = {}
 
     @staticmethod
-    def dirty_ratio(plog, first_dirty: int) -> float:  # noqa: ANN001
+    def dirty_ratio(plog: PartitionLog, first_dirty: int) -> float:
         inactive = plog.segments[:-1]
         total = sum(s.size for s in inactive)
         if total == 0:
@@ -299,7 +303,7 @@ class LogCleaner:
         dirty = sum(s.size for s in inactive if s.base_offset >= first_dirty)
         return dirty / total
 
-    def due(self, logs: Iterable, *, now_ms: int) -> list:  # noqa: ANN001
+    def due(self, logs: Iterable[PartitionLog], *, now_ms: int) -> list[PartitionLog]:
         """The compacted logs to clean now (dirty enough, or tombstones to look at again)."""
         out = []
         alive = set()
@@ -319,7 +323,7 @@ class LogCleaner:
                 del table[key]
         return out
 
-    def cleaned(self, plog, end: int, result: CleanResult | None, *, now_ms: int) -> None:  # noqa: ANN001
+    def cleaned(self, plog: PartitionLog, end: int, result: CleanResult | None, *, now_ms: int) -> None:
         """Record a clean of ``plog`` up to ``end`` (the active segment's base when it started)."""
         key = id(plog)
         self._first_dirty[key] = end
@@ -333,7 +337,7 @@ class LogCleaner:
                      plog.topic, plog.partition, result.segments_before, result.bytes_before,
                      result.segments_after, result.bytes_after, result.records_removed)
 
-    def run_once(self, logs: Iterable, *, now_ms: int) -> list[tuple[str, int, CleanResult]]:  # noqa: ANN001
+    def run_once(self, logs: Iterable[PartitionLog], *, now_ms: int) -> list[tuple[str, int, CleanResult]]:
         """Clean every due log on this thread (the node splits plan and swap, see ``plan_clean``)."""
         done = []
         for plog in self.due(logs, now_ms=now_ms):

@@ -194,9 +194,10 @@ class MmapIndex:
     def is_full(self) -> bool:
         return self._entries >= self._max_entries
 
-    def writable_buffer(self) -> mmap.mmap:
+    def writable_buffer(self) -> mmap.mmap | bytearray:
         """The mapped file (``max_entries`` slots), for writers that fill slots themselves and
-        then call :meth:`set_entries` (the log-append indexing in ``log._fast``/``_pure``)."""
+        then call :meth:`set_entries` (the log-append indexing in ``log._fast``/``_pure``); an
+        empty bytearray for a file of no slots, which has nothing to map."""
         return self._mapped() if self._length else bytearray()
 
     def set_entries(self, n: int) -> None:
@@ -213,7 +214,7 @@ class MmapIndex:
         self._mm[start * self._entry_size:end * self._entry_size] = bytes(
             (end - start) * self._entry_size)
 
-    def _entry(self, n: int) -> tuple:
+    def _entry(self, n: int) -> tuple[int, ...]:
         return self.ENTRY.unpack_from(self._mapped(), n * self._entry_size)
 
     def _write(self, *values: int) -> None:
@@ -236,7 +237,7 @@ class MmapIndex:
             os.close(fd)
         return self._raw_is_empty(self.ENTRY.unpack(raw))
 
-    def _raw_is_empty(self, entry: tuple) -> bool:
+    def _raw_is_empty(self, entry: tuple[int, ...]) -> bool:
         return all(v == 0 for v in entry)
 
     def _count_valid(self, n: int) -> int:

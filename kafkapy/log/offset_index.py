@@ -35,7 +35,7 @@ class OffsetIndex(MmapIndex):
             return self.base_offset
         return self.base_offset + self._entry(self._entries - 1)[0]
 
-    def _raw_is_empty(self, entry: tuple) -> bool:
+    def _raw_is_empty(self, entry: tuple[int, ...]) -> bool:
         # No real entry has position 0: the first batch of a segment is never indexed.
         return entry[1] == 0
 

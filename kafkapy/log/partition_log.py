@@ -76,7 +76,7 @@ class _FromLocal(Generic[T]):
     (or ``source``), as Kafka's UnifiedLog forwards to its LocalLog."""
 
     def __init__(self, source: str | None = None) -> None:
-        self._source = source
+        self._source = source or ""  # "": the attribute's own name, filled in by __set_name__
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._source = self._source or name
@@ -84,7 +84,8 @@ class _FromLocal(Generic[T]):
     def __get__(self, log: PartitionLog | None, owner: type | None = None) -> T:
         if log is None:
             return self  # type: ignore[return-value]  # the class attribute itself
-        return getattr(log._local, self._source)  # type: ignore[arg-type]
+        value: T = getattr(log._local, self._source)
+        return value
 
     def __set__(self, log: PartitionLog, value: T) -> None:
         raise AttributeError(f"{self._source} belongs to the LocalLog")
