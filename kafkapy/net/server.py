@@ -331,7 +331,7 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                 # The rest of a large frame is received straight into it (no bytes object, no
                 # second copy); prefixes and small requests come through receive_some.
                 view = conn.receive_buffer() if sock is not None else None
-                if view is not None and len(view) >= _RECV_INTO_MIN:
+                if sock is not None and view is not None and len(view) >= _RECV_INTO_MIN:
                     got = -1
                     try:
                         with trio.move_on_after(idle_timeout):

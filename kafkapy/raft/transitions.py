@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkapy.raft.control import build_leader_change_batch
 from kafkapy.raft.membership import VoterHistory
@@ -56,7 +56,7 @@ class TransitionsMixin:
     _voted_id: int
     _leader_id: int
     _state: RoleState
-    _inflight: dict
+    _inflight: dict[int, Any]  # core._Inflight entries; this mixin only clears them
     _orphaned_fetches: list[tuple[int, int]]
     _flush_leader: Callable[[int], None]
 

@@ -253,7 +253,7 @@ class RemoteLogManager:
     async def _consume_loop(self) -> None:
         consumer = self.consumer
         assert consumer is not None
-        last_error_log = -CONSUME_ERROR_LOG_S
+        last_error_log: float = -CONSUME_ERROR_LOG_S
         while True:
             self._wake_consumer = trio.Event()
             progressed = False

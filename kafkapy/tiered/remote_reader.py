@@ -17,9 +17,9 @@ import struct
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Protocol
 
 from kafkapy.records import format as fmt
-from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache
 from kafkapy.tiered.remote_metadata import RemoteLogSegmentId, RemoteLogSegmentMetadata
 from kafkapy.tiered.storage import IndexType, RemoteStorageManager
 
@@ -79,6 +79,13 @@ class RemoteRead:
     segment: RemoteLogSegmentMetadata
 
 
+class SegmentLookup(Protocol):
+    """What :meth:`RemoteReader.read` asks of a partition's remote metadata: a
+    ``RemoteLogMetadataCache``, or one segment resolved beforehand (``remote_fetch.OneSegment``)."""
+
+    def remote_log_segment_metadata(self, leader_epoch: int, offset: int) -> RemoteLogSegmentMetadata | None: ...
+
+
 class RemoteReader:
     """Reads of one broker's remote segments through a shared :class:`ChunkCache`."""
 
@@ -86,7 +93,7 @@ class RemoteReader:
         self.rsm = rsm
         self.chunks = chunks or ChunkCache()
 
-    def read(self, cache: RemoteLogMetadataCache, leader_epoch: int, offset: int, max_bytes: int,
+    def read(self, cache: SegmentLookup, leader_epoch: int, offset: int, max_bytes: int,
              *, min_one_batch: bool = True) -> RemoteRead | None:
         """Batches from ``offset`` (under ``leader_epoch``) up to ``max_bytes``; None when no
         remote segment holds the offset (the caller answers OFFSET_OUT_OF_RANGE)."""
