@@ -76,7 +76,7 @@ class BrokerLayers:
     def synonyms(self, name: str, *, sensitive: bool) -> list[Synonym]:
         """Kafka's synonym list of broker key ``name``."""
         names = broker_synonyms(name)
-        out = []
+        out: list[Synonym] = []
         for props, source in ((self.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
                               (self.cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
                               (self.static.props, ConfigSource.STATIC_BROKER_CONFIG),
@@ -99,7 +99,7 @@ def topic_config_entries(layers: BrokerLayers, dynamic: Mapping[str, str]) -> li
     effective = layers.effective
     entries = []
     for name, cdef in sorted(TOPIC_CONFIGS.items()):
-        value = dynamic[name] if name in dynamic else effective.topic_default(name)
+        value: str | None = dynamic[name] if name in dynamic else effective.topic_default(name)
         if cdef.sensitive:
             value = None
         broker_keys = TOPIC_SYNONYMS.get(name)

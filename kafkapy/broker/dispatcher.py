@@ -129,14 +129,16 @@ class BrokerDispatcher:
         if request.api_key == ApiKey.API_VERSIONS:
             features = api_versions_feature_fields(self.ctx.image(), request.api_version) \
                 if request.api_version >= 3 else {}
-            return self.versions.response(request.api_version, **features)
+            versions: object = self.versions.response(request.api_version, **features)
+            return versions
         handler = self._handlers[request.api_key]
         client_address.set(getattr(conn, "peer", None))
         request_listener.set(getattr(conn, "listener", None))
         try:
             if (request.api_key in FORWARDED_TO_CONTROLLER and request.api_key not in FORWARDED_BY_HANDLER
                     and self.ctx.controller_request is not None):
-                return await self.ctx.controller_request(request.body, request.api_version)
+                forwarded: object = await self.ctx.controller_request(request.body, request.api_version)
+                return forwarded
             return await handler(self.ctx, request)
         except KafkaError as exc:
             # Handlers turn expected failures into per-entry codes; one escaping here is a

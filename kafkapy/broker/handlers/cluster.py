@@ -8,6 +8,7 @@ Topics named in a Metadata request that do not exist are created when the client
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from kafkapy.broker.authorized_operations import (
     CLUSTER_OPERATIONS,
@@ -18,7 +19,7 @@ from kafkapy.broker.authorized_operations import (
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.handlers.topics import auto_create_topics
 from kafkapy.controller import topic_name_error
-from kafkapy.metadata.image import MetadataImage
+from kafkapy.metadata.image import MetadataImage, PartitionRegistration
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -44,7 +45,7 @@ def _alive_brokers(ctx: BrokerContext, image: MetadataImage) -> list[tuple[int, 
     return out
 
 
-def _partition_fields(reg, image: MetadataImage) -> dict:
+def _partition_fields(reg: PartitionRegistration, image: MetadataImage) -> dict[str, Any]:
     alive = {b.id for b in image.brokers.values() if not b.fenced}
     return dict(
         leader_id=reg.leader,
@@ -76,7 +77,7 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
             await auto_create_topics(ctx, missing)
             image = ctx.image()
     else:
-        names = sorted(image.topics.by_name)
+        names.extend(sorted(image.topics.by_name))  # names is still empty here
     topics = []
     for name in names:
         topic = image.topics.by_name.get(name) if name is not None else None
@@ -145,9 +146,10 @@ def describe_cluster_endpoint_error(request: Request, served: int) -> object | N
         names = {ENDPOINT_TYPE_BROKER: "BROKER", ENDPOINT_TYPE_CONTROLLER: "CONTROLLER"}
         message = (f"The request was sent to an endpoint of type {names[served]}, but we wanted "
                    f"an endpoint of type {names[wanted]}")
-    return m.DescribeClusterResponse(
+    refusal: object = m.DescribeClusterResponse(
         throttle_time_ms=0, error_code=int(code), error_message=message, endpoint_type=served,
         cluster_id="", controller_id=-1, brokers=[])
+    return refusal
 
 
 async def handle_describe_quorum(ctx: BrokerContext, request: Request) -> object:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from kafkapy.broker.config_view import (
     BrokerLayers,
@@ -126,7 +127,7 @@ def malformed_alter(body: object) -> str | None:
     return None
 
 
-def _refused(request: Request, resp_class: type) -> object | None:
+def _refused(request: Request, resp_class: type[Any]) -> object | None:
     """INVALID_REQUEST for every resource of a malformed request (nothing is changed), or
     None to go on."""
     problem = malformed_alter(request.body)
@@ -137,7 +138,8 @@ def _refused(request: Request, resp_class: type) -> object | None:
     results = [AlterConfigsResult(r.resource_type, r.resource_name if isinstance(r.resource_name, str) else "",
                                   int(ErrorCode.INVALID_REQUEST), problem)
                for r in listed if r is not None]
-    return resp_class(throttle_time_ms=0, responses=_to_wire_results(results, resp_class))
+    refusal: object = resp_class(throttle_time_ms=0, responses=_to_wire_results(results, resp_class))
+    return refusal
 
 
 async def handle_forwarded_incremental_alter_configs(ctx: BrokerContext, request: Request) -> object:
@@ -163,7 +165,7 @@ async def handle_forwarded_alter_configs(ctx: BrokerContext, request: Request) -
     return AlterResp(throttle_time_ms=0, responses=_to_wire_results(results, AlterResp))
 
 
-def _incremental_ops(ctx: BrokerContext, wire: list) -> list[AlterConfigsResource]:
+def _incremental_ops(ctx: BrokerContext, wire: list[Any]) -> list[AlterConfigsResource]:
     return [
         AlterConfigsResource(
             resource_type=r.resource_type, resource_name=r.resource_name,
@@ -182,7 +184,7 @@ def _op_type(op: int) -> OpType | int:
         return op
 
 
-def _replacing_ops(ctx: BrokerContext, wire: list) -> list[AlterConfigsResource]:
+def _replacing_ops(ctx: BrokerContext, wire: list[Any]) -> list[AlterConfigsResource]:
     # The legacy request's full set becomes SETs plus DELETEs of what it leaves out, against the
     # image of the node that runs it (the controller's, when forwarded).
     image = ctx.image()
@@ -199,7 +201,7 @@ def _replacing_ops(ctx: BrokerContext, wire: list) -> list[AlterConfigsResource]
 ResourceKey = tuple[int, str]
 
 
-def _foreign_broker_entries(node_id: int, wire: list) -> dict[ResourceKey, AlterConfigsResult]:
+def _foreign_broker_entries(node_id: int, wire: list[Any]) -> dict[ResourceKey, AlterConfigsResult]:
     """The refusals of Kafka's ConfigAdminManager.preprocess: a broker entry other than the
     cluster default may only be changed through that broker, as only it can apply it."""
     refused: dict[ResourceKey, AlterConfigsResult] = {}
@@ -215,8 +217,8 @@ def _foreign_broker_entries(node_id: int, wire: list) -> dict[ResourceKey, Alter
     return refused
 
 
-async def _alter_through_controller(ctx: BrokerContext, request: Request, resp_class: type,
-                                    to_ops: Callable[[BrokerContext, list], list[AlterConfigsResource]]) -> object:
+async def _alter_through_controller(ctx: BrokerContext, request: Request, resp_class: type[Any],
+                                    to_ops: Callable[[BrokerContext, list[Any]], list[AlterConfigsResource]]) -> object:
     """Refuse another broker's entries here, then have the controller do the rest and answer
     in request order, one result per distinct resource (Kafka's broker-side forwarding of
     config changes). A broker node forwards the remaining entries as a request of the client's
@@ -259,7 +261,7 @@ async def _controller_alter(ctx: BrokerContext, resources: list[AlterConfigsReso
         lambda c: c.incremental_alter_configs(resources, validate_only=validate_only)))
 
 
-def _to_wire_results(results: list[AlterConfigsResult], resp_class: type) -> list:
+def _to_wire_results(results: list[AlterConfigsResult], resp_class: type[Any]) -> list[Any]:
     return [
         resp_class.AlterConfigsResourceResponse(
             error_code=r.error_code, error_message=r.error_message,

@@ -33,7 +33,7 @@ async def ensure_offsets_topic(ctx: BrokerContext) -> bool:
         return True
     partitions = setting(ctx.config, "offsets.topic.num.partitions")
     replication = setting(ctx.config, "offsets.topic.replication.factor")
-    configs = {
+    configs: dict[str, str | None] = {
         "cleanup.policy": "compact",
         "compression.type": "producer",
         "segment.bytes": str(setting(ctx.config, "offsets.topic.segment.bytes")),

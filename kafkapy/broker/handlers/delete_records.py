@@ -15,6 +15,7 @@ REQUEST_TIMED_OUT and the low watermark reached so far.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import trio
 
@@ -40,7 +41,7 @@ async def handle_delete_records(ctx: BrokerContext, request: Request) -> object:
         return reg is not None and not reg.fenced
 
     topics = []
-    waits: list[tuple[PartResult, Partition, int]] = []
+    waits: list[tuple[Any, Partition, int]] = []  # (a PartResult: kafka-python's, untyped, ...)
     for topic in body.topics:
         parts = []
         for p in topic.partitions:
@@ -54,7 +55,7 @@ async def handle_delete_records(ctx: BrokerContext, request: Request) -> object:
             parts.append(out)
         topics.append(TopicResult(name=topic.name, partitions=parts))
 
-    async def wait(out: PartResult, hosted: Partition, target: int) -> None:
+    async def wait(out: Any, hosted: Partition, target: int) -> None:
         error, low = await ctx.replicas.wait_for_low_watermark(hosted, target, deadline, alive)
         out.error_code, out.low_watermark = int(error), low
 

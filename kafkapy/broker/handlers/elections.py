@@ -27,6 +27,7 @@ async def handle_elect_leaders(ctx: BrokerContext, request: Request) -> object:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown election type {raw_type}") from None
     wanted = None if body.topic_partitions is None else [
         (t.topic, p) for t in body.topic_partitions for p in t.partitions]
+    assert ctx.controller is not None  # when unset, the dispatcher forwards this request
     results = await ctx.controller(lambda c: c.elect_leaders(wanted, election_type))
     by_topic: dict[str, list[object]] = {}
     for r in results:

@@ -8,12 +8,17 @@ by the core until the rebalance answers them; ``GroupCoordinator.run_op`` waits 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from kafkapy.broker.authorized_operations import GROUP_OPERATIONS, authorized
 from kafkapy.broker.context import BrokerContext, client_address
 from kafkapy.coordinator.group import GroupState, JoinRequest, JoinResult, SyncResult
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from kafkapy.coordinator.group import GroupShard
 
 JoinResp = m.JoinGroupResponse
 SyncResp = m.SyncGroupResponse
@@ -27,8 +32,12 @@ DeleteResp = m.DeleteGroupsResponse
 PARK_SLACK_MS = 5000
 
 
-def _coordinator_error(ctx: BrokerContext, group_id: str) -> tuple[object, int]:
-    """The group's shard, or (None, error) when it is not served here right now."""
+def _coordinator_error(ctx: BrokerContext, group_id: str) -> tuple[GroupShard | None, int]:
+    """The group's shard, or (None, error) when it is not served here right now.
+
+    A shard comes only from ``ctx.groups``: the handlers' ``assert ctx.groups is not None`` after
+    it tells mypy so. ``run_op`` answers with the operation's own response type (``object`` in its
+    signature), which the handlers ``cast`` to."""
     if not group_id:
         return None, ErrorCode.INVALID_GROUP_ID
     if ctx.groups is None:
@@ -80,9 +89,10 @@ async def handle_join_group(ctx: BrokerContext, request: Request) -> object:
         reason=body.reason if version >= 8 else None,
     )
     outcome = shard.join(req, ctx.clock.now_ms())
-    result = await ctx.groups.run_op(
+    assert ctx.groups is not None  # a shard came from it
+    result = cast(JoinResult, await ctx.groups.run_op(
         shard, outcome, timeout_ms=max(rebalance_timeout, body.session_timeout_ms) + PARK_SLACK_MS,
-        on_timeout=JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member_id=body.member_id))
+        on_timeout=JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member_id=body.member_id)))
     return _join_response(result, version)
 
 
@@ -111,8 +121,9 @@ async def handle_sync_group(ctx: BrokerContext, request: Request) -> object:
     group = shard.groups.get(body.group_id)
     member = group.members.get(body.member_id) if group is not None else None
     timeout = (member.rebalance_timeout_ms if member is not None else 30_000) + PARK_SLACK_MS
-    result = await ctx.groups.run_op(shard, outcome, timeout_ms=timeout,
-                                     on_timeout=SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+    assert ctx.groups is not None  # a shard came from it
+    result = cast(SyncResult, await ctx.groups.run_op(shard, outcome, timeout_ms=timeout,
+                                                      on_timeout=SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)))
     return _sync_response(result, version)
 
 
@@ -126,7 +137,8 @@ async def handle_heartbeat(ctx: BrokerContext, request: Request) -> object:
         instance_id = body.group_instance_id if version >= 3 else None
         outcome = shard.heartbeat(body.group_id, body.generation_id, body.member_id, instance_id,
                                   ctx.clock.now_ms())
-        code = await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None)
+        assert ctx.groups is not None  # a shard came from it
+        code = cast(int, await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))
     return HeartbeatResp(version=version, throttle_time_ms=0, error_code=code)
 
 
@@ -143,7 +155,8 @@ async def handle_leave_group(ctx: BrokerContext, request: Request) -> object:
     if shard is None:
         return LeaveResp(version=version, throttle_time_ms=0, error_code=code, members=[])
     outcome = shard.leave(body.group_id, leaving, ctx.clock.now_ms())
-    codes = await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None)
+    assert ctx.groups is not None  # a shard came from it
+    codes = cast(list[int], await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))
     if version < 3:
         return LeaveResp(version=version, throttle_time_ms=0, error_code=codes[0])
     members = [LeaveResp.MemberResponse(version=version, member_id=mid, group_instance_id=iid, error_code=c)
@@ -225,6 +238,7 @@ async def handle_delete_groups(ctx: BrokerContext, request: Request) -> object:
         shard, code = _coordinator_error(ctx, group_id)
         if shard is not None:
             outcome = shard.delete_group(group_id, ctx.clock.now_ms())
-            code = await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None)
+            assert ctx.groups is not None  # a shard came from it
+            code = cast(int, await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))
         results.append(DeleteResp.DeletableGroupResult(version=version, group_id=group_id, error_code=code))
     return DeleteResp(version=version, throttle_time_ms=0, results=results)

@@ -54,13 +54,13 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                     # Kafka answers -1 when no segment was uploaded.
                     out.offset = -1 if ctx.remote is None else ctx.remote.highest_remote_offset(hosted)
                 elif ts == MAX_TIMESTAMP:
-                    found = plog.max_timestamp_and_offset()
-                    if found is not None:
-                        out.timestamp, out.offset = found
+                    found_max = plog.max_timestamp_and_offset()
+                    if found_max is not None:
+                        out.timestamp, out.offset = found_max
                 elif ts < 0:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown special timestamp {ts}")
                 else:
-                    found = None
+                    found: tuple[int, int] | None = None  # (offset, timestamp)
                     if ctx.remote is not None and ctx.remote.serves_remotely(hosted, plog.whole_log_start_offset):
                         found = await ctx.remote.offset_for_timestamp(hosted, ts)
                     if found is None:

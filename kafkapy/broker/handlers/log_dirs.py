@@ -10,6 +10,7 @@ log dir of the broker.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.protocol import messages as m
@@ -37,7 +38,8 @@ async def handle_describe_log_dirs(ctx: BrokerContext, request: Request) -> obje
         wanted = {}
         for t in request.body.topics:
             wanted.setdefault(t.topic, set()).update(t.partitions)
-    by_dir: dict[str, dict[str, list[object]]] = {d: {} for d in ctx.replicas.log_dirs}
+    # Of kafka-python's (untyped) partition result objects.
+    by_dir: dict[str, dict[str, list[Any]]] = {d: {} for d in ctx.replicas.log_dirs}
     for hosted in ctx.replicas.partitions():
         if wanted is not None and hosted.index not in wanted.get(hosted.topic, ()):
             continue

@@ -10,6 +10,8 @@ partition before the answer, so a restarted broker reloads them.
 
 from __future__ import annotations
 
+from typing import cast
+
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.handlers.groups import _coordinator_error
 from kafkapy.protocol import messages as m
@@ -63,9 +65,11 @@ async def handle_offset_commit(ctx: BrokerContext, request: Request) -> object:
         expire = -1
         if 2 <= version <= 4 and body.retention_time_ms >= 0:
             expire = now + body.retention_time_ms
+        # error is NONE only once validate_commit ran on a shard of ctx.groups.
+        assert shard is not None and ctx.groups is not None
         outcome = shard.commit(body.group_id, entries, now, expire)
         try:
-            results = await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None)
+            results = cast(list[int], await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))
         except KafkaError as exc:
             # Nothing was stored; Kafka's mapping of a failed write of the offsets.
             results = [_write_error(exc.code)] * len(entries)
@@ -151,7 +155,9 @@ async def handle_offset_delete(ctx: BrokerContext, request: Request) -> object:
         existing = [(t.name, p.partition_index) for t in body.topics for p in t.partitions
                     if _partition_exists(ctx, t.name, p.partition_index)]
         outcome = shard.delete_offsets(body.group_id, existing)
-        error, per = await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None)
+        assert ctx.groups is not None  # a shard came from it
+        error, per = cast(tuple[int, list[int]],
+                          await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))
         if error == ErrorCode.NONE:
             codes = dict(zip(existing, per))
     if error != ErrorCode.NONE:

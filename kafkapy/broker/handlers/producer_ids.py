@@ -20,5 +20,6 @@ async def handle_init_producer_id(ctx: BrokerContext, request: Request) -> objec
     if body.transactional_id is not None:
         return Resp(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
                     producer_id=-1, producer_epoch=-1)
+    assert ctx.producer_ids is not None  # the node sets it on its broker context (node.py)
     pid = await ctx.producer_ids.next_id()
     return Resp(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)

@@ -18,6 +18,7 @@ async def handle_alter_partition_reassignments(ctx: BrokerContext, request: Requ
     PartOut = TopicOut.ReassignablePartitionResponse
     targets = [(t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
                for t in request.body.topics for p in t.partitions]
+    assert ctx.controller is not None  # when unset, the dispatcher forwards this request
     results = await ctx.controller(lambda c: c.alter_partition_reassignments(targets))
     by_topic: dict[str, list[object]] = {}
     for r in results:
@@ -33,6 +34,7 @@ async def handle_list_partition_reassignments(ctx: BrokerContext, request: Reque
     PartOut = TopicOut.OngoingPartitionReassignment
     wanted = None if request.body.topics is None else [
         (t.name, i) for t in request.body.topics for i in t.partition_indexes]
+    assert ctx.controller is not None  # when unset, the dispatcher forwards this request
     found = await ctx.controller(lambda c: c.list_partition_reassignments(wanted))
     by_topic: dict[str, list[object]] = {}
     for name, index, reg in found:

@@ -25,8 +25,9 @@ PartitionsResp = m.CreatePartitionsResponse
 
 def _defaults(ctx: BrokerContext) -> TopicDefaults:
     return TopicDefaults(
-        num_partitions=int(ctx.config.get("num.partitions")),  # type: ignore[arg-type]
-        replication_factor=int(ctx.config.get("default.replication.factor")),  # type: ignore[arg-type]
+        # BrokerConfig.get is typed ``object`` for every key (config.py, node-runtimes' file).
+        num_partitions=int(ctx.config.get("num.partitions")),  # type: ignore[call-overload]
+        replication_factor=int(ctx.config.get("default.replication.factor")),  # type: ignore[call-overload]
     )
 
 
@@ -45,6 +46,7 @@ async def handle_create_topics(ctx: BrokerContext, request: Request) -> object:
     ]
     validate_only = bool(body.validate_only) if version >= 1 else False
     defaults = _defaults(ctx)
+    assert ctx.controller is not None  # when unset, the dispatcher forwards this request
     results = await ctx.controller(
         lambda c: c.create_topics(new_topics, validate_only=validate_only, defaults=defaults))
     out = []
@@ -113,6 +115,7 @@ async def handle_delete_topics(ctx: BrokerContext, request: Request) -> object:
         targets = [t.name if t.name is not None else t.topic_id for t in body.topics]
     else:
         targets = list(body.topic_names)
+    assert ctx.controller is not None  # when unset, the dispatcher forwards this request
     results = await ctx.controller(lambda c: c.delete_topics(targets))
     out = []
     for r in results:
@@ -134,6 +137,7 @@ async def handle_create_partitions(ctx: BrokerContext, request: Request) -> obje
         )
         for t in body.topics
     ]
+    assert ctx.controller is not None  # when unset, the dispatcher forwards this request
     results = await ctx.controller(lambda c: c.create_partitions(topics, validate_only=bool(body.validate_only)))
     out = [PartitionsResp.CreatePartitionsTopicResult(
                name=r.name, error_code=r.error_code, error_message=r.error_message)
