@@ -81,13 +81,16 @@ class _Reader:
         return out
 
     def i16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
+        value: int = struct.unpack(">h", self._take(2))[0]
+        return value
 
     def i32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
+        value: int = struct.unpack(">i", self._take(4))[0]
+        return value
 
     def i64(self) -> int:
-        return struct.unpack(">q", self._take(8))[0]
+        value: int = struct.unpack(">q", self._take(8))[0]
+        return value
 
     def string(self) -> str:
         s = self.nullable_string()

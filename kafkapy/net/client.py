@@ -275,7 +275,8 @@ class ApiVersionsHandshake:
 def encode_request(request: Any, version: int, correlation_id: int, client_id: str) -> bytes:
     """The size-prefixed frame of ``request`` with its header, at ``version``."""
     request.with_header(correlation_id=correlation_id, client_id=client_id)
-    return request.encode(version=version, header=True, framed=True)
+    frame: bytes = request.encode(version=version, header=True, framed=True)
+    return frame
 
 
 def expects_response(request: Any) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import trio
 
@@ -171,7 +171,7 @@ async def describe_quorum(controllers: Sequence[Address], *, timeout: float = 30
         raise QuorumAdminError(code, "")
     part = response.topics[0].partitions[0]  # type: ignore[attr-defined]
 
-    def rows(states: list) -> tuple[ReplicaState, ...]:
+    def rows(states: list[Any]) -> tuple[ReplicaState, ...]:  # kafka-python's ReplicaState objects
         return tuple(ReplicaState(s.replica_id, _as_uuid(s.replica_directory_id),
                                   s.log_end_offset, s.last_fetch_timestamp,
                                   s.last_caught_up_timestamp) for s in states or [])

@@ -168,4 +168,5 @@ class RemoteFetcher:
                                key=lambda j: TIME_ENTRY.unpack_from(index, j * TIME_ENTRY.size)[0]) - 1
         if i < 0:
             return seg.start_offset
-        return max(seg.start_offset, seg.start_offset + TIME_ENTRY.unpack_from(index, i * TIME_ENTRY.size)[1])
+        relative: int = TIME_ENTRY.unpack_from(index, i * TIME_ENTRY.size)[1]
+        return max(seg.start_offset, seg.start_offset + relative)

@@ -33,13 +33,13 @@ class ChunkCache:
     def __init__(self, max_bytes: int = 64 << 20, chunk_size: int = 1 << 20) -> None:
         self.max_bytes = max_bytes
         self.chunk_size = chunk_size
-        self._items: OrderedDict[tuple, bytes] = OrderedDict()
+        self._items: OrderedDict[tuple[object, ...], bytes] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: tuple) -> bytes | None:
+    def get(self, key: tuple[object, ...]) -> bytes | None:
         with self._lock:
             value = self._items.get(key)
             if value is None:
@@ -49,7 +49,7 @@ class ChunkCache:
             self.hits += 1
             return value
 
-    def put(self, key: tuple, value: bytes) -> None:
+    def put(self, key: tuple[object, ...], value: bytes) -> None:
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
