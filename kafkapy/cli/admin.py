@@ -159,7 +159,8 @@ class Admin:
         self.brokers()
         assert self._brokers is not None
         self._brokers.setdefault(resp.node_id, (resp.host, resp.port))
-        return resp.node_id
+        node_id: int = resp.node_id
+        return node_id
 
     # -- configs ---------------------------------------------------------------------------------
 

@@ -87,7 +87,7 @@ def cluster_up(directory: Path, layout: Layout | None, overrides: Sequence[tuple
     from kafkapy.storage import random_kafka_uuid
 
     directory = directory.resolve()
-    started: dict[int, subprocess.Popen] = {}
+    started: dict[int, subprocess.Popen[bytes]] = {}
     with locked(directory):
         state = load_state(directory)
         if state is None:

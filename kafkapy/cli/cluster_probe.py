@@ -106,7 +106,7 @@ class Waiting:
     exited: dict[int, int] = field(default_factory=dict)
 
 
-def wait_ready(directory: Path, state: ClusterState, started: Mapping[int, subprocess.Popen],
+def wait_ready(directory: Path, state: ClusterState, started: Mapping[int, subprocess.Popen[bytes]],
                timeout: float) -> Waiting:
     """Wait until every started node answers ApiVersions on each listener and (with brokers) a
     broker's Metadata lists every broker. Returns what was still missing at the deadline or when a

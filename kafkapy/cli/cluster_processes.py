@@ -169,7 +169,7 @@ def checked_config(props: Mapping[str, str], where: str) -> Any:
     return config
 
 
-def start_node(directory: Path, node: NodeState, env: Mapping[str, str] | None = None) -> subprocess.Popen:
+def start_node(directory: Path, node: NodeState, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start the node detached: its own session (a terminal's Ctrl-C or the launcher's exit does
     not reach it), output appended to its node.log."""
     config = config_path(directory, node)

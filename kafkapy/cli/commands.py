@@ -19,7 +19,7 @@ ADMIN_COMMANDS: dict[str, str] = {
 }
 
 
-def add_parsers(sub: argparse._SubParsersAction, only: str | None = None) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], only: str | None = None) -> None:
     """Every admin command's parser, or only ``only``'s when it is one of them."""
     names = [only] if only in ADMIN_COMMANDS else list(ADMIN_COMMANDS)
     for name in names:

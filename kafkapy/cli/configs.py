@@ -27,7 +27,7 @@ CONFIG_SOURCES = {
 _OWN_SOURCES = {RESOURCE_TOPIC: {1}, RESOURCE_BROKER: {2, 3}}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     configs = sub.add_parser("configs", help="describe and alter topic, broker and cluster-default configs")
     actions = configs.add_subparsers(dest="configs_command", required=True)
     describe = actions.add_parser("describe", help="configs of a topic, a broker or the broker default")

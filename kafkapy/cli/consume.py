@@ -22,7 +22,7 @@ from typing import Any
 from kafkapy.cli.output import CliError, Output, add_bootstrap_options, format_timestamp, run_guarded, usage
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("consume", help="print records of a topic")
     p.add_argument("--topic", required=True)
     p.add_argument("--group", help="consume as a member of this group and commit what is printed")
@@ -65,7 +65,8 @@ def format_record(rec: Any, args: argparse.Namespace) -> str:
     if args.print_key:
         fields.append(_text(rec.key))
     fields.append(_text(rec.value))
-    return args.separator.join(fields)
+    line: str = args.separator.join(fields)  # argparse's Namespace is untyped
+    return line
 
 
 def record_json(rec: Any) -> dict[str, Any]:

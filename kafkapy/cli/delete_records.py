@@ -19,7 +19,7 @@ from kafkapy.protocol import ErrorCode
 from kafkapy.protocol import messages as m
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("delete-records", help="delete records before an offset (DeleteRecords)")
     p.add_argument("--offset-json-file", metavar="FILE", help="Kafka's file of partitions and offsets")
     p.add_argument("--topic")

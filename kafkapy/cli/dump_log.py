@@ -43,7 +43,7 @@ _CONTROL_NAMES = {control.ABORT: "ABORT", control.COMMIT: "COMMIT", control.LEAD
 METADATA_DIR = "__cluster_metadata-0"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("dump-log", help="print log segments, indexes and metadata snapshots (offline)")
     p.add_argument("--files", action="append", required=True, metavar="FILE[,FILE]",
                    help=".log, .index, .timeindex or .checkpoint files (comma list, repeatable)")
@@ -110,7 +110,8 @@ def decode_control(key: bytes | None, value: bytes | None) -> dict[str, Any]:
             out["data"] = control.decode_snapshot_footer(value or b"")._asdict()
     except (ValueError, struct.error, IndexError) as exc:
         out["error"] = f"undecodable value: {exc}"
-    return _plain(out)
+    plain: dict[str, Any] = _plain(out)
+    return plain
 
 
 @dataclasses.dataclass

@@ -31,7 +31,7 @@ from kafkapy.protocol import messages as m
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("elect", help="run preferred or unclean leader elections")
     p.add_argument("--election-type", choices=sorted(ELECTION_TYPES), required=True)
     scope = p.add_mutually_exclusive_group(required=True)

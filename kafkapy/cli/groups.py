@@ -32,7 +32,7 @@ from kafkapy.protocol import messages as m
 INACTIVE_STATES = frozenset({"Empty", "Dead"})
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     groups = sub.add_parser("groups", help="list, describe, delete consumer groups and reset their offsets")
     actions = groups.add_subparsers(dest="groups_command", required=True)
 

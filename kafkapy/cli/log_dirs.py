@@ -12,7 +12,7 @@ from kafkapy.protocol import ErrorCode
 from kafkapy.protocol import messages as m
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     log_dirs = sub.add_parser("log-dirs", help="log directories, partition sizes and lag per broker")
     actions = log_dirs.add_subparsers(dest="log_dirs_command", required=True)
     describe = actions.add_parser("describe", help="DescribeLogDirs of every (or the listed) broker")

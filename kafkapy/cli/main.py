@@ -205,5 +205,6 @@ def main(argv: list[str] | None = None) -> int:
 
         return tiered.run(args)
     if hasattr(args, "admin_run"):
-        return args.admin_run(args)
+        code: int = args.admin_run(args)
+        return code
     return 2

@@ -17,7 +17,7 @@ from kafkapy.cli.output import Output, add_bootstrap_options, format_timestamp, 
 _NAMED_TIMES = {"earliest": EARLIEST, "latest": LATEST, "max-timestamp": MAX_TIMESTAMP}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("offsets", help="earliest, latest or by-timestamp offsets per partition")
     p.add_argument("--topic", action="append", default=[],
                    help="TOPIC or TOPIC:P,P (repeatable; default every non-internal topic)")

@@ -32,7 +32,7 @@ _PROPERTIES = {"parse.key": "parse_key", "key.separator": "key_separator", "pars
                "headers.key.separator": "headers_key_separator", "null.marker": "null_marker"}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("produce", help="write lines from stdin as records")
     p.add_argument("--topic", required=True)
     p.add_argument("--partition", type=int, help="every record to this partition (default: by key)")

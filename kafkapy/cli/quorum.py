@@ -22,7 +22,7 @@ from kafkapy.protocol import messages as m
 METADATA_TOPIC = "__cluster_metadata"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     quorum = sub.add_parser("quorum", help="the KRaft controller quorum (DescribeQuorum)")
     actions = quorum.add_subparsers(dest="quorum_command", required=True)
     describe = actions.add_parser("describe", help="leader, epoch, high watermark, voters and observers")

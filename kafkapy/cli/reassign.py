@@ -142,7 +142,7 @@ def propose(current: dict[tuple[str, int], tuple[int, ...]], brokers: list[int])
 
 # -- the command ----------------------------------------------------------------------------------
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("reassign", help="move partition replicas between brokers (Kafka's reassignment JSON)")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--generate", action="store_true", help="propose an assignment")

@@ -27,7 +27,7 @@ from kafkapy.protocol import messages as m
 SOURCE_DYNAMIC_TOPIC = 1
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     topics = sub.add_parser("topics", help="list, describe, create, delete and alter topics")
     actions = topics.add_subparsers(dest="topics_command", required=True)
 
