@@ -39,6 +39,7 @@ from typing import Any
 import trio
 
 from kafkapy.broker.lifecycle import BrokerLifecycleManager
+from kafkapy.broker.partition import Partition
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.config import BrokerConfig, Listener
 from kafkapy.config_views import BrokerSettings, ControllerSettings, NodeSettings
@@ -149,7 +150,7 @@ class Node:
         return None if self.broker_runtime is None else self.broker_runtime.log_manager
 
     @property
-    def groups(self) -> GroupCoordinator | None:
+    def groups(self) -> GroupCoordinator[Partition] | None:
         return None if self.broker_runtime is None else self.broker_runtime.groups
 
     @property

@@ -125,7 +125,7 @@ class RemoteLogManager:
     """The broker's tiered-storage work; see the module docstring."""
 
     def __init__(self, config: Any, rsm: RemoteStorageManager, replicas: TieredReplicas, node_id: int,
-                 now_ms: Callable[[], int], metadata_log: MetadataLog[TieredPartition],
+                 now_ms: Callable[[], int], metadata_log: MetadataLog[Any],
                  create_topic: Callable[[str, int, int, dict[str, str]], Any]) -> None:
         self.settings = TieredSettings.from_config(config)
         self.rsm = rsm

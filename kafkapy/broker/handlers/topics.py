@@ -25,7 +25,7 @@ PartitionsResp = m.CreatePartitionsResponse
 
 def _defaults(ctx: BrokerContext) -> TopicDefaults:
     return TopicDefaults(
-        # BrokerConfig.get is typed ``object`` for every key (config.py, node-runtimes' file).
+        # BrokerConfig.get is typed ``object`` for every key (config.py).
         num_partitions=int(ctx.config.get("num.partitions")),  # type: ignore[call-overload]
         replication_factor=int(ctx.config.get("default.replication.factor")),  # type: ignore[call-overload]
     )
