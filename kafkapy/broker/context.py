@@ -7,7 +7,6 @@ so a handler can be tested with a context built in memory.
 from __future__ import annotations
 
 import contextvars
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,13 +23,6 @@ class Clock(Protocol):
     """Wall-clock milliseconds; tests pass a fake."""
 
     def now_ms(self) -> int: ...
-
-
-class SystemClock:
-    """The real clock: the one place the broker reads the time of day."""
-
-    def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
 
 
 #: The address of the client whose request is being handled (set by the dispatcher), for the

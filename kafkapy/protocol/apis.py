@@ -431,18 +431,22 @@ class ApiVersionsTable:
         """An ApiVersions response body listing every API in the table.
 
         ``version`` is the version the client asked for (``request.api_version``). When we don't
-        serve it, the answer is Kafka's: a v0 response with UNSUPPORTED_VERSION (KIP-511), which
-        the connection encodes at v0 for a request flagged ``unsupported_version``.
+        serve it, the answer is Kafka's: a v0 response with UNSUPPORTED_VERSION (KIP-511) listing
+        only the ApiVersions range, which the connection encodes at v0 for a request flagged
+        ``unsupported_version``.
         ``extra`` passes the v3+ tagged feature fields through (``supported_features``,
         ``finalized_features_epoch``, ``finalized_features``, ``zk_migration_ready``).
         """
         cls = _RESPONSES[ApiKey.ApiVersions]
+        rows = list(self)
         if not self.supports(ApiKey.ApiVersions, version):
+            # As Kafka: only the ApiVersions range, for the client to retry at a version we serve.
             version, error_code = 0, ErrorCode.UNSUPPORTED_VERSION
+            rows = [r for r in rows if r.api_key == ApiKey.ApiVersions]
         api_version_cls = cls.ApiVersion
         keys = [api_version_cls(api_key=r.api_key, min_version=r.min_version, max_version=r.max_version,
                                 version=version)
-                for r in self]
+                for r in rows]
         kwargs: dict[str, Any] = {"error_code": int(error_code), "api_keys": keys}
         if version >= 1:
             kwargs["throttle_time_ms"] = throttle_time_ms
