@@ -380,7 +380,7 @@ class Partition:
         """A follower's read up to the log end, with Kafka's divergence check: a last fetched
         epoch that ended earlier here is answered with a DivergingEpoch instead of records."""
         plog = self.log
-        hw, local_start, leo = plog.high_watermark, plog.log_start_offset, plog.log_end_offset
+        hw, local_start, leo = plog.high_watermark, plog.local_log_start_offset, plog.log_end_offset
         # Followers keep the whole log's start (DeleteRecords below the local log start of a
         # tiered log), except when out of range: they restart at the leader's local log start.
         start = plog.replicated_log_start_offset

@@ -150,7 +150,7 @@ class GroupCoordinator(Generic[P]):
         try:
             hosted = self.replicas.get(schema.OFFSETS_TOPIC, p)
             plog = hosted.log
-            offset = plog.log_start_offset
+            offset = plog.local_log_start_offset
             end = plog.log_end_offset
             chunk = setting(self.config, "offsets.load.buffer.size")
             count = 0

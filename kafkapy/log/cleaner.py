@@ -312,7 +312,7 @@ class LogCleaner:
             alive.add(key)
             if plog.closed or not plog.config.compact or len(plog.segments) < 2:
                 continue
-            first_dirty = self._first_dirty.get(key, plog.log_start_offset)
+            first_dirty = self._first_dirty.get(key, plog.local_log_start_offset)
             ratio = self.dirty_ratio(plog, first_dirty)
             recheck = self._recheck.get(key)
             if (ratio > 0 and ratio >= plog.config.min_cleanable_dirty_ratio) or (

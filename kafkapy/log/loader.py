@@ -43,7 +43,7 @@ class LoadedOffsets(NamedTuple):
     """What loading found: the log start offset, the whole log's start floor (0: none) and
     whether any segment was scanned (recovered)."""
 
-    log_start_offset: int
+    local_log_start_offset: int
     log_start_floor: int
     recovered: bool
 

@@ -198,11 +198,11 @@ class LocalLog:
         return seg
 
     # ================================================================== read
-    def read(self, offset: int, max_bytes: int, *, max_offset: int, log_start_offset: int,
+    def read(self, offset: int, max_bytes: int, *, max_offset: int, local_log_start_offset: int,
              min_one_message: bool) -> FetchSlice | None:
         """Whole batches from the one holding ``offset``, bounded by max_bytes and max_offset.
 
-        Raises KafkaError(OFFSET_OUT_OF_RANGE) outside [log_start_offset, log_end_offset];
+        Raises KafkaError(OFFSET_OUT_OF_RANGE) outside [local_log_start_offset, log_end_offset];
         returns None at the log end or when nothing below ``max_offset`` (the high watermark
         for consumers) is available. A batch is exposed only when its last offset is below
         ``max_offset`` (Kafka cuts at the position of the batch holding max_offset). With
@@ -210,12 +210,12 @@ class LocalLog:
         Reads stay within one segment.
         """
         leo = self.log_end_offset
-        if offset < log_start_offset or offset > leo:
+        if offset < local_log_start_offset or offset > leo:
             raise KafkaError(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"Received request for offset {offset} for partition {self.topic}-"
                 f"{self.partition}, but we only have log segments in the range "
-                f"{log_start_offset} to {leo}.")
+                f"{local_log_start_offset} to {leo}.")
         max_offset = min(max_offset, leo)
         if offset >= max_offset:
             return None
@@ -238,18 +238,18 @@ class LocalLog:
 
     # ================================================================== timestamps (ListOffsets)
     def offset_for_timestamp(self, timestamp: int,
-                             log_start_offset: int) -> OffsetAndTimestamp | None:
+                             local_log_start_offset: int) -> OffsetAndTimestamp | None:
         """(offset, timestamp) of the first record with timestamp ≥ ``timestamp``, or None."""
         for seg in self._segments:
             if seg.largest_timestamp < timestamp:
                 continue
             found = seg.find_offset_by_timestamp(
-                timestamp, log_start_offset, functools.partial(self.record_timestamps, seg))
+                timestamp, local_log_start_offset, functools.partial(self.record_timestamps, seg))
             if found is not None:
                 return OffsetAndTimestamp(found[1], found[0])
         return None
 
-    def max_timestamp_and_offset(self, log_start_offset: int) -> TimestampAndOffset | None:
+    def max_timestamp_and_offset(self, local_log_start_offset: int) -> TimestampAndOffset | None:
         """(timestamp, offset) of the first record carrying the log's largest timestamp.
 
         For ListOffsets MAX_TIMESTAMP (KIP-734). None when no record has a timestamp. The
@@ -264,9 +264,9 @@ class LocalLog:
         ts = best.max_timestamp_so_far
         start = best.offset_index.lookup(best.offset_of_max_timestamp_so_far).position
         for ref in best.iter_batches(start):
-            if ref.header.max_timestamp == ts and ref.header.last_offset >= log_start_offset:
+            if ref.header.max_timestamp == ts and ref.header.last_offset >= local_log_start_offset:
                 for off, rts in self.record_timestamps(best, ref):
-                    if rts == ts and off >= log_start_offset:
+                    if rts == ts and off >= local_log_start_offset:
                         return TimestampAndOffset(ts, off)
                 return TimestampAndOffset(ts, ref.header.last_offset)
         return TimestampAndOffset(ts, best.offset_of_max_timestamp_so_far)

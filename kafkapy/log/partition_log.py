@@ -151,7 +151,7 @@ class PartitionLog(_RemoteOffsets):
         self.topic_id: uuid.UUID | None = None
         # The partition's offsets. This class is their one owner (Kafka's UnifiedLog): read them
         # through the properties, move them only through the named methods below.
-        self._log_start_offset = 0
+        self._local_log_start_offset = 0
         self._high_watermark = 0
         # A log nobody replicates exposes everything it holds. The replica manager clears this
         # on the logs it replicates and moves the high watermark itself (ISR progress on a
@@ -187,7 +187,7 @@ class PartitionLog(_RemoteOffsets):
         loaded = load_log(log._local, log.leader_epoch_cache, log.producer_state, now_ms=now_ms,
                           recover=recover, recovery_point=recovery_point,
                           log_start_offset=log_start_offset)
-        log._log_start_offset = loaded.log_start_offset
+        log._local_log_start_offset = loaded.local_log_start_offset
         log._log_start_floor = loaded.log_start_floor
         log.recovered = loaded.recovered
         log._high_watermark = log.log_end_offset
@@ -202,10 +202,10 @@ class PartitionLog(_RemoteOffsets):
         return self._high_watermark
 
     @property
-    def log_start_offset(self) -> int:
+    def local_log_start_offset(self) -> int:
         """The first offset this broker holds locally (Kafka's localLogStartOffset on a
         remote-enabled log; see :attr:`whole_log_start_offset` for the whole log's start)."""
-        return self._log_start_offset
+        return self._local_log_start_offset
 
     @property
     def log_start_floor(self) -> int:
@@ -218,7 +218,7 @@ class PartitionLog(_RemoteOffsets):
         """Set the high watermark to ``hw`` clamped into [log start, log end] (Kafka's
         updateHighWatermark: up or down, for a leader initialising it or a checkpoint loaded);
         returns the value set."""
-        self._high_watermark = max(self._log_start_offset, min(hw, self.log_end_offset))
+        self._high_watermark = max(self._local_log_start_offset, min(hw, self.log_end_offset))
         return self._high_watermark
 
     def maybe_increment_high_watermark(self, new_hw: int) -> int | None:
@@ -298,7 +298,7 @@ class PartitionLog(_RemoteOffsets):
             d = prepared.duplicate
             # As Kafka: the original batch's offsets, its timestamp as log append time.
             return LogAppendResult(d.first_offset, d.last_offset, d.timestamp,
-                                   self.log_start_offset, d.offset_delta + 1, duplicate=True)
+                                   self.local_log_start_offset, d.offset_delta + 1, duplicate=True)
         seg = self._maybe_roll(len(buf), info.max_timestamp, info.first_offset, info.last_offset,
                                now_ms)
         # BatchInfo carries the AppendBatch fields under the same names: no copy needed.
@@ -309,7 +309,7 @@ class PartitionLog(_RemoteOffsets):
         self._after_append(leo, now_ms)
         return LogAppendResult(info.first_offset, info.last_offset,
                                now_ms if self.config.log_append_time else fmt.NO_TIMESTAMP,
-                               self.log_start_offset, info.record_count)
+                               self.local_log_start_offset, info.record_count)
 
     def append_as_follower(self, buf: bytes | bytearray | memoryview, *,
                            now_ms: int = 0) -> LogAppendResult | None:
@@ -332,7 +332,7 @@ class PartitionLog(_RemoteOffsets):
                 self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
         self.producer_state.commit(prepared, last + 1)
         self._after_append(last + 1, now_ms)
-        return LogAppendResult(first, last, fmt.NO_TIMESTAMP, self.log_start_offset,
+        return LogAppendResult(first, last, fmt.NO_TIMESTAMP, self.local_log_start_offset,
                                parsed.record_count)
 
     def _after_append(self, leo: int, now_ms: int) -> None:
@@ -371,12 +371,13 @@ class PartitionLog(_RemoteOffsets):
         (the high watermark for consumers); see LocalLog.read."""
         return self._local.read(
             offset, max_bytes, max_offset=self.log_end_offset if max_offset is None else max_offset,
-            log_start_offset=self.log_start_offset, min_one_message=min_one_message)
+            local_log_start_offset=self.local_log_start_offset,
+            min_one_message=min_one_message)
 
     # ================================================================== timestamps
     def offset_for_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """(offset, timestamp) of the first record with timestamp ≥ ``timestamp``, or None."""
-        return self._local.offset_for_timestamp(timestamp, self.log_start_offset)
+        return self._local.offset_for_timestamp(timestamp, self.local_log_start_offset)
 
     def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
         """(timestamp, offset) of the first record carrying the log's largest timestamp.
@@ -384,7 +385,7 @@ class PartitionLog(_RemoteOffsets):
         For ListOffsets MAX_TIMESTAMP (KIP-734). None when no record has a timestamp. The
         field order follows the name (offset_for_timestamp's is (offset, timestamp)).
         """
-        return self._local.max_timestamp_and_offset(self.log_start_offset)
+        return self._local.max_timestamp_and_offset(self.local_log_start_offset)
 
     max_timestamp_offset = max_timestamp_and_offset  # name used in docs/architecture.md
 
@@ -408,10 +409,10 @@ class PartitionLog(_RemoteOffsets):
             return True
         self._local.truncate_to(offset)
         leo = self.log_end_offset
-        self._log_start_offset = min(self._log_start_offset, leo)
+        self._local_log_start_offset = min(self._local_log_start_offset, leo)
         self.leader_epoch_cache.truncate_from_end(leo)
         self._high_watermark = min(self._high_watermark, leo)
-        rebuild_producer_state(self._local, self.producer_state, self._log_start_offset, leo,
+        rebuild_producer_state(self._local, self.producer_state, self._local_log_start_offset, leo,
                                now_ms)
         return True
 
@@ -420,7 +421,7 @@ class PartitionLog(_RemoteOffsets):
         and high watermark all move there, down or up)."""
         self._check_open()
         self._local.truncate_fully_and_start_at(offset, now_ms=now_ms)
-        self._log_start_offset = offset
+        self._local_log_start_offset = offset
         self._high_watermark = offset
         self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
@@ -434,7 +435,7 @@ class PartitionLog(_RemoteOffsets):
         remote offset, or the floor DeleteRecords set if that is higher (the remote segments
         below it are deleted by the next expiration pass), never above the local log start.
         """
-        local = self.log_start_offset
+        local = self.local_log_start_offset
         earliest = self.earliest_remote_offset
         if not self.remote_log_enabled or earliest is None or earliest < 0:
             return local
@@ -454,7 +455,7 @@ class PartitionLog(_RemoteOffsets):
         """The start offset to checkpoint: the whole log's when its floor lies below the local
         log start (it cannot be rebuilt from local files), else the local log start."""
         floor = self.log_start_floor
-        return floor if 0 < floor < self.log_start_offset else self.log_start_offset
+        return floor if 0 < floor < self.local_log_start_offset else self.local_log_start_offset
 
     def _raise_floor(self, new_start: int) -> bool:
         """Move the whole log's start to ``new_start`` below the local log start (remote-enabled
@@ -477,7 +478,7 @@ class PartitionLog(_RemoteOffsets):
                              f"Cannot increment the log start offset to {new_start} of "
                              f"partition {self.topic}-{self.partition} since it is larger "
                              f"than the high watermark {self.high_watermark}")
-        if new_start <= self.log_start_offset:
+        if new_start <= self.local_log_start_offset:
             return self._raise_floor(new_start)
         self._set_log_start_offset(new_start)
         return True
@@ -495,7 +496,7 @@ class PartitionLog(_RemoteOffsets):
         """
         self._check_open()
         new_start = min(new_start, self.log_end_offset)
-        if new_start <= self.log_start_offset:
+        if new_start <= self.local_log_start_offset:
             return self._raise_floor(new_start)
         if new_start > self.high_watermark:
             self._high_watermark = new_start
@@ -503,7 +504,7 @@ class PartitionLog(_RemoteOffsets):
         return True
 
     def _set_log_start_offset(self, new_start: int) -> None:
-        self._log_start_offset = new_start
+        self._local_log_start_offset = new_start
         if self.remote_log_enabled:
             # The whole log starts here too now: an older, lower floor must not reopen the
             # remote offsets below it.
@@ -555,7 +556,7 @@ class PartitionLog(_RemoteOffsets):
         return self._delete_segments_while(self._below_start, async_delete=async_delete)
 
     def _below_start(self, seg: LogSegment, nxt: LogSegment | None) -> bool:
-        return nxt is not None and nxt.base_offset <= self.log_start_offset
+        return nxt is not None and nxt.base_offset <= self.local_log_start_offset
 
     #: Paths of the ``.deleted`` files retention left since the last call (the caller now owns
     #: unlinking them), resolved against the current directory (the log may have moved since).
@@ -577,8 +578,8 @@ class PartitionLog(_RemoteOffsets):
         # there, which the log start offset checkpoint can only confirm or raise.
         self._local.detach_oldest(len(doomed))
         first = self._local.segments[0].base_offset
-        if first > self.log_start_offset:
-            self._log_start_offset = first
+        if first > self.local_log_start_offset:
+            self._local_log_start_offset = first
             self.leader_epoch_cache.truncate_from_start(first)
         self.producer_state.delete_snapshots_before(first)
         self._local.retire_segments(doomed, async_delete=async_delete)
@@ -625,7 +626,7 @@ class PartitionLog(_RemoteOffsets):
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"log {self.dir} is closed")
 
     def __repr__(self) -> str:
-        return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, "
+        return (f"PartitionLog({self.dir!r}, start={self.local_log_start_offset}, "
                 f"end={self.log_end_offset}, segments={self._local.segment_count})")
 
 

@@ -33,7 +33,7 @@ class PartitionLogStore:
         return base
 
     def read(self, start_offset: int) -> Iterator[tuple[int, bytes]]:
-        offset = max(start_offset, self.log.log_start_offset)
+        offset = max(start_offset, self.log.local_log_start_offset)
         while offset < self.log.log_end_offset:
             fslice = self.log.read(offset, _READ_CHUNK, max_offset=self.log.log_end_offset)
             if fslice is None:
@@ -55,7 +55,7 @@ class PartitionLogStore:
 
     @property
     def log_start_offset(self) -> int:
-        return self.log.log_start_offset
+        return self.log.local_log_start_offset
 
     def delete_before(self, offset: int) -> None:
         """Drop the prefix a snapshot covers: whole segments go at once.
@@ -64,7 +64,7 @@ class PartitionLogStore:
         ``offset``; the quorum deletes up to its newest snapshot again when it loads, so only the
         snapshot's end offset needs to be durable, and the snapshot file is.
         """
-        if offset <= self.log.log_start_offset:
+        if offset <= self.log.local_log_start_offset:
             return
         self.log.increment_log_start_offset(offset)
         self.log.delete_segments_below_start()

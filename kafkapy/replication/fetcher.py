@@ -373,7 +373,7 @@ def _restart_inside_first_batch(plog: PartitionLog, records: bytes, now_ms: int)
     log at the batch's base offset so the whole batch can be appended; the leader's log start
     is applied right after."""
     leo = plog.log_end_offset
-    if leo != plog.log_start_offset:
+    if leo != plog.local_log_start_offset:
         return
     first = next(iter_batches(records), None)
     if first is not None and first[0].base_offset < leo <= first[0].last_offset:

@@ -84,7 +84,7 @@ def copy_pass(plog: PartitionLog, partition: TopicIdPartition, rsm: RemoteStorag
                           s.size, s.largest_timestamp)
              for s, nxt in zip(plog.segments, [*plog.segments[1:], None])]
     lso = plog.last_stable_offset if last_stable_offset is None else last_stable_offset
-    start = plog.log_start_offset if local_log_start is None else local_log_start
+    start = plog.local_log_start_offset if local_log_start is None else local_log_start
     by_base = {s.base_offset: s for s in plog.segments}
     done: list[RemoteLogSegmentMetadata] = []
     for candidate in copy_candidates(local, copied_up_to, start, lso):

@@ -30,7 +30,7 @@ def copy_then_expire(tracked: TrackedPartition, hosted: TieredPartition, cache: 
     stats = tracked.stats
     if not config.remote_log_copy_disable:
         result = copy_pass(plog, tracked.tip, rsm, cache, publish, broker_id=broker_id,
-                           now_ms=now_ms, local_log_start=plog.log_start_offset)
+                           now_ms=now_ms, local_log_start=plog.local_log_start_offset)
         with stats_lock:
             stats.copied_segments += len(result.copied)
             stats.copied_bytes += sum(s.segment_size_in_bytes for s in result.copied)
@@ -53,7 +53,7 @@ def copy_then_expire(tracked: TrackedPartition, hosted: TieredPartition, cache: 
         stats.expired_segments += len(expired.deleted)
         stats.expired_bytes += sum(s.segment_size_in_bytes for s in expired.deleted)
     new_start = expired.new_log_start_offset
-    if new_start is not None and new_start > plog.log_start_offset:
+    if new_start is not None and new_start > plog.local_log_start_offset:
         # Total retention reached data that is still local too: the local log follows.
         trio.from_thread.run_sync(lambda: plog.increment_log_start_offset(
             min(new_start, plog.high_watermark)))

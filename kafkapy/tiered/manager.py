@@ -508,7 +508,7 @@ class RemoteLogManager:
 
     def serves_remotely(self, hosted: TieredPartition, offset: int) -> bool:
         """Whether a fetch at ``offset`` is below the local log but inside the whole log."""
-        return offset < hosted.log.log_start_offset and offset >= hosted.log.whole_log_start_offset \
+        return offset < hosted.log.local_log_start_offset and offset >= hosted.log.whole_log_start_offset \
             and self._tracked_cache(hosted) is not None
     async def read_remote(self, hosted: TieredPartition, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
         """Whole batches from ``offset`` out of remote storage (off the event loop), or None when
@@ -546,7 +546,7 @@ class RemoteLogManager:
                 "remote_bytes": sum(s.segment_size_in_bytes for s in finished),
                 "remote_segments": len(finished),
                 "log_start_offset": hosted.log.whole_log_start_offset,
-                "local_log_start_offset": plog.log_start_offset,
+                "local_log_start_offset": plog.local_log_start_offset,
                 "highest_remote_offset": plog.highest_offset_in_remote_storage,
                 "log_end_offset": plog.log_end_offset,
                 **stats,

@@ -124,7 +124,7 @@ class MetadataLog(Generic[P]):
         hosted = self._local(mp)
         if hosted is not None:
             plog = hosted.log
-            offset = max(offset, plog.log_start_offset)
+            offset = max(offset, plog.local_log_start_offset)
             try:
                 fslice = plog.read(offset, READ_MAX_BYTES, max_offset=plog.high_watermark)
             except KafkaError as exc:

@@ -115,7 +115,7 @@ class RemoteFetcher:
         if found_partition is None:
             return None
         _tracked, cache = found_partition
-        local_start = hosted.log.log_start_offset
+        local_start = hosted.log.local_log_start_offset
         # Records below the whole log's start (DeleteRecords) are gone even while their segment
         # is still remote, as in Kafka's remote timestamp lookup.
         start = hosted.log.whole_log_start_offset

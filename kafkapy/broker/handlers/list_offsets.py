@@ -49,7 +49,7 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                 elif ts == EARLIEST:
                     out.offset = plog.whole_log_start_offset
                 elif ts == EARLIEST_LOCAL:
-                    out.offset = plog.log_start_offset
+                    out.offset = plog.local_log_start_offset
                 elif ts == LATEST_TIERED:
                     # Kafka answers -1 when no segment was uploaded.
                     out.offset = -1 if ctx.remote is None else ctx.remote.highest_remote_offset(hosted)

@@ -32,7 +32,7 @@ def batch(n: int = 20, *, codec: int = fmt.NO_COMPRESSION, ts: int = NOW, pid: i
 
 
 def stored(log) -> list[tuple[fmt.BatchHeader, list]]:
-    data = log.read(log.log_start_offset, 1 << 24).read_bytes()
+    data = log.read(log.local_log_start_offset, 1 << 24).read_bytes()
     return [(h, list(iter_records(b))) for h, b in iter_batches(data)]
 
 

@@ -22,7 +22,7 @@ def put(log, pairs, *, ts: int, now_ms: int | None = None) -> None:
 
 def contents(log) -> list[tuple[int, bytes | None, bytes | None]]:
     out = []
-    offset = log.log_start_offset
+    offset = log.local_log_start_offset
     while offset < log.log_end_offset:
         got = log.read(offset, 1 << 20)
         if got is None:

@@ -29,7 +29,7 @@ def test_open_clamps_the_checkpointed_high_watermark_into_the_log(open_log, chec
     log.increment_log_start_offset(3)
     log = _reopen(log, high_watermark=checkpointed, log_start_offset=3)
     try:
-        assert (log.log_start_offset, log.log_end_offset) == (3, 10)
+        assert (log.local_log_start_offset, log.log_end_offset) == (3, 10)
         assert log.high_watermark == expected
     finally:
         log.close()
@@ -64,9 +64,9 @@ def test_truncate_fully_moves_the_high_watermark_to_the_new_start(open_log):
     log.append_as_follower(_follower_batch(0, 5))
     log.update_high_watermark(2)
     log.truncate_fully_and_start_at(40)
-    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (40, 40, 40)
+    assert (log.local_log_start_offset, log.log_end_offset, log.high_watermark) == (40, 40, 40)
     log.truncate_fully_and_start_at(7)
-    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (7, 7, 7)
+    assert (log.local_log_start_offset, log.log_end_offset, log.high_watermark) == (7, 7, 7)
 
 
 def test_follower_takes_the_leaders_log_start_below_its_high_watermark(open_log):
@@ -75,12 +75,12 @@ def test_follower_takes_the_leaders_log_start_below_its_high_watermark(open_log)
     log.append_as_follower(_follower_batch(0, 5) + _follower_batch(5, 5))
     log.update_high_watermark(8)
     assert log.maybe_increment_log_start_offset(6)
-    assert (log.log_start_offset, log.high_watermark) == (6, 8)
+    assert (log.local_log_start_offset, log.high_watermark) == (6, 8)
     with pytest.raises(KafkaError):
         log.read(5, 1 << 20)
     assert not log.maybe_increment_log_start_offset(6)  # already there
     assert not log.maybe_increment_log_start_offset(2)  # never backwards
-    assert log.log_start_offset == 6
+    assert log.local_log_start_offset == 6
 
 
 def test_follower_takes_the_leaders_log_start_past_its_high_watermark(open_log):
@@ -90,12 +90,12 @@ def test_follower_takes_the_leaders_log_start_past_its_high_watermark(open_log):
     log.update_high_watermark(3)
     # The leader deleted up to 7, so 7 was committed: the follower's HW rises with it.
     assert log.maybe_increment_log_start_offset(7)
-    assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (7, 7, 10)
+    assert (log.local_log_start_offset, log.high_watermark, log.log_end_offset) == (7, 7, 10)
     # A leader start past our log end is capped there: we keep no offset the leader dropped.
     assert log.maybe_increment_log_start_offset(25)
-    assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (10, 10, 10)
+    assert (log.local_log_start_offset, log.high_watermark, log.log_end_offset) == (10, 10, 10)
     log.append_as_follower(_follower_batch(10, 2))
-    assert log.log_end_offset == 12 and log.log_start_offset == 10
+    assert log.log_end_offset == 12 and log.local_log_start_offset == 10
 
 
 def test_the_leader_variant_still_refuses_to_pass_the_high_watermark(open_log):
@@ -105,7 +105,7 @@ def test_the_leader_variant_still_refuses_to_pass_the_high_watermark(open_log):
     log.update_high_watermark(2)
     with pytest.raises(KafkaError):
         log.increment_log_start_offset(4)
-    assert log.log_start_offset == 0
+    assert log.local_log_start_offset == 0
 
 
 def test_a_moved_log_start_survives_a_restart_with_the_high_watermark(open_log):
@@ -115,10 +115,10 @@ def test_a_moved_log_start_survives_a_restart_with_the_high_watermark(open_log):
         log.append_as_follower(_follower_batch(base, 4, epoch=base // 8))
     log.update_high_watermark(6)
     assert log.maybe_increment_log_start_offset(9)
-    start, hw = log.log_start_offset, log.high_watermark
+    start, hw = log.local_log_start_offset, log.high_watermark
     log = _reopen(log, log_start_offset=start, high_watermark=hw)
     try:
-        assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (9, 9, 20)
+        assert (log.local_log_start_offset, log.high_watermark, log.log_end_offset) == (9, 9, 20)
         assert log.leader_epoch_cache.entries[0].start_offset == 9
     finally:
         log.close()
@@ -141,9 +141,9 @@ def test_truncating_below_the_log_start_brings_the_start_down_with_it(open_log):
     log.update_high_watermark(8)
     assert log.maybe_increment_log_start_offset(7)
     assert log.truncate_to(3)
-    assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (3, 3, 3)
+    assert (log.local_log_start_offset, log.high_watermark, log.log_end_offset) == (3, 3, 3)
     log.append_as_follower(_follower_batch(3, 2, epoch=1))
-    assert (log.log_start_offset, log.log_end_offset) == (3, 5)
+    assert (log.local_log_start_offset, log.log_end_offset) == (3, 5)
 
 
 def test_delete_records_below_the_local_start_of_a_tiered_log_moves_the_whole_log_start(open_log):
@@ -162,7 +162,7 @@ def test_delete_records_below_the_local_start_of_a_tiered_log_moves_the_whole_lo
     assert log.whole_log_start_offset == 0
     # DeleteRecords inside the remote part: the local log is untouched, the whole log moves.
     assert log.increment_log_start_offset(5)
-    assert (log.log_start_offset, log.whole_log_start_offset, log.replicated_log_start_offset) == (12, 5, 5)
+    assert (log.local_log_start_offset, log.whole_log_start_offset, log.replicated_log_start_offset) == (12, 5, 5)
     assert not log.increment_log_start_offset(3)  # never backwards
     # Remote retention removed more than that: the earliest remote offset wins.
     log.update_remote_state(earliest_offset=8)
@@ -173,13 +173,13 @@ def test_delete_records_below_the_local_start_of_a_tiered_log_moves_the_whole_lo
     log = _reopen(log, log_start_offset=log.checkpoint_log_start_offset)
     try:
         log.update_remote_state(enabled=True, earliest_offset=0)
-        assert (log.log_start_offset, log.whole_log_start_offset) == (12, 5)
+        assert (log.local_log_start_offset, log.whole_log_start_offset) == (12, 5)
         # A follower takes the leader's whole start the same way; above the local start the
         # local log moves and takes the whole start with it.
         assert log.maybe_increment_log_start_offset(7)
         assert log.whole_log_start_offset == 7
         assert log.increment_log_start_offset(14)
-        assert (log.log_start_offset, log.whole_log_start_offset, log.checkpoint_log_start_offset) == (14, 14, 14)
+        assert (log.local_log_start_offset, log.whole_log_start_offset, log.checkpoint_log_start_offset) == (14, 14, 14)
     finally:
         log.close()
 
@@ -190,4 +190,4 @@ def test_a_log_without_remote_storage_ignores_offsets_below_its_start(open_log):
     log.increment_log_start_offset(6)
     log.update_remote_state(earliest_offset=0)
     assert not log.increment_log_start_offset(3)
-    assert (log.log_start_offset, log.whole_log_start_offset, log.checkpoint_log_start_offset) == (6, 6, 6)
+    assert (log.local_log_start_offset, log.whole_log_start_offset, log.checkpoint_log_start_offset) == (6, 6, 6)

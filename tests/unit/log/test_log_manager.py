@@ -231,7 +231,7 @@ def test_a_partition_missing_from_the_checkpoint_starts_at_its_log_start(dirs):
     write_offsets_checkpoint(_hw_file(dirs[0]), {})
     lm2 = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
     plog2 = lm2.get("t", 0)
-    assert (plog2.log_start_offset, plog2.high_watermark, plog2.log_end_offset) == (6, 6, 10)
+    assert (plog2.local_log_start_offset, plog2.high_watermark, plog2.log_end_offset) == (6, 6, 10)
     lm2.shutdown()
 
 
@@ -280,5 +280,5 @@ def test_the_follower_log_start_move_survives_a_restart(dirs):
     lm.shutdown()
     lm2 = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
     plog2 = lm2.get("t", 0)
-    assert (plog2.log_start_offset, plog2.high_watermark, plog2.log_end_offset) == (5, 5, 8)
+    assert (plog2.local_log_start_offset, plog2.high_watermark, plog2.log_end_offset) == (5, 5, 8)
     lm2.shutdown()

@@ -25,7 +25,7 @@ def crash(log: PartitionLog) -> None:
 
 def read_all(log: PartitionLog) -> bytes:
     out = bytearray()
-    off = log.log_start_offset
+    off = log.local_log_start_offset
     while off < log.log_end_offset:
         s = log.read(off, 700)
         data = s.read_bytes()

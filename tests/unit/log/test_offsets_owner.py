@@ -19,7 +19,7 @@ from kafkapy.log.partition_log import PartitionLog
 ROOT = pathlib.Path(kafkapy.__file__).parent
 OWNER = "kafkapy/log/partition_log.py"
 #: The partition's offsets, tiered ones included (Kafka's UnifiedLog holds them all).
-PUBLIC = ["high_watermark", "log_start_offset", "log_start_floor", "remote_log_enabled",
+PUBLIC = ["high_watermark", "local_log_start_offset", "log_start_floor", "remote_log_enabled",
           "highest_offset_in_remote_storage", "earliest_remote_offset"]
 WATCHED = set(PUBLIC) | {"_" + name for name in PUBLIC}
 

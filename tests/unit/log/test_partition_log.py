@@ -21,7 +21,7 @@ def batches_of(data: bytes) -> list[fmt.BatchHeader]:
 
 def test_append_and_read_round_trip(open_log):
     log = open_log()
-    assert (log.log_start_offset, log.log_end_offset) == (0, 0)
+    assert (log.local_log_start_offset, log.log_end_offset) == (0, 0)
     r1 = log.append_as_leader(make_batch(3), now_ms=5, leader_epoch=0)
     r2 = log.append_as_leader(make_batch(2), now_ms=5, leader_epoch=0)
     assert (r1.first_offset, r1.last_offset, r1.record_count) == (0, 2, 3)
@@ -229,7 +229,7 @@ def test_truncate_to(open_log):
     data = b"".join(log.read(o, 1 << 20).read_bytes() for o in (0,))
     assert batches_of(data)[0].base_offset == 0
     log.truncate_to(0)
-    assert (log.log_start_offset, log.log_end_offset, len(log.segments)) == (0, 0, 1)
+    assert (log.local_log_start_offset, log.log_end_offset, len(log.segments)) == (0, 0, 1)
 
 
 def test_follower_append_keeps_offsets(open_log):

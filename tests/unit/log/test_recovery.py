@@ -27,7 +27,7 @@ def crash(log) -> None:
 
 def all_offsets(log) -> list[int]:
     out = []
-    off = log.log_start_offset
+    off = log.local_log_start_offset
     while off < log.log_end_offset:
         s = log.read(off, 1 << 20)
         hs = [h for h, _ in iter_batches(s.read_bytes())]

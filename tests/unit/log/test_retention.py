@@ -25,7 +25,7 @@ def test_retention_ms_deletes_old_segments_but_keeps_log_usable(open_log, log_di
     assert log.delete_old_segments(now_ms=1050) == 0
     n = log.delete_old_segments(now_ms=1103)  # segments whose max ts < 1003 go
     assert n >= 1
-    assert log.log_start_offset == log.segments[0].base_offset > 0
+    assert log.local_log_start_offset == log.segments[0].base_offset > 0
     assert not os.path.exists(files.log_file(log_dir, 0))
     with pytest.raises(KafkaError) as e:
         log.read(0, 100)
@@ -34,7 +34,7 @@ def test_retention_ms_deletes_old_segments_but_keeps_log_usable(open_log, log_di
     leo = log.log_end_offset
     log.delete_old_segments(now_ms=10**9)
     assert len(log.segments) == 1 and log.active.size == 0
-    assert log.log_start_offset == log.log_end_offset == leo
+    assert log.local_log_start_offset == log.log_end_offset == leo
     assert log.append_as_leader(make_batch(1), now_ms=0, leader_epoch=0).first_offset == leo
 
 
@@ -54,7 +54,7 @@ def test_high_watermark_bounds_deletion(open_log):
     log.hw_follows_leo = False
     log.update_high_watermark(log.segments[1].base_offset)
     assert log.delete_old_segments(now_ms=10**9) == 1
-    assert log.segments[0].base_offset == log.high_watermark == log.log_start_offset
+    assert log.segments[0].base_offset == log.high_watermark == log.local_log_start_offset
 
 
 def test_increment_log_start_offset(open_log):
@@ -62,12 +62,12 @@ def test_increment_log_start_offset(open_log):
     fill(log, 10)
     target = log.segments[2].base_offset + 1
     assert log.increment_log_start_offset(target)
-    assert log.log_start_offset == target
+    assert log.local_log_start_offset == target
     with pytest.raises(KafkaError):
         log.read(target - 1, 100)
     assert log.delete_old_segments(now_ms=0) == 2  # segments wholly below the start go
     assert log.segments[0].base_offset == target - 1
-    assert log.log_start_offset == target
+    assert log.local_log_start_offset == target
     with pytest.raises(KafkaError):
         log.increment_log_start_offset(log.log_end_offset + 1)
 
@@ -82,7 +82,7 @@ from kafkapy.records import reader  # noqa: E402
 def record_offsets(log, start: int | None = None) -> list[int]:
     """Every record offset readable from ``start`` (the log start by default) to the end."""
     out: list[int] = []
-    offset = log.log_start_offset if start is None else start
+    offset = log.local_log_start_offset if start is None else start
     while offset < log.log_end_offset:
         data = log.read(offset, 1 << 20).read_bytes()
         for h, _ in reader.iter_batches(data):
@@ -131,7 +131,7 @@ def test_log_manager_unlinks_after_file_delete_delay(tmp_path):
     # The pass checkpointed the moved log start offset... (equal to the first base: not written,
     # as in Kafka, but the recovery point moved with it)
     rps = read_offsets_checkpoint(os.path.join(str(tmp_path), files.RECOVERY_POINT_CHECKPOINT))
-    assert rps[("t", 0)] >= log.log_start_offset > 0
+    assert rps[("t", 0)] >= log.local_log_start_offset > 0
     assert lm.delete_due_files(now_ms=2102) == 0 and all(os.path.exists(p) for p in pending)
     assert lm.delete_due_files(now_ms=2103) == len(pending)
     assert not any(os.path.exists(p) for p in pending)
@@ -153,7 +153,7 @@ def test_delete_records_then_retention_pass_checkpoints_log_start(tmp_path):
     # kill -9 now (no shutdown): the reopened log starts at the checkpointed offset.
     lm2 = LogManager([str(tmp_path)], cfg, now_ms=0)
     log2 = lm2.get("t", 0)
-    assert log2.log_start_offset == target
+    assert log2.local_log_start_offset == target
     assert record_offsets(log2) == list(range(target, 20))
     assert not any(n.endswith(".deleted") for n in dir_names(log2.dir))
     lm2.shutdown()
@@ -165,7 +165,7 @@ def test_compacted_logs_are_left_to_the_cleaner(tmp_path):
     lm = LogManager([str(tmp_path)], cfg, now_ms=0)
     log = lm.get_or_create("t", 0)
     fill(log, 10)
-    assert lm.cleanup_logs(now_ms=10**9) == 0 and log.log_start_offset == 0
+    assert lm.cleanup_logs(now_ms=10**9) == 0 and log.local_log_start_offset == 0
     lm.shutdown()
 
 
@@ -190,7 +190,7 @@ def test_crash_during_deletion_reopens_consistent(tmp_path, crash_point):
     else:
         assert lm.cleanup_logs(now_ms=1103,
                                checkpoint=crash_point == "checkpointed") == len(doomed)
-        expect_start = log.log_start_offset
+        expect_start = log.local_log_start_offset
     assert any(n.endswith(".deleted") for n in dir_names(log.dir))
     # No shutdown: the next LogManager sees an unclean log dir.
     lm2 = LogManager([str(tmp_path)], cfg, now_ms=0)
@@ -200,7 +200,7 @@ def test_crash_during_deletion_reopens_consistent(tmp_path, crash_point):
     assert not any(n.endswith(".deleted") for n in names)
     bases = {files.offset_from_filename(n) for n in names if n.endswith((".log", ".index"))}
     assert bases == {s.base_offset for s in log2.segments}  # no orphan index files
-    assert log2.log_start_offset == expect_start >= log2.segments[0].base_offset
+    assert log2.local_log_start_offset == expect_start >= log2.segments[0].base_offset
     assert log2.log_end_offset == leo
     assert record_offsets(log2) == list(range(expect_start, leo))
     lm2.shutdown()
@@ -212,13 +212,13 @@ def test_retention_config_change_applies_on_next_pass(open_log):
     assert log.delete_old_segments(now_ms=6005) == 0
     log.update_config(LogConfig.from_props({"segment.bytes": "300", "retention.ms": "5000"}))
     assert log.delete_old_segments(now_ms=6005) > 0  # max timestamps below 1005 expired
-    assert log.log_start_offset == log.segments[0].base_offset > 0
-    before = log.log_start_offset
+    assert log.local_log_start_offset == log.segments[0].base_offset > 0
+    before = log.local_log_start_offset
     log.update_config(LogConfig.from_props({"segment.bytes": "300", "retention.ms": "-1",
                                             "retention.bytes": "0"}))
     log.delete_old_segments(now_ms=6005)
     # retention.bytes=0: everything below the high watermark goes, the log rolls and stays usable.
-    assert log.log_start_offset == log.log_end_offset > before
+    assert log.local_log_start_offset == log.log_end_offset > before
     assert len(log.segments) == 1 and log.active.size == 0
 
 

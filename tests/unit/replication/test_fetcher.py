@@ -48,13 +48,13 @@ class FakeLeader:
         (part,) = request.topics[0].partitions
         plog = self.log
         out = P(partition_index=0, error_code=self.error, high_watermark=plog.high_watermark,
-                last_stable_offset=plog.high_watermark, log_start_offset=plog.log_start_offset,
+                last_stable_offset=plog.high_watermark, log_start_offset=plog.local_log_start_offset,
                 aborted_transactions=None, preferred_read_replica=-1, records=b"")
         if self.error == ErrorCode.NONE:
             epoch, end = plog.leader_epoch_cache.end_offset_for(part.last_fetched_epoch, plog.log_end_offset)
             if part.last_fetched_epoch >= 0 and (epoch < part.last_fetched_epoch or end < part.fetch_offset):
                 out.diverging_epoch = P.EpochEndOffset(epoch=epoch, end_offset=end)
-            elif part.fetch_offset < plog.log_start_offset:
+            elif part.fetch_offset < plog.local_log_start_offset:
                 out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
             else:
                 data = plog.read(part.fetch_offset, part.partition_max_bytes)
@@ -130,7 +130,7 @@ def test_behind_the_leaders_log_start_the_follower_restarts_there(tmp_path):
     leader_log.increment_log_start_offset(2)
     leader_log.delete_old_segments(0)
     follow(Host(follower, {1: FakeLeader(leader_log)}), 1, 0, seconds=2)
-    assert follower.log_start_offset == 2 and follower.log_end_offset == 3
+    assert follower.local_log_start_offset == 2 and follower.log_end_offset == 3
 
 
 def test_errors_back_off_and_an_unreachable_leader_is_retried(tmp_path):
@@ -362,10 +362,10 @@ def test_the_leaders_log_start_offset_is_followed(tmp_path):
     async def during() -> None:
         manager.follow({KEY: FollowTarget(1, 0)})
         await trio.sleep(1)
-        assert follower.log_end_offset == 4 and follower.log_start_offset == 0
+        assert follower.log_end_offset == 4 and follower.local_log_start_offset == 0
         leader_log.increment_log_start_offset(3)  # DeleteRecords on the leader
     run_for(manager, 1.0, during)
-    assert follower.log_start_offset == 3 and follower.log_end_offset == 4
+    assert follower.local_log_start_offset == 3 and follower.log_end_offset == 4
 
 
 def test_a_fetcher_with_nothing_left_to_follow_ends(tmp_path):

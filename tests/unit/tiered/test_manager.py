@@ -188,7 +188,7 @@ def test_local_retention_waits_for_copies(tmp_path) -> None:
     # Copied up to the end of the second segment: exactly those two go.
     plog.update_remote_state(highest_offset=plog.segments[2].base_offset - 1)
     assert plog.delete_old_segments(NOW) == 2
-    assert plog.log_start_offset == plog.segments[0].base_offset
+    assert plog.local_log_start_offset == plog.segments[0].base_offset
     # Without tiering, local.retention.* means nothing and retention.bytes=-1 keeps everything.
     plog.update_remote_state(enabled=False)
     assert plog.delete_old_segments(NOW) == 0
@@ -213,12 +213,12 @@ def test_leader_copies_expires_serves_remote_reads_and_a_new_leader_resumes(tmp_
             assert rlm.status()["partitions"]["t-0"]["remote_segments"] == closed
             # Local retention (run by the node's retention task) now deletes the copies.
             plog.delete_old_segments(NOW)
-            assert plog.log_start_offset == plog.segments[-1].base_offset
+            assert plog.local_log_start_offset == plog.segments[-1].base_offset
             hosted = replicas.hosted[("t", 0)]
             assert hosted.log.whole_log_start_offset == 0
-            assert rlm.serves_remotely(hosted, 0) and not rlm.serves_remotely(hosted, plog.log_start_offset)
+            assert rlm.serves_remotely(hosted, 0) and not rlm.serves_remotely(hosted, plog.local_log_start_offset)
             offset, seen = 0, []
-            while offset < plog.log_start_offset:
+            while offset < plog.local_log_start_offset:
                 data = await rlm.read_remote(hosted, offset, 300, min_one=True)
                 assert data
                 for _, view in iter_batches(data):
@@ -226,10 +226,10 @@ def test_leader_copies_expires_serves_remote_reads_and_a_new_leader_resumes(tmp_
                         seen.append(rec.offset)
                         assert bytes(rec.value).startswith(b"value-%06d" % rec.offset)
                         offset = rec.offset + 1
-            assert seen == list(range(plog.log_start_offset))
+            assert seen == list(range(plog.local_log_start_offset))
             assert await rlm.offset_for_timestamp(hosted, NOW + 7) == (7, NOW + 7)
             # Deeper in: the remote time index says where to start reading.
-            deep = plog.log_start_offset - 3
+            deep = plog.local_log_start_offset - 3
             assert await rlm.offset_for_timestamp(hosted, NOW + deep) == (deep, NOW + deep)
             assert await rlm.offset_for_timestamp(hosted, NOW + 10_000) is None
             status = rlm.status()["partitions"]["t-0"]
