@@ -259,7 +259,7 @@ class Partition:
         target = plog.high_watermark if offset == -1 else offset
         if target < 0:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Invalid offset {offset}")
-        if plog.increment_log_start_offset(target):
+        if plog.maybe_increment_log_start_offset(target):
             log.info("Deleted records of %s-%d before offset %d", self.topic, self.index, target)
         return target
 
@@ -348,7 +348,7 @@ class Partition:
             state = self._leader_state
             if state is None or not self.is_leader():
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
-            low = state.low_watermark(self.log.whole_log_start_offset, alive)
+            low = state.low_watermark(self.log.log_start_offset, alive)
             if low >= required_offset:
                 return ErrorCode.NONE, low
             if trio.current_time() >= deadline:
@@ -366,14 +366,14 @@ class Partition:
         hw = plog.high_watermark
         lso = min(plog.last_stable_offset, hw)
         records = self._read_region(offset, limit, lso if read_committed else hw, min_one)
-        return ReadResult(ErrorCode.NONE, hw, lso, plog.whole_log_start_offset, records)
+        return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, records)
 
     def remote_read(self, offset: int, limit: int) -> ReadResult:
         """A consumer's read below the local log start that remote storage serves."""
         plog = self.log
         hw = plog.high_watermark
         return ReadResult(ErrorCode.NONE, hw, min(plog.last_stable_offset, hw),
-                          plog.whole_log_start_offset, remote=RemoteRead(self, offset, limit))
+                          plog.log_start_offset, remote=RemoteRead(self, offset, limit))
 
     def read_for_follower(self, offset: int, limit: int, *, min_one: bool, last_fetched_epoch: int,
                           throttled: bool) -> ReadResult:

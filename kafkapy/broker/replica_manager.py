@@ -464,7 +464,7 @@ class ReplicaManager:
         except KafkaError:
             return ReadResult.failed(exc.code)
         hw = plog.high_watermark
-        return ReadResult.failed(exc.code, hw, plog.whole_log_start_offset, hw)
+        return ReadResult.failed(exc.code, hw, plog.log_start_offset, hw)
 
     def _read_for_follower(self, p: FetchPartitionRequest, params: FetchParams, limit: int,
                            min_one: bool, last_fetched_epoch: int) -> ReadResult:

@@ -40,7 +40,7 @@ _LEFTOVER_SUFFIXES = (files.DELETED_SUFFIX, files.CLEANED_SUFFIX, ".tmp", files.
 
 
 class LoadedOffsets(NamedTuple):
-    """What loading found: the log start offset, the whole log's start floor (0: none) and
+    """What loading found: the local log start offset, the whole log's start floor (0: none) and
     whether any segment was scanned (recovered)."""
 
     local_log_start_offset: int
@@ -100,8 +100,8 @@ def load_log(local: LocalLog, epochs: LeaderEpochCache, producer_state: Producer
 
     first_base = segments[0].base_offset
     leo = local.log_end_offset
-    lso = first_base if log_start_offset is None else max(log_start_offset, first_base)
-    start = min(lso, leo)
+    local_start = first_base if log_start_offset is None else max(log_start_offset, first_base)
+    start = min(local_start, leo)
     floor = 0
     if log_start_offset is not None and log_start_offset < start:
         # A tiered log's whole start (checkpoint_log_start_offset), or a stale start from a
@@ -292,14 +292,14 @@ def warn_truncated(name: str, seg: LogSegment, dropped: list[LogSegment],
                  else f", below its recovery point {prev_end}: flushed data was lost")
 
 
-def rebuild_producer_state(local: LocalLog, psm: ProducerStateManager, log_start_offset: int,
+def rebuild_producer_state(local: LocalLog, psm: ProducerStateManager, local_log_start_offset: int,
                            upto: int, now_ms: int) -> None:
     """Newest snapshot at or below ``upto`` (the recovered log end), then replay the log."""
-    psm.delete_snapshots_outside(log_start_offset, upto)
+    psm.delete_snapshots_outside(local_log_start_offset, upto)
     start = psm.load_latest_snapshot(upto, now_ms)
     if start is None:
         psm.producers.clear()
-        start = log_start_offset
+        start = local_log_start_offset
         psm.map_end_offset = start
     for seg, ref in local.iter_batches_from(start):
         h = ref.header

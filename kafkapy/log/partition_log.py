@@ -3,8 +3,9 @@
 ``PartitionLog`` appends (as leader, with offset assignment and idempotent-producer checks, or
 as follower with offsets as given), reads for Fetch, answers ListOffsets lookups, truncates,
 applies retention and flushes. It is the ONE owner of the partition's offsets: the high
-watermark and the log start offsets (local, and the whole log's floor on a tiered log) are
-read-only properties here, moved only by the named methods of this class; the replica manager
+watermark and the two log start offsets, under Kafka's names (``log_start_offset``: where
+the whole log starts, remote part included; ``local_log_start_offset``: the first offset held
+on this broker's disk) are read-only properties here, moved only by the named methods of this class; the replica manager
 and the follower fetcher call those. As in Kafka, the parts are elsewhere: the segment list in
 ``local_log.LocalLog``, opening and recovery in ``loader``, record checks in
 ``append_validation``.
@@ -66,7 +67,7 @@ class LogAppendResult(NamedTuple):
     first_offset: int
     last_offset: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
-    log_start_offset: int
+    log_start_offset: int  # the whole log's, as Kafka's LogAppendInfo
     record_count: int
     duplicate: bool = False
 
@@ -99,7 +100,7 @@ class _RemoteOffsets:
     While ``remote_log_enabled``, retention applies local.retention.* and deletes only segments
     whose every offset is at or below ``highest_offset_in_remote_storage`` (-1: nothing copied),
     and the whole log may start below the local log start (Kafka's logStartOffset vs
-    localLogStartOffset: see ``whole_log_start_offset``) at ``earliest_remote_offset`` (-1:
+    localLogStartOffset: see ``log_start_offset``) at ``earliest_remote_offset`` (-1:
     nothing remote; None: not known yet, as after a restart until the remote metadata is read).
     """
 
@@ -174,8 +175,12 @@ class PartitionLog(_RemoteOffsets):
              high_watermark: int | None = None) -> PartitionLog:
         """Open (creating if needed) the log in ``dir``.
 
-        ``high_watermark``: the checkpointed high watermark (clamped into [log start, log end]);
-        None starts it at the log end, for logs nobody replicates.
+        ``log_start_offset``: the checkpointed log start offset (the whole log's, see
+        :attr:`checkpoint_log_start_offset`); the local log start is the higher of it and the
+        first segment's base offset.
+
+        ``high_watermark``: the checkpointed high watermark (clamped into [local log start, log
+        end]); None starts it at the log end, for logs nobody replicates.
 
         ``recover=True`` means the previous shutdown was not clean: the segments from the one
         holding ``recovery_point`` on are recovered (see ``loader.load_log``).
@@ -202,20 +207,39 @@ class PartitionLog(_RemoteOffsets):
         return self._high_watermark
 
     @property
+    def log_start_offset(self) -> int:
+        """Where the whole log starts (Kafka's logStartOffset): what clients and followers see
+        as the log start (ListOffsets EARLIEST, Fetch and Produce responses, DeleteRecords' low
+        watermark).
+
+        The local log start, except on a remote-enabled log with remote data: there the earliest
+        remote offset, or the floor DeleteRecords set if that is higher (the remote segments
+        below it are deleted by the next expiration pass), never above the local log start.
+        """
+        local = self._local_log_start_offset
+        earliest = self._earliest_remote_offset
+        if not self._remote_log_enabled or earliest is None or earliest < 0:
+            return local
+        return min(local, max(self._log_start_floor, earliest))
+
+    @property
     def local_log_start_offset(self) -> int:
-        """The first offset this broker holds locally (Kafka's localLogStartOffset on a
-        remote-enabled log; see :attr:`whole_log_start_offset` for the whole log's start)."""
+        """The first offset this broker holds on disk (Kafka's localLogStartOffset): local
+        reads, timestamp lookups and segment deletion start here. Equal to
+        :attr:`log_start_offset` except on a remote-enabled log, where the whole log may start
+        below it in remote storage."""
         return self._local_log_start_offset
 
     @property
     def log_start_floor(self) -> int:
-        """The highest start DeleteRecords, remote retention or the leader asked for (0: none),
-        kept here and in the log start offset checkpoint because on a remote-enabled log it may
-        lie below everything this broker holds locally (elsewhere it does not count)."""
+        """The highest whole-log start DeleteRecords, remote retention or the leader asked for
+        (0: none): the input :attr:`log_start_offset` is computed from on a remote-enabled log,
+        where it may lie below everything this broker holds locally (elsewhere it does not
+        count). Kept in the log start offset checkpoint (:attr:`checkpoint_log_start_offset`)."""
         return self._log_start_floor
 
     def update_high_watermark(self, hw: int) -> int:
-        """Set the high watermark to ``hw`` clamped into [log start, log end] (Kafka's
+        """Set the high watermark to ``hw`` clamped into [local log start, log end] (Kafka's
         updateHighWatermark: up or down, for a leader initialising it or a checkpoint loaded);
         returns the value set."""
         self._high_watermark = max(self._local_log_start_offset, min(hw, self.log_end_offset))
@@ -298,7 +322,7 @@ class PartitionLog(_RemoteOffsets):
             d = prepared.duplicate
             # As Kafka: the original batch's offsets, its timestamp as log append time.
             return LogAppendResult(d.first_offset, d.last_offset, d.timestamp,
-                                   self.local_log_start_offset, d.offset_delta + 1, duplicate=True)
+                                   self.log_start_offset, d.offset_delta + 1, duplicate=True)
         seg = self._maybe_roll(len(buf), info.max_timestamp, info.first_offset, info.last_offset,
                                now_ms)
         # BatchInfo carries the AppendBatch fields under the same names: no copy needed.
@@ -309,7 +333,7 @@ class PartitionLog(_RemoteOffsets):
         self._after_append(leo, now_ms)
         return LogAppendResult(info.first_offset, info.last_offset,
                                now_ms if self.config.log_append_time else fmt.NO_TIMESTAMP,
-                               self.local_log_start_offset, info.record_count)
+                               self.log_start_offset, info.record_count)
 
     def append_as_follower(self, buf: bytes | bytearray | memoryview, *,
                            now_ms: int = 0) -> LogAppendResult | None:
@@ -332,7 +356,7 @@ class PartitionLog(_RemoteOffsets):
                 self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
         self.producer_state.commit(prepared, last + 1)
         self._after_append(last + 1, now_ms)
-        return LogAppendResult(first, last, fmt.NO_TIMESTAMP, self.local_log_start_offset,
+        return LogAppendResult(first, last, fmt.NO_TIMESTAMP, self.log_start_offset,
                                parsed.record_count)
 
     def _after_append(self, leo: int, now_ms: int) -> None:
@@ -394,7 +418,7 @@ class PartitionLog(_RemoteOffsets):
         """Remove everything at or after ``offset`` (whole batches); True if anything went.
 
         A high watermark above the new log end comes down to it; one below stays (a follower
-        truncating its divergent tail keeps what it knows is committed). A log start offset
+        truncating its divergent tail keeps what it knows is committed). A local log start
         above it comes down too (as Kafka's truncateTo), so log start <= high watermark <= log
         end holds even when a follower that took the leader's log start must drop offsets below
         it for a new leader whose log ends there.
@@ -417,8 +441,9 @@ class PartitionLog(_RemoteOffsets):
         return True
 
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int = 0) -> None:
-        """Drop every segment and restart the log empty at ``offset`` (log start, recovery point
-        and high watermark all move there, down or up)."""
+        """Drop every segment and restart the log empty at ``offset`` (Kafka's
+        truncateFullyAndStartAt: local log start, recovery point and high watermark all move
+        there, down or up; on a remote-enabled log the whole log may still start below it)."""
         self._check_open()
         self._local.truncate_fully_and_start_at(offset, now_ms=now_ms)
         self._local_log_start_offset = offset
@@ -428,27 +453,13 @@ class PartitionLog(_RemoteOffsets):
 
     # ================================================================== log start, retention
     @property
-    def whole_log_start_offset(self) -> int:
-        """Where the whole log starts (ListOffsets earliest, the low watermark, fetch ranges).
-
-        The local log start, except on a remote-enabled log with remote data: there the earliest
-        remote offset, or the floor DeleteRecords set if that is higher (the remote segments
-        below it are deleted by the next expiration pass), never above the local log start.
-        """
-        local = self.local_log_start_offset
-        earliest = self.earliest_remote_offset
-        if not self.remote_log_enabled or earliest is None or earliest < 0:
-            return local
-        return min(local, max(self.log_start_floor, earliest))
-
-    @property
     def replicated_log_start_offset(self) -> int:
         """The start a leader tells its followers in fetch responses: the whole log's, or -1
         ("unknown", which followers ignore) while a remote-enabled log does not know its remote
         part yet: its local start then would make them drop the remote offsets for good."""
         if self.remote_log_enabled and self.earliest_remote_offset is None:
             return -1
-        return self.whole_log_start_offset
+        return self.log_start_offset
 
     @property
     def checkpoint_log_start_offset(self) -> int:
@@ -465,12 +476,14 @@ class PartitionLog(_RemoteOffsets):
         self._log_start_floor = new_start
         return True
 
-    def increment_log_start_offset(self, new_start: int) -> bool:
-        """Move the log start offset forward (DeleteRecords, retention); True if it moved.
+    def maybe_increment_log_start_offset(self, new_start: int) -> bool:
+        """Move the log start offset forward (Kafka's maybeIncrementLogStartOffset: DeleteRecords,
+        remote retention, the metadata log's snapshots); True if it moved.
 
-        It may not pass the high watermark (KafkaError(OFFSET_OUT_OF_RANGE)). Segments wholly
-        below it are deleted by the next ``delete_old_segments``. On a remote-enabled log an
-        offset below the local log start moves only the whole log's start (``log_start_floor``).
+        It may not pass the high watermark (KafkaError(OFFSET_OUT_OF_RANGE)). Past the local log
+        start, the local log start moves with it, and the segments wholly below it are deleted
+        by the next ``delete_old_segments``. On a remote-enabled log an offset below the local
+        log start moves only the whole log's start (``log_start_floor``).
         """
         self._check_open()
         if new_start > self.high_watermark:
@@ -480,16 +493,17 @@ class PartitionLog(_RemoteOffsets):
                              f"than the high watermark {self.high_watermark}")
         if new_start <= self.local_log_start_offset:
             return self._raise_floor(new_start)
-        self._set_log_start_offset(new_start)
+        self._increment_start_offsets(new_start)
         return True
 
-    def maybe_increment_log_start_offset(self, new_start: int) -> bool:
-        """Follow the leader's log start offset as far as this replica allows; True if it moved.
+    def maybe_increment_log_start_offset_from_leader(self, new_start: int) -> bool:
+        """Follow the leader's log start offset as far as this replica allows; True if it moved
+        (Kafka's follower calls maybeIncrementLogStartOffset with reason LeaderOffsetIncremented).
 
         For followers, which must not keep offsets the leader deleted (DeleteRecords, retention)
         visible to a later ListOffsets or to themselves as leader. Unlike
-        :meth:`increment_log_start_offset` no offset makes it raise: the target is capped at the log end
-        offset (a follower cannot start past what it holds; a fetch out of range restarts it
+        :meth:`maybe_increment_log_start_offset` no offset makes it raise: the target is capped
+        at the log end offset (a follower cannot start past what it holds; a fetch out of range restarts it
         instead), and when it passes the high watermark the high watermark is raised to it, as
         Kafka's follower does: the leader only deletes below its own high watermark, so those
         offsets were committed even if this replica had not heard so yet.
@@ -500,10 +514,11 @@ class PartitionLog(_RemoteOffsets):
             return self._raise_floor(new_start)
         if new_start > self.high_watermark:
             self._high_watermark = new_start
-        self._set_log_start_offset(new_start)
+        self._increment_start_offsets(new_start)
         return True
 
-    def _set_log_start_offset(self, new_start: int) -> None:
+    def _increment_start_offsets(self, new_start: int) -> None:
+        """Both log starts move to ``new_start``, above the local log start."""
         self._local_log_start_offset = new_start
         if self.remote_log_enabled:
             # The whole log starts here too now: an older, lower floor must not reopen the
@@ -516,11 +531,11 @@ class PartitionLog(_RemoteOffsets):
     def delete_old_segments(self, now_ms: int) -> int:
         """Apply retention (Kafka's deleteOldSegments); returns the number of segments deleted.
 
-        In Kafka's order, from the oldest: segments wholly below the log start offset, then
+        In Kafka's order, from the oldest: segments wholly below the local log start, then
         (when cleanup.policy has delete) those that take the log over retention.bytes, then those
         whose largest timestamp is older than retention.ms. Only segments entirely below the high
         watermark go; if every segment goes, the log rolls first so an empty active one stays.
-        The log start offset moves up to the first remaining segment.
+        The local log start moves up to the first remaining segment.
 
         Deletion is Kafka's two-step one: the segments leave the log and their files are renamed
         to ``.deleted`` now; :meth:`take_files_to_delete` hands those names to the owner, which
@@ -529,7 +544,7 @@ class PartitionLog(_RemoteOffsets):
         """
         if self.closed:
             return 0  # a log being deleted or shut down keeps its files for its owner to handle
-        deleted = self._delete_segments_while(self._below_start, async_delete=True)
+        deleted = self._delete_segments_while(self._below_local_start, async_delete=True)
         if not self.config.delete:
             return deleted
         limits = retention.limits_for(
@@ -546,16 +561,16 @@ class PartitionLog(_RemoteOffsets):
         return deleted
 
     def delete_segments_below_start(self, *, async_delete: bool = False) -> int:
-        """Delete the segments wholly below the log start offset (no retention rules).
+        """Delete the segments wholly below the local log start (no retention rules).
 
         ``async_delete=False`` unlinks at once (for owners with no delayed-delete scheduler, such
         as the metadata log); True renames to ``.deleted`` as :meth:`delete_old_segments` does.
         """
         if self.closed:
             return 0
-        return self._delete_segments_while(self._below_start, async_delete=async_delete)
+        return self._delete_segments_while(self._below_local_start, async_delete=async_delete)
 
-    def _below_start(self, seg: LogSegment, nxt: LogSegment | None) -> bool:
+    def _below_local_start(self, seg: LogSegment, nxt: LogSegment | None) -> bool:
         return nxt is not None and nxt.base_offset <= self.local_log_start_offset
 
     #: Paths of the ``.deleted`` files retention left since the last call (the caller now owns
@@ -572,7 +587,7 @@ class PartitionLog(_RemoteOffsets):
             return 0
         if len(doomed) == len(segments):
             self.roll(now_ms=self.active.created_ms)
-        # As Kafka: first the segments leave the log and the log start offset moves, then the
+        # As Kafka: first the segments leave the log and the local log start moves, then the
         # files go. A crash after this point leaves files the next load ignores or removes
         # (.deleted ones, indexes without a log), and the log opens at the first segment still
         # there, which the log start offset checkpoint can only confirm or raise.

@@ -205,7 +205,7 @@ class ReplicaManagerCollector(SnapshotCollector):
                     under_min_isr += 1
             try:
                 rows.append((hosted.topic, str(hosted.index), plog.size_in_bytes,
-                             plog.log_end_offset, plog.whole_log_start_offset, len(plog.segments)))
+                             plog.log_end_offset, plog.log_start_offset, len(plog.segments)))
             except Exception:  # a log closed under us (deleted, its dir failed): no row this time
                 continue
         counts = {

@@ -55,7 +55,7 @@ class PartitionLogStore:
 
     @property
     def log_start_offset(self) -> int:
-        return self.log.local_log_start_offset
+        return self.log.log_start_offset
 
     def delete_before(self, offset: int) -> None:
         """Drop the prefix a snapshot covers: whole segments go at once.
@@ -64,9 +64,9 @@ class PartitionLogStore:
         ``offset``; the quorum deletes up to its newest snapshot again when it loads, so only the
         snapshot's end offset needs to be durable, and the snapshot file is.
         """
-        if offset <= self.log.local_log_start_offset:
+        if offset <= self.log.log_start_offset:
             return
-        self.log.increment_log_start_offset(offset)
+        self.log.maybe_increment_log_start_offset(offset)
         self.log.delete_segments_below_start()
 
     def reset_to(self, offset: int) -> None:

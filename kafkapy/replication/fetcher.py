@@ -263,7 +263,7 @@ class ReplicaFetcherManager:
             last_epoch = plog.leader_epoch_cache.latest_epoch
             by_topic.setdefault(key[0], []).append(P(
                 partition=key[1], current_leader_epoch=epoch, fetch_offset=leo,
-                last_fetched_epoch=last_epoch, log_start_offset=plog.whole_log_start_offset,
+                last_fetched_epoch=last_epoch, log_start_offset=plog.log_start_offset,
                 partition_max_bytes=s.partition_max_bytes))
             sent[key] = (epoch, leo)
         if not sent:
@@ -348,7 +348,7 @@ class ReplicaFetcherManager:
             if new_hw > plog.high_watermark:
                 plog.maybe_increment_high_watermark(new_hw)
             # The leader deleted records (retention, DeleteRecords): so do we.
-            plog.maybe_increment_log_start_offset(p.log_start_offset)
+            plog.maybe_increment_log_start_offset_from_leader(p.log_start_offset)
             self.host.on_follower_progress(*key)
         elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
             if 0 <= fetch_offset < p.log_start_offset:

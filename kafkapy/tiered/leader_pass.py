@@ -46,7 +46,7 @@ def copy_then_expire(tracked: TrackedPartition, hosted: TieredPartition, cache: 
         return
     expired = expire_pass(cache, rsm, publish, broker_id=broker_id, now_ms=now_ms,
                           retention_ms=config.retention_ms, retention_bytes=config.retention_bytes,
-                          local_only_bytes=local_only, log_start_offset=hosted.log.whole_log_start_offset)
+                          local_only_bytes=local_only, log_start_offset=hosted.log.log_start_offset)
     for seg in expired.deleted:
         chunks.forget(seg.remote_log_segment_id)
     with stats_lock:
@@ -55,5 +55,5 @@ def copy_then_expire(tracked: TrackedPartition, hosted: TieredPartition, cache: 
     new_start = expired.new_log_start_offset
     if new_start is not None and new_start > plog.local_log_start_offset:
         # Total retention reached data that is still local too: the local log follows.
-        trio.from_thread.run_sync(lambda: plog.increment_log_start_offset(
+        trio.from_thread.run_sync(lambda: plog.maybe_increment_log_start_offset(
             min(new_start, plog.high_watermark)))

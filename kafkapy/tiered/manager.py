@@ -17,7 +17,7 @@ Created by the node only when ``remote.log.storage.system.enable=true``. It
   copied segments;
 * serves fetches below the local log start from remote storage (``remote_fetch`` over
   ``remote_reader``) on worker threads (``remote.log.reader.threads`` at a time) and keeps each
-  log's earliest remote offset, from which the log answers its whole start (``PartitionLog.whole_log_start_offset``: the
+  log's earliest remote offset, from which the log answers its whole start (``PartitionLog.log_start_offset``: the
   earliest remote offset, or the higher start DeleteRecords set; remote segments wholly below it
   go with the next expiration pass);
 * deletes all remote data of a deleted topic's partitions it led (DELETE_PARTITION_MARKED,
@@ -508,7 +508,7 @@ class RemoteLogManager:
 
     def serves_remotely(self, hosted: TieredPartition, offset: int) -> bool:
         """Whether a fetch at ``offset`` is below the local log but inside the whole log."""
-        return offset < hosted.log.local_log_start_offset and offset >= hosted.log.whole_log_start_offset \
+        return offset < hosted.log.local_log_start_offset and offset >= hosted.log.log_start_offset \
             and self._tracked_cache(hosted) is not None
     async def read_remote(self, hosted: TieredPartition, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
         """Whole batches from ``offset`` out of remote storage (off the event loop), or None when
@@ -545,7 +545,7 @@ class RemoteLogManager:
                 "local_segments": len(plog.segments),
                 "remote_bytes": sum(s.segment_size_in_bytes for s in finished),
                 "remote_segments": len(finished),
-                "log_start_offset": hosted.log.whole_log_start_offset,
+                "log_start_offset": hosted.log.log_start_offset,
                 "local_log_start_offset": plog.local_log_start_offset,
                 "highest_remote_offset": plog.highest_offset_in_remote_storage,
                 "log_end_offset": plog.log_end_offset,

@@ -118,7 +118,7 @@ class RemoteFetcher:
         local_start = hosted.log.local_log_start_offset
         # Records below the whole log's start (DeleteRecords) are gone even while their segment
         # is still remote, as in Kafka's remote timestamp lookup.
-        start = hosted.log.whole_log_start_offset
+        start = hosted.log.log_start_offset
         # Listed here, where the cache changes; the thread reads only these segments.
         candidates = [seg for seg in cache.segments_in_state(FINISHED)
                       if seg.max_timestamp_ms >= timestamp and start <= seg.end_offset

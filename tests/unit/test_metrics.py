@@ -116,7 +116,7 @@ def test_metered_dispatcher_counts_answers_and_failures(outcome):
 
 def _hosted(topic, index, *, leader, replicas, isr, dir="/data/d1", min_isr=1, size=100, end=10):
     log = SimpleNamespace(dir=f"{dir}/{topic}-{index}", size_in_bytes=size, log_end_offset=end,
-                          whole_log_start_offset=0, segments=[object()],
+                          log_start_offset=0, segments=[object()],
                           config=SimpleNamespace(min_insync_replicas=min_isr))
     return SimpleNamespace(topic=topic, index=index, log=log, replicas=replicas, isr=isr,
                            is_leader=lambda node_id: node_id == leader)

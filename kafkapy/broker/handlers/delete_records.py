@@ -5,7 +5,7 @@ OFFSET_OUT_OF_RANGE, and a topic whose cleanup.policy lacks ``delete`` refuses w
 POLICY_VIOLATION. The leader moves its own log start at once (reads below it fail from then on;
 the files of segments wholly below it go with the next retention pass); followers follow it with
 their next fetch. On a tiered partition an offset below the local log start moves only the whole
-log's start (``PartitionLog.whole_log_start_offset``), and the remote segments wholly below it go
+log's start (``PartitionLog.log_start_offset``), and the remote segments wholly below it go
 with the leader's next remote expiration pass (``Partition.delete_records_on_leader``). As
 Kafka's DelayedDeleteRecords, the answer waits until every live replica's log starts at the
 requested offset or later (the *low watermark*), or until the request's timeout, with

@@ -47,7 +47,7 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                     out.offset = (min(plog.last_stable_offset, plog.high_watermark) if read_committed
                                   else plog.high_watermark)
                 elif ts == EARLIEST:
-                    out.offset = plog.whole_log_start_offset
+                    out.offset = plog.log_start_offset
                 elif ts == EARLIEST_LOCAL:
                     out.offset = plog.local_log_start_offset
                 elif ts == LATEST_TIERED:
@@ -61,7 +61,7 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> object:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown special timestamp {ts}")
                 else:
                     found: tuple[int, int] | None = None  # (offset, timestamp)
-                    if ctx.remote is not None and ctx.remote.serves_remotely(hosted, plog.whole_log_start_offset):
+                    if ctx.remote is not None and ctx.remote.serves_remotely(hosted, plog.log_start_offset):
                         found = await ctx.remote.offset_for_timestamp(hosted, ts)
                     if found is None:
                         found = plog.offset_for_timestamp(ts)

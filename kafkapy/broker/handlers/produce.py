@@ -220,7 +220,7 @@ def _rejected(ctx: BrokerContext, request: Request, hints: LeaderHints, name: st
     if isinstance(exc, RecordValidationError) and hosted is not None:
         # As Kafka: each refused record listed, and the log's start offset.
         return ProducePartitionResult(
-            index, exc.code, -1, -1, hosted.log.local_log_start_offset, message,
+            index, exc.code, -1, -1, hosted.log.log_start_offset, message,
             record_errors=[(e.batch_index, e.message) for e in exc.record_errors])
     return ProducePartitionResult(
         index, exc.code, -1, -1, -1, message,
@@ -237,7 +237,7 @@ def _unexpected(ctx: BrokerContext, request: Request, name: str | None, index: i
     if log_obj is not None and now_end > log_end >= 0:
         log.exception("Produce to %s-%d from %s: error after appending offsets %d-%d (reported "
                       "as appended)", name, index, request.client_id, log_end, now_end - 1)
-        return ProducePartitionResult(index, 0, log_end, -1, log_obj.local_log_start_offset)
+        return ProducePartitionResult(index, 0, log_end, -1, log_obj.log_start_offset)
     log.exception("Error processing append operation on partition %s-%d from %s", name, index,
                   request.client_id)
     if ctx.stats is not None and name is not None and name in ctx.image().topics.by_name:

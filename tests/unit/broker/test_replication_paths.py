@@ -238,7 +238,7 @@ def test_delete_records_waits_until_every_live_replica_moved_its_log_start(setup
         for r in (2, 3):
             manager.on_follower_fetch(hosted, r, end, now_ms=0, log_start_offset=0)
         assert hosted.high_watermark == 10
-        assert hosted.log.increment_log_start_offset(6)
+        assert hosted.log.maybe_increment_log_start_offset(6)
 
         async def wait() -> None:
             outcome.append(await manager.wait_for_low_watermark(
@@ -262,7 +262,7 @@ def test_delete_records_does_not_wait_for_a_fenced_replica_but_times_out_on_a_li
         end = produce(manager, 4)
         manager.on_follower_fetch(hosted, 2, end, now_ms=0, log_start_offset=0)
         manager.on_follower_fetch(hosted, 3, end, now_ms=0, log_start_offset=0)
-        hosted.log.increment_log_start_offset(3)
+        hosted.log.maybe_increment_log_start_offset(3)
         # Replica 3's broker is fenced: only replica 2 holds the answer back.
         code, low = await manager.wait_for_low_watermark(hosted, 3, trio.current_time() + 5, {1, 2}.__contains__)
         assert (code, low) == (ErrorCode.REQUEST_TIMED_OUT, 0)

@@ -226,7 +226,7 @@ def test_a_partition_missing_from_the_checkpoint_starts_at_its_log_start(dirs):
     lm = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
     plog = lm.get_or_create("t", 0)
     plog.append_as_leader(make_batch(10), now_ms=0, leader_epoch=0)
-    assert plog.increment_log_start_offset(6)
+    assert plog.maybe_increment_log_start_offset(6)
     lm.shutdown()
     write_offsets_checkpoint(_hw_file(dirs[0]), {})
     lm2 = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
@@ -276,7 +276,7 @@ def test_truncation_after_a_restart_keeps_the_high_watermark_within_the_log(dirs
 def test_the_follower_log_start_move_survives_a_restart(dirs):
     lm = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
     plog = _replicated_log(lm, "t", 0, [4, 4], hw=2)
-    assert plog.maybe_increment_log_start_offset(5)  # the leader deleted records up to 5
+    assert plog.maybe_increment_log_start_offset_from_leader(5)  # the leader deleted records up to 5
     lm.shutdown()
     lm2 = LogManager(dirs[:1], CFG, now_ms=0, restore_high_watermarks=True)
     plog2 = lm2.get("t", 0)

@@ -18,9 +18,11 @@ from kafkapy.log.partition_log import PartitionLog
 
 ROOT = pathlib.Path(kafkapy.__file__).parent
 OWNER = "kafkapy/log/partition_log.py"
-#: The partition's offsets, tiered ones included (Kafka's UnifiedLog holds them all).
-PUBLIC = ["high_watermark", "local_log_start_offset", "log_start_floor", "remote_log_enabled",
-          "highest_offset_in_remote_storage", "earliest_remote_offset"]
+#: The partition's offsets under Kafka's names (log_start_offset: the whole log's start;
+#: local_log_start_offset: the first offset on local disk), tiered ones included (Kafka's
+#: UnifiedLog holds them all).
+PUBLIC = ["high_watermark", "log_start_offset", "local_log_start_offset", "log_start_floor",
+          "remote_log_enabled", "highest_offset_in_remote_storage", "earliest_remote_offset"]
 WATCHED = set(PUBLIC) | {"_" + name for name in PUBLIC}
 
 # Other objects that happen to carry a field of one of these names, not a partition log's:
@@ -59,8 +61,8 @@ def test_only_partition_log_assigns_the_high_watermark_and_log_start_offsets():
     stray = [f"{rel}:{line}: {expr} = ..." for rel, line, expr in _assignments()
              if rel != OWNER and (rel, expr) not in ALLOWED]
     assert not stray, ("assign these through PartitionLog's methods (update_high_watermark, "
-                       "maybe_increment_high_watermark, increment_log_start_offset, update_remote_state, ...):\n"
-                       + "\n".join(stray))
+                       "maybe_increment_high_watermark, maybe_increment_log_start_offset, "
+                       "update_remote_state, ...):\n" + "\n".join(stray))
 
 
 def test_the_owner_is_where_the_assignments_are():

@@ -61,7 +61,7 @@ def test_increment_log_start_offset(open_log):
     log = open_log(segment_bytes=300)
     fill(log, 10)
     target = log.segments[2].base_offset + 1
-    assert log.increment_log_start_offset(target)
+    assert log.maybe_increment_log_start_offset(target)
     assert log.local_log_start_offset == target
     with pytest.raises(KafkaError):
         log.read(target - 1, 100)
@@ -69,7 +69,7 @@ def test_increment_log_start_offset(open_log):
     assert log.segments[0].base_offset == target - 1
     assert log.local_log_start_offset == target
     with pytest.raises(KafkaError):
-        log.increment_log_start_offset(log.log_end_offset + 1)
+        log.maybe_increment_log_start_offset(log.log_end_offset + 1)
 
 
 # ---------------------------------------------------------------- two-step deletion, crashes
@@ -145,7 +145,7 @@ def test_delete_records_then_retention_pass_checkpoints_log_start(tmp_path):
     log = lm.get_or_create("t", 0)
     fill(log, 10)
     target = log.segments[2].base_offset + 1
-    log.increment_log_start_offset(target)          # what DeleteRecords does
+    log.maybe_increment_log_start_offset(target)          # what DeleteRecords does
     assert lm.cleanup_logs(now_ms=0) == 2           # segments wholly below it go
     assert log.segments[0].base_offset == target - 1
     lsos = read_offsets_checkpoint(os.path.join(str(tmp_path), files.LOG_START_OFFSET_CHECKPOINT))
@@ -178,7 +178,7 @@ def test_crash_during_deletion_reopens_consistent(tmp_path, crash_point):
     lm = LogManager([str(tmp_path)], cfg, now_ms=0)
     log = lm.get_or_create("t", 0)
     fill(log, 10, ts0=1000)
-    log.increment_log_start_offset(3)  # a checkpointed start inside the first segment
+    log.maybe_increment_log_start_offset(3)  # a checkpointed start inside the first segment
     lm.checkpoint()
     leo = log.log_end_offset
     doomed = [s.base_offset for s in log.segments if s.max_timestamp_so_far < 1003]
@@ -225,7 +225,7 @@ def test_retention_config_change_applies_on_next_pass(open_log):
 def test_metadata_style_owner_deletes_below_start_at_once(open_log, log_dir):
     log = open_log(segment_bytes=300)
     fill(log, 10)
-    log.increment_log_start_offset(log.segments[1].base_offset)
+    log.maybe_increment_log_start_offset(log.segments[1].base_offset)
     assert log.delete_segments_below_start() == 1
     assert not any(n.endswith(".deleted") for n in dir_names(log_dir))
     assert log.take_files_to_delete() == []

@@ -48,7 +48,7 @@ class FakeLeader:
         (part,) = request.topics[0].partitions
         plog = self.log
         out = P(partition_index=0, error_code=self.error, high_watermark=plog.high_watermark,
-                last_stable_offset=plog.high_watermark, log_start_offset=plog.local_log_start_offset,
+                last_stable_offset=plog.high_watermark, log_start_offset=plog.log_start_offset,
                 aborted_transactions=None, preferred_read_replica=-1, records=b"")
         if self.error == ErrorCode.NONE:
             epoch, end = plog.leader_epoch_cache.end_offset_for(part.last_fetched_epoch, plog.log_end_offset)
@@ -127,7 +127,7 @@ def test_a_divergent_tail_is_truncated_before_fetching_on(tmp_path):
 def test_behind_the_leaders_log_start_the_follower_restarts_there(tmp_path):
     leader_log, follower = open_log(tmp_path, "leader"), open_log(tmp_path, "follower")
     write(leader_log, 0, b"a", b"b", b"c")
-    leader_log.increment_log_start_offset(2)
+    leader_log.maybe_increment_log_start_offset(2)
     leader_log.delete_old_segments(0)
     follow(Host(follower, {1: FakeLeader(leader_log)}), 1, 0, seconds=2)
     assert follower.local_log_start_offset == 2 and follower.log_end_offset == 3
@@ -363,7 +363,7 @@ def test_the_leaders_log_start_offset_is_followed(tmp_path):
         manager.follow({KEY: FollowTarget(1, 0)})
         await trio.sleep(1)
         assert follower.log_end_offset == 4 and follower.local_log_start_offset == 0
-        leader_log.increment_log_start_offset(3)  # DeleteRecords on the leader
+        leader_log.maybe_increment_log_start_offset(3)  # DeleteRecords on the leader
     run_for(manager, 1.0, during)
     assert follower.local_log_start_offset == 3 and follower.log_end_offset == 4
 

@@ -215,7 +215,7 @@ def test_leader_copies_expires_serves_remote_reads_and_a_new_leader_resumes(tmp_
             plog.delete_old_segments(NOW)
             assert plog.local_log_start_offset == plog.segments[-1].base_offset
             hosted = replicas.hosted[("t", 0)]
-            assert hosted.log.whole_log_start_offset == 0
+            assert hosted.log.log_start_offset == 0
             assert rlm.serves_remotely(hosted, 0) and not rlm.serves_remotely(hosted, plog.local_log_start_offset)
             offset, seen = 0, []
             while offset < plog.local_log_start_offset:
