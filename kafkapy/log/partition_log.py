@@ -175,9 +175,8 @@ class PartitionLog(_RemoteOffsets):
              high_watermark: int | None = None) -> PartitionLog:
         """Open (creating if needed) the log in ``dir``.
 
-        ``log_start_offset``: the checkpointed log start offset (the whole log's, see
-        :attr:`checkpoint_log_start_offset`); the local log start is the higher of it and the
-        first segment's base offset.
+        ``log_start_offset``: the checkpointed (whole) log start; the local log start is the
+        higher of it and the first segment's base offset.
 
         ``high_watermark``: the checkpointed high watermark (clamped into [local log start, log
         end]); None starts it at the log end, for logs nobody replicates.
@@ -208,14 +207,12 @@ class PartitionLog(_RemoteOffsets):
 
     @property
     def log_start_offset(self) -> int:
-        """Where the whole log starts (Kafka's logStartOffset): what clients and followers see
-        as the log start (ListOffsets EARLIEST, Fetch and Produce responses, DeleteRecords' low
-        watermark).
+        """Where the whole log starts (Kafka's logStartOffset), as clients and followers see it
+        (ListOffsets EARLIEST, Fetch and Produce responses, DeleteRecords' low watermark).
 
         The local log start, except on a remote-enabled log with remote data: there the earliest
         remote offset, or the floor DeleteRecords set if that is higher (the remote segments
-        below it are deleted by the next expiration pass), never above the local log start.
-        """
+        below it are deleted by the next expiration pass), never above the local log start."""
         local = self._local_log_start_offset
         earliest = self._earliest_remote_offset
         if not self._remote_log_enabled or earliest is None or earliest < 0:
@@ -224,18 +221,15 @@ class PartitionLog(_RemoteOffsets):
 
     @property
     def local_log_start_offset(self) -> int:
-        """The first offset this broker holds on disk (Kafka's localLogStartOffset): local
-        reads, timestamp lookups and segment deletion start here. Equal to
-        :attr:`log_start_offset` except on a remote-enabled log, where the whole log may start
-        below it in remote storage."""
+        """The first offset on this broker's disk (Kafka's localLogStartOffset), where local
+        reads and segment deletion start; above :attr:`log_start_offset` only on a tiered log."""
         return self._local_log_start_offset
 
     @property
     def log_start_floor(self) -> int:
         """The highest whole-log start DeleteRecords, remote retention or the leader asked for
-        (0: none): the input :attr:`log_start_offset` is computed from on a remote-enabled log,
-        where it may lie below everything this broker holds locally (elsewhere it does not
-        count). Kept in the log start offset checkpoint (:attr:`checkpoint_log_start_offset`)."""
+        (0: none), from which a remote-enabled log computes :attr:`log_start_offset` (elsewhere
+        it does not count); checkpointed, as it may lie below every local offset."""
         return self._log_start_floor
 
     def update_high_watermark(self, hw: int) -> int:
@@ -478,12 +472,12 @@ class PartitionLog(_RemoteOffsets):
 
     def maybe_increment_log_start_offset(self, new_start: int) -> bool:
         """Move the log start offset forward (Kafka's maybeIncrementLogStartOffset: DeleteRecords,
-        remote retention, the metadata log's snapshots); True if it moved.
+        remote retention, metadata snapshots); True if it moved.
 
         It may not pass the high watermark (KafkaError(OFFSET_OUT_OF_RANGE)). Past the local log
-        start, the local log start moves with it, and the segments wholly below it are deleted
-        by the next ``delete_old_segments``. On a remote-enabled log an offset below the local
-        log start moves only the whole log's start (``log_start_floor``).
+        start, that moves too and the next ``delete_old_segments`` deletes the segments wholly
+        below it. On a remote-enabled log an offset below the local log start moves only the
+        whole log's start (``log_start_floor``).
         """
         self._check_open()
         if new_start > self.high_watermark:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import batch, create_topics, fetch, list_offsets, run_client, wait_for
+from helpers import batch, create_topics, fetch, list_offsets, produce, run_client, wait_for
 from kafkapy.protocol import messages as m
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.testing.node import KafkaNode, free_port
@@ -264,6 +264,10 @@ def test_delete_records_inside_the_remote_part_moves_the_whole_log_start(tiered_
     assert (part.error_code, part.low_watermark) == (0, target)
     assert offsets(node, topic, EARLIEST) == target
     assert offsets(node, topic, EARLIEST_LOCAL) == local_start  # the local log is untouched
+    # Produce responses carry the whole log's start too (Kafka's logStartOffset), not the local one.
+    produced = run_client(node, lambda c: c.send(produce(topic, 0, batch([value_of(count)], now_ms=BASE_TS + count))))
+    appended = produced.responses[0].partition_responses[0]
+    assert (appended.error_code, appended.base_offset, appended.log_start_offset) == (0, count, target)
 
     async def fetch_at(client, offset: int) -> Any:
         resp = await client.send(fetch(topic, 0, offset), version=12)
