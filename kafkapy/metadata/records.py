@@ -1,8 +1,8 @@
 """KRaft metadata records: typed classes and Kafka's frame format.
 
 Each record type is a frozen dataclass whose fields carry the snake_case names of the JSON schema fields in
-``kafkapy/metadata/schemas/`` (``LeaderEpoch`` -> ``leader_epoch``). Bodies go through
-``kafkapy.metadata.codec`` over those schema files (every metadata record is flexible from version
+``kafkapy/protocol/schemas/metadata/`` (``LeaderEpoch`` -> ``leader_epoch``). Bodies go through
+``kafkapy.protocol.schema_codec`` over those schema files (every metadata record is flexible from version
 0: compact strings and arrays, tagged fields). The frame around a body is Kafka's
 ``AbstractApiMessageSerde`` layout::
 
@@ -22,8 +22,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, TypeVar
 
-from kafkapy.metadata import schemas as _schemas_pkg
-from kafkapy.metadata.codec import MessageSchema, SchemaError, load_schema, read_uvarint, write_uvarint
+from kafkapy.protocol.schema_codec import MessageSchema, SchemaError, load_schema, read_uvarint, write_uvarint
+from kafkapy.protocol.schemas import metadata as _schemas_pkg
 
 FRAME_VERSION = 1
 

@@ -5,7 +5,7 @@ Three things live here:
 * ``ApiKey`` — every API key Apache Kafka assigns, client-facing and KRaft-internal alike.
 * The message-class registry: for each key, the request and response classes. kafka-python's
   JSON-schema classes cover the client APIs; schemas it lacks (KRaft-internal APIs) live as Kafka-style
-  JSON files in ``kafkapy/protocol/schemas/`` and become classes through :func:`load_schema_class`,
+  JSON files in ``kafkapy/protocol/schemas/rpc/`` and become classes through :func:`load_schema_class`,
   which runs them through kafka-python's own loader so they behave identically.
 * ``ApiVersionsTable`` — the (api_key, min_version, max_version) ranges a node advertises. The
   connection uses it to accept or reject requests; ApiVersions responses are built from it.
@@ -262,7 +262,7 @@ _MESSAGE_NAMES: dict[int, str] = {
 # Message-class registry
 # ---------------------------------------------------------------------------------------------
 
-# Our own schemas (``kafkapy/protocol/schemas/<Name>.json``), for APIs kafka-python lacks.
+# Our own schemas (``kafkapy/protocol/schemas/rpc/<Name>.json``), for APIs kafka-python lacks.
 _OWN_SCHEMAS = tuple(
     f"{api}{kind}"
     for api in ("Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "AlterPartition", "FetchSnapshot",
@@ -270,7 +270,7 @@ _OWN_SCHEMAS = tuple(
                 "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter")
     for kind in ("Request", "Response")
 )
-_SCHEMA_PACKAGE = "kafkapy.protocol.schemas"
+_SCHEMA_PACKAGE = "kafkapy.protocol.schemas.rpc"
 
 _REQUESTS: dict[int, type[ApiMessage]] = {}
 _RESPONSES: dict[int, type[ApiMessage]] = {}

@@ -7,11 +7,9 @@ Each record value is one framed message (Kafka's AbstractApiMessageSerde frame):
     version         unsigned varint  (0 for all three today)
     body            the message in the flexible encoding of its JSON schema
 
-The schemas live in ``kafkapy/tiered/schemas/`` and are encoded by ``kafkapy.metadata.codec``.
-They nest plain (non-array) structs - RemoteLogSegmentId holds a TopicIdPartition - which the
-codec's field types do not cover; in the flexible encoding such a struct is simply its own fields
-followed by its own tagged-field section, so ``_Shape`` lays the nested structs out ahead of the
-codec-encoded remainder. Record keys are null; which partition of the topic a record goes to is
+The schemas live in ``kafkapy/protocol/schemas/tiered/`` and are encoded by
+``kafkapy.protocol.schema_codec``, nested structs (a RemoteLogSegmentId holds a TopicIdPartition)
+included. Record keys are null; which partition of the topic a record goes to is
 ``metadata_partition`` below.
 """
 
@@ -20,20 +18,11 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from kafkapy.metadata.codec import (
-    Field,
-    MessageSchema,
-    SchemaError,
-    Struct,
-    load_schema,
-    read_uvarint,
-    write_uvarint,
-)
 from kafkapy.protocol.partitioner import partition_for_key
-from kafkapy.tiered import schemas as _schemas_pkg
+from kafkapy.protocol.schema_codec import MessageSchema, SchemaError, load_schema, read_uvarint, write_uvarint
+from kafkapy.protocol.schemas import tiered as _schemas_pkg
 from kafkapy.tiered.remote_metadata import (
     RemoteLogMetadata,
     RemoteLogSegmentId,
@@ -58,72 +47,14 @@ class RemoteLogMetadataSerdeError(ValueError):
     truncated or trailing bytes)."""
 
 
-# --------------------------------------------------------------------------------------------
-# Schema shapes: a struct whose leading fields may be nested plain structs
-
-@dataclass(frozen=True)
-class _Shape:
-    """How to lay out one struct: its leading nested structs, then the codec-encoded rest (the
-    struct's remaining fields and its tagged-field section)."""
-
-    nested: tuple[tuple[str, "_Shape"], ...]
-    rest: Struct
-
-    @classmethod
-    def of(cls, s: Struct, where: str) -> "_Shape":
-        nested = []
-        rest: list[Field] = []
-        for f in s.fields:
-            plain_struct = f.struct is not None and not f.is_array
-            if f.struct is not None and f.is_array:
-                _check_flat(f.struct, f"{where}.{f.name}")
-            if plain_struct:
-                # Only a leading run can be split off without re-implementing the codec; every
-                # schema we carry has its nested structs first, and a new one that does not
-                # fails here, at import, rather than encoding wrong bytes.
-                if rest or f.tag is not None:
-                    raise ValueError(f"{where}.{f.name}: nested struct after plain fields or tagged")
-                nested.append((f.name, cls.of(f.struct, f"{where}.{f.name}")))  # type: ignore[arg-type]
-            else:
-                rest.append(f)
-        return cls(tuple(nested), Struct(tuple(rest)))
-
-    def encode(self, values: Mapping[str, Any], version: int, out: bytearray) -> None:
-        for name, shape in self.nested:
-            shape.encode(values[name], version, out)
-        self.rest.encode(values, version, out)
-
-    def decode(self, buf: bytes, pos: int, version: int) -> tuple[dict[str, Any], int]:
-        values: dict[str, Any] = {}
-        for name, shape in self.nested:
-            values[name], pos = shape.decode(buf, pos, version)
-        rest, pos = self.rest.decode(buf, pos, version)
-        values.update(rest)
-        return values, pos
-
-
-def _check_flat(s: Struct, where: str) -> None:
-    for f in s.fields:
-        if f.struct is not None and not f.is_array:
-            raise ValueError(f"{where}.{f.name}: nested struct inside an array element is unsupported")
-        if f.struct is not None:
-            _check_flat(f.struct, f"{where}.{f.name}")
-
-
-@dataclass(frozen=True)
-class _Message:
-    schema: MessageSchema
-    shape: _Shape
-
-
-def _load(name: str, api_key: int) -> _Message:
+def _load(name: str, api_key: int) -> MessageSchema:
     schema = load_schema(name, _schemas_pkg.__name__)
     if schema.api_key != api_key:
         raise ValueError(f"{name}: api key {schema.api_key}, expected {api_key}")
-    return _Message(schema, _Shape.of(schema.struct, name))
+    return schema
 
 
-_MESSAGES: dict[int, _Message] = {
+_MESSAGES: dict[int, MessageSchema] = {
     SEGMENT_METADATA_API_KEY: _load("RemoteLogSegmentMetadataRecord", SEGMENT_METADATA_API_KEY),
     SEGMENT_METADATA_UPDATE_API_KEY: _load("RemoteLogSegmentMetadataUpdateRecord", SEGMENT_METADATA_UPDATE_API_KEY),
     PARTITION_DELETE_API_KEY: _load("RemotePartitionDeleteMetadataRecord", PARTITION_DELETE_API_KEY),
@@ -221,16 +152,16 @@ def serialize(metadata: RemoteLogMetadata, version: int | None = None) -> bytes:
     """The record value for ``metadata`` (at its message's newest version unless ``version``)."""
     api_key, fields = _to_fields(metadata)
     msg = _MESSAGES[api_key]
-    lo, hi = msg.schema.valid_versions
+    lo, hi = msg.valid_versions
     if version is None:
         version = hi
     elif not lo <= version <= hi:
-        raise ValueError(f"{msg.schema.name} has no version {version} (valid {lo}-{hi})")
+        raise ValueError(f"{msg.name} has no version {version} (valid {lo}-{hi})")
     out = bytearray()
     write_uvarint(out, FRAME_VERSION)
     write_uvarint(out, api_key)
     write_uvarint(out, version)
-    msg.shape.encode(fields, version, out)
+    msg.struct.encode(fields, version, out)
     return bytes(out)
 
 
@@ -256,22 +187,22 @@ def deserialize_with_version(data: bytes | bytearray | memoryview) -> tuple[Remo
     msg = _MESSAGES.get(api_key)
     if msg is None:
         raise RemoteLogMetadataSerdeError(f"unknown remote log metadata api key {api_key}")
-    lo, hi = msg.schema.valid_versions
+    lo, hi = msg.valid_versions
     if not lo <= version <= hi:
-        raise RemoteLogMetadataSerdeError(f"{msg.schema.name} version {version} is not supported ({lo}-{hi})")
+        raise RemoteLogMetadataSerdeError(f"{msg.name} version {version} is not supported ({lo}-{hi})")
     try:
-        fields, pos = msg.shape.decode(buf, pos, version)
+        fields, pos = msg.decode(buf, pos, version)
     except SchemaError as e:
-        raise RemoteLogMetadataSerdeError(f"cannot decode {msg.schema.name}: {e}") from None
+        raise RemoteLogMetadataSerdeError(f"cannot decode {msg.name}: {e}") from None
     if pos != len(buf):
         raise RemoteLogMetadataSerdeError(
-            f"{len(buf) - pos} byte(s) of garbage after {msg.schema.name}")
+            f"{len(buf) - pos} byte(s) of garbage after {msg.name}")
     try:
         return _from_fields(api_key, fields), version
     except RemoteLogMetadataSerdeError:
         raise
     except ValueError as e:  # the value types' own checks (offsets, empty epochs)
-        raise RemoteLogMetadataSerdeError(f"invalid {msg.schema.name}: {e}") from None
+        raise RemoteLogMetadataSerdeError(f"invalid {msg.name}: {e}") from None
 
 
 def deserialize(data: bytes | bytearray | memoryview) -> RemoteLogMetadata:

@@ -11,7 +11,7 @@ import pytest
 
 from kafka.protocol.schemas import StructField, load_json
 
-from kafkapy.metadata import schemas
+from kafkapy.protocol.schemas import metadata as schemas
 from kafkapy.metadata.records import encode_record, decode_record
 
 from .test_records import EXAMPLES

@@ -8,7 +8,7 @@ and what freshly constructed (all-default) messages serialize to (``golden/kraft
 
 For every message and version this module builds the same values through our classes and compares
 the encoding with Kafka's, decodes Kafka's bytes and compares the fields, and checks that the
-registry in ``apis.py`` serves the API. Besides our own schemas (``kafkapy/protocol/schemas/``) it
+registry in ``apis.py`` serves the API. Besides our own schemas (``kafkapy/protocol/schemas/rpc/``) it
 covers kafka-python's DescribeQuorum and Fetch, whose KRaft fields the Raft code relies on.
 """
 
@@ -311,7 +311,7 @@ def _compare_fields(ours: list[dict[str, Any]], theirs: list[dict[str, Any]], pa
 def test_own_schema_attributes_match_kafka_jar(name: str) -> None:
     import zipfile
 
-    ours = _schema_json((Path(__file__).resolve().parents[3] / "kafkapy" / "protocol" / "schemas"
+    ours = _schema_json((Path(__file__).resolve().parents[3] / "kafkapy" / "protocol" / "schemas" / "rpc"
                          / f"{name}.json").read_text())
     with zipfile.ZipFile(KAFKA_JAR) as jar:
         theirs = _schema_json(jar.read(f"common/message/{name}.json").decode())

@@ -1,39 +1,54 @@
-"""A small codec for Kafka-style JSON schemas in their flexible encoding.
+"""A schema-driven codec for the Kafka-style JSON schemas we own outside the request registry.
 
-Metadata records are flexible from version 0: compact strings and arrays (unsigned-varint
-length + 1, 0 for null), raw 16-byte UUIDs, big-endian integers, and a tagged-field section
-after each struct's fields (count, then tag / size / value for each field that differs from its
-default, in ascending tag order). This module reads our schema files in
-``kafkapy/metadata/schemas/`` and encodes and decodes struct values as dicts keyed by the fields'
-snake_case names.
+The metadata records, the ``__remote_log_metadata`` records and the KRaft control records are
+all described by JSON files under ``kafkapy/protocol/schemas/`` and all encoded here; this module
+reads such a file and encodes and decodes struct values as dicts keyed by the fields' snake_case
+names.
 
-Only ``protocol/`` may use kafka-python (our layering rule), and the metadata records need just
-this subset of the format, so it lives here, small and dependency-free. The tests check it
+Both of Kafka's encodings are covered, chosen per version by the schema's ``flexibleVersions``:
+
+* flexible: compact strings, bytes and arrays (unsigned-varint length + 1, 0 for null) and a
+  tagged-field section after each struct's fields (count, then tag / size / value for each field
+  that differs from its default, in ascending tag order);
+* non-flexible: int16-length strings, int32-length bytes and arrays (-1 for null), no tags.
+
+Integers are big-endian, UUIDs 16 raw bytes. A struct-typed field that is not an array (a "plain"
+nested struct) is laid out inline, as its own fields followed (when flexible) by its own tagged
+section; in versions where it is nullable an int8 comes first (-1 null, 1 present).
+``commonStructs`` are resolved by name, as Kafka's generator does.
+
+kafka-python has its own codec, but it may only be touched through ``kafka_python_adapter`` and
+these records need a small, fast, dependency-free subset, so it lives here. The tests check it
 byte for byte against hand-built frames and against kafka-python's ``StructField``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
+from kafkapy.protocol.schemas import read_json
+
 ZERO_UUID = uuid.UUID(int=0)
-_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+_ANY_VERSION = (0, 0x7FFF)
 
 _FIXED: dict[str, struct.Struct] = {
     "int8": struct.Struct(">b"),
     "int16": struct.Struct(">h"),
     "uint16": struct.Struct(">H"),
     "int32": struct.Struct(">i"),
+    "uint32": struct.Struct(">I"),
     "int64": struct.Struct(">q"),
+    "float64": struct.Struct(">d"),
 }
+_I8 = _FIXED["int8"]
+_I16 = _FIXED["int16"]
+_I32 = _FIXED["int32"]
 
 
 class SchemaError(ValueError):
@@ -89,6 +104,32 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
             raise SchemaError("unsigned varint longer than 5 bytes")
 
 
+def _read_fixed(codec: struct.Struct, buf: bytes, pos: int, what: str) -> tuple[Any, int]:
+    end = pos + codec.size
+    if end > len(buf):
+        raise SchemaError(f"truncated {what}")
+    return codec.unpack_from(buf, pos)[0], end
+
+
+def _read_length(buf: bytes, pos: int, flex: bool, wide: bool, what: str) -> tuple[int, int]:
+    """A string/bytes/array length: -1 for null. Compact (varint, +1) when flexible, else an
+    int16 (strings) or int32 (bytes, arrays)."""
+    if flex:
+        n, pos = read_uvarint(buf, pos)
+        return n - 1, pos
+    n, pos = _read_fixed(_I32 if wide else _I16, buf, pos, f"{what} length")
+    if n < -1:
+        raise SchemaError(f"{what}: negative length {n}")
+    return int(n), pos
+
+
+def _write_length(out: bytearray, n: int, flex: bool, wide: bool) -> None:
+    if flex:
+        write_uvarint(out, n + 1)
+    else:
+        out += (_I32 if wide else _I16).pack(n)
+
+
 # --------------------------------------------------------------------------------------------
 # Schema model
 
@@ -97,17 +138,21 @@ class Field:
     """One field of a schema struct."""
 
     name: str              # snake_case
-    type: str              # "int32", "string", "[]int32", "[]Struct", ...
+    type: str              # "int32", "string", "[]int32", "[]Struct", "Struct", ...
     versions: tuple[int, int]
     tag: int | None
     tagged_versions: tuple[int, int] | None
     nullable_versions: tuple[int, int] | None
     default: Any
-    struct: "Struct | None"  # element struct of a struct array
+    struct: "Struct | None"  # element struct of a struct array, or the plain nested struct
 
     @property
     def is_array(self) -> bool:
         return self.type.startswith("[]")
+
+    @property
+    def is_plain_struct(self) -> bool:
+        return self.struct is not None and not self.is_array
 
     def present(self, version: int) -> bool:
         return self.versions[0] <= version <= self.versions[1]
@@ -115,44 +160,68 @@ class Field:
     def tagged(self, version: int) -> bool:
         return self.tag is not None and _within(version, self.tagged_versions)
 
+    def nullable(self, version: int) -> bool:
+        return _within(version, self.nullable_versions)
+
 
 def _default(type_: str, raw: Any) -> Any:
     if type_.startswith("[]"):
         return None if raw == "null" else ()
     if type_ == "bool":
         return str(raw).lower() == "true" if raw not in (None, "") else False
+    if type_ == "float64":
+        return float(raw) if raw not in (None, "") else 0.0
     if type_ in _FIXED:
         if raw in (None, ""):
             return 0
         return int(raw, 0) if isinstance(raw, str) else int(raw)
     if type_ == "uuid":
         return ZERO_UUID
-    if type_ in ("string", "bytes"):
+    if type_ in ("string", "bytes", "records"):
         if raw == "null":
             return None
         return (raw or "") if type_ == "string" else b""
     raise ValueError(f"unsupported field type {type_}")
 
 
+def _struct_type_name(type_: str) -> str | None:
+    inner = type_[2:] if type_.startswith("[]") else type_
+    return inner if inner[:1].isupper() else None
+
+
 @dataclass(frozen=True)
 class Struct:
-    """A struct: its fields in schema order."""
+    """A struct: its fields in schema order, and the versions in which it is flexible (those of
+    the message it belongs to; None when never)."""
 
     fields: tuple[Field, ...]
+    flexible: tuple[int, int] | None = None
     # Per-version decode plans (see ``_plan``), built on first use. A metadata snapshot of 100k
     # partitions decodes 100k records: resolving each field's type and version once per
     # version rather than once per record roughly halves the decode time.
     _plans: dict[int, "_Plan"] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_json(cls, fields_json: list[dict[str, Any]]) -> "Struct":
+    def from_json(cls, fields_json: list[dict[str, Any]], flexible: tuple[int, int] | None = _ANY_VERSION,
+                  common: Mapping[str, list[dict[str, Any]]] | None = None) -> "Struct":
+        common = common or {}
         fields = []
         for f in fields_json:
             type_ = f["type"]
+            nested_json = f.get("fields")
+            struct_name = _struct_type_name(type_)
+            if nested_json is None and struct_name is not None:
+                if struct_name not in common:
+                    raise ValueError(f"{f['name']}: struct type {struct_name} has no fields")
+                nested_json = common[struct_name]
             nested = None
-            if "fields" in f:
-                nested = cls.from_json(f["fields"])
-                default: Any = None if f.get("default") == "null" else ()
+            default: Any
+            if nested_json is not None:
+                nested = cls.from_json(nested_json, flexible, common)
+                if type_.startswith("[]") or f.get("default") == "null":
+                    default = None if f.get("default") == "null" else ()
+                else:  # a plain struct defaults to a struct of its fields' defaults
+                    default = {sf.name: sf.default for sf in nested.fields}
             else:
                 default = _default(type_, f.get("default"))
             tag = f.get("tag")
@@ -162,28 +231,34 @@ class Struct:
                 tagged_versions=_versions(f.get("taggedVersions")),
                 nullable_versions=_versions(f.get("nullableVersions")),
                 default=default, struct=nested))
-        return cls(tuple(fields))
+        return cls(tuple(fields), flexible)
+
+    def is_flexible(self, version: int) -> bool:
+        return _within(version, self.flexible)
 
     # -- encode ------------------------------------------------------------------------------
 
     def encode(self, values: object, version: int, out: bytearray) -> None:
         # ``values``: a mapping of field names, or an object with the fields as attributes.
+        flex = self.is_flexible(version)
         tagged: list[tuple[int, Field, Any]] = []
         for f in self.fields:
             if not f.present(version):
                 continue
             value = values.get(f.name, f.default) if isinstance(values, Mapping) else getattr(values, f.name)
-            if f.tag is not None and f.tagged(version):
+            if f.tag is not None and flex and f.tagged(version):
                 if _same(value, f.default):
                     continue  # tagged fields at their default are not written
                 tagged.append((f.tag, f, value))
                 continue
-            _encode_value(f, value, version, out)
+            _encode_value(f, value, version, flex, out)
+        if not flex:
+            return
         tagged.sort(key=lambda tfv: tfv[0])
         write_uvarint(out, len(tagged))
         for tag, f, value in tagged:
             body = bytearray()
-            _encode_value(f, value, version, body)
+            _encode_value(f, value, version, flex, body)
             write_uvarint(out, tag)
             write_uvarint(out, len(body))
             out += body
@@ -193,18 +268,19 @@ class Struct:
     def _plan(self, version: int) -> "_Plan":
         plan = self._plans.get(version)
         if plan is None:
+            flex = self.is_flexible(version)
             regular = []
             by_tag: dict[int, Field] = {}
             defaults: dict[str, Any] = {}
             for f in self.fields:
                 if not f.present(version):
                     continue
-                if f.tagged(version):
-                    by_tag[f.tag] = f  # type: ignore[index]
+                if f.tag is not None and flex and f.tagged(version):
+                    by_tag[f.tag] = f
                     defaults[f.name] = f.default
                 else:
-                    regular.append((f.name, _reader(f, version)))
-            plan = self._plans[version] = _Plan(tuple(regular), by_tag, defaults)
+                    regular.append((f.name, _reader(f, version, flex)))
+            plan = self._plans[version] = _Plan(tuple(regular), by_tag, defaults, flex)
         return plan
 
     def decode(self, buf: bytes, pos: int, version: int) -> tuple[dict[str, Any], int]:
@@ -212,6 +288,8 @@ class Struct:
         values: dict[str, Any] = {}
         for name, read in plan.regular:
             values[name], pos = read(buf, pos)
+        if not plan.flexible:
+            return values, pos
         values.update(plan.tagged_defaults)
         by_tag = plan.by_tag
         count, pos = read_uvarint(buf, pos)
@@ -223,7 +301,7 @@ class Struct:
                 raise SchemaError("tagged field overruns the buffer")
             f = by_tag.get(tag)
             if f is not None:  # unknown tags are skipped
-                values[f.name], used = _decode_value(f, buf[:end], pos, version)
+                values[f.name], used = _reader(f, version, True)(buf[:end], pos)
                 if used != end:
                     raise SchemaError(f"tagged field {tag} has {end - used} stray byte(s)")
             pos = end
@@ -236,11 +314,12 @@ _Reader = Callable[[bytes, int], tuple[Any, int]]
 @dataclass(frozen=True)
 class _Plan:
     """How to decode a struct at one version: its untagged fields in order, each with its
-    reader, then the tagged fields by tag and their defaults."""
+    reader, then (when flexible) the tagged fields by tag and their defaults."""
 
     regular: tuple[tuple[str, _Reader], ...]
     by_tag: dict[int, Field]
     tagged_defaults: dict[str, Any]
+    flexible: bool
 
 
 def _fixed_reader(f: Field, t: str) -> _Reader:
@@ -267,32 +346,46 @@ def _uuid_reader(f: Field) -> _Reader:
     return read
 
 
-def _simple_reader(f: Field, t: str, version: int) -> _Reader:
+def _simple_reader(f: Field, t: str, version: int, flex: bool) -> _Reader:
     if t in _FIXED:
         return _fixed_reader(f, t)
     if t == "uuid":
         return _uuid_reader(f)
-    return lambda buf, pos: _decode_simple(t, f, buf, pos, version)
+    return lambda buf, pos: _decode_simple(t, f, buf, pos, version, flex)
 
 
-def _reader(f: Field, version: int) -> _Reader:
-    """``_decode_value`` for ``f`` at ``version``, with the type dispatch done up front."""
-    t = f.type
-    if not t.startswith("[]"):
-        return _simple_reader(f, t, version)
-    nullable = _within(version, f.nullable_versions)
-    struct = f.struct
-    item_reader: _Reader = (
-        (lambda buf, pos: struct.decode(buf, pos, version)) if struct is not None
-        else _simple_reader(f, t[2:], version))
+def _plain_struct_reader(f: Field, s: "Struct", version: int) -> _Reader:
+    nullable = f.nullable(version)
 
     def read(buf: bytes, pos: int) -> tuple[Any, int]:
-        n, pos = read_uvarint(buf, pos)
-        if n == 0:
+        if nullable:
+            marker, pos = _read_fixed(_I8, buf, pos, f"{f.name} null marker")
+            if marker < 0:
+                return None, pos
+        return s.decode(buf, pos, version)
+
+    return read
+
+
+def _reader(f: Field, version: int, flex: bool) -> _Reader:
+    """The decoder of ``f`` at ``version``, with the type dispatch done up front."""
+    t = f.type
+    struct_ = f.struct
+    if struct_ is not None and not f.is_array:
+        return _plain_struct_reader(f, struct_, version)
+    if not t.startswith("[]"):
+        return _simple_reader(f, t, version, flex)
+    nullable = f.nullable(version)
+    item_reader: _Reader = (
+        (lambda buf, pos: struct_.decode(buf, pos, version)) if struct_ is not None
+        else _simple_reader(f, t[2:], version, flex))
+
+    def read(buf: bytes, pos: int) -> tuple[Any, int]:
+        n, pos = _read_length(buf, pos, flex, True, f.name)
+        if n < 0:
             if not nullable:
                 raise SchemaError(f"{f.name} is null but not nullable")
             return None, pos
-        n -= 1
         if n > len(buf) - pos:  # every element takes at least one byte
             raise SchemaError(f"{f.name}: {n} elements cannot fit")
         items = []
@@ -310,26 +403,36 @@ def _same(value: Any, default: Any) -> bool:
     return bool(value == default)
 
 
-def _encode_value(f: Field, value: Any, version: int, out: bytearray) -> None:
+def _encode_value(f: Field, value: Any, version: int, flex: bool, out: bytearray) -> None:
     t = f.type
+    if f.struct is not None and not f.is_array:
+        if f.nullable(version):
+            if value is None:
+                out += _I8.pack(-1)
+                return
+            out += _I8.pack(1)
+        elif value is None:
+            raise ValueError(f"{f.name} is not nullable in version {version}")
+        f.struct.encode(value, version, out)
+        return
     if t.startswith("[]"):
         if value is None:
-            if not _within(version, f.nullable_versions):
+            if not f.nullable(version):
                 raise ValueError(f"{f.name} is not nullable in version {version}")
-            out.append(0)
+            _write_length(out, -1, flex, True)
             return
-        write_uvarint(out, len(value) + 1)
+        _write_length(out, len(value), flex, True)
         inner = t[2:]
         for item in value:
             if f.struct is not None:
                 f.struct.encode(item, version, out)
             else:
-                _encode_simple(inner, item, f, version, out)
+                _encode_simple(inner, item, f, version, flex, out)
         return
-    _encode_simple(t, value, f, version, out)
+    _encode_simple(t, value, f, version, flex, out)
 
 
-def _encode_simple(t: str, value: Any, f: Field, version: int, out: bytearray) -> None:
+def _encode_simple(t: str, value: Any, f: Field, version: int, flex: bool, out: bytearray) -> None:
     codec = _FIXED.get(t)
     if codec is not None:
         out += codec.pack(value)
@@ -337,69 +440,41 @@ def _encode_simple(t: str, value: Any, f: Field, version: int, out: bytearray) -
         out.append(1 if value else 0)
     elif t == "uuid":
         out += (value or ZERO_UUID).bytes
-    elif t in ("string", "bytes"):
+    elif t in ("string", "bytes", "records"):
+        wide = t != "string"
         if value is None:
-            if not _within(version, f.nullable_versions):
+            if not f.nullable(version):
                 raise ValueError(f"{f.name} is not nullable in version {version}")
-            out.append(0)
+            _write_length(out, -1, flex, wide)
             return
         data = value.encode("utf-8") if t == "string" else bytes(value)
-        write_uvarint(out, len(data) + 1)
+        _write_length(out, len(data), flex, wide)
         out += data
     else:
         raise ValueError(f"unsupported field type {t}")
 
 
-def _decode_value(f: Field, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
-    t = f.type
-    if t.startswith("[]"):
-        n, pos = read_uvarint(buf, pos)
-        if n == 0:
-            if not _within(version, f.nullable_versions):
-                raise SchemaError(f"{f.name} is null but not nullable")
-            return None, pos
-        n -= 1
-        if n > len(buf) - pos:  # every element takes at least one byte
-            raise SchemaError(f"{f.name}: {n} elements cannot fit")
-        items = []
-        inner = t[2:]
-        for _ in range(n):
-            if f.struct is not None:
-                item, pos = f.struct.decode(buf, pos, version)
-            else:
-                item, pos = _decode_simple(inner, f, buf, pos, version)
-            items.append(item)
-        return tuple(items), pos
-    return _decode_simple(t, f, buf, pos, version)
-
-
-def _decode_simple(t: str, f: Field, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
+def _decode_simple(t: str, f: Field, buf: bytes, pos: int, version: int, flex: bool) -> tuple[Any, int]:
     codec = _FIXED.get(t)
     if codec is not None:
-        end = pos + codec.size
-        if end > len(buf):
-            raise SchemaError(f"{f.name}: truncated {t}")
-        return codec.unpack_from(buf, pos)[0], end
+        return _read_fixed(codec, buf, pos, f"{f.name}: {t}")
     if t == "bool":
         if pos >= len(buf):
             raise SchemaError(f"{f.name}: truncated bool")
         return buf[pos] != 0, pos + 1
     if t == "uuid":
-        end = pos + 16
-        if end > len(buf):
-            raise SchemaError(f"{f.name}: truncated uuid")
-        return uuid.UUID(bytes=bytes(buf[pos:end])), end
-    if t in ("string", "bytes"):
-        n, pos = read_uvarint(buf, pos)
-        if n == 0:
-            if not _within(version, f.nullable_versions):
+        return _uuid_reader(f)(buf, pos)
+    if t in ("string", "bytes", "records"):
+        n, pos = _read_length(buf, pos, flex, t != "string", f.name)
+        if n < 0:
+            if not f.nullable(version):
                 raise SchemaError(f"{f.name} is null but not nullable")
             return None, pos
-        end = pos + n - 1
+        end = pos + n
         if end > len(buf):
             raise SchemaError(f"{f.name}: truncated {t}")
         raw = bytes(buf[pos:end])
-        if t == "bytes":
+        if t != "string":
             return raw, end
         try:
             return raw.decode("utf-8"), end
@@ -410,9 +485,13 @@ def _decode_simple(t: str, f: Field, buf: bytes, pos: int, version: int) -> tupl
 
 # --------------------------------------------------------------------------------------------
 
+NO_API_KEY = -1
+
+
 @dataclass(frozen=True)
 class MessageSchema:
-    """A top-level schema file: api key, valid versions and the root struct."""
+    """A top-level schema file: api key (``NO_API_KEY`` for the control records, which have
+    none), valid versions and the root struct."""
 
     name: str
     api_key: int
@@ -427,18 +506,32 @@ class MessageSchema:
     def decode(self, buf: bytes, pos: int, version: int) -> tuple[dict[str, Any], int]:
         return self.struct.decode(buf, pos, version)
 
+    def decode_all(self, data: bytes | bytearray | memoryview, version: int) -> dict[str, Any]:
+        """Decode ``data`` as exactly one message: SchemaError on trailing bytes."""
+        buf = bytes(data)
+        values, pos = self.struct.decode(buf, 0, version)
+        if pos != len(buf):
+            raise SchemaError(f"{len(buf) - pos} trailing byte(s) after {self.name}")
+        return values
 
-def load_schema(name: str, package: str) -> MessageSchema:
-    """Read ``<package>/<name>.json`` (Kafka's schema format, ``//`` comment lines allowed)."""
-    text = resources.files(package).joinpath(name + ".json").read_text(encoding="utf-8")
-    obj = json.loads(_COMMENT.sub("", text))
+
+def schema_from_json(obj: Mapping[str, Any]) -> MessageSchema:
+    """A MessageSchema from a parsed JSON schema (Kafka's message-schema format)."""
+    name = obj["name"]
     valid = _versions(obj["validVersions"])
     if valid is None:
         raise ValueError(f"{name}: no valid versions")
-    if _versions(obj.get("flexibleVersions")) != (0, 0x7FFF):
-        raise ValueError(f"{name}: only schemas flexible from version 0 are supported")
-    return MessageSchema(obj["name"], int(obj["apiKey"]), valid, Struct.from_json(obj.get("fields", [])))
+    common = {s["name"]: s["fields"] for s in obj.get("commonStructs", ())}
+    struct_ = Struct.from_json(obj.get("fields", []), _versions(obj.get("flexibleVersions")), common)
+    api_key = obj.get("apiKey")
+    return MessageSchema(name, NO_API_KEY if api_key is None else int(api_key), valid, struct_)
 
 
-__all__ = ["Field", "MessageSchema", "SchemaError", "Struct", "load_schema", "read_uvarint",
-           "snake_name", "write_uvarint"]
+def load_schema(name: str, package: str) -> MessageSchema:
+    """Read ``<package>/<name>.json`` (a package of ``kafkapy.protocol.schemas``, see
+    ``kafkapy.protocol.schemas.package``)."""
+    return schema_from_json(read_json(name, package))
+
+
+__all__ = ["Field", "MessageSchema", "NO_API_KEY", "SchemaError", "Struct", "load_schema", "read_uvarint",
+           "schema_from_json", "snake_name", "write_uvarint"]
