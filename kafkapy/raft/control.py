@@ -9,8 +9,9 @@ control attribute bit and the leader's epoch as partition leader epoch, as
 ``MemoryRecords.withLeaderChangeMessage`` writes it.
 
 SnapshotHeaderRecord v0 (int16 Version, int64 LastContainedLogTimestamp) and SnapshotFooterRecord
-v0 (int16 Version) are flexible too and likewise carry no version prefix. Their batches are what
-Kafka 3.9's ``RecordsSnapshotWriter`` writes: uncompressed CreateTime control batches, the
+v0 (int16 Version) are flexible too and likewise carry no version prefix. All three values are
+encoded by ``kafkapy.protocol.schema_codec`` from ``kafkapy/protocol/schemas/control/``. Their
+batches are what Kafka 3.9's ``RecordsSnapshotWriter`` writes: uncompressed CreateTime control batches, the
 snapshot's epoch as partition leader epoch, no producer id; the header batch starts at offset 0.
 """
 
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from kafkapy.protocol.schema_codec import MessageSchema, SchemaError, load_schema
+from kafkapy.protocol.schemas import control as _schemas_pkg
 from kafkapy.records.builder import Record, build_batch
 from kafkapy.records.reader import iter_records
 
@@ -36,10 +39,32 @@ KRAFT_VOTERS = 6
 SNAPSHOT_HEADER_VERSION = 0
 SNAPSHOT_FOOTER_VERSION = 0
 
+# ControlRecordUtils.LEADER_CHANGE_CURRENT_VERSION: what we write, and the version Kafka reads
+# every LeaderChange value at (the value has no version prefix).
+LEADER_CHANGE_VERSION = 0
+
 _KEY = struct.Struct(">hh")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
+
+
+def control_schema(name: str) -> MessageSchema:
+    """The schema of a control record value (``kafkapy/protocol/schemas/control/<name>.json``)."""
+    return load_schema(name, _schemas_pkg.__name__)
+
+
+_LEADER_CHANGE = control_schema("LeaderChangeMessage")
+_SNAPSHOT_HEADER = control_schema("SnapshotHeaderRecord")
+_SNAPSHOT_FOOTER = control_schema("SnapshotFooterRecord")
+
+
+def decode_exactly(schema: MessageSchema, data: bytes | bytearray | memoryview,
+                   version: int = 0) -> dict[str, Any]:
+    """``data`` decoded as one ``schema`` value at ``version``; ValueError (naming the record) if
+    it is truncated, malformed or followed by stray bytes. Unknown tagged fields are skipped, as
+    Kafka's generated readers do."""
+    try:
+        return schema.decode_all(data, version)
+    except SchemaError as e:
+        raise ValueError(f"malformed {schema.name}: {e}") from None
 
 
 class LeaderChange(NamedTuple):
@@ -60,52 +85,24 @@ def control_type(key: bytes) -> int:
     return int(record_type)
 
 
-def _uvarint(n: int, out: bytearray) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-
-
 def encode_leader_change(msg: LeaderChange) -> bytes:
-    out = bytearray(_I16.pack(0))
-    out += _I32.pack(msg.leader_id)
-    for voters in (msg.voters, msg.granting_voters):
-        _uvarint(len(voters) + 1, out)
-        for v in voters:
-            out += _I32.pack(v)
-            out.append(0)  # the Voter struct's tagged fields
-    out.append(0)  # the message's tagged fields
-    return bytes(out)
+    return _LEADER_CHANGE.encode({
+        "version": LEADER_CHANGE_VERSION,
+        "leader_id": msg.leader_id,
+        "voters": [{"voter_id": v} for v in msg.voters],
+        "granting_voters": [{"voter_id": v} for v in msg.granting_voters],
+    }, LEADER_CHANGE_VERSION)
 
 
 def decode_leader_change(data: bytes) -> LeaderChange:
-    pos = 2  # the Version field
-    (leader_id,) = _I32.unpack_from(data, pos)
-    pos += 4
-    lists: list[tuple[int, ...]] = []
-    for _ in range(2):
-        n, pos = _read_uvarint(data, pos)
-        ids = []
-        for _i in range(n - 1):
-            ids.append(_I32.unpack_from(data, pos)[0])
-            pos += 4
-            tagged, pos = _read_uvarint(data, pos)
-            if tagged:
-                raise ValueError("tagged fields in a Voter are not supported")
-        lists.append(tuple(ids))
-    return LeaderChange(leader_id, lists[0], lists[1])
+    """Parse a LeaderChangeMessage value (at version 0, as Kafka reads it; bytes after the
+    message are ignored, as Kafka's reader does); ValueError if it is malformed."""
+    try:
+        v, _end = _LEADER_CHANGE.decode(bytes(data), 0, LEADER_CHANGE_VERSION)
+    except SchemaError as e:
+        raise ValueError(f"malformed LeaderChangeMessage: {e}") from None
+    return LeaderChange(v["leader_id"], tuple(x["voter_id"] for x in v["voters"]),
+                        tuple(x["voter_id"] for x in v["granting_voters"]))
 
 
 def build_leader_change_batch(
@@ -146,56 +143,23 @@ class SnapshotFooter(NamedTuple):
     version: int
 
 
-def _skip_tagged_fields(data: bytes, pos: int) -> int:
-    """Skip a flexible struct's tagged-field section (fields we do not know are ignored, as
-    Kafka's generated readers do with unknown tags)."""
-    count, pos = _read_uvarint(data, pos)
-    for _ in range(count):
-        _tag, pos = _read_uvarint(data, pos)
-        size, pos = _read_uvarint(data, pos)
-        pos += size
-    if pos > len(data):
-        raise ValueError("tagged fields overrun the record")
-    return pos
-
-
 def encode_snapshot_header(header: SnapshotHeader) -> bytes:
-    return _I16.pack(header.version) + _I64.pack(header.last_contained_log_timestamp) + b"\x00"
+    return _SNAPSHOT_HEADER.encode(header._asdict(), SNAPSHOT_HEADER_VERSION)
 
 
 def decode_snapshot_header(data: bytes) -> SnapshotHeader:
     """Parse a SnapshotHeaderRecord value; ValueError if it is malformed."""
-    data = bytes(data)
-    if len(data) < 11:
-        raise ValueError(f"SnapshotHeaderRecord needs 11 bytes, got {len(data)}")
-    (version,) = _I16.unpack_from(data, 0)
-    (timestamp,) = _I64.unpack_from(data, 2)
-    try:
-        end = _skip_tagged_fields(data, 10)
-    except IndexError:
-        raise ValueError("SnapshotHeaderRecord is truncated") from None
-    if end != len(data):
-        raise ValueError(f"{len(data) - end} trailing byte(s) after SnapshotHeaderRecord")
-    return SnapshotHeader(version, timestamp)
+    v = decode_exactly(_SNAPSHOT_HEADER, data)
+    return SnapshotHeader(v["version"], v["last_contained_log_timestamp"])
 
 
 def encode_snapshot_footer(footer: SnapshotFooter) -> bytes:
-    return _I16.pack(footer.version) + b"\x00"
+    return _SNAPSHOT_FOOTER.encode(footer._asdict(), SNAPSHOT_FOOTER_VERSION)
 
 
 def decode_snapshot_footer(data: bytes) -> SnapshotFooter:
     """Parse a SnapshotFooterRecord value; ValueError if it is malformed."""
-    data = bytes(data)
-    if len(data) < 3:
-        raise ValueError(f"SnapshotFooterRecord needs 3 bytes, got {len(data)}")
-    (version,) = _I16.unpack_from(data, 0)
-    try:
-        end = _skip_tagged_fields(data, 2)
-    except IndexError:
-        raise ValueError("SnapshotFooterRecord is truncated") from None
-    if end != len(data):
-        raise ValueError(f"{len(data) - end} trailing byte(s) after SnapshotFooterRecord")
-    return SnapshotFooter(version)
+    return SnapshotFooter(decode_exactly(_SNAPSHOT_FOOTER, data)["version"])
 
 
 def build_snapshot_header_batch(
@@ -242,9 +206,9 @@ def read_snapshot_footer(batch: bytes) -> SnapshotFooter | None:
 __all__ = [
     "ABORT", "COMMIT", "KRAFT_VERSION", "KRAFT_VOTERS", "LEADER_CHANGE", "LeaderChange",
     "SNAPSHOT_FOOTER", "SNAPSHOT_FOOTER_VERSION", "SNAPSHOT_HEADER", "SNAPSHOT_HEADER_VERSION",
-    "SnapshotFooter", "SnapshotHeader", "build_leader_change_batch",
-    "build_snapshot_footer_batch", "build_snapshot_header_batch", "control_key", "control_type",
-    "decode_leader_change", "decode_snapshot_footer", "decode_snapshot_header",
+    "LEADER_CHANGE_VERSION", "SnapshotFooter", "SnapshotHeader", "build_leader_change_batch",
+    "build_snapshot_footer_batch", "build_snapshot_header_batch", "control_key", "control_schema",
+    "control_type", "decode_exactly", "decode_leader_change", "decode_snapshot_footer", "decode_snapshot_header",
     "encode_leader_change", "encode_snapshot_footer", "encode_snapshot_header",
     "read_leader_change", "read_snapshot_footer", "read_snapshot_header",
 ]

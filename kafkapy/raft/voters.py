@@ -7,7 +7,8 @@ not — is the voter set a replica acts on. ``controller.quorum.voters`` (kraft.
 the static set of old.
 
 Encodings (Kafka's record schemas, flexible, serialized without a version prefix like the other
-control records in ``control``):
+control records in ``control``; encoded by ``kafkapy.protocol.schema_codec`` from
+``kafkapy/protocol/schemas/control/``):
 
 * KRaftVersionRecord v0: int16 Version, int16 KRaftVersion, tagged fields.
 * VotersRecord v0: int16 Version, compact array of Voter { int32 VoterId, uuid
@@ -21,7 +22,6 @@ Control record types 5 (KRAFT_VERSION) and 6 (KRAFT_VOTERS) are Kafka's ``Contro
 from __future__ import annotations
 
 import base64
-import struct
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,12 +33,11 @@ from kafkapy.raft.control import (
     SNAPSHOT_HEADER,
     SNAPSHOT_HEADER_VERSION,
     SnapshotHeader,
-    _read_uvarint,
-    _skip_tagged_fields,
-    _uvarint,
     build_snapshot_footer_batch,
     control_key,
+    control_schema,
     control_type,
+    decode_exactly,
     encode_snapshot_header,
 )
 from kafkapy.records.builder import Record, build_batch
@@ -48,9 +47,10 @@ NO_DIRECTORY_ID = uuid.UUID(int=0)
 #: The kraft.version feature levels this node supports (0: static voters, 1: KIP-853).
 SUPPORTED_KRAFT_VERSIONS = (0, 1)
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_U16 = struct.Struct(">H")
+# KRaftVersionRecord and VotersRecord: version 0 is the only one (ControlRecordUtils' current).
+_RECORD_VERSION = 0
+_KRAFT_VERSION = control_schema("KRaftVersionRecord")
+_VOTERS = control_schema("VotersRecord")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,84 +112,34 @@ class VoterSet:
 # -- encodings ------------------------------------------------------------------------------
 
 
-def _compact_string(text: str, out: bytearray) -> None:
-    raw = text.encode("utf-8")
-    _uvarint(len(raw) + 1, out)
-    out += raw
-
-
-def _read_compact_string(data: bytes, pos: int) -> tuple[str, int]:
-    n, pos = _read_uvarint(data, pos)
-    if n == 0:
-        raise ValueError("a null string where one is required")
-    end = pos + n - 1
-    if end > len(data):
-        raise ValueError("a string overruns the record")
-    return data[pos:end].decode("utf-8"), end
-
-
 def encode_kraft_version(version: int) -> bytes:
-    return _I16.pack(0) + _I16.pack(version) + b"\x00"
+    return _KRAFT_VERSION.encode({"version": _RECORD_VERSION, "k_raft_version": version}, _RECORD_VERSION)
 
 
 def decode_kraft_version(data: bytes) -> int:
-    data = bytes(data)
-    if len(data) < 5:
-        raise ValueError(f"KRaftVersionRecord needs 5 bytes, got {len(data)}")
-    (level,) = _I16.unpack_from(data, 2)
-    if _skip_tagged_fields(data, 4) != len(data):
-        raise ValueError("trailing bytes after KRaftVersionRecord")
-    return int(level)
+    """Parse a KRaftVersionRecord value (the kraft.version level); ValueError if it is malformed."""
+    return int(decode_exactly(_KRAFT_VERSION, data)["k_raft_version"])
 
 
 def encode_voters(voters: VoterSet) -> bytes:
-    out = bytearray(_I16.pack(0))
-    _uvarint(len(voters.voters) + 1, out)
-    for v in voters.voters:
-        out += _I32.pack(v.voter_id)
-        out += v.directory_id.bytes
-        _uvarint(len(v.endpoints) + 1, out)
-        for name in sorted(v.endpoints):
-            host, port = v.endpoints[name]
-            _compact_string(name, out)
-            _compact_string(host, out)
-            out += _U16.pack(port)
-            out.append(0)
-        out += _I16.pack(v.min_kraft_version) + _I16.pack(v.max_kraft_version)
-        out.append(0)  # KRaftVersionFeature's tagged fields
-        out.append(0)  # Voter's tagged fields
-    out.append(0)
-    return bytes(out)
+    return _VOTERS.encode({"version": _RECORD_VERSION, "voters": [{
+        "voter_id": v.voter_id,
+        "voter_directory_id": v.directory_id,
+        "endpoints": [{"name": name, "host": v.endpoints[name][0], "port": v.endpoints[name][1]}
+                      for name in sorted(v.endpoints)],
+        "k_raft_version_feature": {"min_supported_version": v.min_kraft_version,
+                                   "max_supported_version": v.max_kraft_version},
+    } for v in voters.voters]}, _RECORD_VERSION)
 
 
 def decode_voters(data: bytes) -> VoterSet:
     """Parse a VotersRecord value; ValueError if it is malformed."""
-    data = bytes(data)
-    try:
-        pos = 2
-        count, pos = _read_uvarint(data, pos)
-        voters = []
-        for _ in range(max(0, count - 1)):
-            (voter_id,) = _I32.unpack_from(data, pos)
-            directory = uuid.UUID(bytes=data[pos + 4:pos + 20])
-            pos += 20
-            n_endpoints, pos = _read_uvarint(data, pos)
-            endpoints = {}
-            for _e in range(max(0, n_endpoints - 1)):
-                name, pos = _read_compact_string(data, pos)
-                host, pos = _read_compact_string(data, pos)
-                (port,) = _U16.unpack_from(data, pos)
-                pos = _skip_tagged_fields(data, pos + 2)
-                endpoints[name] = (host, port)
-            lo, hi = _I16.unpack_from(data, pos)[0], _I16.unpack_from(data, pos + 2)[0]
-            pos = _skip_tagged_fields(data, pos + 4)
-            pos = _skip_tagged_fields(data, pos)
-            voters.append(Voter(voter_id, directory, endpoints, lo, hi))
-        pos = _skip_tagged_fields(data, pos)
-    except (IndexError, struct.error) as exc:
-        raise ValueError(f"VotersRecord is truncated: {exc}") from None
-    if pos != len(data):
-        raise ValueError("trailing bytes after VotersRecord")
+    voters = []
+    for v in decode_exactly(_VOTERS, data)["voters"]:
+        feature = v["k_raft_version_feature"]
+        voters.append(Voter(v["voter_id"], v["voter_directory_id"],
+                            {e["name"]: (e["host"], e["port"]) for e in v["endpoints"]},
+                            feature["min_supported_version"], feature["max_supported_version"]))
     return VoterSet.of(voters)
 
 
