@@ -270,13 +270,13 @@ class Struct:
         if plan is None:
             flex = self.is_flexible(version)
             regular = []
-            by_tag: dict[int, Field] = {}
+            by_tag: dict[int, tuple[str, _Reader]] = {}
             defaults: dict[str, Any] = {}
             for f in self.fields:
                 if not f.present(version):
                     continue
                 if f.tag is not None and flex and f.tagged(version):
-                    by_tag[f.tag] = f
+                    by_tag[f.tag] = (f.name, _reader(f, version, True))
                     defaults[f.name] = f.default
                 else:
                     regular.append((f.name, _reader(f, version, flex)))
@@ -299,9 +299,10 @@ class Struct:
             end = pos + size
             if end > len(buf):
                 raise SchemaError("tagged field overruns the buffer")
-            f = by_tag.get(tag)
-            if f is not None:  # unknown tags are skipped
-                values[f.name], used = _reader(f, version, True)(buf[:end], pos)
+            known = by_tag.get(tag)
+            if known is not None:  # unknown tags are skipped
+                name, read = known
+                values[name], used = read(buf[:end], pos)
                 if used != end:
                     raise SchemaError(f"tagged field {tag} has {end - used} stray byte(s)")
             pos = end
@@ -314,10 +315,10 @@ _Reader = Callable[[bytes, int], tuple[Any, int]]
 @dataclass(frozen=True)
 class _Plan:
     """How to decode a struct at one version: its untagged fields in order, each with its
-    reader, then (when flexible) the tagged fields by tag and their defaults."""
+    reader, then (when flexible) the tagged fields' names and readers by tag, and their defaults."""
 
     regular: tuple[tuple[str, _Reader], ...]
-    by_tag: dict[int, Field]
+    by_tag: dict[int, tuple[str, _Reader]]
     tagged_defaults: dict[str, Any]
     flexible: bool
 
