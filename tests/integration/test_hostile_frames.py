@@ -175,3 +175,30 @@ def test_null_sweep_over_every_served_api_version_is_refused_without_tracebacks(
     assert node.running()
     md = run_client(node, lambda c: c.send(m.MetadataRequest(topics=None), 12))
     assert md.brokers
+
+
+def test_size_prefixes_alone_do_not_make_the_node_commit_memory(node):
+    """Eight connections each declare a frame just under the 100 MB limit and send 10 bytes of it.
+
+    Allocating each frame at its declared size would commit 800 MB; the node holds only what came.
+    It still answers others meanwhile, and drops the cut-short frames when the peers hang up.
+    """
+    from kafkapy.testing.fuzz import health
+
+    before = health.sample(node.pid).rss_kib
+    hostile = []
+    try:
+        for _ in range(8):
+            s = socket.create_connection(("127.0.0.1", node.port), timeout=5)
+            s.sendall(struct.pack(">i", 100_000_000) + b"\x00\x03\x00\x0c" + b"\x00" * 6)
+            hostile.append(s)
+        M = request_class(ApiKey.METADATA)
+        probe = M(topics=None, allow_auto_topic_creation=False)
+        probe.with_header(correlation_id=7, client_id="still-served")
+        answer = _exchange(node.port, bytes(probe.encode(version=12, header=True, framed=True)), 5)
+        assert answer is not None and struct.unpack(">i", answer[:4])[0] == 7
+        grown_mib = (health.sample(node.pid).rss_kib - before) / 1024
+        assert grown_mib < 100, f"RSS grew {grown_mib:.0f} MiB for 80 bytes of hostile frames"
+    finally:
+        for s in hostile:
+            s.close()

@@ -11,6 +11,7 @@ from kafkapy.protocol import (
     NEED_DATA,
     ApiVersionsTable,
     FrameTooLarge,
+    LocalProtocolError,
     MalformedFrame,
     ServerConnection,
 )
@@ -88,3 +89,54 @@ def test_receive_buffer_fills_the_frame_in_place() -> None:
     view[:4] = b"cdef"
     reader.received_into(4)
     assert reader.next_frame() == b"abcdef" and reader.receive_buffer() is None
+
+
+def test_a_large_size_prefix_alone_does_not_allocate_the_frame() -> None:
+    # bytearray(n) writes n zeros: allocating a declared 100 MB up front would commit 100 MB per
+    # connection for 4 bytes sent. Only what arrives (doubled) is held.
+    reader = FrameReader(max_frame_bytes=100_000_000, preallocate_bytes=1024)
+    reader.feed(struct.pack(">i", 100_000_000) + b"x" * 10)
+    view = reader.receive_buffer()
+    assert view is not None and 0 < len(view) <= 1024
+    view.release()
+    reader.feed(b"y" * 5000)
+    view = reader.receive_buffer()
+    assert view is not None and len(view) <= 2 * 5010
+    assert reader.partial and reader.next_frame() is None
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000, 5000, 70_000])
+def test_frames_above_the_preallocation_come_out_whole_by_feed(chunk: int) -> None:
+    payload = bytes(range(256)) * 200  # 51,200 bytes
+    stream = framed(payload) + framed(b"next")
+    reader = FrameReader(preallocate_bytes=1024)
+    for i in range(0, len(stream), chunk):
+        reader.feed(stream[i:i + chunk])
+    frame = reader.next_frame()
+    assert frame == payload and len(frame) == len(payload)
+    assert reader.next_frame() == b"next" and not reader.partial
+
+
+@pytest.mark.parametrize("most", [1, 333, 4096, 1 << 20])
+def test_frames_above_the_preallocation_come_out_whole_by_recv_into(most: int) -> None:
+    payload = bytes(range(256)) * 200
+    reader = FrameReader(preallocate_bytes=1000)
+    reader.feed(struct.pack(">i", len(payload)) + payload[:10])
+    sent = 10
+    while (view := reader.receive_buffer()) is not None:
+        n = min(most, len(view), len(payload) - sent)
+        view[:n] = payload[sent:sent + n]
+        view.release()
+        reader.received_into(n)
+        sent += n
+    assert sent == len(payload) and reader.next_frame() == payload
+
+
+def test_received_into_past_the_buffer_is_refused() -> None:
+    reader = FrameReader(preallocate_bytes=8)
+    reader.feed(struct.pack(">i", 100))
+    view = reader.receive_buffer()
+    assert view is not None and len(view) == 8
+    view.release()
+    with pytest.raises(LocalProtocolError):
+        reader.received_into(9)
