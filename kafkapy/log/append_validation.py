@@ -18,6 +18,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 from kafkapy.records import reader, recompress, record_checks, timestamps
 from kafkapy.records._validate_common import RecordRefused, timestamp_bounds
+from kafkapy.records.control import read_marker
 from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
 
 __all__ = [
@@ -25,7 +26,6 @@ __all__ = [
     "parse_follower_records", "validate_client_records",
 ]
 
-_CONTROL_VALUE = struct.Struct(">hi")  # end-transaction marker value: version, coordinator epoch
 
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
@@ -191,12 +191,6 @@ def parse_follower_records(buf: bytes | bytearray | memoryview,
 
 def control_coordinator_epoch(batch: bytes | memoryview) -> int:
     """Coordinator epoch of an end-transaction marker batch (-1 when unreadable)."""
-    try:
-        for rec in reader.iter_records(batch):
-            if rec.value is not None and len(rec.value) >= _CONTROL_VALUE.size:
-                epoch: int = _CONTROL_VALUE.unpack_from(rec.value)[1]
-                return epoch
-    except KafkaError:
-        pass
-    return -1
+    marker = read_marker(batch)
+    return -1 if marker is None else marker.coordinator_epoch
 
