@@ -40,7 +40,12 @@ from kafkapy.broker.handlers.groups import (
 from kafkapy.broker.handlers.leader_epochs import handle_offset_for_leader_epoch
 from kafkapy.broker.handlers.list_offsets import handle_list_offsets
 from kafkapy.broker.handlers.log_dirs import handle_alter_replica_log_dirs, handle_describe_log_dirs
-from kafkapy.broker.handlers.offsets import handle_offset_commit, handle_offset_delete, handle_offset_fetch
+from kafkapy.broker.handlers.offsets import (
+    handle_offset_commit,
+    handle_offset_delete,
+    handle_offset_fetch,
+    handle_txn_offset_commit,
+)
 from kafkapy.broker.handlers.produce import handle_produce
 from kafkapy.broker.handlers.producer_ids import handle_init_producer_id
 from kafkapy.broker.handlers.reassignments import (
@@ -88,6 +93,7 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     # Consumer groups (classic protocol) and committed offsets.
     (ApiKey.OFFSET_COMMIT, 2, 9, handle_offset_commit),
     (ApiKey.OFFSET_FETCH, 1, 9, handle_offset_fetch),
+    (ApiKey.TXN_OFFSET_COMMIT, 0, 5, handle_txn_offset_commit),
     (ApiKey.JOIN_GROUP, 0, 9, handle_join_group),
     (ApiKey.HEARTBEAT, 0, 4, handle_heartbeat),
     (ApiKey.LEAVE_GROUP, 0, 5, handle_leave_group),

@@ -61,6 +61,9 @@ class GroupService(Protocol):
     def groups(self) -> Sequence[tuple[GroupShard, ClassicGroup]]:
         ...
 
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        ...
+
 
 class ProducerIds(Protocol):
     """Hands out producer ids (``kafkapy.broker.producer_id_manager.ProducerIdManager``)."""

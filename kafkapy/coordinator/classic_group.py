@@ -71,6 +71,9 @@ class CommittedOffset:
     metadata: str
     commit_timestamp: int
     expire_timestamp: int = -1
+    #: Where its record sits in ``__consumer_offsets`` (-1: not known). A transactional commit
+    #: that completes later replaces the committed offset only if its record is the newer one.
+    record_offset: int = -1
 
 
 @dataclass

@@ -7,8 +7,11 @@ part that owns it and replays the partition's records when it loads:
 
 * :mod:`~kafkapy.coordinator.membership` — JoinGroup, SyncGroup, Heartbeat, LeaveGroup and their
   timers (the classic rebalance state machine);
-* :mod:`~kafkapy.coordinator.offsets` — OffsetCommit, OffsetFetch, OffsetDelete, offset retention;
-* here — DeleteGroups, which spans both, and the replay of the log.
+* :mod:`~kafkapy.coordinator.offsets` — OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete,
+  offset retention; the shard's pending transactional offsets are a
+  :class:`~kafkapy.coordinator.txn_offsets.PendingTxnOffsets`;
+* here — DeleteGroups, which spans both, the end of transactions, and the replay of the log
+  (transactional batches hold pending offsets, their markers complete them).
 
 Any group goes Dead on DeleteGroups, or when its offsets all expired while it was empty.
 
@@ -41,6 +44,7 @@ from kafkapy.coordinator.outcome import (
     Parked,
     SyncResult,
 )
+from kafkapy.coordinator.txn_offsets import PendingTxnOffsets
 from kafkapy.protocol.errors import ErrorCode
 
 __all__ = [
@@ -59,7 +63,8 @@ class GroupShard:
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
         self.membership = ClassicGroupMembership(config, self.groups, new_uuid)
-        self.offsets = GroupOffsets(config, self.groups)
+        self.pending = PendingTxnOffsets()
+        self.offsets = GroupOffsets(config, self.groups, self.pending)
 
     # ---------------------------------------------------------------- membership
     def next_deadline(self) -> int | None:
@@ -97,6 +102,25 @@ class GroupShard:
                expire_timestamp: int = -1) -> Outcome:
         return self.offsets.commit(group_id, offsets, now_ms, expire_timestamp)
 
+    def validate_txn_commit(self, group_id: str, generation: int, member_id: str,
+                            instance_id: str | None) -> int:
+        """The error for a whole TxnOffsetCommit, NONE when its partitions may be written."""
+        return self.offsets.validate_txn_commit(group_id, generation, member_id, instance_id)
+
+    def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int,
+                   offsets: list[tuple[str, int, int, int, str | None]], now_ms: int) -> Outcome:
+        return self.offsets.txn_commit(group_id, producer_id, producer_epoch, offsets, now_ms)
+
+    def complete_transaction(self, producer_id: int, commit: bool, now_ms: int) -> Outcome:
+        """The producer's end-transaction marker is in this partition's log: its pending offsets
+        are committed or dropped (nothing to write; the outcome carries log lines)."""
+        out = Outcome()
+        out.log = self.offsets.complete_txn(producer_id, commit, now_ms)
+        return out
+
+    def unstable_partitions(self, group_id: str) -> set[tuple[str, int]]:
+        return self.offsets.unstable_partitions(group_id)
+
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> list[tuple[str, int, CommittedOffset | None]]:
         """Committed offsets of the listed partitions (None: every partition with one)."""
@@ -123,34 +147,50 @@ class GroupShard:
         return out
 
     def _tombstone_group(self, group: ClassicGroup, out: Outcome, now_ms: int) -> None:
-        for topic, partition in sorted(group.offsets):
+        # Partitions with only a pending transactional offset are tombstoned too (Kafka's
+        # deleteAllOffsets): the transaction's commit then finds nothing to apply.
+        for topic, partition in sorted(set(group.offsets) | self.pending.partitions(group.group_id)):
             out.records.append((schema.encode_offset_key(group.group_id, topic, partition), None))
+            self.pending.clear_partition(group.group_id, topic, partition)
         out.records.append((schema.encode_group_key(group.group_id), None))
         group.offsets.clear()
         group.transition(GroupState.DEAD, now_ms)
         del self.groups[group.group_id]
 
     # ---------------------------------------------------------------- loading
-    def replay(self, key: bytes, value: bytes | None, now_ms: int) -> None:
-        """Apply one ``__consumer_offsets`` record read back from the log."""
+    def replay(self, key: bytes, value: bytes | None, now_ms: int, offset: int = -1,
+               producer_id: int = -1) -> None:
+        """Apply one ``__consumer_offsets`` record read back from the log: ``offset`` is where it
+        sits, ``producer_id`` the producer of its batch when that batch is transactional."""
         k = schema.decode_key(key)
         if isinstance(k, schema.OffsetKey):
-            self._replay_offset(k, value, now_ms)
+            self._replay_offset(k, value, now_ms, offset, producer_id)
         elif isinstance(k, schema.GroupKey):
             self._replay_group(k, value, now_ms)
 
-    def _replay_offset(self, k: schema.OffsetKey, value: bytes | None, now_ms: int) -> None:
+    def replay_marker(self, producer_id: int, commit: bool, now_ms: int) -> None:
+        """Apply an end-transaction marker read back from the log (ignored when the producer has
+        nothing pending here)."""
+        self.offsets.complete_txn(producer_id, commit, now_ms)
+
+    def _replay_offset(self, k: schema.OffsetKey, value: bytes | None, now_ms: int, offset: int,
+                       producer_id: int) -> None:
         if value is None:
             g = self.groups.get(k.group)
             if g is not None:
                 g.offsets.pop((k.topic, k.partition), None)
+            self.pending.clear_partition(k.group, k.topic, k.partition)
             return
         v = schema.decode_offset_value(value)
         g = self.groups.get(k.group)
         if g is None:
             g = self.groups[k.group] = ClassicGroup(k.group, state_timestamp=now_ms)
-        g.offsets[(k.topic, k.partition)] = CommittedOffset(
-            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+        c = CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp,
+                            offset)
+        if producer_id >= 0:
+            self.pending.add(producer_id, k.group, k.topic, k.partition, c)
+        else:
+            g.offsets[(k.topic, k.partition)] = c
 
     def _replay_group(self, k: schema.GroupKey, value: bytes | None, now_ms: int) -> None:
         if value is None:
@@ -162,7 +202,7 @@ class GroupShard:
                 g.protocol_type = g.protocol_name = g.leader = None
                 g.generation = 0
                 g.state = GroupState.EMPTY
-                if not g.offsets:
+                if not g.offsets and not self.pending.has_group(k.group):
                     del self.groups[k.group]
             return
         v = schema.decode_group_value(value)

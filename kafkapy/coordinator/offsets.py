@@ -1,12 +1,19 @@
 """Committed offsets of the groups of one shard (Kafka's OffsetMetadataManager), sans-I/O.
 
-OffsetCommit (validated against the group's membership first), OffsetFetch, OffsetDelete, and
-the retention of ``offsets.retention.minutes`` (KIP-211), which also removes empty groups left
+OffsetCommit (validated against the group's membership first), TxnOffsetCommit (pending until
+its transaction's marker, see :mod:`~kafkapy.coordinator.txn_offsets`), OffsetFetch, OffsetDelete,
+and the retention of ``offsets.retention.minutes`` (KIP-211), which also removes empty groups left
 without offsets. A commit's offsets take effect only once its records are written (the
 outcome's ``after_write``), so a failed append changes nothing.
+
+Each committed offset remembers the log offset of its record: when a transaction commits, its
+offset for a partition replaces the committed one only if its record is the later of the two
+(Kafka's rule, which also makes a compacted log load to the same state).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from kafkapy.coordinator import schema
 from kafkapy.coordinator.classic_group import (
@@ -17,6 +24,7 @@ from kafkapy.coordinator.classic_group import (
     live_group,
 )
 from kafkapy.coordinator.outcome import Outcome
+from kafkapy.coordinator.txn_offsets import PendingTxnOffsets
 from kafkapy.protocol.errors import ErrorCode
 
 E = ErrorCode
@@ -25,9 +33,11 @@ E = ErrorCode
 class GroupOffsets:
     """The committed offsets kept in the shard's groups (``groups`` is shared with membership)."""
 
-    def __init__(self, config: GroupConfig, groups: dict[str, ClassicGroup]) -> None:
+    def __init__(self, config: GroupConfig, groups: dict[str, ClassicGroup],
+                 pending: PendingTxnOffsets | None = None) -> None:
         self.config = config
         self.groups = groups
+        self.pending = pending if pending is not None else PendingTxnOffsets()
 
     def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                         now_ms: int) -> int:
@@ -58,30 +68,107 @@ class GroupOffsets:
                expire_timestamp: int = -1) -> Outcome:
         """Store (topic, partition, offset, leader_epoch, metadata) entries already validated as a
         whole; the response is one error code per entry (OFFSET_METADATA_TOO_LARGE per partition)."""
+        out, updates = self._offset_records(group_id, offsets, now_ms, expire_timestamp)
+
+        def store(_at_ms: int | None) -> None:
+            group = self._group_or_simple(group_id, now_ms)
+            for tp, (index, c) in updates.items():
+                group.offsets[tp] = _at(c, out.base_offset, index)
+
+        if updates:
+            out.after_write.append(store)
+        return out
+
+    def _offset_records(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]],
+                        now_ms: int, expire_timestamp: int
+                        ) -> tuple[Outcome, dict[tuple[str, int], tuple[int, CommittedOffset]]]:
+        """The records of a commit and one code per entry; the offsets by partition with the
+        index of their record."""
         out = Outcome()
         codes = []
-        updates: dict[tuple[str, int], CommittedOffset] = {}
+        updates: dict[tuple[str, int], tuple[int, CommittedOffset]] = {}
         for topic, partition, offset, epoch, metadata in offsets:
             metadata = metadata or ""
             if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
                 codes.append(E.OFFSET_METADATA_TOO_LARGE)
                 continue
-            updates[(topic, partition)] = CommittedOffset(offset, epoch, metadata, now_ms, expire_timestamp)
+            updates[(topic, partition)] = (len(out.records), CommittedOffset(
+                offset, epoch, metadata, now_ms, expire_timestamp))
             out.records.append((schema.encode_offset_key(group_id, topic, partition),
                                 schema.encode_offset_value(schema.OffsetValue(
                                     offset, epoch, metadata, now_ms, expire_timestamp))))
             codes.append(E.NONE)
         out.response = codes
+        return out, updates
 
-        def store(_at_ms: int | None) -> None:
-            group = live_group(self.groups, group_id)
-            if group is None:
-                group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=now_ms)
-            group.offsets.update(updates)
+    def _group_or_simple(self, group_id: str, now_ms: int) -> ClassicGroup:
+        """The group, created as a simple (memberless) group when it does not exist."""
+        group = live_group(self.groups, group_id)
+        if group is None:
+            group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=now_ms)
+        return group
+
+    # ------------------------------------------------------------ transactional offsets
+    def validate_txn_commit(self, group_id: str, generation: int, member_id: str,
+                            instance_id: str | None) -> int:
+        """The error for a whole TxnOffsetCommit (KIP-447 checks for v3+), NONE when it may be
+        written. Unlike OffsetCommit, the group's state does not matter (no REBALANCE_IN_PROGRESS)
+        and a request without member id and generation (v0-v2) is accepted into any group."""
+        group = live_group(self.groups, group_id)
+        if group is None:
+            return E.NONE if generation < 0 else E.ILLEGAL_GENERATION
+        if generation < 0 and group.state is GroupState.EMPTY:
+            return E.NONE
+        if generation >= 0 or member_id or instance_id is not None:
+            if instance_id is not None:
+                known = group.static_members.get(instance_id)
+                if known is None:
+                    return E.UNKNOWN_MEMBER_ID
+                if known != member_id:
+                    return E.FENCED_INSTANCE_ID
+            elif member_id not in group.members:
+                return E.UNKNOWN_MEMBER_ID
+            if generation != group.generation:
+                return E.ILLEGAL_GENERATION
+        return E.NONE
+
+    def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int,
+                   offsets: list[tuple[str, int, int, int, str | None]], now_ms: int) -> Outcome:
+        """TxnOffsetCommit of entries already validated as a whole: the records go out as one
+        transactional batch of the producer; once written the offsets are pending for it."""
+        out, updates = self._offset_records(group_id, offsets, now_ms, -1)
+        out.producer_id, out.producer_epoch = producer_id, producer_epoch
+
+        def hold(_at_ms: int | None) -> None:
+            self._group_or_simple(group_id, now_ms)
+            for (topic, partition), (index, c) in updates.items():
+                self.pending.add(producer_id, group_id, topic, partition, _at(c, out.base_offset, index))
 
         if updates:
-            out.after_write.append(store)
+            out.after_write.append(hold)
         return out
+
+    def complete_txn(self, producer_id: int, commit: bool, now_ms: int) -> list[str]:
+        """The producer's transaction ended in this partition: its pending offsets become
+        committed (commit) or are dropped (abort). Returns the log lines of skipped offsets."""
+        lines = []
+        for (group_id, topic, partition), c in sorted(self.pending.take(producer_id).items()):
+            if not commit:
+                continue
+            group = self._group_or_simple(group_id, now_ms)
+            current = group.offsets.get((topic, partition))
+            if current is None or c.record_offset > current.record_offset:
+                group.offsets[(topic, partition)] = c
+            else:
+                lines.append(f"Skipped the transactional offset {c.offset} of producer {producer_id} for "
+                             f"{topic}-{partition} in group {group_id}: its record (offset {c.record_offset}) "
+                             f"is older than the committed one's ({current.record_offset})")
+        return lines
+
+    def unstable_partitions(self, group_id: str) -> set[tuple[str, int]]:
+        """Partitions of the group with a pending transactional offset (UNSTABLE_OFFSET_COMMIT
+        to an OffsetFetch that requires stable offsets)."""
+        return self.pending.partitions(group_id)
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> list[tuple[str, int, CommittedOffset | None]]:
@@ -111,7 +198,10 @@ class GroupOffsets:
             if subscribed is None or topic in subscribed:
                 codes.append(E.GROUP_SUBSCRIBED_TO_TOPIC)
                 continue
-            if group.offsets.pop((topic, partition), None) is not None:
+            # Pending transactional offsets are tombstoned too: their commit will not revive them.
+            had = group.offsets.pop((topic, partition), None) is not None
+            if had or self.pending.has(group_id, topic, partition):
+                self.pending.clear_partition(group_id, topic, partition)
                 out.records.append((schema.encode_offset_key(group_id, topic, partition), None))
             codes.append(E.NONE)
         out.response = (E.NONE, codes)
@@ -144,11 +234,19 @@ class GroupOffsets:
                     for tp, c in group.offsets.items():
                         if tp[0] not in subscribed and c.commit_timestamp + retention <= now_ms:
                             expired.append(tp)
+            # An offset with a transaction pending on its partition waits for the transaction.
+            expired = [tp for tp in expired if not self.pending.has(group.group_id, *tp)]
             for topic, partition in expired:
                 del group.offsets[(topic, partition)]
                 out.records.append((schema.encode_offset_key(group.group_id, topic, partition), None))
-            if group.state is GroupState.EMPTY and not group.offsets and (expired or not group.protocol_type):
+            if group.state is GroupState.EMPTY and not group.offsets and (expired or not group.protocol_type) \
+                    and not self.pending.has_group(group.group_id):
                 out.records.append((schema.encode_group_key(group.group_id), None))
                 group.transition(GroupState.DEAD, now_ms)
                 del self.groups[group.group_id]
         return out
+
+
+def _at(c: CommittedOffset, base_offset: int, index: int) -> CommittedOffset:
+    """``c`` with the log offset of its record (index ``index`` of a batch at ``base_offset``)."""
+    return dataclasses.replace(c, record_offset=base_offset + index if base_offset >= 0 else -1)

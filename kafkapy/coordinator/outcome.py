@@ -91,6 +91,15 @@ class Outcome:
     #: coordinator logs them (the edge writes them at INFO).
     log: list[str] = field(default_factory=list)
 
+    #: Write ``records`` as one transactional batch of this producer (TxnOffsetCommit); -1: a
+    #: plain batch.
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+    #: The log offset of the first of ``records`` once appended (the edge sets it before calling
+    #: ``after_write``; -1 when unknown). Committed offsets remember where their record is.
+    base_offset: int = -1
+
     def written(self, now_ms: int | None = None) -> None:
         for apply in self.after_write:
             apply(now_ms)

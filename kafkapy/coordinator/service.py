@@ -4,8 +4,11 @@ One :class:`~kafkapy.coordinator.group.GroupShard` runs per ``__consumer_offsets
 broker leads. This module does what the sans-I/O core cannot:
 
 * loads a shard by replaying its partition's log (requests for its groups get
-  COORDINATOR_LOAD_IN_PROGRESS meanwhile);
-* appends the records an operation produced to the partition before the operation is answered;
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile), transactional batches and their markers included;
+* appends the records an operation produced to the partition before the operation is answered
+  (a TxnOffsetCommit's as one transactional batch of its producer);
+* completes a producer's pending transactional offsets once its marker is in the partition
+  (``complete_transaction``, called by the WriteTxnMarkers handler);
 * parks JoinGroup / SyncGroup requests until the rebalance answers them, each with a deadline;
 * calls the shards' ``tick`` when their next deadline is due (rebalance, session, pending sync)
   and expires old offsets every ``offsets.retention.check.interval.ms``.
@@ -29,6 +32,7 @@ from kafkapy.coordinator.replicas import OffsetsReplicas, P
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 from kafkapy.records.builder import Record, build_batch
+from kafkapy.records.control import read_marker
 from kafkapy.records.reader import iter_batches, iter_records
 
 log = logging.getLogger("kafkapy.coordinator")
@@ -151,10 +155,12 @@ class GroupCoordinator(Generic[P]):
             hosted = self.replicas.get(schema.OFFSETS_TOPIC, p)
             plog = hosted.log
             offset = plog.local_log_start_offset
-            end = plog.log_end_offset
             chunk = setting(self.config, "offsets.load.buffer.size")
             count = 0
-            while offset < end:
+            # The end is re-read each round: transaction markers may be appended while we load
+            # (the shard is installed right after the last check, with no await in between, so
+            # none is missed and complete_transaction can ignore shards still loading).
+            while offset < plog.log_end_offset:
                 fetched = plog.read(offset, chunk)
                 if fetched is None:
                     break
@@ -163,10 +169,15 @@ class GroupCoordinator(Generic[P]):
                 for header, batch in iter_batches(data):
                     if header.last_offset < offset:
                         continue
-                    if not header.attributes & fmt.CONTROL_MASK:
+                    if header.attributes & fmt.CONTROL_MASK:
+                        marker = read_marker(batch)
+                        if marker is not None:
+                            shard.replay_marker(header.producer_id, marker.commit, started)
+                    else:
+                        pid = header.producer_id if header.is_transactional else fmt.NO_PRODUCER_ID
                         for rec in iter_records(batch):
                             if rec.offset >= offset and rec.key is not None:
-                                shard.replay(rec.key, rec.value, started)
+                                shard.replay(rec.key, rec.value, started, rec.offset, pid)
                                 count += 1
                     offset = header.last_offset + 1
                     advanced = True
@@ -195,7 +206,7 @@ class GroupCoordinator(Generic[P]):
         written = None
         if outcome.records:
             try:
-                written = self._append(shard.partition, outcome.records)
+                written = self._append(shard.partition, outcome)
             except (KafkaError, OSError) as exc:
                 code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
                 log.error("Writing to %s-%d failed: %s", schema.OFFSETS_TOPIC, shard.partition, exc)
@@ -249,15 +260,37 @@ class GroupCoordinator(Generic[P]):
         if outcome.completions or isinstance(outcome.response, PARKED_TYPE):
             self._wake.set()
 
-    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> tuple[P, int]:
+    def _append(self, partition: int, outcome: Outcome) -> tuple[P, int]:
         now = self.clock.now_ms()
         try:
             hosted = self.replicas.get(schema.OFFSETS_TOPIC, partition)
         except KafkaError:
             raise KafkaError(ErrorCode.NOT_COORDINATOR) from None
-        batch = build_batch([Record(k, v, timestamp=now) for k, v in records], now_ms=now)
+        records = outcome.records
+        pid, epoch = outcome.producer_id, outcome.producer_epoch
+        if pid >= 0:
+            # The partition's producer state fences a stale epoch, as Kafka's coordinator
+            # appends do (our own appends skip the client checks).
+            entry = hosted.log.producer_state.last_entry(pid)
+            if entry is not None and epoch < entry.producer_epoch:
+                raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                 f"epoch {epoch} of producer {pid} is older than {entry.producer_epoch}")
+        batch = build_batch([Record(k, v, timestamp=now) for k, v in records], now_ms=now,
+                            producer_id=pid if pid >= 0 else fmt.NO_PRODUCER_ID,
+                            producer_epoch=epoch if pid >= 0 else fmt.NO_PRODUCER_EPOCH,
+                            transactional=pid >= 0)
         result = self.replicas.append(hosted, bytearray(batch), now_ms=now, from_client=False)
+        outcome.base_offset = result.last_offset + 1 - len(records)
         return hosted, result.last_offset + 1
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """``producer_id``'s end-transaction marker was appended to ``offsets_partition``: its
+        pending offsets in that partition's groups are committed (or dropped on abort). A shard
+        not loaded here is left alone (a loading one reads the marker from the log)."""
+        shard = self.shards.get(offsets_partition)
+        if shard is None:
+            return
+        self._complete(shard.complete_transaction(producer_id, commit, self.clock.now_ms()))
 
     async def run_op(self, shard: GroupShard, outcome: Outcome, *, timeout_ms: int,
                      on_timeout: object) -> object:

@@ -1,4 +1,5 @@
-"""OffsetCommit, OffsetFetch and OffsetDelete: committed offsets stored in ``__consumer_offsets``.
+"""OffsetCommit, TxnOffsetCommit, OffsetFetch and OffsetDelete: committed offsets stored in
+``__consumer_offsets``.
 
 A commit from a group member is checked against the group (member id, generation, static
 instance); a commit with generation -1 and no member id is a standalone commit, accepted while
@@ -6,6 +7,11 @@ the group has no members, as tools and Spark do. Commits for partitions that do 
 UNKNOWN_TOPIC_OR_PARTITION, metadata longer than ``offset.metadata.max.bytes`` gets
 OFFSET_METADATA_TOO_LARGE. The records are appended to the group's ``__consumer_offsets``
 partition before the answer, so a restarted broker reloads them.
+
+TxnOffsetCommit writes its offsets as one transactional batch of the request's producer: they stay
+pending, invisible to OffsetFetch, until that transaction's marker reaches the partition (an
+OffsetFetch with ``require_stable`` gets UNSTABLE_OFFSET_COMMIT for them meanwhile). From v3 the
+request carries the consumer's group metadata (KIP-447) and is fenced like a member's commit.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 CommitResp = m.OffsetCommitResponse
 FetchResp = m.OffsetFetchResponse
+TxnCommitResp = m.TxnOffsetCommitResponse
 DeleteResp = m.OffsetDeleteResponse
 
 
@@ -86,20 +93,82 @@ async def handle_offset_commit(ctx: BrokerContext, request: Request) -> object:
     return CommitResp(version=version, throttle_time_ms=0, topics=topics)
 
 
+# ------------------------------------------------------------------------------------ TxnOffsetCommit
+
+def _txn_write_error(code: int) -> int:
+    """Kafka's mapping of a failed transactional write: producer errors reach the client as they are."""
+    if code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED, ErrorCode.TRANSACTION_ABORTABLE,
+                ErrorCode.INVALID_TXN_STATE):
+        return code
+    return _write_error(code)
+
+
+async def handle_txn_offset_commit(ctx: BrokerContext, request: Request) -> object:
+    body = request.body
+    version = request.api_version
+    now = ctx.clock.now_ms()
+    T = TxnCommitResp.TxnOffsetCommitResponseTopic
+    P = T.TxnOffsetCommitResponsePartition
+    codes: dict[tuple[str, int], int] = {}
+    entries = []
+    for t in body.topics:
+        for p in t.partitions:
+            if not _partition_exists(ctx, t.name, p.partition_index):
+                codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                epoch = p.committed_leader_epoch if version >= 2 else -1
+                entries.append((t.name, p.partition_index, p.committed_offset, epoch, p.committed_metadata))
+    error: int = ErrorCode.NONE
+    if entries:
+        shard, error = _coordinator_error(ctx, body.group_id)
+        if shard is not None:
+            if version >= 3:
+                error = shard.validate_txn_commit(body.group_id, body.generation_id, body.member_id,
+                                                  body.group_instance_id)
+            else:
+                error = shard.validate_txn_commit(body.group_id, -1, "", None)
+        if error == ErrorCode.NONE:
+            assert shard is not None and ctx.groups is not None
+            outcome = shard.txn_commit(body.group_id, body.producer_id, body.producer_epoch, entries, now)
+            try:
+                results = cast(list[int], await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))
+            except KafkaError as exc:
+                results = [_txn_write_error(exc.code)] * len(entries)
+            except OSError:
+                results = [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(entries)
+            for (topic, partition, *_), code in zip(entries, results):
+                codes[(topic, partition)] = code
+        else:
+            for topic, partition, *_ in entries:
+                codes[(topic, partition)] = error
+    topics = [T(version=version, name=t.name, partitions=[
+        P(version=version, partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+        for p in t.partitions]) for t in body.topics]
+    return TxnCommitResp(version=version, throttle_time_ms=0, topics=topics)
+
+
 # ------------------------------------------------------------------------------------ OffsetFetch
 
-def _fetch_group(ctx: BrokerContext, group_id: str, topics: list[tuple[str, list[int]]] | None
+def _fetch_group(ctx: BrokerContext, group_id: str, topics: list[tuple[str, list[int]]] | None,
+                 require_stable: bool = False
                  ) -> tuple[int, list[tuple[str, list[tuple[int, int, int, str, int]]]]]:
-    """(group error, [(topic, [(partition, offset, epoch, metadata, error)])])."""
+    """(group error, [(topic, [(partition, offset, epoch, metadata, error)])]).
+
+    ``require_stable`` (v7+): a partition with a pending transactional offset answers
+    UNSTABLE_OFFSET_COMMIT (the client retries) rather than the offset committed before."""
     shard, error = _coordinator_error(ctx, group_id)
     if shard is None:
         return error, [(t, [(p, -1, -1, "", error) for p in ps]) for t, ps in (topics or [])]
     wanted = None if topics is None else [(t, p) for t, ps in topics for p in ps]
     found = shard.fetch_offsets(group_id, wanted)
+    unstable = shard.unstable_partitions(group_id) if require_stable else set()
     by_topic: dict[str, list[tuple[int, int, int, str, int]]] = {}
     for topic, partition, c in found:
-        row = (partition, -1, -1, "", ErrorCode.NONE) if c is None else \
-            (partition, c.offset, c.leader_epoch, c.metadata, ErrorCode.NONE)
+        if (topic, partition) in unstable:
+            row = (partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        else:
+            row = (partition, -1, -1, "", ErrorCode.NONE) if c is None else \
+                (partition, c.offset, c.leader_epoch, c.metadata, ErrorCode.NONE)
         by_topic.setdefault(topic, []).append(row)
     if topics is not None:
         for t, _ps in topics:
@@ -117,7 +186,7 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> object:
         groups = []
         for g in body.groups:
             wanted = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-            error, rows = _fetch_group(ctx, g.group_id, wanted)
+            error, rows = _fetch_group(ctx, g.group_id, wanted, body.require_stable)
             if error != ErrorCode.NONE:
                 rows = []
             groups.append(G(version=version, group_id=g.group_id, error_code=error, topics=[
@@ -129,7 +198,7 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> object:
     T = FetchResp.OffsetFetchResponseTopic
     P = T.OffsetFetchResponsePartition
     wanted = None if body.topics is None else [(t.name, list(t.partition_indexes)) for t in body.topics]
-    error, rows = _fetch_group(ctx, body.group_id, wanted)
+    error, rows = _fetch_group(ctx, body.group_id, wanted, version >= 7 and body.require_stable)
     if error != ErrorCode.NONE and version >= 2:
         rows = []  # the error is reported once, at the top
     resp = FetchResp(version=version, throttle_time_ms=0, topics=[
