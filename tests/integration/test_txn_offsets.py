@@ -79,5 +79,11 @@ def test_txn_offset_commit_is_a_pending_transactional_batch(node):
         assert codes(r) == [E.UNSTABLE_OFFSET_COMMIT] * 2
         r = await c.send(offset_fetch("eos", "tx1", [0, 1], stable=True), 6)  # v6 has no require_stable
         assert [(p.committed_offset, p.error_code) for p in r.topics[0].partitions] == [(3, E.NONE), (-1, E.NONE)]
+        # v8, every partition: only those with a committed offset are listed (Kafka's fetch-all)
+        R = m.OffsetFetchRequest
+        r = await c.send(R(groups=[R.OffsetFetchRequestGroup(group_id="eos", topics=None)], require_stable=True), 8)
+        [g] = r.groups
+        assert [(t.name, p.partition_index, p.error_code) for t in g.topics for p in t.partitions] == [
+            ("tx1", 0, E.UNSTABLE_OFFSET_COMMIT)]
 
     run_client(node, go)
