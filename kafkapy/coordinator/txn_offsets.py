@@ -45,14 +45,6 @@ class PendingTxnOffsets:
         """The (topic, partition) pairs of the group with pending offsets."""
         return set(self._open.get(group_id, {}))
 
-    def producers(self, group_id: str) -> set[int]:
-        """The producer ids with pending offsets in the group."""
-        return {pid for pids in self._open.get(group_id, {}).values() for pid in pids}
-
-    def pending(self, producer_id: int) -> dict[GroupPartition, CommittedOffset]:
-        """A copy of ``producer_id``'s pending offsets."""
-        return dict(self.by_producer.get(producer_id, {}))
-
     def clear_partition(self, group_id: str, topic: str, partition: int) -> None:
         """A tombstone of the partition's offset drops every transaction's pending offset for it."""
         by_tp = self._open.get(group_id)
