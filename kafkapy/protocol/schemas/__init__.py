@@ -7,8 +7,9 @@
 * ``tiered/``: the ``__remote_log_metadata`` records (``kafkapy.tiered.remote_metadata_serde``).
 * ``control/``: the KRaft control records - LeaderChange, snapshot header/footer, KRaftVersion,
   Voters (``kafkapy.raft.control``, ``kafkapy.raft.voters``).
+* ``coordinator/``: the ``__transaction_state`` records (``kafkapy.coordinator.transaction.records``).
 
-The last three are encoded by ``kafkapy.protocol.schema_codec``. This module is the one place
+All but ``rpc/`` are encoded by ``kafkapy.protocol.schema_codec``. This module is the one place
 that knows where the files are: subtree name -> package, and the raw JSON of a schema.
 """
 
@@ -19,7 +20,7 @@ import re
 from importlib import resources
 from typing import Any
 
-SUBTREES = ("rpc", "metadata", "tiered", "control")
+SUBTREES = ("rpc", "metadata", "tiered", "control", "coordinator")
 
 _COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 
