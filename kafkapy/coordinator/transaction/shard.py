@@ -134,6 +134,10 @@ class TransactionShard:
             return E.COORDINATOR_LOAD_IN_PROGRESS
         return None
 
+    def _request_error(self, transactional_id: str) -> int | None:
+        """The error for any request naming ``transactional_id`` before its state is looked at."""
+        return E.INVALID_REQUEST if not transactional_id else self._unavailable()
+
     # ================================================================== writes
     def _write(self, res: TxnResult, md: TransactionMetadata, t: TxnTransition,
                on_written: Callable[[], None] | None = None, created: bool = False) -> None:
@@ -202,16 +206,12 @@ class TransactionShard:
 
     def _init_checks(self, transactional_id: str, txn_timeout_ms: int, producer_id: int,
                      producer_epoch: int) -> int | None:
-        if not transactional_id:
-            return E.INVALID_REQUEST
-        unavailable = self._unavailable()
-        if unavailable is not None:
-            return unavailable
-        if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
+        # Kafka's order: the request's own fields first, then whether this coordinator can serve.
+        if not transactional_id or (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
             return E.INVALID_REQUEST
         if not self.config.valid_timeout(txn_timeout_ms):
             return E.INVALID_TRANSACTION_TIMEOUT
-        return None
+        return self._unavailable()
 
     def _prepare_init(self, res: TxnResult, md: TransactionMetadata, txn_timeout_ms: int,
                       expected: tuple[int, int] | None, now_ms: int, created: bool) -> None:
@@ -291,11 +291,9 @@ class TransactionShard:
 
     def _producer_error(self, transactional_id: str, md: TransactionMetadata | None, producer_id: int,
                         producer_epoch: int) -> int | None:
-        if not transactional_id:
-            return E.INVALID_REQUEST
-        unavailable = self._unavailable()
-        if unavailable is not None:
-            return unavailable
+        error = self._request_error(transactional_id)
+        if error is not None:
+            return error
         if md is None or md.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING
         if md.producer_epoch != producer_epoch:
@@ -308,13 +306,10 @@ class TransactionShard:
         """EndTxn from the producer. Answers an :class:`EndTxnAnswer`; on success the markers
         go out once the Prepare record is written."""
         res = TxnResult(error_response=EndTxnAnswer)
-        if not transactional_id:
-            res.response = EndTxnAnswer(E.INVALID_REQUEST)
-            return res
-        unavailable = self._unavailable()
+        error = self._request_error(transactional_id)
         md = self.txns.get(transactional_id)
-        if unavailable is not None or md is None:
-            res.response = EndTxnAnswer(unavailable or E.INVALID_PRODUCER_ID_MAPPING)
+        if error is not None or md is None:
+            res.response = EndTxnAnswer(error or E.INVALID_PRODUCER_ID_MAPPING)
             return res
         try:
             res.response = self._end_txn(res, md, producer_id, producer_epoch, commit, now_ms,
@@ -478,7 +473,7 @@ class TransactionShard:
     # ================================================================== Describe / List
     def describe(self, transactional_id: str) -> DescribedTransaction:
         """DescribeTransactions for one id of this partition."""
-        error = E.INVALID_REQUEST if not transactional_id else self._unavailable()
+        error = self._request_error(transactional_id)
         md = self.txns.get(transactional_id)
         if error is None and (md is None or md.state is S.DEAD):
             error = E.TRANSACTIONAL_ID_NOT_FOUND
