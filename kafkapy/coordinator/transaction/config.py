@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafkapy.coordinator.schema import partition_for
+
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
@@ -28,6 +30,11 @@ class TransactionConfig:
     #: ``transaction.remove.expired.transaction.cleanup.interval.ms``: how often the edge calls
     #: ``expire_transactional_ids``.
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
+
+    def partition_for(self, transactional_id: str) -> int:
+        """The ``__transaction_state`` partition whose leader coordinates ``transactional_id``
+        (FindCoordinator key type 1): abs(Java hashCode) modulo the partition count, as Kafka."""
+        return partition_for(transactional_id, self.transaction_state_log_num_partitions)
 
     def valid_timeout(self, txn_timeout_ms: int) -> bool:
         """Whether a producer's ``transaction.timeout.ms`` is acceptable (else

@@ -89,7 +89,7 @@ class TransactionShard:
                 f"{len(self.txns)} ids)")
 
     def owns(self, transactional_id: str) -> bool:
-        return partition_for(transactional_id, self.config.transaction_state_log_num_partitions) == self.partition
+        return self.config.partition_for(transactional_id) == self.partition
 
     # ================================================================== loading
     def replay(self, key: bytes | None, value: bytes | None) -> None:

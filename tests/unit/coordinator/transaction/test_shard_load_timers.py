@@ -147,3 +147,4 @@ def test_owns_places_ids_as_kafka_does() -> None:
     # partitionFor = abs(String.hashCode) % 50; "t" hashes to 116.
     assert h.shard.owns("t") is False
     assert Harness().shard.owns("d") is True  # 100 % 50 == 0
+    assert TransactionConfig(transaction_state_log_num_partitions=7).partition_for("t") == 116 % 7
