@@ -240,3 +240,16 @@ def test_marker_errors_retry_skip_or_stop() -> None:
     res = h.shard.markers_written("t", {A0: E.TRANSACTION_COORDINATOR_FENCED}, 7)
     assert res.records == [] and res.markers == [] and "superseded" in res.log[0]
     assert h.shard.markers_written("t", {A0: E.NONE}, 8).records == []  # no longer sent
+
+
+def test_verify_partitions_for_partition_leaders() -> None:
+    h = Harness()
+    h.init("t", 0)
+    h.add("t", 1000, 0, [A0], 1)
+    assert h.shard.verify_partitions("t", 1000, 0, [A0, A1]) == {A0: E.NONE, A1: E.TRANSACTION_ABORTABLE}
+    assert h.shard.verify_partitions("t", 1000, 7, [A0]) == {A0: E.PRODUCER_FENCED}
+    assert h.shard.verify_partitions("t", 9, 0, [A0]) == {A0: E.INVALID_PRODUCER_ID_MAPPING}
+    assert h.shard.verify_partitions("x", 1000, 0, [A0]) == {A0: E.INVALID_PRODUCER_ID_MAPPING}
+    h.end("t", 1000, 0, True, 2)
+    assert h.shard.verify_partitions("t", 1000, 0, [A0]) == {A0: E.CONCURRENT_TRANSACTIONS}
+    assert h.shard.verify_partitions("", 1000, 0, [A0]) == {A0: E.INVALID_REQUEST}
