@@ -3,8 +3,9 @@
 ``kafka-python``'s generic encoder builds a response object tree, encodes it (with a marker where
 each :class:`FileRegion` goes) and then cuts the markers back out; for a Fetch answered once per
 megabyte that was most of the broker's Python time per fetch. :func:`fetch_response_parts` packs
-the same bytes directly, for the shapes the broker sends: no aborted transactions (null), no
-preferred read replica (-1), and of the tagged fields only those replication needs (v12+:
+the same bytes directly, for the shapes the broker sends: the aborted transactions of a
+read_committed fetch (null for everything else, as Kafka sends), no preferred read replica (-1),
+and of the tagged fields only those replication needs (v12+:
 DivergingEpoch for a follower that must truncate, CurrentLeader and, v16+, NodeEndpoints for a
 client sent to the wrong broker, KIP-951). It returns the complete frame (size prefix and response
 header included) as bytes and file regions for ``net`` to write. The tests hold it byte-for-byte to
@@ -33,6 +34,9 @@ LAST_VERSION: Final = 17
 _PART_HEAD = struct.Struct(">ihq")     # partition_index, error_code, high_watermark
 _QQ = struct.Struct(">qq")             # last_stable_offset, log_start_offset
 _NULL_ARRAY: Final = I32.pack(-1)
+_EMPTY_ARRAY: Final = I32.pack(0)
+_ABORTED = struct.Struct(">qq")        # producer_id, first_offset
+_ABORTED_FLEX = struct.Struct(">qqB")  # the same, then the entry's empty tagged fields
 _NO_REPLICA: Final = I32.pack(-1)
 
 
@@ -49,6 +53,10 @@ class FetchPartitionResult(NamedTuple):
     # (leader id, leader epoch) for a client sent to the wrong broker (tag 1, KIP-951).
     diverging_epoch: tuple[int, int] | None = None
     current_leader: tuple[int, int] | None = None
+    # (producer id, first offset) of the aborted transactions a read_committed consumer must
+    # drop from ``records``; None is null (what Kafka sends read_uncommitted fetches and
+    # followers), an empty sequence an empty array.
+    aborted_transactions: Sequence[tuple[int, int]] | None = None
 
 
 class FetchTopicResult(NamedTuple):
@@ -76,6 +84,15 @@ def _partition_tags(p: FetchPartitionResult) -> bytes:
     for tag, data in fields:
         out += uvarint(tag) + uvarint(len(data)) + data
     return bytes(out)
+
+
+def _aborted_array(aborted: Sequence[tuple[int, int]], flexible: bool) -> bytes:
+    """A non-empty AbortedTransactions array (v4+; compact with tagged fields from v12)."""
+    if flexible:
+        pack = _ABORTED_FLEX.pack
+        return uvarint(len(aborted) + 1) + b"".join(pack(pid, first, 0) for pid, first in aborted)
+    pack = _ABORTED.pack
+    return I32.pack(len(aborted)) + b"".join(pack(pid, first) for pid, first in aborted)
 
 
 def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code: int,
@@ -108,7 +125,13 @@ def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code:
                 out += _QQ.pack(p.last_stable_offset, p.log_start_offset)
             else:
                 out += I64.pack(p.last_stable_offset)
-            out += b"\x00" if flexible else _NULL_ARRAY  # aborted_transactions: null
+            aborted = p.aborted_transactions
+            if aborted is None:
+                out += b"\x00" if flexible else _NULL_ARRAY
+            elif not aborted:
+                out += b"\x01" if flexible else _EMPTY_ARRAY
+            else:
+                out += _aborted_array(aborted, flexible)
             if version >= 11:
                 out += _NO_REPLICA
             records = p.records

@@ -44,6 +44,14 @@ def _partition_tags(version, p) -> dict:
     return tags
 
 
+def _aborted(version, aborted) -> list | None:
+    """``aborted`` as kafka-python's AbortedTransaction entries (None stays null)."""
+    if aborted is None:
+        return None
+    return [P.AbortedTransaction(version=version, producer_id=pid, first_offset=first)
+            for pid, first in aborted]
+
+
 def _generic(version, throttle, error, session, topics, node_endpoints=()) -> bytes:
     """kafka-python's encoding of the same response."""
     extra = {}
@@ -54,7 +62,8 @@ def _generic(version, throttle, error, session, topics, node_endpoints=()) -> by
                 responses=[T(version=version, topic=t.name, topic_id=t.topic_id, partitions=[
                     P(version=version, partition_index=p.partition_index, error_code=p.error_code,
                       high_watermark=p.high_watermark, last_stable_offset=p.last_stable_offset,
-                      log_start_offset=p.log_start_offset, aborted_transactions=None,
+                      log_start_offset=p.log_start_offset,
+                      aborted_transactions=_aborted(version, p.aborted_transactions),
                       preferred_read_replica=-1,
                       records=None if p.records is None else bytes(p.records),
                       **_partition_tags(version, p))
@@ -77,7 +86,9 @@ i64 = st.integers(-1, (1 << 63) - 1)
 partitions = st.builds(FetchPartitionResult, st.integers(0, 1 << 31 - 1), st.integers(-1, 120),
                        i64, i64, i64, st.one_of(st.none(), st.binary(max_size=300)),
                        diverging_epoch=st.one_of(st.none(), st.tuples(i32, i64)),
-                       current_leader=st.one_of(st.none(), st.tuples(i32, i32)))
+                       current_leader=st.one_of(st.none(), st.tuples(i32, i32)),
+                       aborted_transactions=st.one_of(st.none(), st.lists(st.tuples(i64, i64),
+                                                                          max_size=5)))
 topics = st.builds(FetchTopicResult, st.text(min_size=1, max_size=40),
                    st.builds(uuid.UUID, int=st.integers(0, (1 << 128) - 1)),
                    st.lists(partitions, max_size=4))
@@ -194,3 +205,21 @@ def test_the_replica_fetcher_decodes_the_tagged_fields(version):
     assert bytes(plain.records) == b"\x07" * 64
     endpoints = [(e.node_id, e.host, e.port, e.rack) for e in (body.node_endpoints or [])]
     assert endpoints == ([(2, "broker-2", 9092, "rack-b")] if version >= 16 else [])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("aborted", [None, [], [(7, 0)], [(7, 0), (9, 12), ((1 << 63) - 1, 5)]])
+def test_aborted_transactions_null_empty_and_listed(version, aborted):
+    # null (read_uncommitted), an empty array (read_committed, nothing aborted) and entries all
+    # encode as Kafka's generated code does: a non-flexible array below v12, compact from v12.
+    part = FetchPartitionResult(3, 0, 40, 30, 0, b"", aborted_transactions=aborted)
+    topic = FetchTopicResult("t", uuid.UUID(int=5), [part])
+    packed = _join(fetch_response_parts(_request(version), throttle_time_ms=0, error_code=0,
+                                        session_id=0, topics=[topic]))
+    assert packed == _generic(version, 0, 0, 0, [topic])
+    header = 8 + (1 if version >= 12 else 0)
+    got = Resp.decode(memoryview(packed)[header:], version=version).responses[0].partitions[0]
+    if aborted is None:
+        assert got.aborted_transactions is None
+    else:
+        assert [(a.producer_id, a.first_offset) for a in got.aborted_transactions] == aborted
