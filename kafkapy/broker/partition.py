@@ -18,12 +18,13 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import trio
 
+from kafkapy.broker.aborted_txns import NO_ABORTED, AbortedTxnIndex, aborted_transactions, offset_after
 from kafkapy.broker.replica_results import AppendResult, ReadResult, RemoteRead
-from kafkapy.log.partition_log import PartitionLog
+from kafkapy.log.partition_log import FetchSlice, PartitionLog
 from kafkapy.log.storage_errors import LogStorageError, storage_error
 from kafkapy.metadata.image import PartitionRegistration
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
@@ -361,12 +362,22 @@ class Partition:
 
     def read(self, offset: int, limit: int, *, min_one: bool, read_committed: bool) -> ReadResult:
         """A consumer's read as leader: below the high watermark (the last stable offset for
-        read_committed); OFFSET_OUT_OF_RANGE (a KafkaError) outside the local log."""
+        read_committed, with the aborted transactions overlapping what was read, as Kafka's
+        TXN_COMMITTED reads); OFFSET_OUT_OF_RANGE (a KafkaError) outside the local log."""
         plog = self.log
         hw = plog.high_watermark
         lso = min(plog.last_stable_offset, hw)
-        records = self._read_region(offset, limit, lso if read_committed else hw, min_one)
-        return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, records)
+        if not read_committed:
+            records = self._read_region(offset, limit, hw, min_one)
+            return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, records)
+        fslice = self._read_slice(offset, limit, lso, min_one)
+        if fslice is None:
+            # Nothing below the LSO to read: Kafka answers an empty list, not null.
+            return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, b"",
+                              aborted_transactions=NO_ABORTED)
+        aborted = aborted_transactions(cast(AbortedTxnIndex, plog), offset, offset_after(plog, fslice))
+        return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, FileRegion.of(fslice),
+                          aborted_transactions=aborted)
 
     def remote_read(self, offset: int, limit: int) -> ReadResult:
         """A consumer's read below the local log start that remote storage serves."""
@@ -397,15 +408,21 @@ class Partition:
 
     def _read_region(self, offset: int, limit: int, max_offset: int | None,
                      min_one: bool) -> FileRegion | bytes:
-        if limit <= 0 and not min_one:
-            return b""
-        fslice = self.log.read(offset, limit, max_offset=max_offset, min_one_message=min_one)
-        if fslice is None or fslice.size <= 0:
-            return b""
+        fslice = self._read_slice(offset, limit, max_offset, min_one)
         # Zero-copy: the listener sends the segment bytes with os.sendfile (or reads them itself
         # on streams that aren't plain sockets). The region owns the slice, and so the segment's
         # descriptor, until the reply has been written.
-        return FileRegion.of(fslice)
+        return b"" if fslice is None else FileRegion.of(fslice)
+
+    def _read_slice(self, offset: int, limit: int, max_offset: int | None,
+                    min_one: bool) -> FetchSlice | None:
+        """The log's read, None when it returns no bytes."""
+        if limit <= 0 and not min_one:
+            return None
+        fslice = self.log.read(offset, limit, max_offset=max_offset, min_one_message=min_one)
+        if fslice is None or fslice.size <= 0:
+            return None
+        return fslice
 
 
 def _raise_high_watermark(hosted: Partition, hw: int) -> bool:

@@ -7,6 +7,7 @@ in ``remote`` (Kafka's RemoteStorageFetchInfo) instead of hiding a placeholder i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -72,6 +73,9 @@ class ReadResult:
     remote: RemoteRead | None = None
     # A replica fetch of a throttled partition: its bytes count against the leader's quota.
     throttled: bool = False
+    # read_committed: (producer id, first offset) of the aborted transactions overlapping what
+    # was read (empty when none); None for every other read (null in the response, as Kafka).
+    aborted_transactions: Sequence[tuple[int, int]] | None = None
 
     @property
     def size(self) -> int:

@@ -13,16 +13,21 @@ follower's last fetched epoch ended earlier here, so the follower truncates its 
 first (Kafka 2.7+'s truncation through Fetch). Replication throttles (``replication.throttle``)
 hold back the data of throttled partitions for replicas outside the ISR while the leader's quota
 is exceeded; what throttled partitions send counts against that quota.
+
+A read_committed consumer (Fetch v4+) reads up to the last stable offset and gets, with the
+records, the aborted transactions overlapping them (``broker.aborted_txns``), so it can drop
+aborted records itself; read_uncommitted consumers and followers get null there, as from Kafka.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import trio
 
+from kafkapy.broker.aborted_txns import NO_ABORTED
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.fetch_session import (
     FetchPartitionRequest,
@@ -44,6 +49,12 @@ from kafkapy.protocol.fetch_response import (
 Resp = m.FetchResponse
 
 READ_COMMITTED = 1
+
+# Errors Kafka answers before reading the partition (KafkaApis' "erroneous" partitions): their
+# partition data keeps the generated default for AbortedTransactions, an empty array rather
+# than the null of a read that failed.
+_ANSWERED_UNREAD = frozenset({ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                              ErrorCode.TOPIC_AUTHORIZATION_FAILED})
 
 
 async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
@@ -164,7 +175,8 @@ def _build_response(ctx: BrokerContext, session: SessionContext,
             parts = by_topic[(p.topic, p.topic_id)] = []
         parts.append(FetchPartitionResult(p.partition, error, r.high_watermark, r.last_stable_offset,
                                           r.log_start_offset, r.records,
-                                          current_leader=hints.hint(p.topic, p.partition, error)))
+                                          current_leader=hints.hint(p.topic, p.partition, error),
+                                          aborted_transactions=_aborted(r)))
     # From v13 every session entry carries the id the client named its topic by (an incremental
     # fetch answers for partitions of earlier requests): the answer is under that id, even when
     # the topic has been deleted since.
@@ -172,6 +184,11 @@ def _build_response(ctx: BrokerContext, session: SessionContext,
     return Reply(parts=fetch_response_parts(request, throttle_time_ms=0, error_code=0,
                                             session_id=session.session_id, topics=topics,
                                             node_endpoints=hints.endpoints))
+
+
+def _aborted(r: ReadResult) -> Sequence[tuple[int, int]] | None:
+    """The AbortedTransactions Kafka sends for this read (see ``_ANSWERED_UNREAD``)."""
+    return NO_ABORTED if r.error in _ANSWERED_UNREAD else r.aborted_transactions
 
 
 def _topic_names(ctx: BrokerContext) -> Callable[[uuid.UUID], str | None]:
@@ -241,7 +258,8 @@ async def _handle_replica_fetch(ctx: BrokerContext, request: Request, replica_id
             entry = by_topic[key] = (p.topic or None, topic_id, [])
         entry[2].append(FetchPartitionResult(p.partition, r.error, r.high_watermark, r.last_stable_offset,
                                              r.log_start_offset, r.records,
-                                             diverging_epoch=r.diverging_epoch))
+                                             diverging_epoch=r.diverging_epoch,
+                                             aborted_transactions=_aborted(r)))
     topics = [FetchTopicResult(name, tid, parts) for name, tid, parts in by_topic.values()]
     return Reply(parts=fetch_response_parts(request, throttle_time_ms=0, error_code=0,
                                             session_id=0, topics=topics))

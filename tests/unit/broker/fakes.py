@@ -7,7 +7,7 @@ import os
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 
@@ -25,6 +25,30 @@ from kafkapy.protocol.events import FileRegion
 from kafkapy.records.builder import Record, build_batch
 
 
+class FakeAbortedTxn(NamedTuple):
+    """An aborted transaction as the log's transaction index gives it (log.transaction_index)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int = 0
+
+
+@dataclass
+class FakeTxnIndex:
+    """A log's aborted transactions behind ``collect_aborted_transactions`` (the PartitionLog
+    method), recording each [start, upper bound) range it was asked about."""
+
+    aborted: list[FakeAbortedTxn] = field(default_factory=list)
+    asked: list[tuple[int, int]] = field(default_factory=list)
+
+    def collect_aborted_transactions(self, start_offset: int,
+                                     upper_bound_offset: int) -> list[FakeAbortedTxn]:
+        self.asked.append((start_offset, upper_bound_offset))
+        return [t for t in self.aborted
+                if t.last_offset >= start_offset and t.first_offset < upper_bound_offset]
+
+
 class FakeEpochCache:
     def assign(self, epoch: int, start_offset: int) -> None:
         pass
@@ -40,10 +64,15 @@ class FakeLog:
     high_watermark: int = 0
     hw_follows_leo: bool = True
     leader_epoch_cache: FakeEpochCache = field(default_factory=FakeEpochCache)
+    txn_index: FakeTxnIndex = field(default_factory=FakeTxnIndex)
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
         self.config_updates += 1
+
+    def collect_aborted_transactions(self, start_offset: int,
+                                     upper_bound_offset: int) -> list[FakeAbortedTxn]:
+        return self.txn_index.collect_aborted_transactions(start_offset, upper_bound_offset)
 
 
 @dataclass
@@ -134,6 +163,14 @@ class InMemoryBroker:
         hosted = self.replicas.leader(name, partition)
         batch = bytearray(build_batch([Record(b"k", v) for v in values], now_ms=now_ms))
         return self.replicas.append(hosted, batch, now_ms=now_ms)
+
+    def index_aborted(self, name: str, partition: int, *txns: FakeAbortedTxn) -> FakeTxnIndex:
+        """Have the partition's log answer ``txns`` as its aborted transactions (in place of
+        its transaction index), and return the index to see what reads asked of it."""
+        index = FakeTxnIndex(list(txns))
+        plog = self.replicas.get(name, partition).log
+        plog.collect_aborted_transactions = index.collect_aborted_transactions
+        return index
 
     def close(self) -> None:
         self.replicas.shutdown()

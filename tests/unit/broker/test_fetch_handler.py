@@ -22,8 +22,9 @@ from kafkapy.protocol.apis import response_class
 from kafkapy.protocol.connection import Request, RequestHeader
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.builder import Record, build_batch
+from kafkapy.records.control import marker_batch
 from kafkapy.records.reader import iter_batches, iter_records
-from tests.unit.broker.fakes import InMemoryBroker, reply_frame
+from tests.unit.broker.fakes import FakeAbortedTxn, InMemoryBroker, reply_frame
 
 F = m.FetchRequest
 ORDERS, OTHERS = uuid.UUID(int=1), uuid.UUID(int=2)
@@ -40,8 +41,9 @@ def broker(tmp_path):
 
 def request(*partitions: tuple[str, int, int], max_wait_ms: int = 0, min_bytes: int = 1,
             max_bytes: int = 1 << 20, partition_max_bytes: int = 1 << 20, leader_epoch: int = -1,
-            replica_id: int = -1, last_fetched_epoch: int = -1) -> Request:
-    """A sessionless Fetch of (topic, partition, offset) entries."""
+            replica_id: int = -1, last_fetched_epoch: int = -1, isolation_level: int = 0,
+            version: int = VERSION, session_id: int = 0, session_epoch: int = -1) -> Request:
+    """A Fetch of (topic, partition, offset) entries, sessionless unless a session is named."""
     by_topic: dict[str, list[Any]] = {}
     for topic, partition, offset in partitions:
         by_topic.setdefault(topic, []).append(F.FetchTopic.FetchPartition(
@@ -49,16 +51,18 @@ def request(*partitions: tuple[str, int, int], max_wait_ms: int = 0, min_bytes: 
             last_fetched_epoch=last_fetched_epoch, log_start_offset=-1,
             partition_max_bytes=partition_max_bytes))
     body = F(replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
-             isolation_level=0, session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+             isolation_level=isolation_level, session_id=session_id, session_epoch=session_epoch,
+             rack_id="", forgotten_topics_data=[],
              topics=[F.FetchTopic(topic=t, topic_id=uuid.UUID(int=0), partitions=ps) for t, ps in by_topic.items()])
-    header = RequestHeader(ApiKey.FETCH, VERSION, 7, "t", 2)
-    return Request(ApiKey.FETCH, VERSION, 7, "t", header, body, 0)
+    header = RequestHeader(ApiKey.FETCH, version, 7, "t", 2 if version >= 12 else 1)
+    return Request(ApiKey.FETCH, version, 7, "t", header, body, 0)
 
 
-def decode(reply: Any) -> dict[tuple[str, int], Any]:
+def decode(reply: Any, version: int = VERSION) -> dict[tuple[str, int], Any]:
     """Each answered partition of the reply's frame, by (topic, partition)."""
     frame = reply_frame(reply)
-    resp = response_class(ApiKey.FETCH).decode(memoryview(frame)[4 + 4 + 1:], version=VERSION)
+    header = 4 + 4 + (1 if version >= 12 else 0)  # size, correlation id, tagged fields
+    resp = response_class(ApiKey.FETCH).decode(memoryview(frame)[header:], version=version)
     return {(t.topic, p.partition_index): p for t in resp.responses for p in t.partitions}
 
 
@@ -67,7 +71,7 @@ def values(p: Any) -> list[bytes]:
 
 
 async def fetch(broker: InMemoryBroker, req: Request) -> dict[tuple[str, int], Any]:
-    return decode(await handle_fetch(broker.ctx, req))
+    return decode(await handle_fetch(broker.ctx, req), req.api_version)
 
 
 def run(coro_fn: Any, *args: Any) -> Any:
@@ -260,3 +264,147 @@ def test_a_read_outside_the_local_log_continues_in_remote_storage(broker, answer
     # An offset remote storage does not serve stays out of range, without asking it.
     got = run(fetch, broker, request(("orders", 0, 5)))
     assert got[("orders", 0)].error_code == ErrorCode.OFFSET_OUT_OF_RANGE and len(remote.reads) == 1
+
+
+# -- read_committed: up to the last stable offset, with the aborted transactions ------------------
+
+READ_COMMITTED = 1
+NOW = 1_700_000_000_000
+
+
+def txn_append(broker: InMemoryBroker, pid: int, *vals: bytes, seq: int = 0) -> int:
+    """A transactional batch of producer ``pid`` on orders-0; its first offset."""
+    batch = build_batch([Record(b"k", v) for v in vals], producer_id=pid, producer_epoch=0,
+                        base_sequence=seq, transactional=True, now_ms=NOW)
+    return broker.replicas.append(broker.replicas.leader("orders", 0), bytearray(batch), now_ms=NOW).first_offset
+
+
+def end_txn(broker: InMemoryBroker, pid: int, *, commit: bool) -> None:
+    marker = marker_batch(producer_id=pid, producer_epoch=0, commit=commit, coordinator_epoch=0, now_ms=NOW)
+    broker.replicas.leader("orders", 0).append(bytearray(marker), now_ms=NOW, from_client=False)
+
+
+def data(p: Any) -> list[bytes]:
+    """The values of the data records (control batches left out)."""
+    return [r.value for h, batch in iter_batches(p.records or b"") if not h.is_control
+            for r in iter_records(batch)]
+
+
+def aborted(p: Any) -> list[tuple[int, int]] | None:
+    if p.aborted_transactions is None:
+        return None
+    return [(a.producer_id, a.first_offset) for a in p.aborted_transactions]
+
+
+@pytest.mark.parametrize("version", [4, 11, 12])
+def test_read_committed_lists_the_aborted_transactions_of_what_it_read(broker, version) -> None:
+    txn_append(broker, 7, b"x", b"y")          # 0-1, then aborted by the marker at 2
+    end_txn(broker, 7, commit=False)
+    broker.produce("orders", 0, b"plain")      # 3
+    index = broker.index_aborted("orders", 0, FakeAbortedTxn(7, 0, 2))
+    got = run(fetch, broker, request(("orders", 0, 0), ("orders", 1, 0), version=version,
+                                     isolation_level=READ_COMMITTED))
+    p = got[("orders", 0)]
+    # The consumer drops producer 7's records itself; the broker sends them with the list.
+    assert data(p) == [b"x", b"y", b"plain"] and aborted(p) == [(7, 0)]
+    assert (p.high_watermark, p.last_stable_offset) == (4, 4)
+    assert index.asked == [(0, 4)]  # the read ran to the end of the active segment: the log end
+    # Nothing to read is an empty list, not null (Kafka's emptyFetchDataInfo).
+    assert aborted(got[("orders", 1)]) == []
+    # read_uncommitted: the same records and null; the index is not consulted.
+    got = run(fetch, broker, request(("orders", 0, 0), version=version))
+    assert data(got[("orders", 0)]) == [b"x", b"y", b"plain"] and aborted(got[("orders", 0)]) is None
+    assert index.asked == [(0, 4)]
+
+
+def test_read_committed_stops_at_an_open_transaction(broker) -> None:
+    broker.produce("orders", 0, b"a")          # 0
+    txn_append(broker, 7, b"x")                # 1, aborted at 2
+    end_txn(broker, 7, commit=False)
+    txn_append(broker, 9, b"open")             # 3: still open, the LSO
+    broker.produce("orders", 0, b"after")      # 4
+    index = broker.index_aborted("orders", 0, FakeAbortedTxn(7, 1, 2))
+    p = run(fetch, broker, request(("orders", 0, 0), isolation_level=READ_COMMITTED))[("orders", 0)]
+    assert data(p) == [b"a", b"x"] and aborted(p) == [(7, 1)]
+    assert (p.high_watermark, p.last_stable_offset) == (5, 3)
+    assert index.asked == [(0, 3)]  # up to the batch after the bytes returned
+    # At the LSO there is nothing to read yet: an empty list, and no index lookup.
+    p = run(fetch, broker, request(("orders", 0, 3), isolation_level=READ_COMMITTED))[("orders", 0)]
+    assert data(p) == [] and aborted(p) == [] and index.asked == [(0, 3)]
+    # Once the transaction is decided, its records and those after it are readable.
+    end_txn(broker, 9, commit=True)
+    p = run(fetch, broker, request(("orders", 0, 3), isolation_level=READ_COMMITTED))[("orders", 0)]
+    assert data(p) == [b"open", b"after"] and aborted(p) == [] and p.last_stable_offset == 6
+
+
+def test_the_aborted_list_covers_only_the_range_returned(broker) -> None:
+    txn_append(broker, 7, b"x" * 100)          # 0
+    broker.produce("orders", 0, b"y" * 100)    # 1
+    end_txn(broker, 7, commit=False)           # 2
+    broker.replicas.get("orders", 0).log.roll(now_ms=NOW)
+    broker.produce("orders", 0, b"z")          # 3, in the new active segment
+    index = broker.index_aborted("orders", 0, FakeAbortedTxn(7, 0, 2))
+
+    def read_committed(offset: int, **limits: int) -> Any:
+        req = request(("orders", 0, offset), isolation_level=READ_COMMITTED, **limits)
+        return run(fetch, broker, req)[("orders", 0)]
+
+    # Cut by the byte limit after one batch: the bound is the next batch's offset.
+    p = read_committed(0, partition_max_bytes=1)
+    assert data(p) == [b"x" * 100] and aborted(p) == [(7, 0)] and index.asked[-1] == (0, 1)
+    # To the end of a segment: the bound is the next segment's base offset.
+    p = read_committed(1)
+    assert data(p) == [b"y" * 100] and aborted(p) == [(7, 0)] and index.asked[-1] == (1, 3)
+    # In the active segment, past the transaction: the log end, and nothing overlaps.
+    p = read_committed(3)
+    assert data(p) == [b"z"] and aborted(p) == [] and index.asked[-1] == (3, 4)
+
+
+def test_errors_carry_null_or_an_empty_list_as_kafka_answers_them(tmp_path) -> None:
+    b = InMemoryBroker(tmp_path)
+    try:
+        b.create("others", OTHERS, replicas=(2, 1))  # led by broker 2
+        got = run(fetch, b, request(("others", 0, 0), ("nope", 0, 0), isolation_level=READ_COMMITTED))
+        # A read that failed is null; a partition the metadata does not know, answered before
+        # any read, keeps the generated default: an empty array.
+        assert got[("others", 0)].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert aborted(got[("others", 0)]) is None
+        assert got[("nope", 0)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert aborted(got[("nope", 0)]) == []
+    finally:
+        b.close()
+
+
+def test_a_follower_gets_null(broker) -> None:
+    txn_append(broker, 7, b"x")
+    end_txn(broker, 7, commit=False)
+    broker.index_aborted("orders", 0, FakeAbortedTxn(7, 0, 1))
+    p = run(fetch, broker, request(("orders", 0, 0), replica_id=2))[("orders", 0)]
+    assert data(p) == [b"x"] and aborted(p) is None
+
+
+def test_an_incremental_session_sends_aborted_records_like_any_new_records(broker) -> None:
+    async def session_fetch(req: Request) -> tuple[int, dict[tuple[str, int], Any]]:
+        frame = reply_frame(await handle_fetch(broker.ctx, req))
+        resp = response_class(ApiKey.FETCH).decode(memoryview(frame)[9:], version=VERSION)
+        return resp.session_id, {(t.topic, p.partition_index): p for t in resp.responses for p in t.partitions}
+
+    txn_append(broker, 7, b"x")                # 0, aborted at 1
+    end_txn(broker, 7, commit=False)
+    index = broker.index_aborted("orders", 0, FakeAbortedTxn(7, 0, 1))
+    sid, got = run(session_fetch, request(("orders", 0, 0), ("orders", 1, 0),
+                                          isolation_level=READ_COMMITTED, session_epoch=0))
+    assert sid != 0 and aborted(got[("orders", 0)]) == [(7, 0)] and aborted(got[("orders", 1)]) == []
+    # Nothing new: both partitions are left out (Kafka's rule: records, a moved high watermark
+    # or log start, or an error bring a partition back; its aborted list follows its records).
+    _, got = run(session_fetch, request(("orders", 0, 2), isolation_level=READ_COMMITTED,
+                                        session_id=sid, session_epoch=1))
+    assert got == {}
+    # A new aborted transaction: its records come with its entry; the idle partition stays out.
+    txn_append(broker, 8, b"w")                # 2, aborted at 3
+    end_txn(broker, 8, commit=False)
+    index.aborted.append(FakeAbortedTxn(8, 2, 3))
+    _, got = run(session_fetch, request(("orders", 0, 2), isolation_level=READ_COMMITTED,
+                                        session_id=sid, session_epoch=2))
+    assert list(got) == [("orders", 0)]
+    assert data(got[("orders", 0)]) == [b"w"] and aborted(got[("orders", 0)]) == [(8, 2)]
