@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import trio
 
-from kafkapy.broker.aborted_txns import NO_ABORTED, AbortedTxnIndex, aborted_transactions, offset_after
+from kafkapy.broker.aborted_txns import NO_ABORTED, aborted_transactions, offset_after
 from kafkapy.broker.replica_results import AppendResult, ReadResult, RemoteRead
 from kafkapy.log.partition_log import FetchSlice, PartitionLog
 from kafkapy.log.storage_errors import LogStorageError, storage_error
@@ -375,7 +375,7 @@ class Partition:
             # Nothing below the LSO to read: Kafka answers an empty list, not null.
             return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, b"",
                               aborted_transactions=NO_ABORTED)
-        aborted = aborted_transactions(cast(AbortedTxnIndex, plog), offset, offset_after(plog, fslice))
+        aborted = aborted_transactions(plog, offset, offset_after(plog, fslice))
         return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, FileRegion.of(fslice),
                           aborted_transactions=aborted)
 

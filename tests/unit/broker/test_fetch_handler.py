@@ -408,3 +408,10 @@ def test_an_incremental_session_sends_aborted_records_like_any_new_records(broke
                                         session_id=sid, session_epoch=2))
     assert list(got) == [("orders", 0)]
     assert data(got[("orders", 0)]) == [b"w"] and aborted(got[("orders", 0)]) == [(8, 2)]
+
+
+def test_read_committed_without_aborted_transactions_is_an_empty_list(broker) -> None:
+    # The log's own index (no fake): plain records, nothing aborted.
+    broker.produce("orders", 0, b"a", b"b")
+    p = run(fetch, broker, request(("orders", 0, 0), isolation_level=READ_COMMITTED))[("orders", 0)]
+    assert data(p) == [b"a", b"b"] and aborted(p) == [] and p.last_stable_offset == 2
