@@ -96,7 +96,12 @@ class SessionContext:
 
     def should_include(self, tp: SessionKey, *, has_records: bool, error: ErrorCode,
                        high_watermark: int, log_start_offset: int, last_stable_offset: int) -> bool:
-        """Record what the client will learn and say whether the partition belongs in the response."""
+        """Record what the client will learn and say whether the partition belongs in the response.
+
+        Kafka's rule (CachedPartition.maybeUpdateResponseData) plus a moved last stable offset:
+        a read_committed partition's aborted-transaction list never brings it back on its own;
+        the list describes the records returned, and records always do.
+        """
         if self.session is None:
             return True
         state = self.session.partitions.get(tp)
