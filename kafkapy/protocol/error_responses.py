@@ -69,7 +69,7 @@ def _fetch_error(cls: Any, req: Any, version: int, code: int, message: str | Non
         topics = [
             T(topic=t.topic, topic_id=t.topic_id,
               partitions=[P(partition_index=p.partition, error_code=code, high_watermark=-1,
-                            last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                            last_stable_offset=-1, log_start_offset=-1, aborted_transactions=[],
                             preferred_read_replica=-1, records=b"")
                           for p in (t.partitions or [])])
             for t in (req.topics or [])]
