@@ -48,11 +48,13 @@ from kafkapy.broker.handlers.offsets import (
 )
 from kafkapy.broker.handlers.produce import handle_produce
 from kafkapy.broker.handlers.producer_ids import handle_init_producer_id
+from kafkapy.broker.handlers.producers import handle_describe_producers
 from kafkapy.broker.handlers.reassignments import (
     handle_alter_partition_reassignments,
     handle_list_partition_reassignments,
 )
 from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
+from kafkapy.broker.handlers.txn_markers import handle_write_txn_markers
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import KafkaError
@@ -102,6 +104,11 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.LIST_GROUPS, 0, 5, handle_list_groups),
     (ApiKey.DELETE_GROUPS, 0, 2, handle_delete_groups),
     (ApiKey.OFFSET_DELETE, 0, 0, handle_offset_delete),
+    # Transactions, the partition leaders' side: markers from a coordinator (v1, Kafka 4's
+    # baseline; v2 adds KIP-1228's transaction version, not honoured yet), and the producers a
+    # replica knows.
+    (ApiKey.WRITE_TXN_MARKERS, 1, 1, handle_write_txn_markers),
+    (ApiKey.DESCRIBE_PRODUCERS, 0, 0, handle_describe_producers),
 ]
 API_VERSIONS_RANGE = (0, 4)
 
