@@ -1,0 +1,140 @@
+"""The partition leader's side of a transaction on a live node, driven as a transaction
+coordinator and an operator would: a transactional batch holds the last stable offset back,
+DescribeProducers shows the open transaction, WriteTxnMarkers writes the COMMIT control batch
+(read back with a read_uncommitted fetch) and closes it; markers for partitions not hosted here
+and from an older producer epoch get Kafka's errors. Apache Kafka's own
+``kafka-transactions.sh describe-producers`` reads the open transaction the same way.
+
+The producer's batch is sent by hand with a producer id from InitProducerId and no
+transactional id in the Produce request: the Produce handler refuses transactional ids until
+the transaction coordinator exists, but takes transactional batches of an idempotent producer.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+from helpers import batch, create_topics, fetch, partition_response, produce, run_client
+from kafkapy.protocol import messages as m
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.records.control import EndTxnMarker, read_marker
+from kafkapy.records.reader import iter_batches
+from kafkapy.testing.apache_kafka import java_command
+
+NODE_OVERRIDES = {"auto.create.topics.enable": "false"}
+TOPIC = "txn-markers"
+W = m.WriteTxnMarkersRequest
+D = m.DescribeProducersRequest
+
+
+def markers(pid: int, epoch: int, commit: bool, topic: str, partitions: list[int], coordinator_epoch: int = 0):
+    return W(markers=[W.WritableTxnMarker(
+        producer_id=pid, producer_epoch=epoch, transaction_result=commit, coordinator_epoch=coordinator_epoch,
+        topics=[W.WritableTxnMarker.WritableTxnMarkerTopic(name=topic, partition_indexes=partitions)])])
+
+
+def codes(resp) -> dict[tuple[str, int], int]:
+    return {(t.name, p.partition_index): p.error_code for r in resp.markers for t in r.topics for p in t.partitions}
+
+
+def describe(topic: str, partitions: list[int]):
+    return D(topics=[D.TopicRequest(name=topic, partition_indexes=partitions)])
+
+
+def test_a_commit_marker_closes_the_open_transaction(node):
+    async def scenario(c):
+        created = await c.send(create_topics((TOPIC, 2, 1)))
+        assert created.topics[0].error_code == 0, created
+        init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
+        pid, epoch = init.producer_id, init.producer_epoch
+        written = partition_response(await c.send(produce(TOPIC, 0, batch(
+            [b"a", b"b", b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True))))
+        assert written.error_code == 0, written
+        open_txn = await c.send(describe(TOPIC, [0]))
+        answer = await c.send(markers(pid, epoch, True, TOPIC, [0], coordinator_epoch=2))
+        closed = await c.send(describe(TOPIC, [0]))
+        read = await c.send(fetch(TOPIC, 0, 0), version=12)  # isolation_level 0: read_uncommitted
+        return pid, epoch, written.base_offset, open_txn, answer, closed, read
+
+    pid, epoch, first, open_txn, answer, closed, read = run_client(node, scenario)
+    (before,) = open_txn.topics[0].partitions[0].active_producers
+    assert (before.producer_id, before.producer_epoch, before.last_sequence) == (pid, epoch, 2)
+    assert before.current_txn_start_offset == first == 0
+    assert abs(before.last_timestamp - int(time.time() * 1000)) < 600_000
+
+    assert codes(answer) == {(TOPIC, 0): 0}
+
+    (after,) = closed.topics[0].partitions[0].active_producers
+    assert (after.producer_id, after.coordinator_epoch, after.current_txn_start_offset) == (pid, 2, -1)
+
+    part = read.responses[0].partitions[0]
+    assert part.error_code == 0 and part.high_watermark == part.last_stable_offset == 4
+    batches = list(iter_batches(part.records))
+    assert [h.is_control for h, _ in batches] == [False, True]
+    header, control = batches[-1]
+    assert (header.base_offset, header.producer_id, header.is_transactional) == (3, pid, True)
+    assert read_marker(control) == EndTxnMarker(commit=True, coordinator_epoch=2)
+
+
+def test_markers_for_partitions_not_hosted_here_are_unknown(node):
+    async def scenario(c):
+        await c.send(create_topics(("txn-markers-hosted", 1, 1)))
+        absent = await c.send(markers(1000, 0, False, "txn-markers-absent", [0]))
+        beyond = await c.send(markers(1000, 0, False, "txn-markers-hosted", [3]))
+        described = await c.send(describe("txn-markers-absent", [0]))
+        return absent, beyond, described
+
+    absent, beyond, described = run_client(node, scenario)
+    assert codes(absent) == {("txn-markers-absent", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert codes(beyond) == {("txn-markers-hosted", 3): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert described.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_marker_from_an_older_producer_epoch_is_refused(node):
+    topic = "txn-markers-fenced"
+
+    async def scenario(c):
+        await c.send(create_topics((topic, 1, 1)))
+        init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
+        pid = init.producer_id
+        # The producer's epoch was bumped (as a transactional producer's is on every InitProducerId).
+        written = partition_response(await c.send(produce(topic, 0, batch(
+            [b"x"], producer_id=pid, producer_epoch=1, base_sequence=0, transactional=True))))
+        assert written.error_code == 0, written
+        zombie = await c.send(markers(pid, 0, False, topic, [0]))
+        current = await c.send(markers(pid, 1, False, topic, [0]))
+        read = await c.send(fetch(topic, 0, 0), version=12)
+        return zombie, current, read
+
+    zombie, current, read = run_client(node, scenario)
+    assert codes(zombie) == {(topic, 0): ErrorCode.INVALID_PRODUCER_EPOCH}
+    assert codes(current) == {(topic, 0): 0}
+    batches = list(iter_batches(read.responses[0].partitions[0].records))
+    assert len(batches) == 2  # the zombie's marker was never written
+    assert read_marker(batches[-1][1]) == EndTxnMarker(commit=False, coordinator_epoch=0)
+
+
+def test_kafkas_transactions_tool_describes_the_open_transaction(node):
+    topic = "txn-markers-cli"
+
+    async def scenario(c):
+        await c.send(create_topics((topic, 1, 1)))
+        init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
+        for offset in (0, 2):  # an idempotent batch, then a transaction from offset 2
+            written = partition_response(await c.send(produce(topic, 0, batch(
+                [b"x", b"y"], producer_id=init.producer_id, producer_epoch=0, base_sequence=offset,
+                transactional=offset == 2))))
+            assert (written.error_code, written.base_offset) == (0, offset), written
+        return init.producer_id
+
+    pid = run_client(node, scenario)
+    out = subprocess.run(java_command("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
+                                      f"{node.host}:{node.port}", "describe-producers", "--topic", topic,
+                                      "--partition", "0"),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    header, *rows = [line.split() for line in out.stdout.splitlines() if line.strip()]
+    assert header == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
+                      "CurrentTransactionStartOffset"]
+    assert [(r[0], r[1], r[2], r[3], r[5]) for r in rows] == [(str(pid), "0", "-1", "3", "2")]
