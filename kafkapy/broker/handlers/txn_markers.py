@@ -60,6 +60,7 @@ class _Outcome:
     producer_id: int
     commit: bool
     code: ErrorCode = ErrorCode.NONE
+    detail: str | None = None  # why, when the error says more than its name
     hosted: Partition | None = None
     required_offset: int = -1  # the high watermark that means "replicated"
 
@@ -84,8 +85,9 @@ async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> obje
         if o.code == ErrorCode.NONE and o.topic == OFFSETS_TOPIC:
             _complete_offsets(ctx, o)
         if o.code not in _QUIET:
-            log.info("Transaction marker (%s) for producer %d on %s-%d failed: %s",
-                     "COMMIT" if o.commit else "ABORT", o.producer_id, o.topic, o.partition, o.code.name)
+            log.info("Transaction marker (%s) for producer %d on %s-%d failed: %s%s",
+                     "COMMIT" if o.commit else "ABORT", o.producer_id, o.topic, o.partition, o.code.name,
+                     f" ({o.detail})" if o.detail else "")
     return Resp(markers=_results(outcomes))
 
 
@@ -102,6 +104,7 @@ def _append_marker(ctx: BrokerContext, o: _Outcome, producer_epoch: int, coordin
         result = ctx.replicas.append(hosted, bytearray(batch), now_ms=now_ms, from_client=False)
     except KafkaError as exc:
         o.code = exc.code
+        o.detail = exc.message
         return
     except Exception:
         # A bug of ours, confined to this partition.

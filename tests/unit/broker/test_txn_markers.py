@@ -292,3 +292,12 @@ def test_describe_producers_errors_are_kafkas(broker) -> None:
                      ("t", 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                      ("bad/name", 0): ErrorCode.INVALID_TOPIC_EXCEPTION}
     assert "contains one or more characters" in got[("bad/name", 0)].error_message
+
+
+def test_a_fenced_marker_is_logged_once_with_the_reason(broker, caplog) -> None:
+    txn_write(broker, "t", 0, pid=7, epoch=3)
+    with caplog.at_level("INFO", logger="kafkapy.broker.handlers.txn_markers"):
+        run(write, broker, marker(7, 2, False, {"t": [0], "nope": [0]}))
+    (line,) = [r.getMessage() for r in caplog.records]  # nothing for the partition not hosted here
+    assert line.startswith("Transaction marker (ABORT) for producer 7 on t-0 failed: INVALID_PRODUCER_EPOCH (Epoch ")
+    assert "is 2, which is smaller than the last seen epoch 3" in line
