@@ -10,6 +10,8 @@ fake with only ``complete_transaction``.
 
 from __future__ import annotations
 
+import errno
+import os
 import uuid
 from typing import Any
 
@@ -21,6 +23,7 @@ from kafkapy.broker.dispatcher import BrokerDispatcher
 from kafkapy.broker.handlers.producers import handle_describe_producers
 from kafkapy.broker.handlers.txn_markers import handle_write_txn_markers
 from kafkapy.config import BrokerConfig
+from kafkapy.log import segment as segment_mod
 from kafkapy.metadata.records import ConfigRecord
 from kafkapy.protocol import ApiKey
 from kafkapy.protocol import messages as m
@@ -301,3 +304,16 @@ def test_a_fenced_marker_is_logged_once_with_the_reason(broker, caplog) -> None:
     (line,) = [r.getMessage() for r in caplog.records]  # nothing for the partition not hosted here
     assert line.startswith("Transaction marker (ABORT) for producer 7 on t-0 failed: INVALID_PRODUCER_EPOCH (Epoch ")
     assert "is 2, which is smaller than the last seen epoch 3" in line
+
+
+def test_a_full_disk_is_kafka_storage_error_and_the_next_marker_goes_through(broker, monkeypatch) -> None:
+    txn_write(broker, "t", 0, pid=7, epoch=0)
+
+    def pwrite(fd: int, data: Any, pos: int) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(segment_mod.os, "pwrite", pwrite)
+    assert run(write, broker, marker(7, 0, True, {"t": [0]})) == {(7, "t", 0): ErrorCode.KAFKA_STORAGE_ERROR}
+    monkeypatch.undo()
+    assert broker.replicas.get("t", 0).log.last_stable_offset == 0  # still open
+    assert run(write, broker, marker(7, 0, True, {"t": [0]})) == {(7, "t", 0): 0}
