@@ -7,10 +7,10 @@ replica has it or ``request.timeout.ms`` passes: a marker the coordinator sees a
 survive a leader change, or a read_committed consumer on the next leader would wait forever.
 
 Errors are per partition and are Kafka's, which the coordinator knows how to retry:
-UNKNOWN_TOPIC_OR_PARTITION (no replica here), NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR,
-NOT_ENOUGH_REPLICAS (the ISR is below min.insync.replicas: nothing appended),
-NOT_ENOUGH_REPLICAS_AFTER_APPEND and REQUEST_TIMED_OUT (appended, not yet replicated), and the
-two fencing errors of a coordinator-origin append: INVALID_PRODUCER_EPOCH for a marker older than
+UNKNOWN_TOPIC_OR_PARTITION (no online log here), NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR
+(the write failed), NOT_ENOUGH_REPLICAS (the ISR is below min.insync.replicas: nothing
+appended), NOT_ENOUGH_REPLICAS_AFTER_APPEND and REQUEST_TIMED_OUT (appended, not yet
+replicated), and the two fencing errors of a coordinator-origin append: INVALID_PRODUCER_EPOCH for a marker older than
 the producer epoch the partition has seen, TRANSACTION_COORDINATOR_FENCED for a marker from a
 coordinator epoch older than the one that wrote the producer's last marker here.
 
@@ -95,7 +95,8 @@ def _append_marker(ctx: BrokerContext, o: _Outcome, producer_epoch: int, coordin
                    now_ms: int) -> None:
     """Append ``o``'s control batch as leader; on success ``o.hosted`` is set for the wait."""
     try:
-        # Kafka's order: leadership, then min.insync.replicas, then the producer-state checks.
+        # Kafka's order: a local log, leadership, min.insync.replicas, the producer-state checks.
+        _local_log(ctx, o.topic, o.partition)
         hosted = ctx.replicas.leader(o.topic, o.partition)
         ctx.replicas.check_min_insync(hosted)
         check_marker_fencing(hosted, o.producer_id, producer_epoch, coordinator_epoch)
@@ -113,6 +114,16 @@ def _append_marker(ctx: BrokerContext, o: _Outcome, producer_epoch: int, coordin
         o.code = ErrorCode.UNKNOWN_SERVER_ERROR
         return
     o.hosted, o.required_offset = hosted, result.next_offset
+
+
+def _local_log(ctx: BrokerContext, topic: str, partition: int) -> None:
+    """UNKNOWN_TOPIC_OR_PARTITION unless an online log of the partition is here: Kafka answers
+    so before appending (its check of the log's message format), also for a replica in an
+    offline log dir or one whose log is still being created."""
+    try:
+        ctx.replicas.get(topic, partition)
+    except KafkaError:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
 
 
 def check_marker_fencing(hosted: Partition, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:

@@ -317,3 +317,10 @@ def test_a_full_disk_is_kafka_storage_error_and_the_next_marker_goes_through(bro
     monkeypatch.undo()
     assert broker.replicas.get("t", 0).log.last_stable_offset == 0  # still open
     assert run(write, broker, marker(7, 0, True, {"t": [0]})) == {(7, "t", 0): 0}
+
+
+def test_a_replica_in_an_offline_log_dir_is_unknown_as_in_kafka(broker, monkeypatch) -> None:
+    monkeypatch.setattr(broker.log_manager, "is_offline", lambda topic, partition: topic == "t")
+    got = run(write, broker, marker(7, 0, True, {"t": [0]}))
+    assert got == {(7, "t", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert describe(broker, {"t": [0]})[("t", 0)].error_code == ErrorCode.KAFKA_STORAGE_ERROR
