@@ -3,7 +3,8 @@ coordinator and an operator would: a transactional batch holds the last stable o
 DescribeProducers shows the open transaction, WriteTxnMarkers writes the COMMIT control batch
 (read back with a read_uncommitted fetch) and closes it; markers for partitions not hosted here
 and from an older producer epoch get Kafka's errors. Apache Kafka's own
-``kafka-transactions.sh describe-producers`` reads the open transaction the same way.
+``kafka-transactions.sh describe-producers`` reads the open transaction the same way, and the
+same requests sent to Apache Kafka 4.4 get the same answers.
 
 The producer's batch is sent by hand with a producer id from InitProducerId and no
 transactional id in the Produce request: the Produce handler refuses transactional ids until
@@ -15,12 +16,14 @@ from __future__ import annotations
 import subprocess
 import time
 
+import trio
+
 from helpers import batch, create_topics, fetch, partition_response, produce, run_client
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.control import EndTxnMarker, read_marker
 from kafkapy.records.reader import iter_batches
-from kafkapy.testing.apache_kafka import java_command
+from kafkapy.testing.apache_kafka import ApacheKafkaNode, java_command
 
 NODE_OVERRIDES = {"auto.create.topics.enable": "false"}
 TOPIC = "txn-markers"
@@ -138,3 +141,69 @@ def test_kafkas_transactions_tool_describes_the_open_transaction(node):
     assert header == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
                       "CurrentTransactionStartOffset"]
     assert [(r[0], r[1], r[2], r[3], r[5]) for r in rows] == [(str(pid), "0", "-1", "3", "2")]
+
+
+def _leader_side(transactional_id: str | None):
+    """Markers and DescribeProducers around one transaction; what each step answers. With
+    ``transactional_id`` the transaction is opened as a Kafka producer does (AddPartitionsToTxn,
+    then Produce with the id), else by the transactional batch alone."""
+    A = m.AddPartitionsToTxnRequest
+    P = m.ProduceRequest
+
+    def described(resp):
+        return [(p.partition_index, p.error_code, [(s.producer_epoch, s.last_sequence, s.coordinator_epoch,
+                                                    s.current_txn_start_offset) for s in p.active_producers])
+                for t in resp.topics for p in t.partitions]
+
+    async def scenario(c):
+        topic, out = "txn-markers-diff", {}
+        assert (await c.send(create_topics((topic, 2, 1)))).topics[0].error_code == 0
+        with trio.fail_after(30):
+            while True:  # Kafka's producer ids (and transaction coordinator) need a moment
+                if transactional_id is None or (await c.send(
+                        m.FindCoordinatorRequest(key=transactional_id, key_type=1), 3)).error_code == 0:
+                    init = await c.send(m.InitProducerIdRequest(transactional_id=transactional_id,
+                                                                transaction_timeout_ms=60000))
+                    if init.error_code == 0:
+                        break
+                await trio.sleep(0.2)
+        pid, epoch = init.producer_id, init.producer_epoch
+        if transactional_id is not None:
+            added = await c.send(A(v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=pid,
+                                   v3_and_below_producer_epoch=epoch,
+                                   v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=[0])]), 3)
+            assert [p.partition_error_code for t in added.results_by_topic_v3_and_below
+                    for p in t.results_by_partition] == [0]
+        records = batch([b"a", b"b"], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
+        written = partition_response(await c.send(P(
+            transactional_id=transactional_id, acks=-1, timeout_ms=10000, topic_data=[P.TopicProduceData(
+                name=topic, partition_data=[P.TopicProduceData.PartitionProduceData(index=0, records=bytes(records))])]),
+            11))
+        out["produce"] = (written.error_code, written.base_offset)
+        out["open"] = described(await c.send(describe(topic, [0, 1, 7])))
+        steps = [("commit", epoch, True, [0, 1, 9], 3), ("older coordinator", epoch, False, [0], 2),
+                 ("retried", epoch, True, [0], 3), ("bumped", epoch + 5, False, [0], 3),
+                 ("older producer", epoch + 4, False, [0], 3)]
+        for name, producer_epoch, commit, partitions, coordinator_epoch in steps:
+            out[name] = codes(await c.send(markers(pid, producer_epoch, commit, topic, partitions, coordinator_epoch)))
+        out["closed"] = described(await c.send(describe(topic, [0, 1])))
+        out["unknown"] = codes(await c.send(markers(pid, epoch, True, "txn-markers-nope", [0])))
+        read = (await c.send(fetch(topic, 0, 0), version=12)).responses[0].partitions[0]
+        out["log"] = (read.high_watermark, read.last_stable_offset,
+                      [(h.base_offset, h.is_control, h.producer_epoch) for h, _ in iter_batches(read.records)])
+        return out
+
+    return scenario
+
+
+def test_the_leader_side_answers_as_apache_kafka_does(node):
+    ours = run_client(node, _leader_side(None), timeout=60)
+    with ApacheKafkaNode(overrides={"transaction.state.log.replication.factor": "1",
+                                    "transaction.state.log.min.isr": "1"}) as kafka:
+        theirs = run_client(kafka, _leader_side("txn-markers-diff"), timeout=90)
+    assert ours == theirs
+    # What the two agree on, spelled out.
+    assert ours["commit"] == {("txn-markers-diff", 0): 0, ("txn-markers-diff", 1): 0,
+                              ("txn-markers-diff", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert ours["older coordinator"] == {("txn-markers-diff", 0): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+    assert ours["older producer"] == {("txn-markers-diff", 0): ErrorCode.INVALID_PRODUCER_EPOCH}

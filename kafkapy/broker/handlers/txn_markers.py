@@ -38,6 +38,7 @@ from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.control import marker_batch
+from kafkapy.records.format import NO_PRODUCER_ID
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,9 @@ class _Outcome:
     topic: str
     partition: int
     producer_id: int
+    producer_epoch: int
     commit: bool
+    coordinator_epoch: int
     code: ErrorCode = ErrorCode.NONE
     detail: str | None = None  # why, when the error says more than its name
     hosted: Partition | None = None
@@ -69,13 +72,17 @@ async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> obje
     body = request.body
     now_ms = ctx.clock.now_ms()
     deadline = trio.current_time() + ctx.config.get_int("request.timeout.ms") / 1000.0
-    outcomes: list[_Outcome] = []
-    for marker in body.markers:
-        for t in marker.topics:
-            for index in t.partition_indexes:
-                outcome = _Outcome(t.name, index, marker.producer_id, marker.transaction_result)
-                _append_marker(ctx, outcome, marker.producer_epoch, marker.coordinator_epoch, now_ms)
-                outcomes.append(outcome)
+    outcomes = [_Outcome(t.name, index, marker.producer_id, marker.producer_epoch, marker.transaction_result,
+                         marker.coordinator_epoch)
+                for marker in body.markers for t in marker.topics for index in t.partition_indexes]
+    if any(marker.producer_id == NO_PRODUCER_ID for marker in body.markers):
+        # Kafka cannot build such a marker and fails the whole request; nothing is written.
+        log.warning("WriteTxnMarkers from %s refused: a marker has no producer id (-1)", request.client_id)
+        for o in outcomes:
+            o.code = ErrorCode.UNKNOWN_SERVER_ERROR
+        return Resp(markers=_results(outcomes))
+    for o in outcomes:
+        _append_marker(ctx, o, now_ms)
     waiting = [o for o in outcomes if o.hosted is not None]
     if waiting:
         async with trio.open_nursery() as nursery:
@@ -91,17 +98,16 @@ async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> obje
     return Resp(markers=_results(outcomes))
 
 
-def _append_marker(ctx: BrokerContext, o: _Outcome, producer_epoch: int, coordinator_epoch: int,
-                   now_ms: int) -> None:
+def _append_marker(ctx: BrokerContext, o: _Outcome, now_ms: int) -> None:
     """Append ``o``'s control batch as leader; on success ``o.hosted`` is set for the wait."""
     try:
         # Kafka's order: a local log, leadership, min.insync.replicas, the producer-state checks.
         _local_log(ctx, o.topic, o.partition)
         hosted = ctx.replicas.leader(o.topic, o.partition)
         ctx.replicas.check_min_insync(hosted)
-        check_marker_fencing(hosted, o.producer_id, producer_epoch, coordinator_epoch)
-        batch = marker_batch(producer_id=o.producer_id, producer_epoch=producer_epoch, commit=o.commit,
-                             coordinator_epoch=coordinator_epoch, now_ms=now_ms)
+        check_marker_fencing(hosted, o.producer_id, o.producer_epoch, o.coordinator_epoch)
+        batch = marker_batch(producer_id=o.producer_id, producer_epoch=o.producer_epoch, commit=o.commit,
+                             coordinator_epoch=o.coordinator_epoch, now_ms=now_ms)
         result = ctx.replicas.append(hosted, bytearray(batch), now_ms=now_ms, from_client=False)
     except KafkaError as exc:
         o.code = exc.code

@@ -324,3 +324,9 @@ def test_a_replica_in_an_offline_log_dir_is_unknown_as_in_kafka(broker, monkeypa
     got = run(write, broker, marker(7, 0, True, {"t": [0]}))
     assert got == {(7, "t", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert describe(broker, {"t": [0]})[("t", 0)].error_code == ErrorCode.KAFKA_STORAGE_ERROR
+
+
+def test_a_marker_without_a_producer_id_fails_the_request_and_writes_nothing(broker) -> None:
+    got = run(write, broker, marker(7, 0, True, {"t": [0]}), marker(-1, 0, True, {"t": [1]}))
+    assert got == {(7, "t", 0): ErrorCode.UNKNOWN_SERVER_ERROR, (-1, "t", 1): ErrorCode.UNKNOWN_SERVER_ERROR}
+    assert [broker.replicas.get("t", p).log.log_end_offset for p in (0, 1)] == [0, 0]
