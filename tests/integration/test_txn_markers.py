@@ -2,7 +2,9 @@
 coordinator and an operator would: a transactional batch holds the last stable offset back,
 DescribeProducers shows the open transaction, WriteTxnMarkers writes the COMMIT control batch
 (read back with a read_uncommitted fetch) and closes it; markers for partitions not hosted here
-and from an older producer epoch get Kafka's errors. Apache Kafka's own
+and from an older producer epoch get Kafka's errors. A marker in a group's ``__consumer_offsets``
+partition makes the transaction's offset commits visible (COMMIT) or drops them (ABORT), as the
+consume-transform-produce loop needs. Apache Kafka's own
 ``kafka-transactions.sh describe-producers`` reads the open transaction the same way, and the
 same requests sent to Apache Kafka 4.4 get the same answers.
 
@@ -18,14 +20,16 @@ import time
 
 import trio
 
-from helpers import batch, create_topics, fetch, partition_response, produce, run_client
+from helpers import batch, create_topics, fetch, find_coordinator, partition_response, produce, run_client
+from kafkapy.coordinator.schema import OFFSETS_TOPIC, partition_for
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.control import EndTxnMarker, read_marker
 from kafkapy.records.reader import iter_batches
 from kafkapy.testing.apache_kafka import ApacheKafkaNode, java_command
 
-NODE_OVERRIDES = {"auto.create.topics.enable": "false"}
+NODE_OVERRIDES = {"auto.create.topics.enable": "false", "offsets.topic.num.partitions": "3",
+                  "group.initial.rebalance.delay.ms": "0"}
 TOPIC = "txn-markers"
 W = m.WriteTxnMarkersRequest
 D = m.DescribeProducersRequest
@@ -207,3 +211,43 @@ def test_the_leader_side_answers_as_apache_kafka_does(node):
                               ("txn-markers-diff", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert ours["older coordinator"] == {("txn-markers-diff", 0): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
     assert ours["older producer"] == {("txn-markers-diff", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
+
+
+def test_a_marker_in_the_offsets_partition_settles_the_transactional_offset_commits(node):
+    R = m.TxnOffsetCommitRequest
+    T = R.TxnOffsetCommitRequestTopic
+    F = m.OffsetFetchRequest
+    topic = "txn-markers-input"
+
+    def txn_commit(group: str, pid: int, epoch: int, offset: int):
+        return R(transactional_id="txn-markers-eos", group_id=group, producer_id=pid, producer_epoch=epoch,
+                 generation_id=-1, member_id="", group_instance_id=None, topics=[T(name=topic, partitions=[
+                     T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
+                                                       committed_leader_epoch=-1, committed_metadata="")])])
+
+    async def committed(c, group: str):
+        r = await c.send(F(group_id=group, topics=[F.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])],
+                           require_stable=True), 7)
+        (p,) = r.topics[0].partitions
+        return p.error_code, p.committed_offset
+
+    async def scenario(c):
+        await c.send(create_topics((topic, 1, 1)))
+        out = {}
+        for group, commit in (("txn-markers-committed", True), ("txn-markers-aborted", False)):
+            await find_coordinator(c, group)
+            init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
+            pid, epoch = init.producer_id, init.producer_epoch
+            r = await c.send(txn_commit(group, pid, epoch, 42), 3)
+            assert [p.error_code for t in r.topics for p in t.partitions] == [0], r
+            pending = await committed(c, group)
+            answer = await c.send(markers(pid, epoch, commit, OFFSETS_TOPIC, [partition_for(group, 3)]))
+            out[group] = (pending, codes(answer), await committed(c, group))
+        return out
+
+    out = run_client(node, scenario, timeout=60)
+    unstable = (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+    assert out["txn-markers-committed"] == (
+        unstable, {(OFFSETS_TOPIC, partition_for("txn-markers-committed", 3)): 0}, (0, 42))
+    assert out["txn-markers-aborted"] == (
+        unstable, {(OFFSETS_TOPIC, partition_for("txn-markers-aborted", 3)): 0}, (0, -1))
