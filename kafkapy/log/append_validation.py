@@ -22,7 +22,7 @@ from kafkapy.records.control import read_marker
 from kafkapy.records.validate import AppendInfo, BatchInfo, validate_and_assign
 
 __all__ = [
-    "FollowerRecords", "assign_trusted", "control_coordinator_epoch", "leader_producer_batches",
+    "FollowerRecords", "assign_trusted", "leader_producer_batches",
     "parse_follower_records", "validate_client_records",
 ]
 
@@ -129,12 +129,12 @@ def leader_producer_batches(buf: bytearray | memoryview, info: AppendInfo, confi
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              "Clients are not allowed to write control records")
         if b.producer_id >= 0:
-            coord = -1
+            marker = None
             if b.control:
-                coord = control_coordinator_epoch(memoryview(buf)[b.position:b.position + b.size])
+                marker = read_marker(memoryview(buf)[b.position:b.position + b.size])
             pbatches.append(ProducerBatch(
                 b.producer_id, b.producer_epoch, b.base_sequence, b.base_offset,
-                b.last_offset, b.max_timestamp, b.transactional, b.control, coord))
+                b.last_offset, b.max_timestamp, b.transactional, b.control, marker))
     return pbatches
 
 
@@ -177,9 +177,9 @@ def parse_follower_records(buf: bytes | bytearray | memoryview,
                              f"is {expected}")
         batches.append(AppendBatch(pos, h.size, h.last_offset, h.max_timestamp))
         headers.append(h)
-        coord = control_coordinator_epoch(bview) if h.is_control else -1
         if h.producer_id != fmt.NO_PRODUCER_ID:
-            pbatches.append(ProducerBatch.from_header(h, coord))
+            pbatches.append(ProducerBatch.from_header(h, read_marker(bview) if h.is_control
+                                                      else None))
         max_ts = max(max_ts, h.max_timestamp)
         count += h.record_count
         expected = h.next_offset
@@ -187,10 +187,3 @@ def parse_follower_records(buf: bytes | bytearray | memoryview,
     if not batches:
         return None
     return FollowerRecords(view[:end], batches, headers, pbatches, max_ts, count)
-
-
-def control_coordinator_epoch(batch: bytes | memoryview) -> int:
-    """Coordinator epoch of an end-transaction marker batch (-1 when unreadable)."""
-    marker = read_marker(batch)
-    return -1 if marker is None else marker.coordinator_epoch
-

@@ -137,7 +137,7 @@ CLEANER_TMP_DIR = ".kafkapy-cleaner"
 @dataclass
 class _CleanedGroup:
     segments: list[LogSegment]
-    tmp_dir: str | None  # holds the new segment's .log/.index/.timeindex; None: nothing survived
+    tmp_dir: str | None  # holds the new segment's files; None: nothing survived
 
 
 @dataclass
@@ -210,6 +210,10 @@ def plan_clean(plog: PartitionLog, *, now_ms: int) -> CleanPlan:
         seg = LogSegment(tmp, group[0].base_offset, index_interval_bytes=config.index_interval_bytes,
                          max_index_size=config.segment_index_bytes, now_ms=now_ms)
         seg.append(out, batches)
+        # Markers are kept whole, so the group's aborted transactions all stay in its range.
+        for old in group:
+            for txn in old.txn_index.entries:
+                seg.txn_index.append(txn)
         seg.flush()
         seg.close()  # final time index entry, trimmed indexes
         result.bytes_after += len(out)
@@ -273,6 +277,11 @@ def _swap_in(plog: PartitionLog, cg: _CleanedGroup, tmp_dir: str, now_ms: int) -
         seg.delete()
     os.replace(files.index_file(tmp_dir, base), files.index_file(plog.dir, base))
     os.replace(files.time_index_file(tmp_dir, base), files.time_index_file(plog.dir, base))
+    # The group's .txnindex entries, or none: the first segment's old file must not stay.
+    if os.path.exists(files.txn_index_file(tmp_dir, base)):
+        os.replace(files.txn_index_file(tmp_dir, base), files.txn_index_file(plog.dir, base))
+    else:
+        first.txn_index.delete()
     os.replace(swap, target)
     fsync_dir(plog.dir)
     shutil.rmtree(tmp_dir, ignore_errors=True)

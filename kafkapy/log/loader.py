@@ -3,7 +3,8 @@
 :func:`load_log` removes leftovers of interrupted operations, opens every segment, checks their
 indexes, recovers (scans, CRC-checks, rebuilds indexes, cuts a torn or corrupt tail) what an
 unclean shutdown may have left unflushed, completes an interrupted compaction swap, and rebuilds
-the leader epoch cache's end and the producer state. It fills a :class:`LocalLog` and returns the
+the leader epoch cache's end and the producer state (a recovered segment's ``.txnindex`` is
+rebuilt from its markers, with the producer state as of its base offset). It fills a :class:`LocalLog` and returns the
 offsets it found; the ``PartitionLog`` calling it owns and assigns them.
 """
 
@@ -16,7 +17,6 @@ import uuid
 from typing import NamedTuple
 
 from kafkapy.log import files
-from kafkapy.log.append_validation import control_coordinator_epoch
 from kafkapy.log.index import CorruptIndexError
 from kafkapy.log.leader_epoch import LeaderEpochCache
 from kafkapy.log.local_log import LocalLog
@@ -26,9 +26,10 @@ from kafkapy.log.partition_metadata import (
     write_partition_metadata,
 )
 from kafkapy.log.producer_state import ProducerBatch, ProducerStateManager
-from kafkapy.log.segment import LogSegment
+from kafkapy.log.segment import BatchRef, LogSegment
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
+from kafkapy.records.control import read_marker
 
 __all__ = [
     "LoadedOffsets", "check_topic_id", "load_log", "prepare_dir", "rebuild_producer_state",
@@ -91,7 +92,8 @@ def load_log(local: LocalLog, epochs: LeaderEpochCache, producer_state: Producer
     needs_recovery |= missing_index
     local.set_segments(segments)
     recovered, unflushed = _check_and_recover(local, epochs, segments, needs_recovery,
-                                              recover=recover, recovery_point=recovery_point)
+                                              recover=recover, recovery_point=recovery_point,
+                                              now_ms=now_ms)
     _complete_swaps(segments, swapped)
     if not segments:
         segments.append(local.new_segment(log_start_offset or 0, now_ms))
@@ -182,14 +184,17 @@ def _open_segments(local: LocalLog, names: set[str],
 
 def _check_and_recover(local: LocalLog, epochs: LeaderEpochCache, segments: list[LogSegment],
                        needs_recovery: set[int], *, recover: bool,
-                       recovery_point: int) -> tuple[bool, bool]:
+                       recovery_point: int, now_ms: int) -> tuple[bool, bool]:
     """Sanity-check or recover each segment in place; returns (any recovered, anything kept
     past the recovery point unflushed)."""
+    txns = _SegmentTxnRebuild(local, now_ms)
+
     def on_batch(h: fmt.BatchHeader, position: int) -> None:
         # As Kafka's recovery: only epochs newer than the cache's latest are added; older ones
         # are already recorded (and re-assigning them would drop the newer entries).
         if h.partition_leader_epoch > epochs.latest_epoch:
             epochs.assign(h.partition_leader_epoch, h.base_offset)
+        txns.on_batch(h, position)
 
     # Which segments to scan: on an unclean shutdown every one that may hold unflushed
     # data (from the segment containing the recovery point on); always those whose indexes
@@ -208,6 +213,7 @@ def _check_and_recover(local: LocalLog, epochs: LeaderEpochCache, segments: list
             scan = _fails_checks(local.name, seg, is_active)
         if scan:
             recovered = True
+            txns.start_segment(seg)
             truncated = seg.recover(on_batch, active=is_active)
             dropped_later = segments[i + 1:] if truncated > 0 else []
             if truncated > 0:
@@ -294,17 +300,63 @@ def warn_truncated(name: str, seg: LogSegment, dropped: list[LogSegment],
 
 def rebuild_producer_state(local: LocalLog, psm: ProducerStateManager, local_log_start_offset: int,
                            upto: int, now_ms: int) -> None:
-    """Newest snapshot at or below ``upto`` (the recovered log end), then replay the log."""
+    """Newest snapshot at or below ``upto`` (the recovered log end), then replay the log.
+
+    Open transactions come back from the snapshot's entries and the replay; the transactions
+    the replay completes wait for the high watermark as after any append."""
     psm.delete_snapshots_outside(local_log_start_offset, upto)
+    _load_state_at(local, psm, local_log_start_offset, upto, now_ms)
+
+
+def _load_state_at(local: LocalLog, psm: ProducerStateManager, floor: int, upto: int,
+                   now_ms: int) -> None:
+    """Producer state of the log below ``upto``: the newest snapshot at or below it, then
+    the batches after it (from ``floor`` when there is no snapshot)."""
     start = psm.load_latest_snapshot(upto, now_ms)
     if start is None:
-        psm.producers.clear()
-        start = local_log_start_offset
-        psm.map_end_offset = start
+        start = floor
+        psm.clear(start)
     for seg, ref in local.iter_batches_from(start):
-        h = ref.header
-        coord = -1
-        if h.is_control and h.producer_id != fmt.NO_PRODUCER_ID:
-            coord = control_coordinator_epoch(seg.read_batch(ref))
-        psm.replay(ProducerBatch.from_header(h, coord))
+        if ref.header.base_offset >= upto:
+            break
+        psm.replay(producer_batch(seg, ref))
     psm.map_end_offset = upto
+
+
+def producer_batch(seg: LogSegment, ref: BatchRef) -> ProducerBatch:
+    """The producer view of a batch read back from ``seg`` (its marker read when a control one)."""
+    h = ref.header
+    marker = None
+    if h.is_control and h.producer_id != fmt.NO_PRODUCER_ID:
+        marker = read_marker(seg.read_batch(ref))
+    return ProducerBatch.from_header(h, marker)
+
+
+class _SegmentTxnRebuild:
+    """Rebuilds the ``.txnindex`` of the segments being recovered (Kafka's recoverSegment): a
+    scratch producer state at the segment's base offset (snapshot, then the earlier batches)
+    replays the segment's batches, writing an entry per aborted transaction. Consecutive
+    recovered segments share one replay."""
+
+    def __init__(self, local: LocalLog, now_ms: int) -> None:
+        self._local = local
+        self._now_ms = now_ms
+        self._psm: ProducerStateManager | None = None
+        self._seg: LogSegment | None = None
+
+    def start_segment(self, seg: LogSegment) -> None:
+        psm = self._psm
+        if psm is None or psm.map_end_offset != seg.base_offset:
+            psm = ProducerStateManager(self._local.dir)
+            first = self._local.segments[0].base_offset
+            _load_state_at(self._local, psm, first, seg.base_offset, self._now_ms)
+        self._psm, self._seg = psm, seg
+
+    def on_batch(self, h: fmt.BatchHeader, position: int) -> None:
+        seg, psm = self._seg, self._psm
+        if seg is None or psm is None:
+            return
+        if h.producer_id == fmt.NO_PRODUCER_ID:
+            psm.map_end_offset = h.last_offset + 1
+        else:
+            psm.replay(producer_batch(seg, BatchRef(position, h)), seg.txn_index)

@@ -20,6 +20,7 @@ from kafkapy.log import files
 from kafkapy.log.config import LogConfig
 from kafkapy.log.segment import BatchRef, FetchSlice, LogSegment
 from kafkapy.log.storage_errors import storage_error
+from kafkapy.log.transaction_index import AbortedTxn
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import reader
 
@@ -167,7 +168,8 @@ class LocalLog:
         if old.size > 0:
             old.on_become_inactive()
         new_paths = (files.log_file(self.dir, new_base), files.index_file(self.dir, new_base),
-                     files.time_index_file(self.dir, new_base))
+                     files.time_index_file(self.dir, new_base),
+                     files.txn_index_file(self.dir, new_base))
         for path in new_paths:
             if os.path.exists(path):
                 if path.endswith(files.LOG_SUFFIX) and os.path.getsize(path) > 0:
@@ -235,6 +237,19 @@ class LocalLog:
                 return None
             return seg.slice(pos, size)
         return None
+
+    def collect_aborted_transactions(self, start_offset: int,
+                                     upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset), from the
+        ``.txnindex`` of the segment holding ``start_offset`` on, until an index says no later
+        segment can hold more (Kafka's LocalLog.collectAbortedTransactions)."""
+        found: list[AbortedTxn] = []
+        for seg in self._segments[self.segment_index(start_offset):]:
+            search = seg.txn_index.collect(start_offset, upper_bound_offset)
+            found.extend(search.aborted)
+            if search.complete:
+                break
+        return found
 
     # ================================================================== timestamps (ListOffsets)
     def offset_for_timestamp(self, timestamp: int,
@@ -362,6 +377,7 @@ class LocalLog:
             seg.log_path = os.path.join(new_dir, os.path.basename(seg.log_path))
             seg.offset_index.path = os.path.join(new_dir, os.path.basename(seg.offset_index.path))
             seg.time_index.path = os.path.join(new_dir, os.path.basename(seg.time_index.path))
+            seg.txn_index.update_dir(new_dir)
 
 
 def _remove_new_segment_files(paths: tuple[str, ...]) -> None:

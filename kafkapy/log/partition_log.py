@@ -11,8 +11,8 @@ and the follower fetcher call those. As in Kafka, the parts are elsewhere: the s
 ``append_validation``.
 
 Directory contents (all in Kafka's formats, see ``files``): ``<base>.log/.index/.timeindex``
-segments, ``<offset>.snapshot`` producer snapshots, ``leader-epoch-checkpoint`` and
-``partition.metadata``.
+segments (and ``.txnindex`` for those holding ABORT markers), ``<offset>.snapshot`` producer
+snapshots, ``leader-epoch-checkpoint`` and ``partition.metadata``.
 
 Not thread-safe: one caller at a time per partition (appends in order, as Kafka's log lock).
 Appends never fsync unless flush.messages asks for it; ``flush``, ``flush_rolled``, ``open`` and
@@ -49,6 +49,7 @@ from kafkapy.log.producer_state import (
 )
 from kafkapy.log.segment import CorruptSegmentError, FetchSlice, LogSegment
 from kafkapy.log.storage_errors import storage_error
+from kafkapy.log.transaction_index import AbortedTxn
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 
@@ -153,7 +154,7 @@ class PartitionLog(_RemoteOffsets):
         # The partition's offsets. This class is their one owner (Kafka's UnifiedLog): read them
         # through the properties, move them only through the named methods below.
         self._local_log_start_offset = 0
-        self._high_watermark = 0
+        self._hw = 0
         # A log nobody replicates exposes everything it holds. The replica manager clears this
         # on the logs it replicates and moves the high watermark itself (ISR progress on a
         # leader, the leader's high watermark on a follower).
@@ -194,8 +195,9 @@ class PartitionLog(_RemoteOffsets):
         log._local_log_start_offset = loaded.local_log_start_offset
         log._log_start_floor = loaded.log_start_floor
         log.recovered = loaded.recovered
-        log._high_watermark = log.log_end_offset
-        if high_watermark is not None:
+        if high_watermark is None:
+            log._high_watermark = log.log_end_offset
+        else:
             log.update_high_watermark(high_watermark)
         return log
 
@@ -203,7 +205,18 @@ class PartitionLog(_RemoteOffsets):
     @property
     def high_watermark(self) -> int:
         """The last committed offset + 1: what READ_UNCOMMITTED consumers may read up to."""
-        return self._high_watermark
+        return self._hw
+
+    @property
+    def _high_watermark(self) -> int:
+        return self._hw
+
+    @_high_watermark.setter
+    def _high_watermark(self, hw: int) -> None:
+        # Every move is told to the producer state: completed transactions whose marker falls
+        # below it become stable (Kafka's onHighWatermarkUpdated).
+        self._hw = hw
+        self.producer_state.on_high_watermark_updated(hw)
 
     @property
     def log_start_offset(self) -> int:
@@ -280,13 +293,21 @@ class PartitionLog(_RemoteOffsets):
 
     @property
     def last_stable_offset(self) -> int:
-        """READ_COMMITTED bound: the first open transaction's first offset, capped by the HW.
+        """READ_COMMITTED bound (Kafka's lastStableOffset): the first offset of the oldest
+        unstable transaction (open, or completed with its marker not yet below the high
+        watermark), never below the log start; the high watermark when there is none or it
+        lies above."""
+        first = self.producer_state.first_unstable_offset()
+        hw = self.high_watermark
+        return hw if first is None else min(max(first, self.log_start_offset), hw)
 
-        Simplification: Kafka also holds the LSO at a completed transaction whose marker is
-        above the high watermark; with the HW following the log end that case cannot arise yet.
-        """
-        first = self.producer_state.first_undecided_offset()
-        return self.high_watermark if first is None else min(first, self.high_watermark)
+    def collect_aborted_transactions(self, start_offset: int,
+                                     upper_bound_offset: int) -> list[AbortedTxn]:
+        """Every aborted transaction with last offset >= ``start_offset`` and first offset <
+        ``upper_bound_offset``, from the ``.txnindex`` files of the segment holding
+        ``start_offset`` on, stopping where Kafka does (an entry whose last stable offset
+        reaches the upper bound); in marker order. For READ_COMMITTED fetches."""
+        return self._local.collect_aborted_transactions(start_offset, upper_bound_offset)
 
     # ================================================================== append
     def append_as_leader(self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int,
@@ -311,7 +332,7 @@ class PartitionLog(_RemoteOffsets):
                                   partition_leader_epoch=leader_epoch,
                                   log_append_time=config.log_append_time)
         pbatches = leader_producer_batches(buf, info, config, from_client=from_client)
-        prepared = self.producer_state.prepare(pbatches, from_client=from_client)
+        prepared = self.producer_state.prepare(pbatches, from_client=from_client, as_leader=True)
         if prepared.duplicate is not None:
             d = prepared.duplicate
             # As Kafka: the original batch's offsets, its timestamp as log append time.
@@ -323,7 +344,7 @@ class PartitionLog(_RemoteOffsets):
         seg.append(buf, info.batches)  # type: ignore[arg-type]
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         leo = info.last_offset + 1
-        self.producer_state.commit(prepared, leo)
+        self.producer_state.commit(prepared, leo, seg.txn_index)
         self._after_append(leo, now_ms)
         return LogAppendResult(info.first_offset, info.last_offset,
                                now_ms if self.config.log_append_time else fmt.NO_TIMESTAMP,
@@ -348,7 +369,7 @@ class PartitionLog(_RemoteOffsets):
         for h in headers:
             if h.partition_leader_epoch >= 0:
                 self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
-        self.producer_state.commit(prepared, last + 1)
+        self.producer_state.commit(prepared, last + 1, seg.txn_index)
         self._after_append(last + 1, now_ms)
         return LogAppendResult(first, last, fmt.NO_TIMESTAMP, self.log_start_offset,
                                parsed.record_count)
@@ -429,9 +450,10 @@ class PartitionLog(_RemoteOffsets):
         leo = self.log_end_offset
         self._local_log_start_offset = min(self._local_log_start_offset, leo)
         self.leader_epoch_cache.truncate_from_end(leo)
-        self._high_watermark = min(self._high_watermark, leo)
         rebuild_producer_state(self._local, self.producer_state, self._local_log_start_offset, leo,
                                now_ms)
+        # After the rebuild, so the transactions it completed below the HW count as stable.
+        self._high_watermark = min(self._hw, leo)
         return True
 
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int = 0) -> None:
@@ -519,6 +541,7 @@ class PartitionLog(_RemoteOffsets):
             # remote offsets below it.
             self._log_start_floor = max(self._log_start_floor, new_start)
         self.leader_epoch_cache.truncate_from_start(new_start)
+        self.producer_state.on_log_start_offset_incremented(new_start)
         self.producer_state.delete_snapshots_before(
             self._local.segment_for(new_start).base_offset)
 
@@ -590,6 +613,7 @@ class PartitionLog(_RemoteOffsets):
         if first > self.local_log_start_offset:
             self._local_log_start_offset = first
             self.leader_epoch_cache.truncate_from_start(first)
+            self.producer_state.on_log_start_offset_incremented(first)
         self.producer_state.delete_snapshots_before(first)
         self._local.retire_segments(doomed, async_delete=async_delete)
         return len(doomed)

@@ -17,10 +17,16 @@ Snapshots (``<offset>.snapshot``) use Kafka's version-1 layout, big-endian::
 
 Only the last batch of each producer is stored (as Kafka does), so after a restart duplicate
 detection covers that batch, and sequence checks continue from its last sequence.
+
+Transactions: a producer's first transactional batch opens its transaction, an end marker closes
+it (a ``CompletedTxn``); ``txns`` (``transactions.TransactionTracker``) keeps the open and the
+not yet replicated ones, from which the partition log computes its last stable offset, and an
+aborted transaction's ``.txnindex`` entry is written when its marker is committed.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from collections import deque
@@ -32,8 +38,13 @@ import crc32c as _crc32c
 
 from kafkapy.durable import atomic_write
 from kafkapy.log import files
+from kafkapy.log.transaction_index import AbortedTxn, TransactionIndex
+from kafkapy.log.transactions import CompletedTxn, TransactionTracker
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
+from kafkapy.records.control import EndTxnMarker
+
+_log = logging.getLogger(__name__)
 
 NUM_BATCHES_TO_RETAIN = 5
 SNAPSHOT_VERSION = 1
@@ -148,7 +159,7 @@ class ProducerBatch(NamedTuple):
     max_timestamp: int
     transactional: bool
     control: bool
-    coordinator_epoch: int = -1  # of a control (end transaction) batch, when known
+    marker: EndTxnMarker | None = None  # what a control batch says (None: no readable marker)
 
     @property
     def last_sequence(self) -> int:
@@ -157,17 +168,19 @@ class ProducerBatch(NamedTuple):
         return increment_sequence(self.base_sequence, self.last_offset - self.base_offset)
 
     @classmethod
-    def from_header(cls, h: fmt.BatchHeader, coordinator_epoch: int = -1) -> ProducerBatch:
+    def from_header(cls, h: fmt.BatchHeader, marker: EndTxnMarker | None = None) -> ProducerBatch:
         return cls(h.producer_id, h.producer_epoch, h.base_sequence, h.base_offset,
-                   h.last_offset, h.max_timestamp, h.is_transactional, h.is_control,
-                   coordinator_epoch)
+                   h.last_offset, h.max_timestamp, h.is_transactional, h.is_control, marker)
 
 
 class PreparedUpdate(NamedTuple):
-    """Result of ``prepare``: entries to commit, or the batch a duplicate request repeats."""
+    """Result of ``prepare``: entries to commit, or the batch a duplicate request repeats, and
+    the transactions the batches open ((producer id, first offset)) and close."""
 
     updates: dict[int, ProducerStateEntry]
     duplicate: BatchMetadata | None
+    started: tuple[tuple[int, int], ...] = ()
+    completed: tuple[CompletedTxn, ...] = ()
 
 
 class ProducerStateManager:
@@ -180,19 +193,28 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerStateEntry] = {}
         # Offset after the last batch reflected in ``producers``.
         self.map_end_offset = 0
+        self.txns = TransactionTracker()
 
     # ------------------------------------------------------------------ checks and updates
-    def prepare(self, batches: Iterable[ProducerBatch], *, from_client: bool) -> PreparedUpdate:
+    def prepare(self, batches: Iterable[ProducerBatch], *, from_client: bool,
+                as_leader: bool | None = None) -> PreparedUpdate:
         """Check ``batches`` against the current state without changing it.
 
-        Client appends get duplicate detection and sequence checks; replicated (follower) and
-        recovery appends are taken as they are, except that their state is still tracked.
-        Raises KafkaError(INVALID_PRODUCER_EPOCH / OUT_OF_ORDER_SEQUENCE_NUMBER).
+        Client appends get duplicate detection and sequence checks. Leader appends
+        (``as_leader``, by default ``from_client``; the broker's own writes such as transaction
+        markers are leader appends not from a client) get Kafka's epoch checks; replicated
+        (follower) and recovery appends are taken as they are, a stale epoch only logged.
+        Raises KafkaError(INVALID_PRODUCER_EPOCH / OUT_OF_ORDER_SEQUENCE_NUMBER /
+        TRANSACTION_COORDINATOR_FENCED / INVALID_TXN_STATE).
         """
+        leader = from_client if as_leader is None else as_leader
         updates: dict[int, ProducerStateEntry] = {}
+        started: list[tuple[int, int]] = []
+        completed: list[CompletedTxn] = []
         for b in batches:
             pid = b.producer_id
-            if pid == fmt.NO_PRODUCER_ID:
+            if pid == fmt.NO_PRODUCER_ID or (b.control and b.marker is None):
+                # A control batch without its marker (the cleaner removed it) changes nothing.
                 continue
             current = self.producers.get(pid)
             if current is None:
@@ -207,20 +229,30 @@ class ProducerStateManager:
                 # batches are checked against each other first, then against the stored ones.
                 updated = current.copy(with_batches=False)
                 updates[pid] = updated
-            self._check_epoch(updated, b, from_client)
-            if b.control:
+            self._check_epoch(updated, b, leader)
+            if b.marker is not None:
+                self._check_coordinator_epoch(updated, b, b.marker, leader)
+                # Only a transaction with data completes: a marker closing nothing moves no LSO
+                # and needs no index entry (Kafka since 3.x).
+                if updated.current_txn_first_offset >= 0:
+                    completed.append(CompletedTxn(pid, updated.current_txn_first_offset,
+                                                  b.base_offset, not b.marker.commit))
                 updated.maybe_update_epoch(b.producer_epoch)
                 updated.current_txn_first_offset = -1
-                if b.coordinator_epoch >= 0:
-                    updated.coordinator_epoch = b.coordinator_epoch
+                updated.coordinator_epoch = b.marker.coordinator_epoch
                 updated.last_timestamp = b.max_timestamp
                 continue
             if from_client:
                 self._check_sequence(current, updated, b)
             updated.add_batch(b.producer_epoch, b.last_sequence, b.last_offset,
                               b.last_offset - b.base_offset, b.max_timestamp)
+            if updated.current_txn_first_offset >= 0 and not b.transactional and leader:
+                raise KafkaError(ErrorCode.INVALID_TXN_STATE,
+                                 f"Expected transactional write from producer {pid} at offset "
+                                 f"{b.base_offset}")
             if b.transactional and updated.current_txn_first_offset < 0:
                 updated.current_txn_first_offset = b.base_offset
+                started.append((pid, b.base_offset))
         # Re-attach the batches remembered before this request so the last-5 window survives.
         for pid, updated in updates.items():
             current = self.producers.get(pid)
@@ -228,16 +260,34 @@ class ProducerStateManager:
                 merged = deque(current.batches, maxlen=NUM_BATCHES_TO_RETAIN)
                 merged.extend(updated.batches)
                 updated.batches = merged
-        return PreparedUpdate(updates, None)
+        return PreparedUpdate(updates, None, tuple(started), tuple(completed))
 
     @staticmethod
-    def _check_epoch(updated: ProducerStateEntry, b: ProducerBatch, from_client: bool) -> None:
-        if b.producer_epoch < updated.producer_epoch and from_client:
+    def _check_epoch(updated: ProducerStateEntry, b: ProducerBatch, leader: bool) -> None:
+        if b.producer_epoch >= updated.producer_epoch:
+            return
+        message = (f"Epoch of producer {b.producer_id} at offset {b.base_offset} is "
+                   f"{b.producer_epoch}, which is smaller than the last seen epoch "
+                   f"{updated.producer_epoch}")
+        if leader:
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH, message)
+        if b.control:
+            _log.warning("%s", message)  # replicated or recovered: the leader already took it
+
+    @staticmethod
+    def _check_coordinator_epoch(updated: ProducerStateEntry, b: ProducerBatch,
+                                 marker: EndTxnMarker, leader: bool) -> None:
+        if marker.coordinator_epoch >= updated.coordinator_epoch:
+            return
+        if leader:
             raise KafkaError(
-                ErrorCode.INVALID_PRODUCER_EPOCH,
-                f"Epoch of producer {b.producer_id} at offset {b.base_offset} is "
-                f"{b.producer_epoch}, which is smaller than the last seen epoch "
-                f"{updated.producer_epoch}")
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                f"Invalid coordinator epoch for producerId {b.producer_id} at offset "
+                f"{b.base_offset}: {marker.coordinator_epoch} (zombie), "
+                f"{updated.coordinator_epoch} (current)")
+        _log.info("Detected invalid coordinator epoch for producerId %d at offset %d: %d is "
+                  "older than previously known coordinator epoch %d", b.producer_id,
+                  b.base_offset, marker.coordinator_epoch, updated.coordinator_epoch)
 
     @staticmethod
     def _check_sequence(current: ProducerStateEntry, updated: ProducerStateEntry,
@@ -267,24 +317,55 @@ class ProducerStateManager:
             f"{b.base_offset}: {first_seq} (incoming seq. number), {last_seq} "
             f"(current end sequence number)")
 
-    def commit(self, prepared: PreparedUpdate, end_offset: int) -> None:
-        """Apply a successful append's updates; ``end_offset`` is the new log end offset."""
+    def commit(self, prepared: PreparedUpdate, end_offset: int,
+               txn_index: TransactionIndex | None = None) -> None:
+        """Apply a successful append's updates; ``end_offset`` is the new log end offset.
+
+        The transactions the append closed complete, in Kafka's order: each aborted one first
+        gets its entry in ``txn_index`` (the index of the segment holding its marker; None when
+        replaying a log whose index already has it), with the LSO of that moment.
+        """
         for pid, entry in prepared.updates.items():
             self.producers[pid] = entry
+        for pid, first in prepared.started:
+            self.txns.start(pid, first)
+        for txn in prepared.completed:
+            if txn.aborted and txn_index is not None:
+                txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                                            self.txns.last_stable_offset(txn)))
+            self.txns.complete(txn)
         self.map_end_offset = end_offset
 
-    def replay(self, batch: ProducerBatch) -> None:
-        """Rebuild state from a batch read back from the log (recovery, follower appends)."""
+    def replay(self, batch: ProducerBatch, txn_index: TransactionIndex | None = None) -> None:
+        """Rebuild state from a batch read back from the log (recovery, follower appends);
+        ``txn_index``: the index to rebuild (a segment being recovered), else None."""
         if batch.producer_id != fmt.NO_PRODUCER_ID:
-            self.commit(self.prepare((batch,), from_client=False), batch.last_offset + 1)
+            self.commit(self.prepare((batch,), from_client=False), batch.last_offset + 1,
+                        txn_index)
         else:
             self.map_end_offset = batch.last_offset + 1
 
     def first_undecided_offset(self) -> int | None:
         """First offset of the oldest open transaction (None when none is open)."""
-        firsts = [e.current_txn_first_offset for e in self.producers.values()
-                  if e.current_txn_first_offset >= 0]
-        return min(firsts) if firsts else None
+        return self.txns.first_undecided_offset()
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest open transaction, or of a completed one whose marker is
+        not below the high watermark yet (None when there is neither)."""
+        return self.txns.first_unstable_offset()
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        self.txns.on_high_watermark_updated(high_watermark)
+
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        self.txns.remove_unreplicated_below(log_start_offset)
+
+    def clear(self, map_end_offset: int) -> None:
+        """Forget every producer and transaction; the state now reflects the log below
+        ``map_end_offset`` (nothing, as far as producers go)."""
+        self.producers.clear()
+        self.txns.clear()
+        self.map_end_offset = map_end_offset
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
@@ -300,8 +381,7 @@ class ProducerStateManager:
         return len(expired)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        self.producers.clear()
-        self.map_end_offset = offset
+        self.clear(offset)
         for off in self.snapshot_offsets():
             self._delete_snapshot(off)
 
@@ -352,6 +432,7 @@ class ProducerStateManager:
         Unreadable snapshots are deleted and the next older one tried, as Kafka does.
         """
         self.producers.clear()
+        self.txns.clear()
         for off in reversed(self.snapshot_offsets()):
             if off > upto:
                 continue
@@ -367,6 +448,9 @@ class ProducerStateManager:
                         and now_ms - e.last_timestamp >= self.producer_id_expiration_ms):
                     continue
                 self.producers[e.producer_id] = e
+                if e.current_txn_first_offset >= 0:
+                    # An open transaction comes back with its producer (Kafka's loadProducerEntry).
+                    self.txns.start(e.producer_id, e.current_txn_first_offset)
             self.map_end_offset = off
             return off
         return None

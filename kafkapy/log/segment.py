@@ -1,6 +1,7 @@
-"""One log segment: a ``.log`` file of record batches plus its ``.index`` and ``.timeindex``.
+"""One log segment: a ``.log`` file of record batches plus its ``.index``, ``.timeindex`` and
+(once it holds an ABORT marker) ``.txnindex``.
 
-All three files are named by the segment's base offset (``files.filename_prefix``). The segment
+All its files are named by the segment's base offset (``files.filename_prefix``). The segment
 knows nothing about producers or leader epochs; ``recover`` reports each valid batch through a
 callback so the partition log can rebuild that state in the same scan.
 """
@@ -19,6 +20,7 @@ from kafkapy.log.offset_index import OffsetIndex
 from kafkapy.log.segment_recovery import RecoveryResult, check_tail, scan_file
 from kafkapy.log.storage_errors import LogStorageError, storage_error
 from kafkapy.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from kafkapy.log.transaction_index import TransactionIndex
 from kafkapy.records import format as fmt
 
 log = logging.getLogger(__name__)
@@ -178,6 +180,7 @@ class LogSegment:
                                         max_index_size)
         self.time_index = TimeIndex(files.time_index_file(dir, base_offset), base_offset,
                                     max_index_size)
+        self.txn_index = TransactionIndex(files.txn_index_file(dir, base_offset), base_offset)
         # Wall-clock creation time: the fallback for time-based rolling of a segment whose first
         # batch has no timestamp. Like Kafka, it restarts when the broker does.
         self.created_ms = now_ms
@@ -220,12 +223,14 @@ class LogSegment:
         return f"LogSegment({self.log_path!r}, size={self.size})"
 
     def sanity_check(self, *, full: bool = True) -> None:
-        """Raise CorruptIndexError if either index is inconsistent (the caller rebuilds).
+        """Raise CorruptIndexError if an index is inconsistent (the caller rebuilds).
 
         ``full`` checks every entry (the active segment's). Otherwise only what needs no
         mapping: whole entries in each file. Like Kafka since KAFKA-7283, a cleanly closed,
-        inactive segment's indexes are trusted and loaded only when first used.
+        inactive segment's indexes are trusted and loaded only when first used. The
+        ``.txnindex`` (absent in most segments) is always checked, as Kafka does.
         """
+        self.txn_index.sanity_check()
         if not full:
             for idx in (self.offset_index, self.time_index):
                 if idx.file_length % idx.ENTRY.size:
@@ -523,6 +528,7 @@ class LogSegment:
         where, and which offsets were kept and (roughly) dropped, for the caller's log line.
         """
         file_size = os.fstat(self.fd).st_size
+        self.txn_index.reset()  # ``on_batch`` (the loader) appends its entries back
         self.offset_index.truncate()
         self.offset_index.resize(self.max_index_size)
         self.time_index.truncate()
@@ -563,6 +569,7 @@ class LogSegment:
         ref = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.resize_indexes(self.max_index_size)
         if ref is None:
             return 0
@@ -593,6 +600,7 @@ class LogSegment:
         os.fsync(self.fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Final time index entry, trim indexes, close files."""
@@ -629,7 +637,7 @@ class LogSegment:
         self.offset_index.close_no_trim()
         self.time_index.close_no_trim()
         renamed: list[str] = []
-        txn = files.txn_index_file(self.dir, self.base_offset)
+        txn = self.txn_index.path
         for path in (self.log_path, self.offset_index.path, self.time_index.path, txn):
             target = files.deleted_name(path)
             try:
@@ -640,6 +648,7 @@ class LogSegment:
         self.log_path = files.deleted_name(self.log_path)
         self.offset_index.path = files.deleted_name(self.offset_index.path)
         self.time_index.path = files.deleted_name(self.time_index.path)
+        self.txn_index.path = files.deleted_name(txn)
         return renamed
 
     def delete(self) -> None:
@@ -650,11 +659,11 @@ class LogSegment:
         self.deleted = True
         self.offset_index.delete()
         self.time_index.delete()
-        for path in (self.log_path, files.txn_index_file(self.dir, self.base_offset)):
-            try:
-                os.remove(path)
-            except FileNotFoundError:
-                pass
+        self.txn_index.delete()
+        try:
+            os.remove(self.log_path)
+        except FileNotFoundError:
+            pass
 
 
 def _write_all(fd: int, buf: bytes | bytearray | memoryview, position: int) -> None:
