@@ -48,8 +48,8 @@ from kafkapy.log.producer_state import (
     ProducerStateManager,
 )
 from kafkapy.log.segment import CorruptSegmentError, FetchSlice, LogSegment
+from kafkapy.log.stable_offsets import StableOffsets
 from kafkapy.log.storage_errors import storage_error
-from kafkapy.log.transaction_index import AbortedTxn
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records import format as fmt
 
@@ -140,7 +140,7 @@ class _RemoteOffsets:
             self._earliest_remote_offset = earliest_offset
 
 
-class PartitionLog(_RemoteOffsets):
+class PartitionLog(_RemoteOffsets, StableOffsets):
     """A partition's log directory, opened with :meth:`open`."""
 
     def __init__(self, dir: str, config: LogConfig, *, topic: str, partition: int,
@@ -202,22 +202,6 @@ class PartitionLog(_RemoteOffsets):
         return log
 
     # ================================================================== offsets
-    @property
-    def high_watermark(self) -> int:
-        """The last committed offset + 1: what READ_UNCOMMITTED consumers may read up to."""
-        return self._hw
-
-    @property
-    def _high_watermark(self) -> int:
-        return self._hw
-
-    @_high_watermark.setter
-    def _high_watermark(self, hw: int) -> None:
-        # Every move is told to the producer state: completed transactions whose marker falls
-        # below it become stable (Kafka's onHighWatermarkUpdated).
-        self._hw = hw
-        self.producer_state.on_high_watermark_updated(hw)
-
     @property
     def log_start_offset(self) -> int:
         """Where the whole log starts (Kafka's logStartOffset), as clients and followers see it
@@ -290,24 +274,6 @@ class PartitionLog(_RemoteOffsets):
     #: segments is; for the cleaner, which made the files so.
     replace_segments: _FromLocal[Callable[[Sequence[LogSegment], LogSegment | None], None]] = \
         _FromLocal()
-
-    @property
-    def last_stable_offset(self) -> int:
-        """READ_COMMITTED bound (Kafka's lastStableOffset): the first offset of the oldest
-        unstable transaction (open, or completed with its marker not yet below the high
-        watermark), never below the log start; the high watermark when there is none or it
-        lies above."""
-        first = self.producer_state.first_unstable_offset()
-        hw = self.high_watermark
-        return hw if first is None else min(max(first, self.log_start_offset), hw)
-
-    def collect_aborted_transactions(self, start_offset: int,
-                                     upper_bound_offset: int) -> list[AbortedTxn]:
-        """Every aborted transaction with last offset >= ``start_offset`` and first offset <
-        ``upper_bound_offset``, from the ``.txnindex`` files of the segment holding
-        ``start_offset`` on, stopping where Kafka does (an entry whose last stable offset
-        reaches the upper bound); in marker order. For READ_COMMITTED fetches."""
-        return self._local.collect_aborted_transactions(start_offset, upper_bound_offset)
 
     # ================================================================== append
     def append_as_leader(self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int,

@@ -227,9 +227,8 @@ class LogSegment:
 
         ``full`` checks every entry (the active segment's). Otherwise only what needs no
         mapping: whole entries in each file. Like Kafka since KAFKA-7283, a cleanly closed,
-        inactive segment's indexes are trusted and loaded only when first used. The
-        ``.txnindex`` (absent in most segments) is always checked, as Kafka does.
-        """
+        inactive segment's indexes are trusted and loaded only when first used (the small
+        ``.txnindex``, absent in most segments, is always checked, as Kafka does)."""
         self.txn_index.sanity_check()
         if not full:
             for idx in (self.offset_index, self.time_index):
@@ -598,9 +597,8 @@ class LogSegment:
     # ------------------------------------------------------------------ lifecycle
     def flush(self) -> None:
         os.fsync(self.fd)
-        self.offset_index.flush()
-        self.time_index.flush()
-        self.txn_index.flush()
+        for idx in (self.offset_index, self.time_index, self.txn_index):
+            idx.flush()
 
     def close(self) -> None:
         """Final time index entry, trim indexes, close files."""
@@ -646,9 +644,8 @@ class LogSegment:
                 continue
             renamed.append(target)
         self.log_path = files.deleted_name(self.log_path)
-        self.offset_index.path = files.deleted_name(self.offset_index.path)
-        self.time_index.path = files.deleted_name(self.time_index.path)
-        self.txn_index.path = files.deleted_name(txn)
+        for idx in (self.offset_index, self.time_index, self.txn_index):
+            idx.path = files.deleted_name(idx.path)
         return renamed
 
     def delete(self) -> None:
@@ -657,9 +654,8 @@ class LogSegment:
         in-flight sendfiles finish from the unlinked inode, and the number is never reused
         under them."""
         self.deleted = True
-        self.offset_index.delete()
-        self.time_index.delete()
-        self.txn_index.delete()
+        for idx in (self.offset_index, self.time_index, self.txn_index):
+            idx.delete()
         try:
             os.remove(self.log_path)
         except FileNotFoundError:
