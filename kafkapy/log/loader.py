@@ -356,7 +356,9 @@ class _SegmentTxnRebuild:
         seg, psm = self._seg, self._psm
         if seg is None or psm is None:
             return
-        if h.producer_id == fmt.NO_PRODUCER_ID:
+        if not h.is_transactional:
+            # Only transactional batches and markers open or close transactions (and the
+            # scratch state never answers sequence or epoch questions).
             psm.map_end_offset = h.last_offset + 1
         else:
             psm.replay(producer_batch(seg, BatchRef(position, h)), seg.txn_index)
