@@ -6,7 +6,8 @@ broker's ``log.dirs``), :class:`LogConfig` (topic configs). The other modules ar
 ``local_log`` (the segment list, Kafka's LocalLog), ``loader`` (opening and recovery, Kafka's
 LogLoader), ``append_validation``, ``retention``, ``cleaner`` (compaction), ``segment`` (``.log``
 + indexes) and ``segment_recovery``, ``offset_index``/``time_index``, ``producer_state``
-(idempotence and ``.snapshot`` files), ``leader_epoch`` (``leader-epoch-checkpoint``),
+(idempotence and ``.snapshot`` files), ``transactions``, ``transaction_index`` (``.txnindex``) and
+``stable_offsets`` (the last stable offset), ``leader_epoch`` (``leader-epoch-checkpoint``),
 ``checkpoint`` (Kafka's text checkpoint files) and ``offset_checkpoints`` (writing them per dir),
 ``dir_loader`` (loading a log dir), ``deletion`` and ``retired_files`` (what leaves the disk),
 ``partition_metadata`` and ``files`` (every file and directory name).

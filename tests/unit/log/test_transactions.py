@@ -153,21 +153,59 @@ def test_marker_from_an_old_coordinator_epoch_is_fenced_and_writes_nothing(open_
         AbortedTxn(A, first, leo, leo + 1)]
 
 
-def test_follower_takes_a_stale_marker_and_indexes_it(open_log, tmp_path):
-    leader = open_log()
-    w = Writer(leader)
-    w.txn(A, epoch=2)
-    w.plain()
-    w.end(A, commit=False, epoch=2, coordinator_epoch=3)
-    data = leader.read(0, 1 << 20).read_bytes()
+def replicated(pid: int, offset: int, seq: int) -> bytes:
+    return build_batch([Record(b"k", b"v", timestamp=1000)], base_offset=offset, producer_id=pid,
+                       producer_epoch=0, base_sequence=seq, transactional=True)
+
+
+def replicated_marker(pid: int, offset: int, *, commit: bool, coordinator_epoch: int) -> bytes:
+    buf = bytearray(marker_batch(producer_id=pid, producer_epoch=0, commit=commit,
+                                 coordinator_epoch=coordinator_epoch, now_ms=1000))
+    struct.pack_into(">q", buf, 0, offset)  # the base offset sits outside the CRC
+    return bytes(buf)
+
+
+def test_follower_takes_what_the_leader_wrote_even_a_fenced_looking_marker(tmp_path):
     cfg = LogConfig.from_props({})
     follower = PartitionLog.open(str(tmp_path / "topic-b-0"), cfg, now_ms=0, recover=False)
     try:
-        follower.append_as_follower(data)
-        assert follower.collect_aborted_transactions(0, 3) == [AbortedTxn(A, 0, 2, 3)]
-        assert follower.last_stable_offset == 3
+        follower.append_as_follower(replicated(A, 0, 0)
+                                    + replicated_marker(A, 1, commit=True, coordinator_epoch=5))
+        follower.append_as_follower(replicated(A, 2, 1))
+        assert follower.last_stable_offset == 2
+        # An older coordinator epoch: a leader would refuse it, a follower logs and takes it.
+        follower.append_as_follower(replicated_marker(A, 3, commit=False, coordinator_epoch=3))
+        assert follower.collect_aborted_transactions(0, 4) == [AbortedTxn(A, 2, 3, 4)]
+        assert follower.last_stable_offset == 4
     finally:
         follower.close()
+
+
+def test_a_reopened_log_holds_the_lso_below_its_checkpointed_high_watermark(log_dir):
+    cfg = LogConfig.from_props({})
+    log = PartitionLog.open(log_dir, cfg, now_ms=0, recover=False)
+    w = Writer(log)
+    w.txn(A)                 # 0
+    w.plain()                # 1
+    w.end(A, commit=True)    # 2
+    w.plain()                # 3
+    log.close()
+    # As in Kafka, the snapshot written at close knows only open transactions: A is decided.
+    log = PartitionLog.open(log_dir, cfg, now_ms=0, recover=False, high_watermark=2)
+    assert log.last_stable_offset == 2
+    log.close_handlers()
+    # Replaying the log (no snapshot) completes A again, its marker not below the HW.
+    for name in os.listdir(log_dir):
+        if name.endswith(".snapshot"):
+            os.remove(os.path.join(log_dir, name))
+    log = PartitionLog.open(log_dir, cfg, now_ms=0, recover=False, high_watermark=2)
+    try:
+        log.hw_follows_leo = False
+        assert log.last_stable_offset == 0
+        log.maybe_increment_high_watermark(3)
+        assert log.last_stable_offset == 3
+    finally:
+        log.close()
 
 
 def test_non_transactional_write_inside_an_open_transaction_is_refused(open_log):
