@@ -93,6 +93,16 @@ def test_abort_writes_kafkas_four_offsets(open_log):
                                                       AbortedTxn(B, 2, 4, 5)]
 
 
+def test_a_marker_closing_no_transaction_leaves_no_entry(open_log):
+    log = open_log()
+    w = Writer(log)
+    w.plain()
+    w.end(A, commit=False)  # as Kafka 4.x: only a transaction with data completes
+    assert log.last_stable_offset == log.high_watermark == 2
+    assert log.collect_aborted_transactions(0, 2) == []
+    assert not os.path.exists(txnindex_path(log, 0))
+
+
 def test_lso_stays_at_a_completed_transaction_until_the_hw_passes_its_marker(open_log):
     log = open_log()
     log.hw_follows_leo = False  # a replicated log: the replica manager moves the HW
