@@ -452,3 +452,16 @@ def test_compaction_keeps_the_index_entries_of_the_segments_it_rewrites(open_log
     assert not os.path.exists(txnindex_path(log, 3))
     assert log.collect_aborted_transactions(0, 6) == [AbortedTxn(A, 1, 2, 3),
                                                       AbortedTxn(B, 4, 5, 6)]
+
+
+def test_expiry_keeps_a_producer_whose_transaction_is_open(open_log):
+    log = open_log()
+    w = Writer(log)
+    w.txn(A)
+    w.plain()
+    far_future = 10 * 86_400_000
+    assert log.producer_state.remove_expired(far_future) == 0
+    assert log.last_stable_offset == 0
+    w.end(A, commit=True)
+    assert log.producer_state.remove_expired(far_future) == 1
+    assert log.last_stable_offset == log.high_watermark
