@@ -178,7 +178,10 @@ def _open_segments(local: LocalLog, names: set[str],
         prefix = files.filename_prefix(base)
         if not (prefix + files.INDEX_SUFFIX in names and prefix + files.TIME_INDEX_SUFFIX in names):
             missing.add(base)
-        segments.append(local.new_segment(base, now_ms))
+        seg = local.new_segment(base, now_ms)
+        if prefix + files.TXN_INDEX_SUFFIX not in names:
+            seg.txn_index.mark_absent()  # most segments: no open() to find that out again
+        segments.append(seg)
     return segments, missing
 
 

@@ -13,9 +13,10 @@ holds the marker. Each entry is 34 bytes, big-endian, in Kafka's layout::
                               over later segments may stop
 
 As in Kafka, the file is created with the first entry (most segments never have one) and a
-segment without a ``.txnindex`` reads as empty. Entries are few and small, so they are read once
-and kept in memory; every append goes to the file as well. No descriptor stays open between
-calls: ten thousand logs must not hold ten thousand more descriptors for files rarely written.
+segment without a ``.txnindex`` reads as empty. The file's bytes are read once and kept (as
+bytes: a million aborted transactions cost 34 MB, not a million tuples); every append goes to
+the file as well. No descriptor stays open between calls: ten thousand logs must not hold ten
+thousand more descriptors for files rarely written.
 """
 
 from __future__ import annotations
@@ -57,16 +58,12 @@ class TxnIndexSearch(NamedTuple):
     complete: bool
 
 
-def decode_entries(data: bytes, path: str) -> list[AbortedTxn]:
-    """The whole entries of ``data``; CorruptIndexError for a version this code does not know."""
-    out = []
-    for pos in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE):
-        version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
-        if version != CURRENT_VERSION:
-            raise CorruptIndexError(f"{path}: entry {pos // ENTRY_SIZE} has version {version}, "
-                                    f"expected {CURRENT_VERSION}")
-        out.append(AbortedTxn(pid, first, last, lso))
-    return out
+def _check_versions(data: bytes | bytearray, path: str) -> None:
+    """CorruptIndexError for an entry of a version this code does not know."""
+    for i, entry in enumerate(_ENTRY.iter_unpack(data)):
+        if entry[0] != CURRENT_VERSION:
+            raise CorruptIndexError(f"{path}: entry {i} has version {entry[0]}, expected "
+                                    f"{CURRENT_VERSION}")
 
 
 class TransactionIndex:
@@ -75,22 +72,27 @@ class TransactionIndex:
     def __init__(self, path: str, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
-        self._entries: list[AbortedTxn] | None = None  # read on first use
+        self._data: bytearray | None = None  # the file's whole entries, read on first use
         self._unflushed = False
 
     # ------------------------------------------------------------------ reading
     @property
     def entries(self) -> list[AbortedTxn]:
-        """Every entry, in marker order (a copy)."""
-        return list(self._load())
+        """Every entry, in marker order."""
+        return [AbortedTxn(*e[1:]) for e in _ENTRY.iter_unpack(self._load())]
 
-    def _load(self) -> list[AbortedTxn]:
-        if self._entries is None:
+    def mark_absent(self) -> None:
+        """The caller knows there is no file (a directory listing): nothing to read."""
+        if self._data is None:
+            self._data = bytearray()
+
+    def _load(self) -> bytearray:
+        if self._data is None:
             try:
                 with open(self.path, "rb") as f:
-                    data = f.read()
+                    data = bytearray(f.read())
             except FileNotFoundError:
-                data = b""
+                data = bytearray()
             except OSError as e:
                 raise storage_error(e, "read the transaction index", self.path) from e
             torn = len(data) % ENTRY_SIZE
@@ -100,8 +102,14 @@ class TransactionIndex:
                 _log.warning("Dropping a torn entry (%d bytes) at the end of transaction index "
                              "%s", torn, self.path)
                 self._truncate_file(len(data) - torn)
-            self._entries = decode_entries(data, self.path)
-        return self._entries
+                del data[len(data) - torn:]
+            _check_versions(data, self.path)
+            self._data = data
+        return self._data
+
+    def _last_offset(self, i: int) -> int:
+        last: int = _ENTRY.unpack_from(self._load(), i * ENTRY_SIZE)[3]
+        return last
 
     def collect(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearch:
         """The aborted transactions overlapping [fetch_offset, upper_bound_offset): last offset
@@ -109,55 +117,58 @@ class TransactionIndex:
         stable offset reaches the upper bound: every transaction still open when that marker was
         written started at or after it, so later segments hold nothing in range."""
         found = []
-        for txn in self._load():
-            if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
-                found.append(txn)
-            if txn.last_stable_offset >= upper_bound_offset:
+        for _, pid, first, last, lso in _ENTRY.iter_unpack(self._load()):
+            if last >= fetch_offset and first < upper_bound_offset:
+                found.append(AbortedTxn(pid, first, last, lso))
+            if lso >= upper_bound_offset:
                 return TxnIndexSearch(found, True)
         return TxnIndexSearch(found, False)
 
     def sanity_check(self) -> None:
         """CorruptIndexError when an entry's marker lies below the segment (Kafka's check), or
         an entry has an unknown version."""
-        for txn in self._load():
-            if txn.last_offset < self.base_offset:
+        for _, pid, first, last, lso in _ENTRY.iter_unpack(self._load()):
+            if last < self.base_offset:
                 raise CorruptIndexError(
-                    f"Last offset of aborted transaction {txn} in index {self.path} is less "
-                    f"than start offset {self.base_offset}")
+                    f"Last offset of aborted transaction {AbortedTxn(pid, first, last, lso)} in "
+                    f"index {self.path} is less than start offset {self.base_offset}")
 
     # ------------------------------------------------------------------ writing
     def append(self, txn: AbortedTxn) -> None:
         """Add an entry; markers come in offset order, so its last offset must be the highest."""
-        entries = self._load()
-        if entries and entries[-1].last_offset >= txn.last_offset:
+        data = self._load()
+        count = len(data) // ENTRY_SIZE
+        if count and self._last_offset(count - 1) >= txn.last_offset:
             raise ValueError(
                 f"The last offset of appended transactions must increase sequentially, but "
                 f"{txn.last_offset} is not greater than current last offset "
-                f"{entries[-1].last_offset} of index {self.path}")
+                f"{self._last_offset(count - 1)} of index {self.path}")
+        entry = txn.encode()
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
-                os.pwrite(fd, txn.encode(), len(entries) * ENTRY_SIZE)
+                _write_all(fd, entry, len(data))
             finally:
                 os.close(fd)
         except OSError as e:
             raise storage_error(e, "append to the transaction index", self.path) from e
-        entries.append(txn)
+        data += entry
         self._unflushed = True
 
     def truncate_to(self, offset: int) -> None:
         """Remove the entries whose marker is at or above ``offset``."""
-        entries = self._load()
-        keep = next((i for i, t in enumerate(entries) if t.last_offset >= offset), len(entries))
-        if keep < len(entries):
+        data = self._load()
+        count = len(data) // ENTRY_SIZE
+        keep = next((i for i in range(count) if self._last_offset(i) >= offset), count)
+        if keep < count:
             self._truncate_file(keep * ENTRY_SIZE)
-            del entries[keep:]
+            del data[keep * ENTRY_SIZE:]
 
     def reset(self) -> None:
         """Remove every entry (the segment's recovery rebuilds them)."""
         if os.path.exists(self.path):
             self._truncate_file(0)
-        self._entries = []
+        self._data = bytearray()
 
     def _truncate_file(self, size: int) -> None:
         try:
@@ -205,7 +216,14 @@ class TransactionIndex:
             os.remove(self.path)
         except FileNotFoundError:
             pass
-        self._entries = []
+        self._data = bytearray()
 
     def __repr__(self) -> str:
         return f"TransactionIndex({self.path!r})"
+
+
+def _write_all(fd: int, data: bytes, position: int) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, position)
+        view, position = view[n:], position + n
