@@ -154,7 +154,7 @@ class PartitionLog(_RemoteOffsets, StableOffsets):
         # The partition's offsets. This class is their one owner (Kafka's UnifiedLog): read them
         # through the properties, move them only through the named methods below.
         self._local_log_start_offset = 0
-        self._hw = 0
+        self._log_hw = 0
         # A log nobody replicates exposes everything it holds. The replica manager clears this
         # on the logs it replicates and moves the high watermark itself (ISR progress on a
         # leader, the leader's high watermark on a follower).
@@ -419,7 +419,7 @@ class PartitionLog(_RemoteOffsets, StableOffsets):
         rebuild_producer_state(self._local, self.producer_state, self._local_log_start_offset, leo,
                                now_ms)
         # After the rebuild, so the transactions it completed below the HW count as stable.
-        self._high_watermark = min(self._hw, leo)
+        self._high_watermark = min(self._log_hw, leo)
         return True
 
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int = 0) -> None:

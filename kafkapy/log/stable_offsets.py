@@ -20,7 +20,7 @@ class StableOffsets:
     # Set by PartitionLog.
     producer_state: ProducerStateManager
     _local: LocalLog
-    _hw: int
+    _log_hw: int
 
     @property
     def log_start_offset(self) -> int:
@@ -29,17 +29,17 @@ class StableOffsets:
     @property
     def high_watermark(self) -> int:
         """The last committed offset + 1: what READ_UNCOMMITTED consumers may read up to."""
-        return self._hw
+        return self._log_hw
 
     @property
     def _high_watermark(self) -> int:
-        return self._hw
+        return self._log_hw
 
     @_high_watermark.setter
     def _high_watermark(self, hw: int) -> None:
         # Every move is told to the producer state: completed transactions whose marker falls
         # below it become stable (Kafka's onHighWatermarkUpdated).
-        self._hw = hw
+        self._log_hw = hw
         self.producer_state.on_high_watermark_updated(hw)
 
     @property
@@ -49,7 +49,7 @@ class StableOffsets:
         watermark), never below the log start; the high watermark when there is none or it
         lies above."""
         first = self.producer_state.first_unstable_offset()
-        hw = self._hw
+        hw = self._log_hw
         return hw if first is None else min(max(first, self.log_start_offset), hw)
 
     def collect_aborted_transactions(self, start_offset: int,

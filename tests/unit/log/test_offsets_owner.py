@@ -23,7 +23,7 @@ OWNER = "kafkapy/log/partition_log.py"
 #: UnifiedLog holds them all).
 PUBLIC = ["high_watermark", "log_start_offset", "local_log_start_offset", "log_start_floor",
           "remote_log_enabled", "highest_offset_in_remote_storage", "earliest_remote_offset"]
-WATCHED = set(PUBLIC) | {"_" + name for name in PUBLIC}
+WATCHED = set(PUBLIC) | {"_" + name for name in PUBLIC} | {"_log_hw"}
 
 # Other objects that happen to carry a field of one of these names, not a partition log's:
 ALLOWED = {
@@ -31,6 +31,8 @@ ALLOWED = {
     ("kafkapy/replication/leader_state.py", "f.log_start_offset"),
     # The KRaft LocalQuorum's own commit point (the metadata log is not a partition log).
     ("kafkapy/raft/local.py", "self._high_watermark"),
+    # PartitionLog's base class: the one setter behind its ``_high_watermark`` assignments.
+    ("kafkapy/log/stable_offsets.py", "self._log_hw"),
 }
 
 
