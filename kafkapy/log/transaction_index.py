@@ -184,16 +184,19 @@ class TransactionIndex:
         """fsync what was written since the last flush."""
         if not self._unflushed:
             return
+        # Cleared first: an append meanwhile (flushes run on worker threads) sets it again.
+        self._unflushed = False
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
-            self._unflushed = False
             return
         try:
             os.fsync(fd)
+        except BaseException:
+            self._unflushed = True
+            raise
         finally:
             os.close(fd)
-        self._unflushed = False
 
     def rename_to(self, path: str) -> bool:
         """Move the file (if there is one) to ``path``; the index follows either way. True when
