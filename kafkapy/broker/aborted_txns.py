@@ -21,7 +21,7 @@ import bisect
 import os
 import struct
 from collections.abc import Sequence
-from typing import Final, Protocol, cast
+from typing import Final, Protocol
 
 from kafkapy.log.partition_log import PartitionLog
 
@@ -78,15 +78,11 @@ def offset_after(plog: PartitionLog, read: ReadSlice) -> int:
     return bases[i] if i < len(bases) else plog.log_end_offset
 
 
-def aborted_transactions(log: object, start_offset: int,
+def aborted_transactions(log: AbortedTxnIndex, start_offset: int,
                          upper_bound_offset: int) -> Sequence[tuple[int, int]]:
-    """(producer id, first offset) of each aborted transaction of ``log`` (an AbortedTxnIndex)
-    overlapping [start_offset, upper_bound_offset), in the index's order."""
-    if not hasattr(log, "collect_aborted_transactions"):
-        # A log without a transaction index (before log.transaction_index is merged) has
-        # aborted nothing it could list.
-        return NO_ABORTED
-    found = cast(AbortedTxnIndex, log).collect_aborted_transactions(start_offset, upper_bound_offset)
+    """(producer id, first offset) of each aborted transaction of ``log`` overlapping
+    [start_offset, upper_bound_offset), in the index's order."""
+    found = log.collect_aborted_transactions(start_offset, upper_bound_offset)
     if not found:
         return NO_ABORTED
     return [(t.producer_id, t.first_offset) for t in found]

@@ -101,11 +101,11 @@ async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> obje
 def _append_marker(ctx: BrokerContext, o: _Outcome, now_ms: int) -> None:
     """Append ``o``'s control batch as leader; on success ``o.hosted`` is set for the wait."""
     try:
-        # Kafka's order: a local log, leadership, min.insync.replicas, the producer-state checks.
+        # Kafka's order: a local log, leadership, min.insync.replicas, then the producer-state
+        # checks the log makes on a coordinator's append (stale producer or coordinator epoch).
         _local_log(ctx, o.topic, o.partition)
         hosted = ctx.replicas.leader(o.topic, o.partition)
         ctx.replicas.check_min_insync(hosted)
-        check_marker_fencing(hosted, o.producer_id, o.producer_epoch, o.coordinator_epoch)
         batch = marker_batch(producer_id=o.producer_id, producer_epoch=o.producer_epoch, commit=o.commit,
                              coordinator_epoch=o.coordinator_epoch, now_ms=now_ms)
         result = ctx.replicas.append(hosted, bytearray(batch), now_ms=now_ms, from_client=False)
@@ -130,27 +130,6 @@ def _local_log(ctx: BrokerContext, topic: str, partition: int) -> None:
         ctx.replicas.get(topic, partition)
     except KafkaError:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
-
-
-def check_marker_fencing(hosted: Partition, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
-    """Kafka's checks of an end-transaction marker from a coordinator (ProducerAppendInfo with
-    origin COORDINATOR): a producer epoch below the partition's, or a coordinator epoch below the
-    one of the producer's last marker here, is a zombie's. The log takes the broker's own appends
-    as they are (followers replay markers through the same path), so the check is made here,
-    just before the append, with nothing awaited in between."""
-    entry = hosted.log.producer_state.last_entry(producer_id)
-    if entry is None:
-        return
-    if producer_epoch < entry.producer_epoch:
-        raise KafkaError(
-            ErrorCode.INVALID_PRODUCER_EPOCH,
-            f"Epoch of producer {producer_id} in {hosted.topic}-{hosted.index} is {producer_epoch}, "
-            f"which is smaller than the last seen epoch {entry.producer_epoch}")
-    if coordinator_epoch < entry.coordinator_epoch:
-        raise KafkaError(
-            ErrorCode.TRANSACTION_COORDINATOR_FENCED,
-            f"Invalid coordinator epoch for producer {producer_id} in {hosted.topic}-{hosted.index}: "
-            f"{coordinator_epoch} (zombie), {entry.coordinator_epoch} (current)")
 
 
 async def _await_replication(ctx: BrokerContext, o: _Outcome, deadline: float) -> None:
