@@ -35,6 +35,12 @@ class RemoteLog(RemoteReads, Protocol):
         """Whole batches from ``offset`` out of remote storage; None when none holds it."""
         ...
 
+    async def read_remote_committed(self, hosted: Partition, offset: int, max_bytes: int, *,
+                                    min_one: bool) -> tuple[bytes, Sequence[tuple[int, int]]] | None:
+        """``read_remote`` for READ_COMMITTED: the batches and the aborted transactions
+        (producer id, first offset) overlapping them."""
+        ...
+
     def highest_remote_offset(self, hosted: Partition) -> int:
         ...
 

@@ -32,7 +32,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -514,6 +514,12 @@ class RemoteLogManager:
         """Whole batches from ``offset`` out of remote storage (off the event loop), or None when
         no remote segment holds it (the caller answers OFFSET_OUT_OF_RANGE)."""
         return await self.fetcher.read(hosted, offset, max_bytes, min_one=min_one)
+
+    async def read_remote_committed(self, hosted: TieredPartition, offset: int, max_bytes: int, *,
+                                    min_one: bool) -> tuple[bytes, Sequence[tuple[int, int]]] | None:
+        """``read_remote`` for a READ_COMMITTED consumer: the batches and the aborted
+        transactions overlapping them, as (producer id, first offset)."""
+        return await self.fetcher.read_committed(hosted, offset, max_bytes, min_one=min_one)
 
     async def offset_for_timestamp(self, hosted: TieredPartition, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first remote record with timestamp >= ``timestamp``, or

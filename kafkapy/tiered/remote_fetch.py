@@ -11,10 +11,11 @@ import bisect
 import logging
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import trio
 
+from kafkapy.log.transaction_index import TxnIndexSearch
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache
@@ -23,6 +24,7 @@ from kafkapy.tiered.remote_metadata import (
     RemoteLogSegmentState,
 )
 from kafkapy.tiered.remote_reader import RemoteReader
+from kafkapy.tiered.remote_txn import RemoteTxnIndexes, following_segments, merge_aborted
 from kafkapy.tiered.replicas import TieredPartition
 from kafkapy.tiered.storage import IndexType, RemoteStorageManager
 from kafkapy.tiered.tracking import TrackedPartition
@@ -77,10 +79,23 @@ class RemoteFetcher:
         self._limiter = trio.CapacityLimiter(threads)
         self._stats_lock = stats_lock
         self._lookup = lookup
+        self.txn_indexes = RemoteTxnIndexes(rsm, reader.chunks)
 
     async def read(self, hosted: TieredPartition, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
         """Whole batches from ``offset`` out of remote storage (off the event loop), or None when
         no remote segment holds it (the caller answers OFFSET_OUT_OF_RANGE)."""
+        got = await self._read(hosted, offset, max_bytes, min_one=min_one, read_committed=False)
+        return None if got is None else got[0]
+
+    async def read_committed(self, hosted: TieredPartition, offset: int, max_bytes: int, *,
+                             min_one: bool) -> tuple[bytes, Sequence[tuple[int, int]]] | None:
+        """As :meth:`read`, for a READ_COMMITTED consumer: the batches and (producer id, first
+        offset) of each aborted transaction overlapping them, from the remote segments'
+        transaction indexes and then the local log's (Kafka's addAbortedTransactions)."""
+        return await self._read(hosted, offset, max_bytes, min_one=min_one, read_committed=True)
+
+    async def _read(self, hosted: TieredPartition, offset: int, max_bytes: int, *, min_one: bool,
+                    read_committed: bool) -> tuple[bytes, Sequence[tuple[int, int]]] | None:
         found_partition = self._lookup(hosted)
         if found_partition is None:
             return None
@@ -91,13 +106,27 @@ class RemoteFetcher:
         if found is None:
             return None
         seg, epoch = found
+        plog = hosted.log
+        chain = following_segments(cache, seg, plog.local_log_start_offset) if read_committed else []
 
-        def work() -> bytes | None:
+        def work() -> tuple[bytes, int, TxnIndexSearch] | None:
             got = self.reader.read(OneSegment(seg), epoch, offset, max_bytes, min_one_batch=min_one)
-            return None if got is None else got.records
+            if got is None:
+                return None
+            if not read_committed or not got.records:
+                return got.records, got.next_offset, TxnIndexSearch([], True)
+            return got.records, got.next_offset, self.txn_indexes.collect(chain, offset, got.next_offset)
 
         try:
-            data = await trio.to_thread.run_sync(work, limiter=self._limiter)
+            result = await trio.to_thread.run_sync(work, limiter=self._limiter)
+            if result is None:
+                data = None
+                aborted: Sequence[tuple[int, int]] = ()
+            else:
+                data, upper, remote = result
+                # The upper bound lies past the remote segments read: the local log goes on.
+                local = [] if remote.complete else plog.collect_aborted_transactions(offset, upper)
+                aborted = merge_aborted(remote.aborted, local)
         except Exception as exc:
             with self._stats_lock:
                 tracked.stats.remote_fetch_errors += 1
@@ -106,7 +135,7 @@ class RemoteFetcher:
         with self._stats_lock:
             tracked.stats.remote_fetch_requests += 1
             tracked.stats.remote_fetch_bytes += len(data or b"")
-        return data
+        return None if data is None else (data, aborted)
 
     async def offset_for_timestamp(self, hosted: TieredPartition, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first remote record with timestamp >= ``timestamp``, or

@@ -77,6 +77,10 @@ class RemoteRead:
 
     records: bytes
     segment: RemoteLogSegmentMetadata
+    # The offset just past the returned batches: the next batch's base offset when the read
+    # stopped inside the segment, else the segment's end + 1 (a read_committed fetch's upper
+    # bound for the aborted transactions it lists).
+    next_offset: int = -1
 
 
 class SegmentLookup(Protocol):
@@ -104,6 +108,7 @@ class RemoteReader:
         size = meta.segment_size_in_bytes
         pos = self._start_position(sid, meta.start_offset, offset)
         out = bytearray()
+        next_offset = meta.end_offset + 1
         while pos + fmt.HEADER_SIZE <= size:
             header = fmt.parse_header(self._bytes(sid, size, pos, fmt.HEADER_SIZE))
             batch_size = header.size
@@ -111,12 +116,14 @@ class RemoteReader:
                 break  # a torn tail cannot be in a copied segment; stop rather than guess
             if header.last_offset >= offset:
                 if out and len(out) + batch_size > max_bytes:
+                    next_offset = header.base_offset
                     break
                 if not out and batch_size > max_bytes and not min_one_batch:
+                    next_offset = header.base_offset
                     break
                 out += self._bytes(sid, size, pos, batch_size)
             pos += batch_size
-        return RemoteRead(bytes(out), meta)
+        return RemoteRead(bytes(out), meta, next_offset)
 
     def _start_position(self, sid: RemoteLogSegmentId, base_offset: int, offset: int) -> int:
         key = (sid, "index")

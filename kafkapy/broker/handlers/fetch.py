@@ -101,7 +101,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
     while True:
         results, total = _read_all(ctx, session.partitions, params, max_bytes)
         if ctx.remote is not None:
-            total = await _read_remote(ctx, results, max_bytes, total)
+            total = await _read_remote(ctx, results, max_bytes, total, params.read_committed)
         # As in Kafka, an unknown topic id does not cut the long poll short; nothing to read does.
         has_error = any(r.error != ErrorCode.NONE and r.error != ErrorCode.UNKNOWN_TOPIC_ID
                         for r in results.values())
@@ -125,9 +125,9 @@ def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], param
 
 
 async def _read_remote(ctx: BrokerContext, results: dict[SessionKey, ReadResult],
-                       max_bytes: int, total: int) -> int:
+                       max_bytes: int, total: int, read_committed: bool = False) -> int:
     """Complete the reads that continue in remote storage (tiered, KIP-405), off the event loop
-    once the local reads are done."""
+    once the local reads are done; read_committed ones with their aborted transactions."""
     remote = ctx.remote
     assert remote is not None
     for key, result in list(results.items()):
@@ -135,9 +135,16 @@ async def _read_remote(ctx: BrokerContext, results: dict[SessionKey, ReadResult]
         if pending is None:
             continue
         limit = min(pending.limit, max(0, max_bytes - total))
+        aborted = None  # null for read_uncommitted, as for a local read
         try:
-            data = await remote.read_remote(pending.partition, pending.offset, limit,
-                                            min_one=(total == 0))
+            if read_committed:
+                got = await remote.read_remote_committed(pending.partition, pending.offset, limit,
+                                                         min_one=(total == 0))
+                data = None if got is None else got[0]
+                aborted = None if got is None else got[1]
+            else:
+                data = await remote.read_remote(pending.partition, pending.offset, limit,
+                                                min_one=(total == 0))
         except KafkaError as exc:
             results[key] = replace(result, error=exc.code, remote=None)
             continue
@@ -145,7 +152,7 @@ async def _read_remote(ctx: BrokerContext, results: dict[SessionKey, ReadResult]
             results[key] = replace(result, error=ErrorCode.OFFSET_OUT_OF_RANGE, remote=None)
             continue
         total += len(data)
-        results[key] = replace(result, records=data, remote=None)
+        results[key] = replace(result, records=data, remote=None, aborted_transactions=aborted)
     return total
 
 
