@@ -240,6 +240,11 @@ class FakeRemote:
             raise self.answer
         return self.answer
 
+    async def read_remote_committed(self, hosted: Any, offset: int, max_bytes: int, *,
+                                    min_one: bool) -> tuple[bytes, list[tuple[int, int]]] | None:
+        data = await self.read_remote(hosted, offset, max_bytes, min_one=min_one)
+        return None if data is None else (data, [(7, offset - 2)])
+
     def highest_remote_offset(self, hosted: Any) -> int:
         return -1
 
@@ -264,6 +269,17 @@ def test_a_read_outside_the_local_log_continues_in_remote_storage(broker, answer
     # An offset remote storage does not serve stays out of range, without asking it.
     got = run(fetch, broker, request(("orders", 0, 5)))
     assert got[("orders", 0)].error_code == ErrorCode.OFFSET_OUT_OF_RANGE and len(remote.reads) == 1
+
+
+def test_a_read_committed_remote_read_lists_what_remote_storage_says_was_aborted(broker) -> None:
+    broker.produce("orders", 0, b"a")
+    broker.ctx.remote = FakeRemote(build_batch([Record(b"k", b"remote")], now_ms=0))
+    got = run(fetch, broker, request(("orders", 0, 12), isolation_level=1))
+    p = got[("orders", 0)]
+    assert values(p) == [b"remote"]
+    assert [(a.producer_id, a.first_offset) for a in p.aborted_transactions] == [(7, 10)]
+    # read_uncommitted: null, as for a local read.
+    assert run(fetch, broker, request(("orders", 0, 12)))[("orders", 0)].aborted_transactions is None
 
 
 # -- read_committed: up to the last stable offset, with the aborted transactions ------------------
