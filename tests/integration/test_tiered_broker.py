@@ -195,6 +195,13 @@ def test_segments_go_remote_and_consumers_read_from_zero(tiered_node):
     assert len(remote_segment_logs(node, topic)) >= 5
     assert len(local_segments(node, topic)) <= 3
     assert_complete(consume_all(node, topic, count), count)
+    # read_committed from the remote part: the same batches, with an aborted list (empty, not null).
+    async def committed(client) -> Any:
+        req = fetch(topic, 0, 0, max_bytes=64 * 1024)
+        req.isolation_level = 1
+        return (await client.send(req, version=12)).responses[0].partitions[0]
+    part = run_client(node, committed)
+    assert part.error_code == 0 and part.records and part.aborted_transactions == []
     # A timestamp inside the remote part is answered from the remote time index.
     assert offsets(node, topic, BASE_TS + 5) == 5
     # The status file is rewritten every task interval: wait for one written after the above.
