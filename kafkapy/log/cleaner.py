@@ -35,17 +35,24 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkapy.durable import fsync_dir
 from kafkapy.log import files
+from kafkapy.log.cleaner_txn import (
+    CleanedTransactions,
+    LastRecord,
+    delete_horizon,
+    empty_batch,
+    encode_batch,
+    is_last_batch_of_producer,
+    last_records_of_producers,
+)
 from kafkapy.log.segment import AppendBatch, LogSegment
+from kafkapy.log.transaction_index import AbortedTxn
 from kafkapy.records import format as fmt
-from kafkapy.records.builder import Record, encode_record
-from kafkapy.records.compression import compress
 from kafkapy.records.reader import DecodedRecord, iter_records
 
 if TYPE_CHECKING:
@@ -53,7 +60,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_CRC = struct.Struct(">I")
 _MAX_RELATIVE = 2**31 - 1
 
 
@@ -66,15 +72,15 @@ class CleanResult:
     records_removed: int = 0
     tombstones_removed: int = 0
     tombstones_kept: int = 0
+    aborted_records_removed: int = 0
+    markers_removed: int = 0
+    markers_kept: int = 0         # end markers of transactions without data, waiting for a horizon
+    next_horizon_ms: int | None = None  # the earliest delete horizon a kept tombstone/marker waits for
+    first_uncleanable: int | None = None  # where this clean stopped (the active segment, the LSO)
 
     @property
     def cleaned(self) -> bool:
         return self.segments_before > 0
-
-
-def _is_whole(header: fmt.BatchHeader) -> bool:
-    """Batches kept as they are: control, transactional and idempotent ones."""
-    return bool(header.attributes & (fmt.CONTROL_MASK | fmt.TRANSACTIONAL_MASK)) or header.producer_id >= 0
 
 
 def _segment_batches(seg: LogSegment) -> Iterable[tuple[fmt.BatchHeader, bytes]]:
@@ -82,40 +88,25 @@ def _segment_batches(seg: LogSegment) -> Iterable[tuple[fmt.BatchHeader, bytes]]
         yield ref.header, seg.read_batch(ref)
 
 
-def build_offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
-    """The last offset of every key in ``segments``."""
+def build_offset_map(segments: list[LogSegment], aborted: list[AbortedTxn],
+                     upper_bound: int) -> dict[bytes, int]:
+    """The last offset of every key below ``upper_bound`` in ``segments``, aborted transactions
+    left out (their writes must not shadow the committed value of a key)."""
+    txns = CleanedTransactions(aborted)
     latest: dict[bytes, int] = {}
     for seg in segments:
         for header, data in _segment_batches(seg):
-            if header.attributes & fmt.CONTROL_MASK:
+            if header.base_offset >= upper_bound:
+                return latest
+            if header.is_control:
+                txns.on_control_batch(header, data)
+                continue
+            if txns.on_data_batch(header):
                 continue
             for rec in iter_records(data):
-                if rec.key is not None:
+                if rec.key is not None and rec.offset < upper_bound:
                     latest[rec.key] = rec.offset
     return latest
-
-
-def encode_batch(header: fmt.BatchHeader, records: list[DecodedRecord]) -> bytes:
-    """A v2 batch holding ``records`` (original offsets and timestamps), shaped like ``header``."""
-    base = records[0].offset
-    base_ts = records[0].timestamp
-    log_append = bool(header.attributes & fmt.TIMESTAMP_TYPE_MASK)
-    body = b"".join(
-        encode_record(r.offset - base, 0 if log_append else r.timestamp - base_ts,
-                      Record(r.key, r.value, r.headers, r.timestamp))
-        for r in records)
-    codec = header.attributes & fmt.COMPRESSION_MASK
-    if codec != fmt.NO_COMPRESSION:
-        body = compress(codec, body)
-    max_ts = header.max_timestamp if log_append else max(r.timestamp for r in records)
-    buf = bytearray(fmt.HEADER_SIZE + len(body))
-    fmt.HEADER_STRUCT.pack_into(
-        buf, 0, base, len(buf) - fmt.LOG_OVERHEAD, header.partition_leader_epoch, fmt.CURRENT_MAGIC, 0,
-        header.attributes, records[-1].offset - base, header.max_timestamp if log_append else base_ts,
-        max_ts, fmt.NO_PRODUCER_ID, fmt.NO_PRODUCER_EPOCH, fmt.NO_SEQUENCE, len(records))
-    buf[fmt.HEADER_SIZE:] = body
-    _CRC.pack_into(buf, fmt.CRC, fmt.compute_crc(buf, 0, len(buf)))
-    return bytes(buf)
 
 
 def _group_segments(segments: list[LogSegment], max_bytes: int) -> list[list[LogSegment]]:
@@ -152,6 +143,91 @@ def cleaner_tmp_root(plog: PartitionLog) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(plog.dir)), CLEANER_TMP_DIR)
 
 
+@dataclass
+class _Pass:
+    """The fixed inputs of one clean, and the rules it applies to each batch below ``limit``."""
+
+    now_ms: int
+    lag_limit: int        # records newer than this are not compacted away (min.compaction.lag.ms)
+    new_horizon: int      # the delete horizon stamped now: now + delete.retention.ms
+    limit: int            # the first uncleanable offset: the active segment, the LSO
+    latest: dict[bytes, int]
+    last_records: dict[int, LastRecord]
+    txns: CleanedTransactions
+    result: CleanResult
+
+    def clean_batch(self, header: fmt.BatchHeader, data: bytes) -> bytes | None:
+        """The batch as it stays in the log (maybe ``data`` itself), or None when it goes."""
+        control = header.is_control
+        discardable = (self.txns.on_control_batch(header, data) if control
+                       else self.txns.on_data_batch(header))
+        if header.last_offset >= self.limit:
+            return data  # undecided transactions (at or after the LSO) are never cleaned
+        horizon = delete_horizon(header)
+        if control:
+            drop_all = discardable and horizon is not None and horizon <= self.now_ms
+        else:
+            drop_all = discardable and header.max_timestamp <= self.lag_limit
+        keep_empty = header.producer_id >= 0 and is_last_batch_of_producer(header, self.last_records)
+        result = self.result
+        if drop_all:
+            if control:
+                result.markers_removed += header.record_count
+            else:
+                result.aborted_records_removed += header.record_count
+            result.records_removed += header.record_count
+            if not keep_empty:
+                return None
+            return data if header.record_count == 0 else empty_batch(header)
+        if control:
+            kept, all_kept = list(iter_records(data)), True
+        else:
+            kept, all_kept = self._retained_records(data, horizon)
+        if not kept:
+            if not keep_empty:
+                return None
+            return data if header.record_count == 0 else empty_batch(header)
+        # Tombstones and the markers of transactions without data wait for a delete horizon.
+        waits = (control and discardable) or any(r.value is None for r in kept)
+        if waits:
+            due = horizon if horizon is not None else self.new_horizon
+            if result.next_horizon_ms is None or due < result.next_horizon_ms:
+                result.next_horizon_ms = due
+            if control:
+                result.markers_kept += 1
+        stamp = waits and horizon is None
+        if all_kept and not stamp:
+            return data
+        return encode_batch(header, kept, self.new_horizon if stamp else horizon)
+
+    def _retained_records(self, data: bytes, horizon: int | None) -> tuple[list[DecodedRecord], bool]:
+        kept = []
+        result = self.result
+        total = 0
+        for rec in iter_records(data):
+            total += 1
+            if rec.key is None or rec.timestamp > self.lag_limit:
+                kept.append(rec)
+                continue
+            found = self.latest.get(rec.key)
+            if found is not None and rec.offset < found:
+                result.records_removed += 1
+            elif rec.value is None and horizon is not None and horizon <= self.now_ms:
+                result.tombstones_removed += 1
+                result.records_removed += 1
+            else:
+                if rec.value is None:
+                    result.tombstones_kept += 1
+                kept.append(rec)
+        return kept, len(kept) == total
+
+
+def first_uncleanable_offset(plog: PartitionLog) -> int:
+    """Where cleaning stops (Kafka's firstUncleanableDirtyOffset): the active segment, and never
+    past the last stable offset, so open transactions stay as they were written."""
+    return min(plog.segments[-1].base_offset, plog.last_stable_offset)
+
+
 def plan_clean(plog: PartitionLog, *, now_ms: int) -> CleanPlan:
     """The heavy part of a clean: read the cleanable segments, build the offset map and write the
     cleaned segments with their indexes into a scratch directory. It never changes the log, so it
@@ -159,46 +235,33 @@ def plan_clean(plog: PartitionLog, *, now_ms: int) -> CleanPlan:
     """
     result = CleanResult()
     config = plog.config
+    # Taken first: what the log holds below these is decided and may be cleaned.
+    limit = first_uncleanable_offset(plog)
+    last_records = last_records_of_producers(plog.producer_state)
     all_segments: list[LogSegment] = plog.segments
-    segments = all_segments[:-1]  # never the active segment
+    segments = [s for s in all_segments[:-1] if s.base_offset < limit]  # never the active one
+    result.first_uncleanable = limit
     if not segments:
         return CleanPlan([], result)
     first_segment = all_segments[0]
-    latest = build_offset_map(segments)
+    aborted = plog.collect_aborted_transactions(segments[0].base_offset, segments[-1].next_offset)
     result.segments_before = len(segments)
     result.bytes_before = sum(s.size for s in segments)
-    horizon = now_ms - config.delete_retention_ms
-    lag_limit = now_ms - config.min_compaction_lag_ms
+    rules = _Pass(now_ms, now_ms - config.min_compaction_lag_ms, now_ms + config.delete_retention_ms,
+                  limit, build_offset_map(segments, aborted, limit), last_records,
+                  CleanedTransactions(aborted), result)
     planned: list[_CleanedGroup] = []
     for group in _group_segments(segments, config.segment_bytes):
         out = bytearray()
         batches: list[AppendBatch] = []
+        index_from = len(rules.txns.kept_index_entries)
         for seg in group:
-            drop_tombstones = seg.largest_timestamp < horizon
             for header, data in _segment_batches(seg):
-                if _is_whole(header):
-                    kept_bytes: bytes | None = data
-                    last, max_ts = header.last_offset, header.max_timestamp
-                else:
-                    kept = []
-                    for rec in iter_records(data):
-                        if rec.key is None or rec.timestamp > lag_limit:
-                            kept.append(rec)
-                        elif latest.get(rec.key) != rec.offset:
-                            result.records_removed += 1
-                        elif rec.value is None and drop_tombstones:
-                            result.tombstones_removed += 1
-                            result.records_removed += 1
-                        else:
-                            if rec.value is None:
-                                result.tombstones_kept += 1
-                            kept.append(rec)
-                    kept_bytes = encode_batch(header, kept) if kept else None
-                    if kept_bytes is not None:
-                        h = fmt.parse_header(kept_bytes)
-                        last, max_ts = h.last_offset, h.max_timestamp
+                kept_bytes = rules.clean_batch(header, data)
                 if kept_bytes is not None:
-                    batches.append(AppendBatch(len(out), len(kept_bytes), last, max_ts))
+                    h = header if kept_bytes is data else fmt.parse_header(kept_bytes)
+                    batches.append(AppendBatch(len(out), len(kept_bytes), h.last_offset,
+                                               h.max_timestamp))
                     out += kept_bytes
         if not out and group[0] is not first_segment:
             # Nothing survived: the segments go (a later segment keeps the log's start offset).
@@ -210,10 +273,10 @@ def plan_clean(plog: PartitionLog, *, now_ms: int) -> CleanPlan:
         seg = LogSegment(tmp, group[0].base_offset, index_interval_bytes=config.index_interval_bytes,
                          max_index_size=config.segment_index_bytes, now_ms=now_ms)
         seg.append(out, batches)
-        # Markers are kept whole, so the group's aborted transactions all stay in its range.
-        for old in group:
-            for txn in old.txn_index.entries:
-                seg.txn_index.append(txn)
+        # The aborted transactions whose ABORT marker stayed in this group (with data of theirs
+        # seen in this pass): the others have nothing left for a READ_COMMITTED reader to skip.
+        for txn in rules.txns.kept_index_entries[index_from:]:
+            seg.txn_index.append(txn)
         seg.flush()
         seg.close()  # final time index entry, trimmed indexes
         result.bytes_after += len(out)
@@ -335,10 +398,12 @@ class LogCleaner:
     def cleaned(self, plog: PartitionLog, end: int, result: CleanResult | None, *, now_ms: int) -> None:
         """Record a clean of ``plog`` up to ``end`` (the active segment's base when it started)."""
         key = id(plog)
+        if result is not None and result.first_uncleanable is not None:
+            end = min(end, result.first_uncleanable)  # an open transaction held the clean back
         self._first_dirty[key] = end
-        # Tombstones still inside delete.retention.ms: look again once they may go.
-        if result is not None and result.tombstones_kept:
-            self._recheck[key] = now_ms + plog.config.delete_retention_ms
+        # Tombstones and markers waiting for their delete horizon: look again once they may go.
+        if result is not None and result.next_horizon_ms is not None:
+            self._recheck[key] = result.next_horizon_ms
         else:
             self._recheck.pop(key, None)
         if result is not None and (result.records_removed or result.segments_after != result.segments_before):

@@ -70,7 +70,13 @@ def test_keeps_latest_value_per_key_with_original_offsets(open_log):
 def test_tombstones_removed_after_delete_retention(open_log):
     log = open_log(cleanup_policy="compact")
     write_history(log)
-    clean_log(log, now_ms=3000 + DAY + 1)
+    # As Kafka since KIP-534: the first clean that keeps a tombstone stamps its batch with a
+    # delete horizon (now + delete.retention.ms); a clean after the horizon removes it.
+    first = clean_log(log, now_ms=10_000)
+    assert first.tombstones_kept == 1 and first.next_horizon_ms == 10_000 + DAY
+    clean_log(log, now_ms=10_000 + DAY - 1)
+    assert (4, b"b") in [(o, k) for o, k, _ in contents(log)]
+    clean_log(log, now_ms=10_000 + DAY)
     assert [(o, k) for o, k, _ in contents(log)] == [(3, b"c"), (5, b"a"), (6, b"c")]
 
 
@@ -144,7 +150,7 @@ def test_cleaner_waits_for_the_dirty_ratio(open_log):
     log = open_log(cleanup_policy="compact", min_cleanable_dirty_ratio="0.5")
     write_history(log)
     cleaner = LogCleaner()
-    cleaner.run_once([log], now_ms=3000 + DAY + 1)  # everything dirty: cleaned, tombstone gone
+    cleaner.run_once([log], now_ms=3000 + DAY + 1)  # everything dirty: cleaned, tombstone stamped
     clean_size = log.segments[0].size
     # a small new segment: dirty ratio below 0.5, nothing happens
     log.roll(now_ms=5000)
@@ -158,7 +164,9 @@ def test_cleaner_waits_for_the_dirty_ratio(open_log):
         log.roll(now_ms=5000 + i)
     done = cleaner.run_once([log], now_ms=6000)
     assert [r.records_removed for _t, _p, r in done] == [7]
-    assert [(k, v) for _o, k, v in contents(log)] == [(b"e", b"e1"), (b"c", b"c5"), (b"a", b"a6")]
+    # b's tombstone waits for the delete horizon its first clean stamped (a day after it)
+    assert [(k, v) for _o, k, v in contents(log)] == [(b"b", None), (b"e", b"e1"), (b"c", b"c5"),
+                                                      (b"a", b"a6")]
 
 
 def test_cleaner_skips_delete_policy(open_log):

@@ -447,7 +447,7 @@ def test_compaction_keeps_the_index_entries_of_the_segments_it_rewrites(open_log
     log.roll(now_ms=1000)
     w.plain(key=b"y")          # 6: the active segment
     result = clean_log(log, now_ms=2000)
-    assert result.records_removed == 1  # the first x
+    assert result.records_removed == 3  # the first x, and the aborted t and u
     assert [s.base_offset for s in log.segments] == [0, 6]
     assert not os.path.exists(txnindex_path(log, 3))
     assert log.collect_aborted_transactions(0, 6) == [AbortedTxn(A, 1, 2, 3),
