@@ -368,11 +368,15 @@ class LogCleaner:
 
     @staticmethod
     def dirty_ratio(plog: PartitionLog, first_dirty: int) -> float:
-        inactive = plog.segments[:-1]
-        total = sum(s.size for s in inactive)
+        """Kafka's cleanable ratio: the bytes between the first dirty and the first uncleanable
+        offset (the active segment, the LSO) over those and the clean bytes before them. A
+        hanging transaction thus makes nothing look dirty, rather than the log always."""
+        limit = first_uncleanable_offset(plog)
+        below = [s for s in plog.segments[:-1] if s.base_offset < limit]
+        total = sum(s.size for s in below)
         if total == 0:
             return 0.0
-        dirty = sum(s.size for s in inactive if s.base_offset >= first_dirty)
+        dirty = sum(s.size for s in below if s.base_offset >= first_dirty)
         return dirty / total
 
     def due(self, logs: Iterable[PartitionLog], *, now_ms: int) -> list[PartitionLog]:

@@ -285,3 +285,28 @@ def test_iter_batches_accepts_the_empty_batches_the_cleaner_writes(open_log):
     data = log.read(0, 1 << 20).read_bytes()
     headers = [h for h, _ in iter_batches(data)]
     assert [(h.base_offset, h.record_count) for h in headers] == [(0, 0), (1, 1)]
+
+
+def test_an_open_transaction_holds_the_cleaner_back_until_it_ends(open_log):
+    log = open_log(cleanup_policy="compact", min_cleanable_dirty_ratio="0.01")
+    w = Writer(log)
+    w.plain(b"k", b"v1")         # 0
+    w.txn(C, b"t", b"c1")        # 1  open: nothing from here on is cleaned
+    w.plain(b"k", b"v2")         # 2
+    log.roll(now_ms=T0)
+    w.plain(b"k", b"v3")         # 3
+    log.roll(now_ms=T0)
+    w.plain(b"z", b"z")          # 4
+    cleaner = LogCleaner()
+    done = cleaner.run_once([log], now_ms=T0)  # only below the LSO: v1 has no later value there
+    assert [(r.records_removed, r.first_uncleanable) for _t, _p, r in done] == [(0, 1)]
+    assert cleaner.due([log], now_ms=T0) == []  # a hanging transaction: nothing cleanable
+    assert [o for o, _k, _v in read_uncommitted(log)] == [0, 1, 2, 3, 4]
+    w.end(C, commit=True)        # 5
+    assert log.last_stable_offset == 6
+    log.roll(now_ms=T0)
+    w.plain(b"y", b"y")
+    done = cleaner.run_once([log], now_ms=T0)
+    assert [r.records_removed for _t, _p, r in done] == [2]
+    assert read_committed(log) == [(1, b"t", b"c1"), (3, b"k", b"v3"), (4, b"z", b"z"),
+                                   (6, b"y", b"y")]
