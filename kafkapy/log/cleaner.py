@@ -2,17 +2,26 @@
 
 What a clean does to one partition log:
 
-1. **Offset map.** Every record of the *cleanable* segments (all but the active one, which is never
-   cleaned, as in Kafka) is scanned; the map keeps the last offset of each key.
-2. **Rewrite.** Adjacent cleanable segments are grouped while their total size fits in
+1. **Cleanable range.** Every segment but the active one, and never past the last stable offset
+   (Kafka's first uncleanable offset): an undecided transaction, and everything after it, stays
+   as written. A segment holding the LSO is cleaned below it only.
+2. **Offset map.** The records of the cleanable range are scanned, aborted transactions left out
+   (their ``.txnindex`` entries say which); the map keeps the last offset of each key.
+3. **Rewrite.** Adjacent cleanable segments are grouped while their total size fits in
    ``segment.bytes`` (so small segments merge and the segment count stays bounded). Each group is
    rewritten into one segment holding only the records that are the latest for their key, with
    their original offsets and timestamps; each surviving part of a batch stays one batch with the
-   source batch's codec, epoch and timestamp type. A group with nothing left is deleted (unless it
-   starts the log, whose base offset is the log start).
-3. **Tombstones** (null values) are kept while the source segment's newest timestamp is younger
-   than ``delete.retention.ms``, so consumers that read the topic see the delete; older ones go.
+   source batch's base and last offset, codec, epoch, producer fields and timestamp type. Batches
+   of aborted transactions go; each active producer's last batch stays (emptied if its records
+   go) so its sequence survives a restart; end markers stay while their transaction has data in
+   the log (see ``cleaner_txn``). A group with nothing left is deleted (unless it starts the log,
+   whose base offset is the log start). Its ``.txnindex`` keeps the aborted transactions whose
+   ABORT marker stayed.
    Records younger than ``min.compaction.lag.ms`` are not compacted away.
+   Tombstones (null values), and markers whose transaction has no data left, are kept by the
+   first clean that could remove them, which stamps their batch with a delete horizon (now +
+   ``delete.retention.ms``, KIP-534); the first clean after it removes them, so consumers that
+   read the topic within ``delete.retention.ms`` see the delete.
 4. **Swap**, crash-safe as Kafka's: the cleaned segment and its indexes are built (and fsynced)
    in a scratch directory of the log dir (``.kafkapy-cleaner/``, ignored by the LogManager and
    emptied at start), its ``.log`` is renamed into the partition as ``<base>.log.swap``, the old
@@ -21,9 +30,9 @@ What a clean does to one partition log:
    inside its range are deleted, indexes rebuilt) and drops a ``.cleaned`` file, so no state in
    between loses or duplicates a record.
 
-Batches of idempotent or transactional producers and control batches are kept whole (their
-producer state and markers must survive); records without a key are kept. Offsets never change:
-readers of a compacted log see gaps, exactly as with Kafka.
+Records without a key are kept (Kafka's cleaner drops them; the append path refuses them on a
+compacted topic anyway). Offsets never change: readers of a compacted log see gaps, exactly as with
+Kafka.
 
 ``plan_clean`` (reading, the offset map, writing the new segments) never changes the log and may
 run on a worker thread; ``apply_clean`` (renames and the segment list) must run where the log's

@@ -310,3 +310,21 @@ def test_an_open_transaction_holds_the_cleaner_back_until_it_ends(open_log):
     assert [r.records_removed for _t, _p, r in done] == [2]
     assert read_committed(log) == [(1, b"t", b"c1"), (3, b"k", b"v3"), (4, b"z", b"z"),
                                    (6, b"y", b"y")]
+
+
+def test_aborted_data_goes_when_its_marker_is_in_the_active_segment(open_log):
+    log = open_log(cleanup_policy="compact")
+    w = Writer(log)
+    w.plain(b"k", b"v1")         # 0
+    w.txn(B, b"k", b"aborted")   # 1
+    w.txn(A, b"j", b"a")         # 2
+    log.roll(now_ms=T0)
+    w.end(B, commit=False)       # 3  in the active segment, with its .txnindex entry
+    w.end(A, commit=True)        # 4
+    before = read_committed(log)
+    assert before == [(0, b"k", b"v1"), (2, b"j", b"a")]
+    clean_log(log, now_ms=T0)
+    assert read_committed(log) == before
+    assert read_uncommitted(log) == before
+    assert log.collect_aborted_transactions(0, 5) == [AbortedTxn(B, 1, 3, 2)]
+    assert markers(log) == [3, 4]
