@@ -24,12 +24,14 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from kafkapy.log.index import CorruptIndexError
 from kafkapy.log.storage_errors import storage_error
 
-__all__ = ["ENTRY_SIZE", "AbortedTxn", "TransactionIndex", "TxnIndexSearch"]
+__all__ = ["ENTRY_SIZE", "AbortedTxn", "TransactionIndex", "TxnIndexSearch", "parse_entries",
+           "search_entries"]
 
 _log = logging.getLogger(__name__)
 
@@ -58,12 +60,32 @@ class TxnIndexSearch(NamedTuple):
     complete: bool
 
 
-def _check_versions(data: bytes | bytearray, path: str) -> None:
-    """CorruptIndexError for an entry of a version this code does not know."""
-    for i, entry in enumerate(_ENTRY.iter_unpack(data)):
-        if entry[0] != CURRENT_VERSION:
-            raise CorruptIndexError(f"{path}: entry {i} has version {entry[0]}, expected "
+def parse_entries(data: bytes | bytearray | memoryview, where: str) -> list[AbortedTxn]:
+    """The whole entries of a ``.txnindex``'s bytes (a torn tail is not an entry);
+    CorruptIndexError for an entry of a version this code does not know."""
+    whole = len(data) - len(data) % ENTRY_SIZE
+    out = []
+    for i, (version, pid, first, last, lso) in enumerate(_ENTRY.iter_unpack(data[:whole])):
+        if version != CURRENT_VERSION:
+            raise CorruptIndexError(f"{where}: entry {i} has version {version}, expected "
                                     f"{CURRENT_VERSION}")
+        out.append(AbortedTxn(pid, first, last, lso))
+    return out
+
+
+def search_entries(entries: Iterable[AbortedTxn], fetch_offset: int,
+                   upper_bound_offset: int) -> TxnIndexSearch:
+    """The entries overlapping [fetch_offset, upper_bound_offset): last offset at or above the
+    first, first offset below the second (Kafka's collectAbortedTxns). Complete once an entry's
+    last stable offset reaches the upper bound: every transaction still open when that marker
+    was written started at or after it, so later segments hold nothing in range."""
+    found = []
+    for txn in entries:
+        if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
+            found.append(txn)
+        if txn.last_stable_offset >= upper_bound_offset:
+            return TxnIndexSearch(found, True)
+    return TxnIndexSearch(found, False)
 
 
 class TransactionIndex:
@@ -79,7 +101,7 @@ class TransactionIndex:
     @property
     def entries(self) -> list[AbortedTxn]:
         """Every entry, in marker order."""
-        return [AbortedTxn(*e[1:]) for e in _ENTRY.iter_unpack(self._load())]
+        return parse_entries(self._load(), self.path)
 
     def mark_absent(self) -> None:
         """The caller knows there is no file (a directory listing): nothing to read."""
@@ -103,7 +125,7 @@ class TransactionIndex:
                              "%s", torn, self.path)
                 self._truncate_file(len(data) - torn)
                 del data[len(data) - torn:]
-            _check_versions(data, self.path)
+            parse_entries(data, self.path)  # refuses unknown entry versions
             self._data = data
         return self._data
 
@@ -112,17 +134,10 @@ class TransactionIndex:
         return last
 
     def collect(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearch:
-        """The aborted transactions overlapping [fetch_offset, upper_bound_offset): last offset
-        at or above the first, first offset below the second. Complete once an entry's last
-        stable offset reaches the upper bound: every transaction still open when that marker was
-        written started at or after it, so later segments hold nothing in range."""
-        found = []
-        for _, pid, first, last, lso in _ENTRY.iter_unpack(self._load()):
-            if last >= fetch_offset and first < upper_bound_offset:
-                found.append(AbortedTxn(pid, first, last, lso))
-            if lso >= upper_bound_offset:
-                return TxnIndexSearch(found, True)
-        return TxnIndexSearch(found, False)
+        """The aborted transactions overlapping [fetch_offset, upper_bound_offset) (see
+        :func:`search_entries`)."""
+        entries = (AbortedTxn(*e[1:]) for e in _ENTRY.iter_unpack(self._load()))
+        return search_entries(entries, fetch_offset, upper_bound_offset)
 
     def sanity_check(self) -> None:
         """CorruptIndexError when an entry's marker lies below the segment (Kafka's check), or

@@ -17,52 +17,17 @@ from __future__ import annotations
 
 import bisect
 import logging
-import struct
 from collections.abc import Iterable, Sequence
 
-from kafkapy.log.transaction_index import ENTRY_SIZE, AbortedTxn, TxnIndexSearch
+from kafkapy.log.transaction_index import AbortedTxn, TxnIndexSearch, parse_entries, search_entries
 from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache
 from kafkapy.tiered.remote_metadata import RemoteLogSegmentMetadata, RemoteLogSegmentState
 from kafkapy.tiered.remote_reader import ChunkCache
 from kafkapy.tiered.storage import IndexType, RemoteResourceNotFoundError, RemoteStorageManager
 
-__all__ = ["RemoteTxnIndexes", "following_segments", "merge_aborted", "parse_txn_index"]
+__all__ = ["RemoteTxnIndexes", "following_segments", "merge_aborted"]
 
 log = logging.getLogger(__name__)
-
-# A .txnindex entry: version, producer id, first offset, last offset, last stable offset.
-_ENTRY = struct.Struct(">hqqqq")
-assert _ENTRY.size == ENTRY_SIZE
-_VERSION = 0
-
-
-class CorruptRemoteTxnIndex(ValueError):
-    """A remote transaction index with an entry of a version we do not know."""
-
-
-def parse_txn_index(data: bytes, where: str) -> list[AbortedTxn]:
-    """The entries of a ``.txnindex``'s bytes; a torn tail (not a whole entry) is ignored."""
-    whole = len(data) - len(data) % ENTRY_SIZE
-    out = []
-    for version, pid, first, last, lso in _ENTRY.iter_unpack(data[:whole]):
-        if version != _VERSION:
-            raise CorruptRemoteTxnIndex(f"transaction index of {where}: entry version {version}")
-        out.append(AbortedTxn(pid, first, last, lso))
-    return out
-
-
-def search(entries: Iterable[AbortedTxn], fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearch:
-    """Kafka's TransactionIndex.collectAbortedTxns over parsed entries: those overlapping
-    [fetch_offset, upper_bound_offset), complete at the first whose last stable offset reaches
-    the upper bound."""
-    found = []
-    for txn in entries:
-        if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
-            found.append(txn)
-        if txn.last_stable_offset >= upper_bound_offset:
-            return TxnIndexSearch(found, True)
-    return TxnIndexSearch(found, False)
-
 
 class RemoteTxnIndexes:
     """Remote segments' transaction indexes, fetched once through the shared chunk cache."""
@@ -85,7 +50,7 @@ class RemoteTxnIndexes:
                 # transactions in the segment.
                 data = b""
             self.chunks.put(key, data)
-        return parse_txn_index(data, str(sid))
+        return parse_entries(data, f"transaction index of remote segment {sid}")
 
     def collect(self, segments: Sequence[RemoteLogSegmentMetadata], fetch_offset: int,
                 upper_bound_offset: int) -> TxnIndexSearch:
@@ -93,7 +58,7 @@ class RemoteTxnIndexes:
         those after it, in offset order), stopping once a search is complete."""
         found: list[AbortedTxn] = []
         for seg in segments:
-            result = search(self.entries(seg), fetch_offset, upper_bound_offset)
+            result = search_entries(self.entries(seg), fetch_offset, upper_bound_offset)
             found.extend(result.aborted)
             if result.complete:
                 return TxnIndexSearch(found, True)

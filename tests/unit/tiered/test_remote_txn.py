@@ -16,6 +16,7 @@ import trio
 
 from kafkapy.log.config import LogConfig
 from kafkapy.log.partition_log import PartitionLog
+from kafkapy.log.transaction_index import parse_entries
 from kafkapy.records.builder import Record, build_batch
 from kafkapy.records.control import marker_batch
 from kafkapy.records.reader import iter_batches
@@ -25,7 +26,7 @@ from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache
 from kafkapy.tiered.remote_fetch import RemoteFetcher
 from kafkapy.tiered.remote_metadata import RemoteLogSegmentState, TopicIdPartition
 from kafkapy.tiered.remote_reader import RemoteReader
-from kafkapy.tiered.remote_txn import RemoteTxnIndexes, following_segments, parse_txn_index
+from kafkapy.tiered.remote_txn import RemoteTxnIndexes, following_segments
 from kafkapy.tiered.storage import IndexType, ObjectKind
 from kafkapy.tiered.tracking import TrackedPartition
 
@@ -156,7 +157,7 @@ def test_segments_go_remote_with_their_transaction_index(tmp_path) -> None:
     assert [m.start_offset for m in copied] == [0, 4, 8, 10]
     for meta, seg in zip(copied, plog.segments):
         with rsm.fetch_index(meta.remote_log_segment_id, IndexType.TRANSACTION) as f:
-            assert parse_txn_index(f.read(), "remote") == seg.txn_index.entries
+            assert parse_entries(f.read(), "remote") == seg.txn_index.entries
     plog.close()
 
 
