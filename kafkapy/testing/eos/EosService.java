@@ -132,6 +132,8 @@ public class EosService {
             out.headers().add(new RecordHeader("in-offset", String.valueOf(r.offset()).getBytes(StandardCharsets.UTF_8)));
             producer.send(out);
         }
+        producer.flush();  // on the brokers before the pause (see service.py)
+        emit("{\"event\":\"produced\",\"records\":" + records.count() + "}");
         if (pauseMs > 0) {
             try { Thread.sleep(pauseMs); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
         }

@@ -130,25 +130,26 @@ def read_topic(bootstrap: str, topic: str, isolation: str, *, timeout: float) ->
         partitions = sorted(meta.partitions)
         # The high watermark is the end for both passes: read_committed reaches it only once every
         # transaction before it has been decided, which is what the check is about.
-        ends = {}
-        for p in partitions:
-            probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "eos-checker-probe",
-                              "isolation.level": "read_uncommitted"})
-            try:
-                ends[p] = probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            finally:
-                probe.close()
+        probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "eos-checker-probe",
+                          "isolation.level": "read_uncommitted"})
+        try:
+            ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                    for p in partitions}
+        finally:
+            probe.close()
         records: dict[int, list[Any]] = {p: [] for p in partitions}
         pending = {p for p in partitions if ends[p] > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         while pending and time.monotonic() < deadline:
             for msg in consumer.consume(500, timeout=0.5):
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF and msg.offset() >= ends[msg.partition()]:
-                        pending.discard(msg.partition())
+                err, p, offset = msg.error(), msg.partition(), msg.offset()
+                if p is None or offset is None:
                     continue
-                records[msg.partition()].append((msg.offset(), msg.value()))
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF and offset >= ends[p]:
+                        pending.discard(p)
+                    continue
+                records[p].append((offset, msg.value()))
             if pending:
                 positions = consumer.position([TopicPartition(topic, p) for p in pending])
                 pending -= {tp.partition for tp in positions if tp.offset >= ends[tp.partition]}

@@ -10,7 +10,8 @@ incarnation takes the place of a killed one without waiting out its session), wr
 error it aborts and rewinds to the group's committed offsets; on a fatal one (fenced, or an abort
 that fails) it exits 3 and whoever runs it starts a new incarnation. It exits 0 once its positions
 reach the end of every input partition. One JSON line per event on stdout:
-``started``, ``assigned``, ``committed`` (txn, records, total), ``aborted`` (error), ``done``, ``fatal``.
+``started``, ``assigned``, ``produced`` (the batch is on the brokers, its transaction open for
+``--pause-ms``), ``committed`` (txn, records, total), ``aborted`` (error), ``done``, ``fatal``.
 The Java service (EosService.java) takes the same arguments and prints the same lines.
 """
 
@@ -99,6 +100,12 @@ class Service:
         if not assignment or len(self.end_offsets) < self.args.input_partitions:
             return False
         positions = {tp.partition: tp.offset for tp in self.consumer.position(assignment)}
+        unknown = [tp for tp in assignment if positions.get(tp.partition, -1) < 0]
+        if unknown:
+            # Nothing consumed yet in this incarnation (a restart after the last commit): the
+            # group's committed offsets say where it stands.
+            for tp in self.consumer.committed(unknown, timeout=CALL_TIMEOUT):
+                positions[tp.partition] = tp.offset
         return all(positions.get(p, -1) >= end for p, end in self.end_offsets.items()
                    if end > 0)
 
@@ -110,17 +117,18 @@ class Service:
             if wait <= 0:
                 break
             for msg in self.consumer.consume(self.args.txn_size - len(batch), timeout=wait):
-                if msg.error() is None:
+                err = msg.error()
+                if err is None:
                     batch.append(msg)
-                elif msg.error().fatal():
-                    raise Fatal(f"consumer: {msg.error()}")
+                elif err.fatal():
+                    raise Fatal(f"consumer: {err}")
         return batch
 
     def _transaction(self, batch: list[Any]) -> None:
         self.producer.begin_transaction()
         for msg in batch:
             value = transform(msg.partition(), msg.offset(), msg.value())
-            headers = [(OFFSET_HEADER, str(msg.offset()).encode())]
+            headers: list[tuple[str, str | bytes | None]] = [(OFFSET_HEADER, str(msg.offset()).encode())]
             while True:
                 try:
                     self.producer.produce(self.args.output, key=msg.key(), value=value,
@@ -128,6 +136,9 @@ class Service:
                     break
                 except BufferError:
                     self.producer.poll(0.05)
+        # On the broker before the pause, so a kill in the pause leaves an open transaction with data.
+        self.producer.flush(CALL_TIMEOUT)
+        emit({"event": "produced", "records": len(batch)})
         if self.args.pause_ms:
             time.sleep(self.args.pause_ms / 1000)
         positions = [tp for tp in self.consumer.position(self.consumer.assignment()) if tp.offset >= 0]

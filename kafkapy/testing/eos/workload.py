@@ -33,7 +33,7 @@ def seed_input(bootstrap: str, topic: str, *, partitions: int, count: int,
 
 
 def _create(args: argparse.Namespace) -> dict[str, Any]:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     topic = NewTopic(args.topic, args.partitions, args.replication,

@@ -1,0 +1,89 @@
+"""Exactly-once consume-transform-produce under kill -9 (issue 21's acceptance harness).
+
+A service (confluent-kafka, or the Java client) copies numbered input records to an output topic
+in transactions with ``send_offsets_to_transaction`` while the test kill -9s it in the middle of
+open transactions; a read_committed checker then sees every input exactly once and in order,
+and a read_uncommitted pass sees the aborted attempts too. The harness is
+`kafkapy.testing.eos`; docs/testing-eos.md says how to run it.
+
+`TARGETS` lists the clusters these tests run against. Apache Kafka proves the harness itself;
+once kafkapy serves transactions, "kafkapy" (a node) and "kafkapy-cluster" (3 controllers + 3
+brokers, topics RF 3 / min.insync 2) join the list.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from kafkapy.testing.eos import workload
+from kafkapy.testing.eos.chaos import ChaosRun, broker_killer, evenly
+from kafkapy.testing.eos.services import Pipeline
+from kafkapy.testing.eos.targets import start_target
+
+TARGETS = ["apache-kafka"]
+SERVICES = ["python", "java"]
+RECORDS = 3000
+PARTITIONS = 3
+TXN_SIZE = 100
+SERVICE_KILLS = 3
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def target(request, tmp_path_factory):
+    started = start_target(request.param, tmp_path_factory.mktemp(request.param))
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+def pipeline_on(target, name: str, records: int) -> Pipeline:
+    """Fresh input and output topics for one run, the input written in full."""
+    tag = f"{name}-{uuid.uuid4().hex[:6]}"
+    pipeline = Pipeline(target.bootstrap, f"eos-in-{tag}", f"eos-out-{tag}", PARTITIONS,
+                        group=f"eos-{tag}", transactional_id=f"eos-{tag}", txn_size=TXN_SIZE,
+                        pause_ms=50)
+    workload.create_topics(target.bootstrap, [pipeline.input, pipeline.output], partitions=PARTITIONS,
+                           replication=target.replication, min_isr=target.min_isr)
+    ends = workload.seed_input(target.bootstrap, pipeline.input, partitions=PARTITIONS, count=records)
+    assert sum(ends.values()) == records
+    return pipeline
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_service_kill9s_mid_transaction_leave_every_input_exactly_once(target, service, tmp_path):
+    pipeline = pipeline_on(target, service, RECORDS)
+    run = ChaosRun(pipeline, service, records=RECORDS, workdir=tmp_path,
+                   schedule=evenly(RECORDS, ["service"] * SERVICE_KILLS), deadline_s=150)
+    summary = run.run()
+    print(summary.line())
+    check = summary.check
+    assert summary.service_kills == SERVICE_KILLS and not summary.skipped_faults, summary.line()
+    assert check.exactly_once, f"{summary.line()}\n{check.committed.partitions}"
+    assert check.committed.records == RECORDS
+    # Each kill left an open transaction with a flushed batch, which the next incarnation's
+    # init_transactions aborted: read_uncommitted shows those records, read_committed never did.
+    assert check.uncommitted.missing == 0 and check.uncommitted.wrong == 0, summary.line()
+    assert check.aborted_seen > 0, summary.line()
+
+
+@pytest.mark.skipif(not os.environ.get("KAFKAPY_EOS_BROKER_KILLS"),
+                    reason="KAFKAPY_EOS_BROKER_KILLS=1 runs the broker kills (~40 s more per target)")
+def test_a_transaction_coordinator_kill9_leaves_every_input_exactly_once(target, tmp_path):
+    """The broker leading the transaction's coordinator partition dies mid-transaction (on a
+    single node, that is the whole cluster) and comes back; the service carries on."""
+    records = 1000
+    pipeline = pipeline_on(target, "coordinator", records)
+    run = ChaosRun(pipeline, "python", records=records, workdir=tmp_path,
+                   schedule=evenly(records, ["txn-coordinator"]), deadline_s=150,
+                   broker_fault=broker_killer(target, pipeline, down_s=1.0))
+    summary = run.run()
+    print(summary.line(), summary.broker_kill_log)
+    assert summary.broker_kills == 1, summary.line()
+    assert summary.check.exactly_once, f"{summary.line()}\n{summary.check.committed.partitions}"
+    assert summary.check.committed.records == records
