@@ -61,7 +61,8 @@ KAFKA_STORAGE_TEST_VERSION=$(sed -n 's:.*<kafka.storage.test.version>\(.*\)</kaf
 # otherwise stay as it was.
 if [ "$(cat "$TOOLS/apache-kafka/VERSION" 2>/dev/null)" != "$KAFKA_VERSION" ] ||
    [ ! -e "$TOOLS/apache-kafka/libs/kafka-shell-$KAFKA_SHELL_VERSION.jar" ] ||
-   [ ! -e "$TOOLS/apache-kafka/libs/kafka-storage-$KAFKA_STORAGE_TEST_VERSION-test.jar" ]; then
+   [ ! -e "$TOOLS/apache-kafka/libs/kafka-storage-$KAFKA_STORAGE_TEST_VERSION-test.jar" ] ||
+   [ ! -e "$TOOLS/apache-kafka/libs/kafka-streams-$KAFKA_VERSION.jar" ]; then
   command -v mvn >/dev/null || { echo "mvn is missing: Apache Kafka cannot be fetched" >&2; exit 1; }
   rm -rf "$TOOLS/apache-kafka"
   mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \

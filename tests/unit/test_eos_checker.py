@@ -47,3 +47,17 @@ def test_records_that_do_not_match_their_input_are_wrong():
 
 def test_an_incomplete_read_is_never_exactly_once():
     assert not analyse("read_committed", INPUTS, perfect(), complete=False).exactly_once
+
+
+def test_streams_sums_without_gap_or_repeat_are_exactly_once():
+    from kafkapy.testing.eos.streams import analyse_sums, expected_sums
+
+    expected = expected_sums(6, 2)  # bucket 0: 0+2+4, bucket 1: 1+3+5
+    assert expected == {"0": (3, 6), "1": (3, 9)}
+    good = {"0": [b"1:0", b"2:2", b"3:6"], "1": [b"1:1", b"2:4", b"3:9"]}
+    assert analyse_sums(good, expected)["exactly_once"]
+    twice = {"0": [b"1:0", b"2:2", b"2:2", b"3:6"], "1": [b"1:1", b"3:9"]}
+    verdict = analyse_sums(twice, expected)
+    assert (verdict["repeats"], verdict["gaps"], verdict["done"]) == (1, 1, True)
+    assert not verdict["exactly_once"]
+    assert not analyse_sums({"0": [b"1:0"], "1": good["1"]}, expected)["done"]

@@ -65,12 +65,15 @@ class ServiceProcess:
     """One service incarnation: its own process group, stdout parsed into events by a thread,
     stderr kept in a file."""
 
-    def __init__(self, argv: list[str], stderr_path: Path, events_path: Path) -> None:
+    def __init__(self, argv: list[str], stderr_path: Path, events_path: Path, *,
+                 stdin_pipe: bool = False) -> None:
         self.stderr_path = stderr_path
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self._stderr: IO[bytes] = open(stderr_path, "ab")
         self._events_log: IO[str] = open(events_path, "a")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        # A pipe for programs that run until their stdin ends (the Streams app).
+        stdin = subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
+        self.proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
                                      stderr=self._stderr, cwd=REPO_ROOT, start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -94,6 +97,10 @@ class ServiceProcess:
             return self.events.get(timeout=timeout)
         except queue.Empty:
             return None
+
+    def close_stdin(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
 
     def kill9(self) -> None:
         try:

@@ -117,7 +117,7 @@ def analyse(isolation: str, inputs: Mapping[int, Sequence[tuple[int, bytes]]],
 # -- reading (in the checker's own process) ------------------------------------------------------------
 
 def read_topic(bootstrap: str, topic: str, isolation: str, *, timeout: float) -> tuple[dict[int, list[Any]], bool]:
-    """Every record of ``topic`` up to each partition's high watermark as (offset, value); and
+    """Every record of ``topic`` up to each partition's high watermark as (offset, key, value); and
     whether every partition was read to its end before the deadline."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -149,7 +149,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str, *, timeout: float) ->
                     if err.code() == KafkaError._PARTITION_EOF and offset >= ends[p]:
                         pending.discard(p)
                     continue
-                records[p].append((offset, msg.value()))
+                records[p].append((offset, msg.key(), msg.value()))
             if pending:
                 positions = consumer.position([TopicPartition(topic, p) for p in pending])
                 pending -= {tp.partition for tp in positions if tp.offset >= ends[tp.partition]}
@@ -160,14 +160,15 @@ def read_topic(bootstrap: str, topic: str, isolation: str, *, timeout: float) ->
 
 def _check(args: argparse.Namespace) -> dict[str, Any]:
     deadline = time.monotonic() + args.timeout
-    inputs, complete = read_topic(args.bootstrap, args.input, "read_uncommitted", timeout=args.timeout)
+    read, complete = read_topic(args.bootstrap, args.input, "read_uncommitted", timeout=args.timeout)
     if not complete:
         raise TimeoutError(f"could not read the input topic {args.input} to its end")
+    inputs = {p: [(o, v) for o, _, v in recs] for p, recs in read.items()}
     out: dict[str, Any] = {}
     for isolation in ("read_committed", "read_uncommitted"):
         left = max(5.0, deadline - time.monotonic())
         records, complete = read_topic(args.bootstrap, args.output, isolation, timeout=left)
-        values = {p: [v for _, v in recs] for p, recs in records.items()}
+        values = {p: [v for _, _, v in recs] for p, recs in records.items()}
         out[isolation] = analyse(isolation, inputs, values, complete=complete).__dict__
     return out
 
