@@ -6,9 +6,10 @@ open transactions; a read_committed checker then sees every input exactly once a
 and a read_uncommitted pass sees the aborted attempts too. The harness is
 `kafkapy.testing.eos`; docs/testing-eos.md says how to run it.
 
-`TARGETS` lists the clusters these tests run against. Apache Kafka proves the harness itself;
-once kafkapy serves transactions, "kafkapy" (a node) and "kafkapy-cluster" (3 controllers + 3
-brokers, topics RF 3 / min.insync 2) join the list.
+`TARGETS` lists the clusters the service-kill tests run against, `CLUSTER_TARGETS` the replicated
+ones the broker-kill run (KAFKAPY_EOS_BROKER_KILLS=1) uses. Apache Kafka proves the harness
+itself; once kafkapy serves transactions, "kafkapy" (a node) and "kafkapy-cluster" (3 controllers
++ 3 brokers, topics RF 3 / min.insync 2) join `TARGETS`, and "kafkapy-cluster" `CLUSTER_TARGETS`.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ from kafkapy.testing.eos.services import Pipeline
 from kafkapy.testing.eos.targets import start_target
 
 TARGETS = ["apache-kafka"]
+# Multi-broker clusters for the broker-kill run (RF 3, min.insync 2); "kafkapy-cluster" joins later.
+CLUSTER_TARGETS = ["apache-kafka-cluster"]
+SKIP_BROKER_KILLS = not os.environ.get("KAFKAPY_EOS_BROKER_KILLS")
 SERVICES = ["python", "java"]
 RECORDS = 3000
 PARTITIONS = 3
 TXN_SIZE = 100
 SERVICE_KILLS = 3
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(400)
 
 
 @pytest.fixture(scope="module", params=TARGETS)
@@ -72,8 +76,7 @@ def test_service_kill9s_mid_transaction_leave_every_input_exactly_once(target, s
     assert check.aborted_seen > 0, summary.line()
 
 
-@pytest.mark.skipif(not os.environ.get("KAFKAPY_EOS_BROKER_KILLS"),
-                    reason="KAFKAPY_EOS_BROKER_KILLS=1 runs the broker kills (~40 s more per target)")
+@pytest.mark.skipif(SKIP_BROKER_KILLS, reason="KAFKAPY_EOS_BROKER_KILLS=1 runs the broker kills (~40 s more per target)")
 def test_a_transaction_coordinator_kill9_leaves_every_input_exactly_once(target, tmp_path):
     """The broker leading the transaction's coordinator partition dies mid-transaction (on a
     single node, that is the whole cluster) and comes back; the service carries on."""
@@ -87,3 +90,24 @@ def test_a_transaction_coordinator_kill9_leaves_every_input_exactly_once(target,
     assert summary.broker_kills == 1, summary.line()
     assert summary.check.exactly_once, f"{summary.line()}\n{summary.check.committed.partitions}"
     assert summary.check.committed.records == records
+
+
+@pytest.mark.skipif(SKIP_BROKER_KILLS, reason="KAFKAPY_EOS_BROKER_KILLS=1 runs the broker kills (a 3-node cluster, ~2 min)")
+@pytest.mark.parametrize("cluster_name", CLUSTER_TARGETS)
+def test_coordinator_leader_and_service_kill9s_on_a_cluster_leave_every_input_exactly_once(cluster_name, tmp_path):
+    """Issue 21's chaos on a replicated cluster: the transaction coordinator's broker, output
+    partition leaders and the service itself die mid-transaction, one after another."""
+    cluster = start_target(cluster_name, tmp_path / "cluster")
+    try:
+        pipeline = pipeline_on(cluster, "cluster", RECORDS)
+        faults = ["service", "txn-coordinator", "output-leader", "service", "output-leader", "txn-coordinator"]
+        run = ChaosRun(pipeline, "python", records=RECORDS, workdir=tmp_path, deadline_s=240,
+                       schedule=evenly(RECORDS, faults),
+                       broker_fault=broker_killer(cluster, pipeline, down_s=2.0))
+        summary = run.run()
+        print(summary.line(), summary.broker_kill_log)
+        assert (summary.service_kills, summary.broker_kills) == (2, 4), summary.line()
+        assert summary.check.exactly_once, f"{summary.line()}\n{summary.check.committed.partitions}"
+        assert summary.check.committed.records == RECORDS
+    finally:
+        cluster.close()

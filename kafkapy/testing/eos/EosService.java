@@ -62,7 +62,7 @@ public class EosService {
         c.put("bootstrap.servers", opt.get("bootstrap"));
         c.put("group.id", opt.get("group"));
         c.put("group.instance.id", opt.getOrDefault("group-instance", "eos-service-0"));
-        c.put("session.timeout.ms", "10000");
+        c.put("session.timeout.ms", "30000");  // outlives a broker restart (see service.py)
         c.put("isolation.level", "read_committed");
         c.put("enable.auto.commit", "false");
         c.put("auto.offset.reset", "earliest");

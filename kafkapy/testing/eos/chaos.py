@@ -175,6 +175,7 @@ class ChaosRun:
         current: ServiceProcess | None = None
         try:
             while True:
+                s.wall_s = time.monotonic() - start
                 if time.monotonic() > deadline:
                     raise ChaosError(f"not done within {self.deadline_s}s: {s.line()}\n{self._stderr_tail()}")
                 if current is None:

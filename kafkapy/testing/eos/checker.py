@@ -119,7 +119,7 @@ def analyse(isolation: str, inputs: Mapping[int, Sequence[tuple[int, bytes]]],
 def read_topic(bootstrap: str, topic: str, isolation: str, *, timeout: float) -> tuple[dict[int, list[Any]], bool]:
     """Every record of ``topic`` up to each partition's high watermark as (offset, key, value); and
     whether every partition was read to its end before the deadline."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"eos-checker-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False, "isolation.level": isolation,
@@ -132,9 +132,16 @@ def read_topic(bootstrap: str, topic: str, isolation: str, *, timeout: float) ->
         # transaction before it has been decided, which is what the check is about.
         probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "eos-checker-probe",
                           "isolation.level": "read_uncommitted"})
+        ends: dict[int, int] = {}
         try:
-            ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                    for p in partitions}
+            while len(ends) < len(partitions):
+                p = partitions[len(ends)]
+                try:
+                    ends[p] = probe.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1]
+                except KafkaException:
+                    # A leader moving after a broker kill: asked again until the deadline.
+                    if time.monotonic() > deadline:
+                        raise
         finally:
             probe.close()
         records: dict[int, list[Any]] = {p: [] for p in partitions}

@@ -60,17 +60,40 @@ class Service:
         self.args = args
         self.consumer = Consumer({
             "bootstrap.servers": args.bootstrap, "group.id": args.group,
-            "group.instance.id": args.group_instance, "session.timeout.ms": 10_000,
+            # Long enough to outlive a broker restart: a static member whose session expires is
+            # fenced when it rejoins. A restarted incarnation replaces a killed one at once anyway.
+            "group.instance.id": args.group_instance, "session.timeout.ms": 30_000,
             "isolation.level": "read_committed", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "enable.partition.eof": False,
+            "error_cb": self._client_error,
         })
         self.producer = Producer({
             "bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
             "transaction.timeout.ms": args.transaction_timeout_ms, "linger.ms": 5,
+            "error_cb": self._client_error,
         })
+        self.fatal_error: str | None = None
         self.end_offsets: dict[int, int] = {}
         self.txns = 0
         self.total = 0
+
+    def _client_error(self, err: KafkaError) -> None:
+        # librdkafka reports some fatal errors (a fenced static member) only here.
+        if err.fatal():
+            self.fatal_error = str(err)
+
+    def _committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The group's committed offsets, asked again while the coordinator moves."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                found: list[TopicPartition] = self.consumer.committed(partitions, timeout=CALL_TIMEOUT)
+                return found
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if err.fatal() or time.monotonic() > deadline:
+                    raise Fatal(f"committed offsets: {err}") from None
+                time.sleep(0.2)
 
     # -- the loop ------------------------------------------------------------------------------------
 
@@ -79,6 +102,8 @@ class Service:
         emit({"event": "started"})
         self.consumer.subscribe([self.args.input], on_assign=self._assigned)
         while not self._done():
+            if self.fatal_error:
+                raise Fatal(self.fatal_error)
             batch = self._next_batch()
             if not batch:
                 continue
@@ -104,7 +129,7 @@ class Service:
         if unknown:
             # Nothing consumed yet in this incarnation (a restart after the last commit): the
             # group's committed offsets say where it stands.
-            for tp in self.consumer.committed(unknown, timeout=CALL_TIMEOUT):
+            for tp in self._committed(unknown):
                 positions[tp.partition] = tp.offset
         return all(positions.get(p, -1) >= end for p, end in self.end_offsets.items()
                    if end > 0)
@@ -156,8 +181,7 @@ class Service:
         retrying("abort_transaction", lambda: self.producer.abort_transaction(CALL_TIMEOUT))
         # The group's offsets, not our own positions, say where to go on: a commit that failed
         # on our side may still have reached the coordinator.
-        committed = self.consumer.committed(self.consumer.assignment(), timeout=CALL_TIMEOUT)
-        for tp in committed:
+        for tp in self._committed(self.consumer.assignment()):
             self.consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
         emit({"event": "aborted", "error": str(err)})
 

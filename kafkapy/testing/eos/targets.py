@@ -17,6 +17,7 @@ from typing import Any, Callable
 from kafkapy.cli.admin import Admin
 from kafkapy.cli.output import CliError
 from kafkapy.protocol import messages as m
+from kafkapy.testing.node import api_versions_round_trip
 
 #: Broker settings for every target: a new group's first rebalance at once (Kafka waits 3 s for
 #: more members by default, and every service incarnation would pay it).
@@ -44,13 +45,21 @@ class Target:
     start: Callable[[int], object]
     log_tail: Callable[[], str]
     close: Callable[[], None]
+    address: Callable[[int], tuple[str, int]]
     handle: Any = field(repr=False, default=None)
 
-    def kill_and_restart(self, node_id: int, *, down_s: float = 0.0) -> None:
-        """kill -9 one broker, leave it down ``down_s`` seconds, start it again (bounded)."""
+    def kill_and_restart(self, node_id: int, *, down_s: float = 0.0, timeout: float = 90.0) -> None:
+        """kill -9 one broker, leave it down ``down_s`` seconds, start it again and wait until it
+        answers ApiVersions (bounded)."""
         self.kill9(node_id)
         time.sleep(down_s)
         self.start(node_id)
+        host, port = self.address(node_id)
+        deadline = time.monotonic() + timeout
+        while not api_versions_round_trip(host, port, timeout=1.0):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"broker {node_id} did not answer within {timeout}s of its restart")
+            time.sleep(0.2)
 
 
 def start_target(name: str, workdir: str | os.PathLike[str]) -> Target:
@@ -68,14 +77,16 @@ def start_target(name: str, workdir: str | os.PathLike[str]) -> Target:
         nodes = {n.node_id: n for n in cluster.nodes}
         return Target(name, cluster.bootstrap, 3, 2, sorted(nodes),
                       kill9=lambda i: nodes[i].kill9(), start=lambda i: nodes[i].start(),
-                      log_tail=cluster.log_tail, close=cluster.cleanup, handle=cluster)
+                      log_tail=cluster.log_tail, close=cluster.cleanup,
+                      address=lambda i: (nodes[i].host, nodes[i].port), handle=cluster)
     if name == "kafkapy-cluster":
         from kafkapy.testing.cluster import KafkaClusterNode
         node = KafkaClusterNode(workdir, overrides={**BROKER_OVERRIDES, **REPLICATED})
         _start(node)
         local = node.cluster
         return Target(name, node.bootstrap, 3, 2, local.broker_ids(), kill9=local.kill9,
-                      start=local.start, log_tail=node.log_tail, close=node.cleanup, handle=node)
+                      start=local.start, log_tail=node.log_tail, close=node.cleanup,
+                      address=local.broker_address, handle=node)
     raise ValueError(f"unknown target {name!r}; expected one of {TARGETS}")
 
 
@@ -91,7 +102,8 @@ def _single(name: str, node: Any) -> Target:
     _start(node)
     node_id = getattr(node, "node_id", 1)
     return Target(name, node.bootstrap, 1, 1, [node_id], kill9=lambda _: node.kill9(),
-                  start=lambda _: node.start(), log_tail=node.log_tail, close=node.cleanup, handle=node)
+                  start=lambda _: node.start(), log_tail=node.log_tail, close=node.cleanup,
+                  address=lambda _: (node.host, node.port), handle=node)
 
 
 class Roles:
