@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from kafkapy.testing.eos.chaos import ChaosError, ServiceProcess
 from kafkapy.testing.eos.checker import read_topic
@@ -71,25 +71,29 @@ class StreamsSummary:
     incarnations: int
     wall_s: float
     check: dict[str, Any]
+    processed_at_kills: list[int]
 
     def line(self) -> str:
         c = self.check
-        return (f"streams: {self.kills} kills, {self.incarnations} incarnations, {self.wall_s:.1f}s; "
+        return (f"streams: {self.kills} kills (after {self.processed_at_kills} records processed), "
+                f"{self.incarnations} incarnations, {self.wall_s:.1f}s; "
                 f"{c['records']} committed updates, repeats {c['repeats']}, gaps {c['gaps']}, "
                 f"in order {c['in_order']}, done {c['done']}; read_uncommitted {c['uncommitted_records']}")
 
 
 class StreamsRun:
     """Run StreamsSum over ``input`` until every bucket's total is in ``output``, killing it
-    ``kills`` times ``kill_after_s`` seconds after it reached RUNNING; bounded by ``deadline_s``."""
+    ``kills`` times, each once that incarnation reported aggregating ``kill_after`` records
+    (default: a share of the input); bounded by ``deadline_s``."""
 
     def __init__(self, bootstrap: str, input_topic: str, output: str, *, records: int, buckets: int,
-                 workdir: Path, kills: int = 1, kill_after_s: float = 2.0, pause_ms: int = 1,
+                 workdir: Path, kills: int = 1, kill_after: int | None = None, pause_ms: int = 1,
                  replication: int | None = None, deadline_s: float = 120.0) -> None:
         self.bootstrap, self.output = bootstrap, output
         self.records, self.buckets = records, buckets
         self.workdir = workdir
-        self.kills, self.kill_after_s, self.deadline_s = kills, kill_after_s, deadline_s
+        self.kills, self.deadline_s = kills, deadline_s
+        self.kill_after = kill_after if kill_after is not None else max(250, records // (2 * (kills + 1)))
         args = [bootstrap, f"eos-streams-{uuid.uuid4().hex[:6]}", input_topic, output,
                 str(workdir / "state"), str(buckets), str(pause_ms)]
         if replication is not None:
@@ -100,31 +104,34 @@ class StreamsRun:
         return ServiceProcess(self.argv, self.workdir / "streams.stderr", self.workdir / "streams.events",
                               stdin_pipe=True)
 
-    def _wait_running(self, app: ServiceProcess, deadline: float) -> None:
+    def _wait_for(self, app: ServiceProcess, deadline: float, what: str,
+                  done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         while time.monotonic() < deadline:
             ev = app.next_event(timeout=0.2)
-            if ev and ev.get("event") == "state" and ev.get("state") == "RUNNING":
-                return
+            if ev and done(ev):
+                return ev
             if ev and ev.get("event") == "exit":
-                raise ChaosError(f"the Streams app exited before RUNNING\n{self._stderr_tail()}")
-        raise ChaosError(f"the Streams app did not reach RUNNING in time\n{self._stderr_tail()}")
+                raise ChaosError(f"the Streams app exited before {what}\n{self._stderr_tail()}")
+        raise ChaosError(f"the Streams app did not reach {what} in time\n{self._stderr_tail()}")
 
     def run(self) -> StreamsSummary:
         start = time.monotonic()
         deadline = start + self.deadline_s
         incarnations = 0
+        at_kills: list[int] = []
         app: ServiceProcess | None = None
         try:
             for _ in range(self.kills):
                 incarnations += 1
                 app = self._start()
-                self._wait_running(app, deadline)
-                time.sleep(self.kill_after_s)
+                ev = self._wait_for(app, deadline, f"{self.kill_after} records", lambda e: (
+                    e.get("event") == "processed" and int(e["count"]) >= self.kill_after))
                 app.kill9()
+                at_kills.append(int(ev["count"]))
                 app = None
             incarnations += 1
             app = self._start()
-            self._wait_running(app, deadline)
+            self._wait_for(app, deadline, "RUNNING", lambda e: e.get("state") == "RUNNING")
             while True:
                 check = check_sums(self.bootstrap, self.output, self.records, self.buckets)
                 if check["done"] or time.monotonic() > deadline:
@@ -137,7 +144,7 @@ class StreamsRun:
         finally:
             if app is not None:
                 app.kill9()
-        return StreamsSummary(self.kills, incarnations, time.monotonic() - start, check)
+        return StreamsSummary(self.kills, incarnations, time.monotonic() - start, check, at_kills)
 
     def _stderr_tail(self, max_bytes: int = 6000) -> str:
         try:
