@@ -10,16 +10,13 @@ whole file stays fast.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -91,29 +88,9 @@ def wait_until(pred, timeout: float, what: str, *members: "Member") -> None:
                          "\n".join(m.describe() for m in members))
 
 
-_java_lock = threading.Lock()
-
-
 def java_classpath() -> str:
-    with _java_lock:
-        h = hashlib.sha256(JAVA_DRIVER.read_bytes())
-        for jar in clients.java_jars():
-            h.update(jar.name.encode())
-        target = clients.JAVA_BUILD_DIR / f"groups-{h.hexdigest()[:16]}"
-        if not (target / "GroupDriver.class").exists():
-            clients.JAVA_BUILD_DIR.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix="compile-", dir=clients.JAVA_BUILD_DIR))
-            done = clients.run_process(
-                ["javac", "-nowarn", "-encoding", "UTF-8", "-cp", os.pathsep.join(map(str, clients.java_jars())),
-                 "-d", str(tmp), str(JAVA_DRIVER)], timeout=120)
-            if done.returncode != 0:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise clients.ClientError("javac GroupDriver failed\n" + done.describe())
-            try:
-                tmp.rename(target)
-            except OSError:
-                shutil.rmtree(tmp, ignore_errors=True)
-        return os.pathsep.join([str(target), *map(str, clients.java_jars())])
+    target = clients.compile_java([JAVA_DRIVER], clients.java_jars(), name="groups", timeout=120)
+    return os.pathsep.join([str(target), *map(str, clients.java_jars())])
 
 
 class Member:

@@ -8,14 +8,11 @@ stderr. A tool that overruns its time ends that JVM; the next request starts a f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import select
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from kafkapy.testing.apache_kafka import java_binary, java_command, kafka_classpath  # noqa: E402
+from kafkapy.testing.apache_kafka import java_command, kafka_classpath  # noqa: E402
+from kafkapy.testing.clients import compile_java  # noqa: E402
 
 SOURCE = Path(__file__).with_name("ToolRunner.java")
 # kafka-shell 4.3.1 on Kafka 4.4.0 jars needs two classes 4.4 dropped or moved (see the shims).
@@ -59,21 +57,11 @@ class ToolResult:
 
 def compiled_runner() -> Path:
     """The directory holding ToolRunner.class, compiled once per source version (javac ~2 s)."""
-    sources = [SOURCE, *SHIMS]
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + kafka_classpath().encode()).hexdigest()[:16]
-    out = CACHE / digest
-    if (out / "ToolRunner.class").exists():
-        return out
-    javac = shutil.which("javac") or str(Path(java_binary()).with_name("javac"))
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="toolrunner-", dir=CACHE))
-    subprocess.run([javac, "-nowarn", "-cp", kafka_classpath(), "-d", str(tmp), *map(str, sources)],
-                   check=True, timeout=120, capture_output=True)
-    try:
-        tmp.rename(out)
-    except OSError:  # another process compiled it first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    jars: list[Path] = []
+    for entry in filter(None, kafka_classpath().split(os.pathsep)):
+        # Java's "dir/*" classpath entries: every jar of the directory.
+        jars += sorted(Path(entry[:-1]).glob("*.jar")) if entry.endswith("*") else [Path(entry)]
+    return compile_java([SOURCE, *SHIMS], jars, build_dir=CACHE)
 
 
 class ToolRunner:

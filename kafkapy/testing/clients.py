@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -144,32 +145,46 @@ def java_jars() -> list[Path]:
     return jars
 
 
-def java_classes_dir() -> Path:
-    """Compile Compat.java once per (source, jars) content hash; later calls reuse the classes."""
-    h = hashlib.sha256(JAVA_SOURCE.read_bytes())
-    for jar in java_jars():
-        st = jar.stat()
-        h.update(f"{jar.name}:{st.st_size}:{int(st.st_mtime)}".encode())
-    target = JAVA_BUILD_DIR / h.hexdigest()[:16]
-    if (target / "Compat.class").exists():
-        return target
-    JAVA_BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="compile-", dir=JAVA_BUILD_DIR))
-    try:
-        done = run_process(
-            ["javac", "-nowarn", "-encoding", "UTF-8", "-cp", os.pathsep.join(map(str, java_jars())),
-             "-d", str(tmp), str(JAVA_SOURCE)],
-            timeout=120,
-        )
-        if done.returncode != 0:
-            raise ClientError("javac failed\n" + done.describe())
+_compile_lock = threading.Lock()
+
+
+def compile_java(sources: Sequence[Path], jars: Sequence[Path], *, build_dir: Path = JAVA_BUILD_DIR,
+                 name: str = "", timeout: float = 180) -> Path:
+    """The directory holding the classes of ``sources`` compiled against ``jars``, compiled once
+    per content of the sources and names and sizes of the jars; later calls (other threads, test
+    modules, processes) reuse it. Compiled into a temporary directory renamed into place, so a
+    concurrent compile elsewhere is harmless."""
+    h = hashlib.sha256()
+    for src in sources:
+        h.update(src.read_bytes())
+    for jar in jars:
+        h.update(f"{jar.name}:{jar.stat().st_size}".encode())
+    target = build_dir / f"{name}-{h.hexdigest()[:16]}" if name else build_dir / h.hexdigest()[:16]
+    marker = target / f"{sources[0].stem}.class"
+    with _compile_lock:
+        if marker.exists():
+            return target
+        build_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="compile-", dir=build_dir))
         try:
-            tmp.rename(target)  # atomic; a concurrent compile may have won, which is fine
-        except OSError:
-            pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            javac = shutil.which("javac") or "javac"
+            done = run_process([javac, "-nowarn", "-encoding", "UTF-8",
+                                "-cp", os.pathsep.join(map(str, jars)), "-d", str(tmp),
+                                *map(str, sources)], timeout=timeout)
+            if done.returncode != 0:
+                raise ClientError(f"javac {sources[0].name} failed\n" + done.describe())
+            try:
+                tmp.rename(target)
+            except OSError:
+                pass  # compiled meanwhile by another process: theirs is the same
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def java_classes_dir() -> Path:
+    """Compat.java's classes, compiled once (see :func:`compile_java`)."""
+    return compile_java([JAVA_SOURCE], java_jars(), name="compat", timeout=120)
 
 
 def java_classpath() -> str:

@@ -9,20 +9,16 @@ kafka-clients jar of the compat suite in ``.tools/java``.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import tempfile
-import threading
 from pathlib import Path
 
+from kafkapy.testing import clients
 from kafkapy.testing.apache_kafka import java_binary, kafka_home
-from kafkapy.testing.clients import JAVA_BUILD_DIR, JAVA_OPTS, ClientError, java_jars, run_process
+from kafkapy.testing.clients import JAVA_OPTS, ClientError, java_jars
 
 EOS_DIR = Path(__file__).resolve().parent
 SERVICE_SOURCE = EOS_DIR / "EosService.java"
 JAR_SETS = ("apache-kafka", "clients")
-_lock = threading.Lock()
 
 
 def jars(jar_set: str = "apache-kafka") -> list[Path]:
@@ -39,29 +35,7 @@ def jars(jar_set: str = "apache-kafka") -> list[Path]:
 
 def compile_java(source: Path, jar_set: str = "apache-kafka") -> Path:
     """The directory holding ``source``'s classes, compiled now if they were not yet."""
-    jar_list = jars(jar_set)
-    h = hashlib.sha256(source.read_bytes())
-    for jar in jar_list:
-        h.update(jar.name.encode())
-    target = JAVA_BUILD_DIR / f"{source.stem.lower()}-{h.hexdigest()[:16]}"
-    with _lock:
-        if (target / f"{source.stem}.class").exists():
-            return target
-        JAVA_BUILD_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix="compile-", dir=JAVA_BUILD_DIR))
-        try:
-            done = run_process(["javac", "-nowarn", "-encoding", "UTF-8",
-                                "-cp", os.pathsep.join(map(str, jar_list)), "-d", str(tmp), str(source)],
-                               timeout=180)
-            if done.returncode != 0:
-                raise ClientError(f"javac {source.name} failed\n" + done.describe())
-            try:
-                tmp.rename(target)  # atomic; a concurrent compile may have won, which is fine
-            except OSError:
-                pass
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return clients.compile_java([source], jars(jar_set), name=source.stem.lower())
 
 
 def java_argv(source: Path, *args: str, jar_set: str = "apache-kafka", heap: str = "-Xmx256m") -> list[str]:
