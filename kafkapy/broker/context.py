@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafkapy.broker.edges import GroupService, ProducerIds, RemoteLog, TopicStats
+from kafkapy.broker.edges import GroupService, ProducerIds, RemoteLog, TopicStats, TransactionService
 from kafkapy.broker.fetch_session import FetchSessionCache
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.config import BrokerConfig, Listener
@@ -65,6 +65,8 @@ class BrokerContext:
     # Per-topic produce/fetch counters (kafkapy.metrics.stats.BrokerTopicStats), None in
     # contexts that count nothing (the controller's admin context, tests).
     stats: TopicStats | None = None
+    # The transaction coordinator (kafkapy.coordinator.transaction_service), None until it runs.
+    transactions: TransactionService | None = None
 
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised

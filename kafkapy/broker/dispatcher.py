@@ -54,6 +54,13 @@ from kafkapy.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
+from kafkapy.broker.handlers.transactions import (
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_describe_transactions,
+    handle_end_txn,
+    handle_list_transactions,
+)
 from kafkapy.broker.handlers.txn_markers import handle_write_txn_markers
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
@@ -109,6 +116,13 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     # replica knows.
     (ApiKey.WRITE_TXN_MARKERS, 1, 1, handle_write_txn_markers),
     (ApiKey.DESCRIBE_PRODUCERS, 0, 0, handle_describe_producers),
+    # The transaction coordinator, at the versions transaction.version 1 honours (EndTxn v5 and
+    # InitProducerId v6 are transaction.version 2's and KIP-939's; AddPartitionsToTxn v5 is TV2's).
+    (ApiKey.ADD_PARTITIONS_TO_TXN, 0, 4, handle_add_partitions_to_txn),
+    (ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, handle_add_offsets_to_txn),
+    (ApiKey.END_TXN, 0, 4, handle_end_txn),
+    (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, handle_describe_transactions),
+    (ApiKey.LIST_TRANSACTIONS, 0, 2, handle_list_transactions),
 ]
 API_VERSIONS_RANGE = (0, 4)
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kafkapy.coordinator.classic_group import ClassicGroup
     from kafkapy.coordinator.group import GroupShard
     from kafkapy.coordinator.outcome import Outcome
+    from kafkapy.coordinator.transaction import TransactionShard, TxnResult
 
 
 class RemoteReads(Protocol):
@@ -88,4 +89,26 @@ class TopicStats(Protocol):
         ...
 
     def fetched(self, topic: str, size: int, *, failed: bool = False) -> None:
+        ...
+
+
+class TransactionService(Protocol):
+    """The transaction coordinator (``kafkapy.coordinator.transaction_service.TransactionCoordinator``)
+    as the transaction and FindCoordinator handlers use it."""
+
+    def partition_for(self, transactional_id: str) -> int:
+        ...
+
+    def shard_for(self, transactional_id: str) -> TransactionShard:
+        """The loaded shard of the id (KafkaError: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+        ...
+
+    async def execute(self, shard: TransactionShard, res: TxnResult) -> object:
+        """Write the operation's records, send its markers; its answer."""
+        ...
+
+    def all_loaded(self) -> bool:
+        ...
+
+    def loaded_shards(self) -> Sequence[TransactionShard]:
         ...

@@ -46,6 +46,8 @@ from kafkapy.controller.quorum_controller import (
 )
 from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import GroupCoordinator
+from kafkapy.coordinator.transaction import TRANSACTION_STATE_TOPIC
+from kafkapy.coordinator.transaction_service import TransactionCoordinator
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
 from kafkapy.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
@@ -140,12 +142,16 @@ class BrokerRuntime(Runtime):
             self.remote_log_manager = RemoteLogManager(
                 config, rsm, self.replicas, node_id, clock.now_ms, metadata_log,
                 self._create_internal_topic)
+        producer_ids = ProducerIdManager(self._allocate_producer_ids)
+        self.transactions = TransactionCoordinator(
+            config, self.replicas, clock, node_id, next_producer_id=producer_ids.next_id,
+            image=lambda: loader.image, connect=self._connect_to_broker)
         self.context = BrokerContext(
             node_id=node_id, cluster_id=cluster_id, config=config, clock=clock,
             replicas=self.replicas, image=lambda: loader.image,
             controller=None, advertised=advertised, controller_request=self.controller_request,
-            producer_ids=ProducerIdManager(self._allocate_producer_ids), groups=self.groups,
-            remote=self.remote_log_manager, stats=topic_stats,
+            producer_ids=producer_ids, groups=self.groups,
+            remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
         )
         self._dir_ids = self._directory_ids()
         self.lifecycle = BrokerLifecycleManager(
@@ -218,6 +224,7 @@ class BrokerRuntime(Runtime):
         nursery.start_soon(self.tasks.retention_loop)
         await nursery.start(self.producer_expiration.run)
         await nursery.start(self.groups.run)
+        await nursery.start(self.transactions.run)
         nursery.start_soon(self.tasks.cleaner_loop)
         if self.remote_log_manager is not None:
             await nursery.start(self.remote_log_manager.run)
@@ -253,6 +260,8 @@ class BrokerRuntime(Runtime):
             self._topic_stats.forget(name)  # a deleted topic's series go with it
         if update.topic_touched(OFFSETS_TOPIC):
             self.groups.on_image(update.image)
+        if update.topic_touched(TRANSACTION_STATE_TOPIC):
+            self.transactions.on_image(update.image)
 
     def _on_hosted(self, topics: set[str]) -> None:
         """Logs made in the background are served now: tell those that follow the hosted
@@ -261,6 +270,8 @@ class BrokerRuntime(Runtime):
         self._tiering_follow(MetadataUpdate.whole(image), "newly hosted partitions")
         if OFFSETS_TOPIC in topics:
             self.groups.on_image(image)
+        if TRANSACTION_STATE_TOPIC in topics:
+            self.transactions.on_image(image)
 
     def _tiering_follow(self, update: MetadataUpdate, what: str) -> None:
         if self.remote_log_manager is not None:

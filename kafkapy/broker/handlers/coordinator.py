@@ -1,10 +1,12 @@
-"""FindCoordinator: which broker coordinates a group (transactions are not coordinated yet).
+"""FindCoordinator: which broker coordinates a group (key type 0) or a transactional id (type 1).
 
 A group's coordinator leads partition ``abs(hashCode(group)) % offsets.topic.num.partitions`` of
 ``__consumer_offsets``. As in Kafka, the first FindCoordinator creates that topic through the
 controller (``offsets.topic.replication.factor`` replicas, ``cleanup.policy=compact``). While the
 topic or its partition is not ready the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
-Transaction keys get COORDINATOR_NOT_AVAILABLE until the transaction coordinator exists.
+A transactional id's coordinator leads partition ``abs(hashCode(id)) %
+transaction.state.log.num.partitions`` of ``__transaction_state``, created the same way on first
+use (``transaction.state.log.*`` settings).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from kafkapy.broker.handlers.topics import create_topics_internal
 from kafkapy.controller import NewTopic
 from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import setting
+from kafkapy.coordinator.transaction import TRANSACTION_STATE_TOPIC
+from kafkapy.coordinator.transaction_service import transaction_config
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode
@@ -48,16 +52,53 @@ async def ensure_offsets_topic(ctx: BrokerContext) -> bool:
     return OFFSETS_TOPIC in ctx.image().topics.by_name
 
 
+async def ensure_transaction_topic(ctx: BrokerContext) -> bool:
+    """Create ``__transaction_state`` if it does not exist (Kafka's settings for it); True when
+    it exists now."""
+    if TRANSACTION_STATE_TOPIC in ctx.image().topics.by_name:
+        return True
+    partitions = transaction_config(ctx.config).transaction_state_log_num_partitions
+    replication = setting(ctx.config, "transaction.state.log.replication.factor")
+    configs: dict[str, str | None] = {
+        "cleanup.policy": "compact",
+        "compression.type": "uncompressed",
+        "unclean.leader.election.enable": "false",
+        "min.insync.replicas": str(setting(ctx.config, "transaction.state.log.min.isr")),
+        "segment.bytes": str(_transaction_segment_bytes(ctx)),
+    }
+    results = await create_topics_internal(
+        ctx, [NewTopic(TRANSACTION_STATE_TOPIC, partitions, replication, configs=configs)])
+    for _, code, message in results:
+        if code == ErrorCode.NONE:
+            log.info("Created %s with %d partitions, replication factor %d", TRANSACTION_STATE_TOPIC, partitions,
+                     replication)
+        elif code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.warning("Could not create %s: %s %s", TRANSACTION_STATE_TOPIC, ErrorCode(code).name, message)
+    return TRANSACTION_STATE_TOPIC in ctx.image().topics.by_name
+
+
+def _transaction_segment_bytes(ctx: BrokerContext) -> int:
+    try:
+        return setting(ctx.config, "transaction.state.log.segment.bytes")
+    except LookupError:  # declared by the transaction settings; Kafka's default until then
+        return 104_857_600
+
+
 async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
     """(error, message, node_id, host, port) for one coordinator key."""
     if key_type == TRANSACTION_KEY:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
-    if key_type != GROUP_KEY:
+        if not key:
+            return ErrorCode.INVALID_REQUEST, "The transactional id is empty.", -1, "", -1
+        if ctx.transactions is None or not await ensure_transaction_topic(ctx):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
+        topic_name, partition = TRANSACTION_STATE_TOPIC, ctx.transactions.partition_for(key)
+    elif key_type != GROUP_KEY:
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}", -1, "", -1
-    if ctx.groups is None or not await ensure_offsets_topic(ctx):
+    elif ctx.groups is None or not await ensure_offsets_topic(ctx):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
-    partition = ctx.groups.partition_for(key)
-    topic = ctx.image().topics.by_name[OFFSETS_TOPIC]
+    else:
+        topic_name, partition = OFFSETS_TOPIC, ctx.groups.partition_for(key)
+    topic = ctx.image().topics.by_name[topic_name]
     reg = topic.partitions.get(partition)
     leader = reg.leader if reg is not None else -1
     broker = ctx.image().brokers.get(leader) if leader >= 0 else None

@@ -73,9 +73,8 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
             try:
                 if acks not in VALID_ACKS:
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
-                if body.transactional_id is not None:
-                    raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                     "Transactions are not supported yet")
+                # A transactional_id is accepted: the log checks the batch's producer and epoch.
+                # (KIP-890 part 1's verification with the coordinator is not done yet.)
                 if name is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID if version >= 13
                                      else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
