@@ -133,11 +133,11 @@ class TransactionCoordinator:
             return shard
         if p in self.loading:
             raise KafkaError(E.COORDINATOR_LOAD_IN_PROGRESS)
-        try:
-            hosted = self.replicas.get(TRANSACTION_STATE_TOPIC, p)
-        except KafkaError:
-            raise KafkaError(E.NOT_COORDINATOR) from None
-        if hosted.leader_id != self.node_id:
+        topic = self._image().topics.by_name.get(TRANSACTION_STATE_TOPIC)
+        reg = None if topic is None else topic.partitions.get(p)
+        if reg is None:
+            raise KafkaError(E.COORDINATOR_NOT_AVAILABLE)
+        if reg.leader != self.node_id:
             raise KafkaError(E.NOT_COORDINATOR)
         raise KafkaError(E.COORDINATOR_LOAD_IN_PROGRESS)  # led, not yet scheduled for loading
 
