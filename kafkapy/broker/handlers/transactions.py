@@ -83,14 +83,14 @@ async def handle_txn_init_producer_id(ctx: BrokerContext, request: Request) -> o
 
 # ------------------------------------------------------------------------------------ AddPartitionsToTxn
 
-def _topics_result(ctx: BrokerContext, version: int, codes: dict[tuple[str, int], int]) -> list[Any]:
+def _topics_result(codes: dict[tuple[str, int], int]) -> list[Any]:
     T = AddPartsResp.AddPartitionsToTxnTopicResult
     P = T.AddPartitionsToTxnPartitionResult
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), code in codes.items():
-        by_topic.setdefault(topic, []).append(P(version=version, partition_index=partition,
-                                                partition_error_code=code))
-    return [T(version=version, name=t, results_by_partition=ps) for t, ps in by_topic.items()]
+        by_topic.setdefault(topic, []).append(P(partition_index=partition, partition_error_code=code))
+    # (Built without a version: these common structs declare only v0-3, yet encode at v4.)
+    return [T(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
 
 
 def _partitions(topics: Any) -> list[tuple[str, int]]:
@@ -129,15 +129,15 @@ async def handle_add_partitions_to_txn(ctx: BrokerContext, request: Request) -> 
                                       body.v3_and_below_producer_id, body.v3_and_below_producer_epoch,
                                       _partitions(body.v3_and_below_topics))
         return AddPartsResp(version=request.response_version, throttle_time_ms=0,
-                            results_by_topic_v3_and_below=_topics_result(ctx, version, codes))
+                            results_by_topic_v3_and_below=_topics_result(codes))
     # v4+: the partition leaders' batched form, one entry per transaction.
     R = AddPartsResp.AddPartitionsToTxnResult
     results = []
     for txn in body.transactions:
         codes = await _add_partitions(ctx, version, txn.transactional_id, txn.producer_id, txn.producer_epoch,
                                       _partitions(txn.topics), verify_only=txn.verify_only)
-        results.append(R(version=version, transactional_id=txn.transactional_id,
-                         topic_results=_topics_result(ctx, version, codes)))
+        results.append(R(transactional_id=txn.transactional_id,
+                         topic_results=_topics_result(codes)))
     return AddPartsResp(version=request.response_version, throttle_time_ms=0, error_code=E.NONE,
                         results_by_transaction=results)
 
