@@ -102,7 +102,8 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     # Consumer groups (classic protocol) and committed offsets.
     (ApiKey.OFFSET_COMMIT, 2, 9, handle_offset_commit),
     (ApiKey.OFFSET_FETCH, 1, 9, handle_offset_fetch),
-    (ApiKey.TXN_OFFSET_COMMIT, 0, 5, handle_txn_offset_commit),
+    # v5 is transaction.version 2's (it adds the offsets partition to the transaction itself).
+    (ApiKey.TXN_OFFSET_COMMIT, 0, 4, handle_txn_offset_commit),
     (ApiKey.JOIN_GROUP, 0, 9, handle_join_group),
     (ApiKey.HEARTBEAT, 0, 4, handle_heartbeat),
     (ApiKey.LEAVE_GROUP, 0, 5, handle_leave_group),

@@ -263,21 +263,35 @@ class TransactionCoordinator:
     async def execute(self, shard: TransactionShard, res: TxnResult) -> object:
         """Append ``res``'s records (waiting for the in-sync replicas), apply or undo them, log,
         send its markers, and return the answer for the client."""
-        if res.records:
-            code = await self._write(shard, res.records)
-            if code == E.NONE:
-                res.written()
-            else:
-                res.write_failed(code)
-                if res.retry and self._nursery is not None:
-                    self._nursery.start_soon(self._retry_write, shard, res)
-        for line in res.log:
-            log.info("%s", line)
-        res.log.clear()
-        for markers in res.markers:
-            self.markers.send(shard, markers)
-        res.markers = []
+        if res.records and self._nursery is not None:
+            # In the coordinator's own task: a client that goes away mid-write must not leave
+            # the id's transition pending, nor its markers unsent.
+            done = trio.Event()
+            self._nursery.start_soon(self._settle, shard, res, done)
+            await done.wait()
+        else:
+            await self._settle(shard, res)
         return res.response
+
+    async def _settle(self, shard: TransactionShard, res: TxnResult, done: trio.Event | None = None) -> None:
+        try:
+            if res.records:
+                code = await self._write(shard, res.records)
+                if code == E.NONE:
+                    res.written()
+                else:
+                    res.write_failed(code)
+                    if res.retry and self._nursery is not None:
+                        self._nursery.start_soon(self._retry_write, shard, res)
+            for line in res.log:
+                log.info("%s", line)
+            res.log.clear()
+            for markers in res.markers:
+                self.markers.send(shard, markers)
+            res.markers = []
+        finally:
+            if done is not None:
+                done.set()
 
     async def _retry_write(self, shard: TransactionShard, res: TxnResult) -> None:
         """A Complete record whose append failed retriably: append it again until it is in
