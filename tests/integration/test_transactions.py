@@ -11,6 +11,7 @@ that need either are skipped while this build lacks it.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import time
 import uuid
 
@@ -22,6 +23,7 @@ from kafkapy.log.partition_log import PartitionLog
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.testing.apache_kafka import java_command, kafka_home
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -239,6 +241,33 @@ def test_a_second_producer_fences_the_first(node):
     assert st.producer_epoch >= 2  # one bump for the fence, one for the new producer
     if HAS_ABORTED_LISTS:
         assert consume(node, topic, 2, committed=True, expect=2, secs=6) == [b"new"]
+
+
+def _java(*args: str, timeout: float = 120) -> str:
+    p = subprocess.run(java_command(*args), capture_output=True, timeout=timeout, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+@needs_markers
+@pytest.mark.skipif(not (kafka_home() / "libs").is_dir(), reason="Apache Kafka's jars are not fetched (make tools)")
+def test_kafka_java_client_and_tools(node):
+    """Kafka 4.4's own producer (transactional ProducerPerformance), kafka-transactions and a
+    read_committed console consumer against the node."""
+    topic = make_topic(node, _name("java"))
+    txn_id = _name("java")
+    _java("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", "500",
+          "--record-size", "50", "--throughput", "-1", "--transactional-id", txn_id,
+          "--transaction-duration-ms", "100", "--command-property", f"bootstrap.servers={node.bootstrap}")
+    out = _java("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", node.bootstrap,
+                "describe", "--transactional-id", txn_id)
+    assert "CompleteCommit" in out, out
+    out = _java("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", node.bootstrap, "list")
+    assert txn_id in out, out
+    out = _java("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", node.bootstrap,
+                "--topic", topic, "--from-beginning", "--isolation-level", "read_committed",
+                "--timeout-ms", "8000")
+    assert len(out.splitlines()) == 500
 
 
 @needs_markers
