@@ -68,11 +68,12 @@ class TxnReplicas(Protocol):
 
 
 def _setting(config: Any, name: str, default: int) -> int:
-    """A broker setting by Kafka's name, or its Kafka default when this build does not declare it."""
+    """A broker setting by Kafka's name (declared in kafkapy.config), or ``default`` for a
+    config object that does not know it (tests' stand-ins)."""
     try:
         value = config.get(name)
-    except LookupError:  # not declared (yet): a value set anyway is still honoured
-        value = getattr(config, "props", {}).get(name)
+    except LookupError:
+        return default
     return default if value is None else int(value)
 
 

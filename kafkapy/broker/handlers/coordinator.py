@@ -64,7 +64,7 @@ async def ensure_transaction_topic(ctx: BrokerContext) -> bool:
         "compression.type": "uncompressed",
         "unclean.leader.election.enable": "false",
         "min.insync.replicas": str(setting(ctx.config, "transaction.state.log.min.isr")),
-        "segment.bytes": str(_transaction_segment_bytes(ctx)),
+        "segment.bytes": str(setting(ctx.config, "transaction.state.log.segment.bytes")),
     }
     results = await create_topics_internal(
         ctx, [NewTopic(TRANSACTION_STATE_TOPIC, partitions, replication, configs=configs)])
@@ -75,13 +75,6 @@ async def ensure_transaction_topic(ctx: BrokerContext) -> bool:
         elif code != ErrorCode.TOPIC_ALREADY_EXISTS:
             log.warning("Could not create %s: %s %s", TRANSACTION_STATE_TOPIC, ErrorCode(code).name, message)
     return TRANSACTION_STATE_TOPIC in ctx.image().topics.by_name
-
-
-def _transaction_segment_bytes(ctx: BrokerContext) -> int:
-    try:
-        return setting(ctx.config, "transaction.state.log.segment.bytes")
-    except LookupError:  # declared by the transaction settings; Kafka's default until then
-        return 104_857_600
 
 
 async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
