@@ -220,8 +220,9 @@ class TransactionCoordinator:
                 if not advanced:
                     break
                 await trio.sleep(0)
-        except (KafkaError, OSError) as exc:
-            log.error("Loading transaction coordinator partition %s-%d failed: %s", TRANSACTION_STATE_TOPIC, p, exc)
+        except Exception as exc:  # KafkaError, OSError, or a bug of ours: the partition is not served
+            log.error("Loading transaction coordinator partition %s-%d failed: %s", TRANSACTION_STATE_TOPIC, p, exc,
+                      exc_info=not isinstance(exc, (KafkaError, OSError)))
             if self.loading.get(p) == epoch:
                 del self.loading[p]
             return
@@ -276,14 +277,20 @@ class TransactionCoordinator:
 
     async def _settle(self, shard: TransactionShard, res: TxnResult, done: trio.Event | None = None) -> None:
         try:
-            if res.records:
-                code = await self._write(shard, res.records)
-                if code == E.NONE:
-                    res.written()
-                else:
-                    res.write_failed(code)
-                    if res.retry and self._nursery is not None:
-                        self._nursery.start_soon(self._retry_write, shard, res)
+            try:
+                if res.records:
+                    code = await self._write(shard, res.records)
+                    if code == E.NONE:
+                        res.written()
+                    else:
+                        res.write_failed(code)
+                        if res.retry and self._nursery is not None:
+                            self._nursery.start_soon(self._retry_write, shard, res)
+            except Exception:  # a bug of ours: this request fails, the broker goes on
+                log.exception("Applying a transaction coordinator write to %s-%d failed", TRANSACTION_STATE_TOPIC,
+                              shard.partition)
+                res.markers = []
+                res.response = res.error_response(E.UNKNOWN_SERVER_ERROR) if res.error_response else None
             for line in res.log:
                 log.info("%s", line)
             res.log.clear()
@@ -352,7 +359,10 @@ class TransactionCoordinator:
     async def _timer(self, interval_ms: int, job: Callable[[], None]) -> None:
         while True:
             await trio.sleep(interval_ms / 1000.0)
-            job()
+            try:
+                job()
+            except Exception:  # a bug of ours must not stop the broker; the next round tries again
+                log.exception("The transaction coordinator's periodic %s failed", getattr(job, "__name__", job))
 
     def abort_timed_out(self) -> None:
         """Abort, under a bumped epoch, every transaction open longer than its timeout."""

@@ -157,7 +157,12 @@ class TxnMarkerSender:
                 for p in batch:
                     (later if p.markers.producer_id in seen else now).append(p)
                     seen.add(p.markers.producer_id)
-                await self._send_batch(broker_id, broker, now)
+                try:
+                    await self._send_batch(broker_id, broker, now)
+                except Exception:  # a bug of ours must not take the broker down: try again later
+                    log.exception("Sending transaction markers to broker %d failed", broker_id)
+                    for p in now:
+                        self.send(p.shard, p.markers, p.attempt + 1)
                 batch = later
 
     async def _send_batch(self, broker_id: int, broker: _Broker, batch: list[_Pending]) -> None:
@@ -169,10 +174,11 @@ class TxnMarkerSender:
         try:
             if self._connect is None:
                 raise ConnectionError("no inter-broker connections")
-            if broker.client is None:
-                broker.client = await self._connect(broker_id)
-            response = await broker.client.send(request, WRITE_TXN_MARKERS_VERSION, timeout=self._timeout_s)
-        except Exception as exc:  # noqa: BLE001 - any failure to reach the leader is retried
+            with trio.fail_after(self._timeout_s):
+                if broker.client is None:
+                    broker.client = await self._connect(broker_id)
+                response = await broker.client.send(request, WRITE_TXN_MARKERS_VERSION, timeout=self._timeout_s)
+        except Exception as exc:  # noqa: BLE001 - any failure (or no answer in time) is retried
             level = logging.INFO if batch[0].attempt == 0 else logging.DEBUG
             log.log(level, "Sending transaction markers to broker %d failed (%s); retrying", broker_id,
                     exc or type(exc).__name__)
@@ -198,9 +204,13 @@ class TxnMarkerSender:
                     gone: Any, attempt: int) -> None:
         """Hand an answer to the shard and act on its result (the Complete record, or markers
         to send again)."""
-        res = shard.markers_written(markers.transactional_id, results, self._clock.now_ms(), gone=gone)
-        retry, res.markers = res.markers, []
-        await self._execute(shard, res)
+        try:
+            res = shard.markers_written(markers.transactional_id, results, self._clock.now_ms(), gone=gone)
+            retry, res.markers = res.markers, []
+            await self._execute(shard, res)
+        except Exception:  # a bug of ours: the transaction waits for the next load
+            log.exception("Completing %s's transaction after its markers failed", markers.transactional_id)
+            return
         for again in retry:
             self.send(shard, again, attempt + 1)
 

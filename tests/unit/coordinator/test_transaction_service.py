@@ -327,3 +327,39 @@ def test_timed_out_transactions_are_aborted_under_a_bumped_epoch(replicas):
             n.cancel_scope.cancel()
 
     run(main)
+
+
+def test_a_leader_that_never_answers_is_given_up_on_and_asked_again(replicas):
+    cluster = Cluster()
+    hung = {"left": 1}
+    connect = cluster.connect
+
+    async def slow_connect(broker_id):
+        client = await connect(broker_id)
+        send = client.send
+
+        async def maybe_hang(request, version=None, *, timeout=None):
+            if hung["left"]:
+                hung["left"] -= 1
+                await trio.sleep_forever()
+            return await send(request, version, timeout=timeout)
+
+        client.send = maybe_hang
+        return client
+
+    async def main():
+        coord = coordinator(replicas, cluster)
+        coord.markers._connect = slow_connect
+        coord.on_image(cluster.image())
+        async with trio.open_nursery() as n:
+            await n.start(coord.run)
+            await trio.sleep(0.1)
+            _, answer = await begin(coord, [("t", 0)])
+            assert (await end(coord, answer)).error == E.NONE
+            await trio.sleep(30)
+            assert state(coord) == "PrepareCommit"  # the request is still out
+            await trio.sleep(10)  # request.timeout.ms + 5 s: given up, sent again
+            assert state(coord) == "CompleteCommit"
+            n.cancel_scope.cancel()
+
+    run(main)
