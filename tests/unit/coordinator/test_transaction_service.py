@@ -173,6 +173,12 @@ async def end(coord, answer, commit=True, txn=TXN) -> EndTxnAnswer:
                                                      coord.clock.now_ms()))
 
 
+async def prepared(coord, partitions, commit=True) -> None:
+    """A transaction on ``partitions`` whose EndTxn was answered (its markers are out)."""
+    _, answer = await begin(coord, partitions)
+    assert (await end(coord, answer, commit)).error == E.NONE
+
+
 def state(coord, txn=TXN) -> str:
     return coord.shard_for(txn).describe(txn).transaction_state
 
@@ -285,8 +291,7 @@ def test_a_restart_resumes_a_prepare_commits_markers(replicas):
         async with trio.open_nursery() as n:
             await n.start(coord.run)
             await trio.sleep(0.1)
-            _, answer = await begin(coord, [("t", 0)])
-            assert (await end(coord, answer)).error == E.NONE
+            await prepared(coord, [("t", 0)])
             await trio.sleep(1)
             assert state(coord) == "PrepareCommit"
             n.cancel_scope.cancel()
@@ -354,8 +359,7 @@ def test_a_leader_that_never_answers_is_given_up_on_and_asked_again(replicas):
         async with trio.open_nursery() as n:
             await n.start(coord.run)
             await trio.sleep(0.1)
-            _, answer = await begin(coord, [("t", 0)])
-            assert (await end(coord, answer)).error == E.NONE
+            await prepared(coord, [("t", 0)])
             await trio.sleep(30)
             assert state(coord) == "PrepareCommit"  # the request is still out
             await trio.sleep(10)  # request.timeout.ms + 5 s: given up, sent again
