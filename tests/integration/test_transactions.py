@@ -2,15 +2,10 @@
 InitProducerId with a transactional id, a stock client's (confluent-kafka) commits and aborts as
 read_committed consumers see them, zombie fencing, and a restart that keeps committed
 transactions and resumes a PrepareCommit's markers.
-
-Completing a transaction needs the partition leaders' WriteTxnMarkers handler, and hiding the
-records of an aborted one needs the aborted-transaction lists of read_committed fetches: tests
-that need either are skipped while this build lacks it.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import time
 import uuid
@@ -19,20 +14,12 @@ import pytest
 import trio
 
 from helpers import batch, create_topics, run_client
-from kafkapy.log.partition_log import PartitionLog
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.testing.apache_kafka import java_command, kafka_home
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-
-HAS_MARKERS = importlib.util.find_spec("kafkapy.broker.handlers.txn_markers") is not None
-HAS_ABORTED_LISTS = (importlib.util.find_spec("kafkapy.broker.aborted_txns") is not None
-                     and hasattr(PartitionLog, "collect_aborted_transactions"))
-needs_markers = pytest.mark.skipif(not HAS_MARKERS, reason="needs the WriteTxnMarkers handler")
-needs_aborted_lists = pytest.mark.skipif(not (HAS_MARKERS and HAS_ABORTED_LISTS),
-                                         reason="needs WriteTxnMarkers and aborted-transaction lists in Fetch")
 
 NODE_OVERRIDES = {
     "transaction.state.log.num.partitions": "3",
@@ -179,12 +166,10 @@ def test_an_open_transaction_is_hidden_from_read_committed(node):
     p.flush(10)
     assert consume(node, topic, 2, committed=False, expect=4) == [b"open-%d" % i for i in range(4)]
     assert consume(node, topic, 2, committed=True, expect=1, secs=3) == []
-    if HAS_MARKERS:
-        p.commit_transaction(30)
-        assert consume(node, topic, 2, committed=True, expect=4) == [b"open-%d" % i for i in range(4)]
+    p.commit_transaction(30)
+    assert consume(node, topic, 2, committed=True, expect=4) == [b"open-%d" % i for i in range(4)]
 
 
-@needs_markers
 def test_commit_is_visible_to_read_committed(node):
     topic = make_topic(node, _name("commit"))
     txn_id = _name("commit")
@@ -200,7 +185,6 @@ def test_commit_is_visible_to_read_committed(node):
     assert wait_state(node, txn_id, "CompleteCommit").producer_epoch == 0
 
 
-@needs_aborted_lists
 def test_aborted_records_are_never_seen_by_read_committed(node):
     topic = make_topic(node, _name("abort"))
     p = producer(node, _name("abort"))
@@ -217,7 +201,6 @@ def test_aborted_records_are_never_seen_by_read_committed(node):
     assert len(consume(node, topic, 2, committed=False, expect=5)) == 5
 
 
-@needs_markers
 def test_a_second_producer_fences_the_first(node):
     topic = make_topic(node, _name("zombie"))
     txn_id = _name("zombie")
@@ -239,8 +222,7 @@ def test_a_second_producer_fences_the_first(node):
     new.commit_transaction(30)
     st = wait_state(node, txn_id, "CompleteCommit")
     assert st.producer_epoch >= 2  # one bump for the fence, one for the new producer
-    if HAS_ABORTED_LISTS:
-        assert consume(node, topic, 2, committed=True, expect=2, secs=6) == [b"new"]
+    assert consume(node, topic, 2, committed=True, expect=2, secs=6) == [b"new"]
 
 
 def _java(*args: str, timeout: float = 120) -> str:
@@ -249,7 +231,6 @@ def _java(*args: str, timeout: float = 120) -> str:
     return p.stdout
 
 
-@needs_markers
 @pytest.mark.skipif(not (kafka_home() / "libs").is_dir(), reason="Apache Kafka's jars are not fetched (make tools)")
 def test_kafka_java_client_and_tools(node):
     """Kafka 4.4's own producer (transactional ProducerPerformance), kafka-transactions and a
@@ -270,7 +251,6 @@ def test_kafka_java_client_and_tools(node):
     assert len(out.splitlines()) == 500
 
 
-@needs_markers
 def test_a_restart_keeps_commits_and_resumes_a_prepare_commit(node):
     committed_topic = make_topic(node, _name("kept"))
     p = producer(node, _name("kept"))
