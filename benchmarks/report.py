@@ -8,6 +8,7 @@ from typing import Any
 
 # metric -> (label, format, better): "higher" or "lower" is better; it only decides the target checks.
 THROUGHPUT_KINDS = ("produce", "consume", "java-produce", "java-consume")
+TXN_KINDS = ("idempotent-produce", "txn-produce", "txn-latency")  # reported by benchmarks.txn_report
 
 
 def median(values: list[float]) -> float | None:
@@ -38,7 +39,8 @@ def summarize(runs: list[dict], brokers: list[str]) -> dict[str, dict[str, dict[
             statuses = slot.pop("statuses", None)
             if statuses:
                 # "n/a (...)" wins: a broker without groups is not "ok" because of one lucky run.
-                slot["status"] = next((s for s in statuses if s.startswith("n/a")), statuses[-1])
+                slot["status"] = next((s for s in statuses if s.startswith(("n/a", "unsupported"))),
+                                      statuses[-1])
     return out
 
 
@@ -191,6 +193,7 @@ def markdown(result: dict[str, Any]) -> str:
                          (("settle_s", "9 members: subscribe -> all partitions assigned, s"),
                           ("rebalance_s", "10th member joins -> all 10 reassigned, s")), 3)
 
+    lines += transactions_section(result)
     checks = result.get("targets") or []
     if checks:
         lines += [f"## Targets (from the issue; ratios against {result.get('targets_against', 'tansu')})",
@@ -208,6 +211,11 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [f"- {n} on {br}: `{e}`" for n, br, e in errors]
         lines.append("")
     return "\n".join(lines)
+
+
+def transactions_section(result: dict[str, Any]) -> list[str]:
+    from benchmarks.txn_report import transactions_markdown  # it builds on this module
+    return transactions_markdown(result)
 
 
 def broker_comparison(rows: list[tuple[str, dict[str, Any]]], brokers: list[str],

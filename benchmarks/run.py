@@ -109,7 +109,7 @@ def warm_up(workloads: list[Workload], brokers: list[Broker]) -> None:
     """
     first_of_kind: dict[str, Workload] = {}
     for w in workloads:
-        if w.kind in report.THROUGHPUT_KINDS:
+        if w.kind in report.THROUGHPUT_KINDS or w.kind in report.TXN_KINDS[:2]:
             first_of_kind.setdefault(w.kind, w)
     for broker in brokers:
         ctx = RunContext(broker, Volumes.quick(), -1)

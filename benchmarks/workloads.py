@@ -47,12 +47,15 @@ class Volumes:
     partitions_per_topic: int = 100
     coordinator_probe_s: float = 5.0
     group_timeout_s: float = 30.0
+    txn_records: int = 200_000        # 1 KiB records per idempotent/transactional run (200 transactions)
+    txn_commits: int = 500            # small transactions in the commit-latency run
 
     @classmethod
     def quick(cls) -> "Volumes":
         return cls(kib_records=40_000, small_records=150_000, java_records=30_000,
                    latency_seconds=2.0, partition_topics=10, partitions_per_topic=10,
-                   coordinator_probe_s=2.0, group_timeout_s=15.0)
+                   coordinator_probe_s=2.0, group_timeout_s=15.0, txn_records=20_000,
+                   txn_commits=100)
 
 
 @dataclass
@@ -434,6 +437,8 @@ def all_workloads() -> list[Workload]:
     out.append(partitions_workload())
     out.append(group_workload())
     out.append(rebalance_workload())
+    from benchmarks.txn import txn_workloads  # here: benchmarks.txn builds on this module
+    out.extend(txn_workloads())
     return out
 
 
