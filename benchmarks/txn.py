@@ -11,12 +11,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from benchmarks.workloads import (
+    BENCH_DIR,
+    KIB,
+    RunContext,
+    Workload,
+    _answer,
+    _deadline,
+    create_topic,
+    delete_topics,
+    topic_name,
+)
 from kafkapy.testing.clients import run_process
 from kafkapy.testing.node import _venv_python
-
-from benchmarks.workloads import (
-    BENCH_DIR, KIB, RunContext, Workload, _answer, _deadline, create_topic, delete_topics, topic_name,
-)
 
 TXN_CLIENT = BENCH_DIR / "clients" / "txn_bench.py"
 # How long init_transactions() may take before a broker counts as unable to do transactions:

@@ -23,9 +23,8 @@ import time
 import traceback
 import uuid
 
-from confluent_kafka import KafkaException, Producer
-
 from confluent_bench import MB, Deadline, _percentile, emit, payload, producer_conf
+from confluent_kafka import KafkaException, Producer
 
 
 def _producer(job: dict, transactional: bool) -> Producer:
@@ -116,8 +115,8 @@ def op_txn(job: dict) -> dict:
     topic, parts, count, size = job["topic"], job["partitions"], job["count"], job["size"]
     per_txn = job.get("per_txn", 1000)
     value = payload(size)
-    producer.list_topics(topic, timeout=max(1.0, deadline.remaining()))
     _init(producer, job)
+    producer.list_topics(topic, timeout=max(1.0, deadline.remaining()))
     commit_ms: list[float] = []
     t0 = time.perf_counter()
     done = 0
@@ -143,8 +142,8 @@ def op_txn_latency(job: dict) -> dict:
     transactions, per_txn = job["transactions"], job.get("per_txn", 10)
     warmup = job.get("warmup", 5)
     value = payload(size)
-    producer.list_topics(topic, timeout=max(1.0, deadline.remaining()))
     _init(producer, job)
+    producer.list_topics(topic, timeout=max(1.0, deadline.remaining()))
     commit_ms: list[float] = []
     txn_ms: list[float] = []
     t0 = time.perf_counter()
