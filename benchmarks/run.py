@@ -128,6 +128,7 @@ def _line(record: dict[str, Any]) -> str:
     parts = []
     for key, fmt in (("mb_s", "{:.1f} MB/s"), ("msgs_s", "{:,.0f} msg/s"), ("p50_ms", "p50 {:.2f} ms"),
                      ("p99_ms", "p99 {:.2f} ms"), ("p999_ms", "p99.9 {:.2f} ms"),
+                     ("commit_p50_ms", "commit p50 {:.2f} ms"), ("commit_p99_ms", "commit p99 {:.2f} ms"),
                      ("create_until_leaders_s", "create {:.2f} s"), ("metadata_first_s", "metadata {:.3f} s"),
                      ("first_record_s", "first record {:.2f} s"), ("cpu_s_per_gb", "{:.2f} CPU-s/GB"),
                      ("cpu_s", "cpu {:.2f} s"), ("peak_rss_mb", "peak {:.0f} MB"),
