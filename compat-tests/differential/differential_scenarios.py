@@ -233,7 +233,8 @@ def _txn_producer(ctx: Context, tid: str):
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": ctx.bootstrap, "transactional.id": tid,
                          "transaction.timeout.ms": 60000, "socket.timeout.ms": REQUEST_TIMEOUT_MS})
-    # A broker without a transaction coordinator answers COORDINATOR_NOT_AVAILABLE until this runs out.
+    # Both targets serve transactions; the bound only keeps a broker that cannot find or load the
+    # transaction coordinator (COORDINATOR_NOT_AVAILABLE / _LOAD_IN_PROGRESS) from hanging the run.
     producer.init_transactions(5)
     return producer
 
