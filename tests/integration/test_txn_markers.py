@@ -8,9 +8,10 @@ consume-transform-produce loop needs. Apache Kafka's own
 ``kafka-transactions.sh describe-producers`` reads the open transaction the same way, and the
 same requests sent to Apache Kafka 4.4 get the same answers.
 
-The producer's batch is sent by hand with a producer id from InitProducerId and no
-transactional id in the Produce request: the Produce handler refuses transactional ids until
-the transaction coordinator exists, but takes transactional batches of an idempotent producer.
+The producer's side is sent by hand as a Kafka producer opens a transaction (InitProducerId and
+AddPartitionsToTxn with a transactional id, then Produce with that id: Kafka refuses
+transactional records without one); the markers are then written by the test, standing in for
+the coordinator, whose own transaction is left open (a long timeout keeps it from aborting).
 """
 
 from __future__ import annotations
@@ -35,6 +36,37 @@ W = m.WriteTxnMarkersRequest
 D = m.DescribeProducersRequest
 
 
+TXN_TIMEOUT_MS = 900_000
+
+
+async def open_transaction(c, txn_id: str, topic: str, partitions: list[int], inits: int = 1) -> tuple[int, int]:
+    """(producer id, epoch) of ``txn_id``, initialized ``inits`` times (each bumps the epoch),
+    with ``partitions`` of ``topic`` added to its transaction."""
+    A = m.AddPartitionsToTxnRequest
+    with trio.fail_after(30):
+        for _ in range(inits):
+            while True:  # the transaction coordinator (and producer ids) need a moment
+                if (await c.send(m.FindCoordinatorRequest(key=txn_id, key_type=1), 3)).error_code == 0:
+                    init = await c.send(m.InitProducerIdRequest(transactional_id=txn_id,
+                                                                transaction_timeout_ms=TXN_TIMEOUT_MS))
+                    if init.error_code == 0:
+                        break
+                await trio.sleep(0.2)
+    pid, epoch = init.producer_id, init.producer_epoch
+    added = await c.send(A(v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid,
+                           v3_and_below_producer_epoch=epoch,
+                           v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=partitions)]), 3)
+    assert [p.partition_error_code for t in added.results_by_topic_v3_and_below
+            for p in t.results_by_partition] == [0] * len(partitions), added
+    return pid, epoch
+
+
+def txn_produce(txn_id: str, topic: str, partition: int, records: bytes | bytearray, acks: int = -1):
+    request = produce(topic, partition, records, acks=acks)
+    request.transactional_id = txn_id
+    return request
+
+
 def markers(pid: int, epoch: int, commit: bool, topic: str, partitions: list[int], coordinator_epoch: int = 0):
     return W(markers=[W.WritableTxnMarker(
         producer_id=pid, producer_epoch=epoch, transaction_result=commit, coordinator_epoch=coordinator_epoch,
@@ -53,9 +85,8 @@ def test_a_commit_marker_closes_the_open_transaction(node):
     async def scenario(c):
         created = await c.send(create_topics((TOPIC, 2, 1)))
         assert created.topics[0].error_code == 0, created
-        init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
-        pid, epoch = init.producer_id, init.producer_epoch
-        written = partition_response(await c.send(produce(TOPIC, 0, batch(
+        pid, epoch = await open_transaction(c, "txn-markers-commit", TOPIC, [0])
+        written = partition_response(await c.send(txn_produce("txn-markers-commit", TOPIC, 0, batch(
             [b"a", b"b", b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True))))
         assert written.error_code == 0, written
         open_txn = await c.send(describe(TOPIC, [0]))
@@ -103,10 +134,10 @@ def test_a_marker_from_an_older_producer_epoch_is_refused(node):
 
     async def scenario(c):
         await c.send(create_topics((topic, 1, 1)))
-        init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
-        pid = init.producer_id
-        # The producer's epoch was bumped (as a transactional producer's is on every InitProducerId).
-        written = partition_response(await c.send(produce(topic, 0, batch(
+        # Initialized twice: the producer's epoch was bumped once.
+        pid, epoch = await open_transaction(c, "txn-markers-fenced", topic, [0], inits=2)
+        assert epoch == 1
+        written = partition_response(await c.send(txn_produce("txn-markers-fenced", topic, 0, batch(
             [b"x"], producer_id=pid, producer_epoch=1, base_sequence=0, transactional=True))))
         assert written.error_code == 0, written
         zombie = await c.send(markers(pid, 0, False, topic, [0]))
@@ -127,13 +158,14 @@ def test_kafkas_transactions_tool_describes_the_open_transaction(node):
 
     async def scenario(c):
         await c.send(create_topics((topic, 1, 1)))
-        init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
+        pid, epoch = await open_transaction(c, "txn-markers-cli", topic, [0])
+        assert epoch == 0
         for offset in (0, 2):  # an idempotent batch, then a transaction from offset 2
-            written = partition_response(await c.send(produce(topic, 0, batch(
-                [b"x", b"y"], producer_id=init.producer_id, producer_epoch=0, base_sequence=offset,
+            written = partition_response(await c.send(txn_produce("txn-markers-cli", topic, 0, batch(
+                [b"x", b"y"], producer_id=pid, producer_epoch=0, base_sequence=offset,
                 transactional=offset == 2))))
             assert (written.error_code, written.base_offset) == (0, offset), written
-        return init.producer_id
+        return pid
 
     pid = run_client(node, scenario)
     out = subprocess.run(java_command("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
@@ -147,11 +179,9 @@ def test_kafkas_transactions_tool_describes_the_open_transaction(node):
     assert [(r[0], r[1], r[2], r[3], r[5]) for r in rows] == [(str(pid), "0", "-1", "3", "2")]
 
 
-def _leader_side(transactional_id: str | None):
-    """Markers and DescribeProducers around one transaction; what each step answers. With
-    ``transactional_id`` the transaction is opened as a Kafka producer does (AddPartitionsToTxn,
-    then Produce with the id), else by the transactional batch alone."""
-    A = m.AddPartitionsToTxnRequest
+def _leader_side(transactional_id: str):
+    """Markers and DescribeProducers around one transaction, opened as a Kafka producer does
+    (AddPartitionsToTxn, then Produce with the id); what each step answers."""
     P = m.ProduceRequest
 
     def described(resp):
@@ -162,22 +192,7 @@ def _leader_side(transactional_id: str | None):
     async def scenario(c):
         topic, out = "txn-markers-diff", {}
         assert (await c.send(create_topics((topic, 2, 1)))).topics[0].error_code == 0
-        with trio.fail_after(30):
-            while True:  # Kafka's producer ids (and transaction coordinator) need a moment
-                if transactional_id is None or (await c.send(
-                        m.FindCoordinatorRequest(key=transactional_id, key_type=1), 3)).error_code == 0:
-                    init = await c.send(m.InitProducerIdRequest(transactional_id=transactional_id,
-                                                                transaction_timeout_ms=60000))
-                    if init.error_code == 0:
-                        break
-                await trio.sleep(0.2)
-        pid, epoch = init.producer_id, init.producer_epoch
-        if transactional_id is not None:
-            added = await c.send(A(v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=pid,
-                                   v3_and_below_producer_epoch=epoch,
-                                   v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=[0])]), 3)
-            assert [p.partition_error_code for t in added.results_by_topic_v3_and_below
-                    for p in t.results_by_partition] == [0]
+        pid, epoch = await open_transaction(c, transactional_id, topic, [0])
         records = batch([b"a", b"b"], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
         written = partition_response(await c.send(P(
             transactional_id=transactional_id, acks=-1, timeout_ms=10000, topic_data=[P.TopicProduceData(
@@ -201,7 +216,7 @@ def _leader_side(transactional_id: str | None):
 
 
 def test_the_leader_side_answers_as_apache_kafka_does(node):
-    ours = run_client(node, _leader_side(None), timeout=60)
+    ours = run_client(node, _leader_side("txn-markers-diff"), timeout=60)
     with ApacheKafkaNode(overrides={"transaction.state.log.replication.factor": "1",
                                     "transaction.state.log.min.isr": "1"}) as kafka:
         theirs = run_client(kafka, _leader_side("txn-markers-diff"), timeout=90)

@@ -34,7 +34,14 @@ from kafkapy.protocol.produce_response import (
     ProduceTopicResult,
     produce_response_frame,
 )
-from kafkapy.records.format import BATCH_LENGTH, LOG_OVERHEAD
+from kafkapy.records.format import (
+    ATTRIBUTES,
+    BATCH_LENGTH,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC,
+    TRANSACTIONAL_MASK,
+)
 from kafkapy.records.record_checks import RecordValidationError
 
 log = logging.getLogger(__name__)
@@ -46,6 +53,9 @@ _Waiting = tuple[list[ProducePartitionResult], int, Partition, int]
 # Failures are counted per topic only for topics that exist: a client naming topics that do
 # not must not grow the series.
 _UNKNOWN_TOPIC = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
+# The attributes of a v2 batch are big-endian: their low byte, which holds the transactional flag.
+_ATTRIBUTES_LOW = ATTRIBUTES + 1
+_NO_TXN_ID_MESSAGE = "Transactional Id authorization failed."
 
 
 async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
@@ -56,6 +66,11 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
         # Refused whole, before anything is appended: Kafka's parser would not have let it in.
         log.info("%s rejected: %s", request.describe(), problem)
         return _refused(request, problem)
+    if body.transactional_id is None and _has_transactional_records(body.topic_data):
+        # Kafka's rule: transactional records come with the transactional id they belong to
+        # (the id is what ACLs and the coordinator's verification check), else nothing is taken.
+        log.info("%s rejected: transactional records without a transactional id", request.describe())
+        return _refused(request, _NO_TXN_ID_MESSAGE, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     now_ms = ctx.clock.now_ms()
     acks = body.acks
     duplicates = _duplicate_partitions(body.topic_data, version)
@@ -184,8 +199,21 @@ def _duplicate_partitions(topics: list[Any], version: int) -> set[tuple[object, 
     return twice
 
 
-def _refused(request: Request, problem: str) -> Reply:
-    """INVALID_REQUEST for every partition a malformed request lists (acks=0: hang up)."""
+def _has_transactional_records(topic_data: list[Any]) -> bool:
+    """Whether a partition's first batch is transactional, the test Kafka applies (one header
+    read per partition: the attributes of a v2 batch)."""
+    for t in topic_data:
+        for p in t.partition_data:
+            records = p.records
+            if (records is not None and len(records) > _ATTRIBUTES_LOW and records[MAGIC] >= CURRENT_MAGIC
+                    and records[_ATTRIBUTES_LOW] & TRANSACTIONAL_MASK):
+                return True
+    return False
+
+
+def _refused(request: Request, problem: str, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> Reply:
+    """``code`` (INVALID_REQUEST for a malformed request) for every partition a refused request
+    lists, nothing appended (acks=0: hang up)."""
     if not request.expects_response:
         return Reply(close=True)
     version = request.api_version
@@ -194,7 +222,7 @@ def _refused(request: Request, problem: str) -> Reply:
     for t in listed if isinstance(listed, (list, tuple)) else ():
         if t is None or (version >= 13 and t.topic_id is None):
             continue
-        parts = [ProducePartitionResult(p.index, ErrorCode.INVALID_REQUEST, -1, -1, -1, problem)
+        parts = [ProducePartitionResult(p.index, code, -1, -1, -1, problem)
                  for p in (t.partition_data if isinstance(t.partition_data, (list, tuple)) else ())
                  if p is not None and isinstance(p.index, int)]
         topics.append(ProduceTopicResult(t.name if isinstance(t.name, str) else None, t.topic_id, parts))
