@@ -196,8 +196,8 @@ def _leader_side(transactional_id: str):
         records = batch([b"a", b"b"], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
         written = partition_response(await c.send(P(
             transactional_id=transactional_id, acks=-1, timeout_ms=10000, topic_data=[P.TopicProduceData(
-                name=topic, partition_data=[P.TopicProduceData.PartitionProduceData(index=0, records=bytes(records))])]),
-            11))
+                name=topic, partition_data=[P.TopicProduceData.PartitionProduceData(
+                    index=0, records=bytes(records))])]), 11))
         out["produce"] = (written.error_code, written.base_offset)
         out["open"] = described(await c.send(describe(topic, [0, 1, 7])))
         steps = [("commit", epoch, True, [0, 1, 9], 3), ("older coordinator", epoch, False, [0], 2),

@@ -17,8 +17,10 @@ from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request, RequestHeader
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.builder import Record, build_batch
-from tests.unit.broker.test_produce_handler import PD, TD, answers, ctx, ends  # noqa: F401  (fixture)
+from tests.unit.broker import test_produce_handler as base
+from tests.unit.broker.test_produce_handler import PD, TD, answers, ends
 
+ctx = base.ctx  # the fixture: a real ReplicaManager over temporary logs
 P = m.ProduceRequest
 NOW = 1_700_000_000_000
 
