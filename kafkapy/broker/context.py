@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from kafkapy.broker.edges import GroupService, ProducerIds, RemoteLog, TopicStats, TransactionService
 from kafkapy.broker.fetch_session import FetchSessionCache
 from kafkapy.broker.replica_manager import ReplicaManager
+from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
 from kafkapy.metadata.image import MetadataImage
 
@@ -67,6 +68,8 @@ class BrokerContext:
     stats: TopicStats | None = None
     # The transaction coordinator (kafkapy.coordinator.transaction_service), None until it runs.
     transactions: TransactionService | None = None
+    # Verifies transactional writes with their coordinator (KIP-890 part 1), None: not verified.
+    txn_verifier: TxnVerifier | None = None
 
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised

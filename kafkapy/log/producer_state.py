@@ -194,6 +194,10 @@ class ProducerStateManager:
         # Offset after the last batch reflected in ``producers``.
         self.map_end_offset = 0
         self.txns = TransactionTracker()
+        # KIP-890 part 1: producer id -> (epoch, guard, since when) of a write being verified
+        # with the transaction coordinator; any later write of the producer (its first
+        # transactional batch, a marker) drops it, so an append carrying a stale guard is refused.
+        self.verifications: dict[int, tuple[int, object, int]] = {}
 
     # ------------------------------------------------------------------ checks and updates
     def prepare(self, batches: Iterable[ProducerBatch], *, from_client: bool,
@@ -327,6 +331,8 @@ class ProducerStateManager:
         """
         for pid, entry in prepared.updates.items():
             self.producers[pid] = entry
+            if self.verifications:
+                self.verifications.pop(pid, None)
         for pid, first in prepared.started:
             self.txns.start(pid, first)
         for txn in prepared.completed:
@@ -365,7 +371,30 @@ class ProducerStateManager:
         ``map_end_offset`` (nothing, as far as producers go)."""
         self.producers.clear()
         self.txns.clear()
+        self.verifications.clear()
         self.map_end_offset = map_end_offset
+
+    def has_ongoing_transaction(self, producer_id: int, epoch: int) -> bool:
+        e = self.producers.get(producer_id)
+        return e is not None and e.current_txn_first_offset >= 0 and e.producer_epoch == epoch
+
+    def start_verification(self, producer_id: int, epoch: int, now_ms: int) -> object:
+        """The guard a transactional write of ``producer_id`` must still hold when appended:
+        the current one for this epoch, or a new one (a new epoch replaces the old guard)."""
+        held = self.verifications.get(producer_id)
+        if held is not None and held[0] == epoch:
+            return held[1]
+        guard = object()
+        self.verifications[producer_id] = (epoch, guard, now_ms)
+        return guard
+
+    def verification_holds(self, producer_id: int, epoch: int, guard: object) -> bool:
+        """Whether a verified write may be appended: its transaction is open here already, or
+        nothing replaced or cleared its guard since verification started."""
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return True
+        held = self.verifications.get(producer_id)
+        return held is not None and held[1] is guard
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
@@ -378,6 +407,10 @@ class ProducerStateManager:
                    and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]
         for pid in expired:
             del self.producers[pid]
+        # Guards of verifications that never led to a write go after the same idle time.
+        for pid in [pid for pid, v in self.verifications.items()
+                    if now_ms - v[2] >= self.producer_id_expiration_ms]:
+            del self.verifications[pid]
         return len(expired)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

@@ -37,6 +37,7 @@ from kafkapy.broker.log_deletion import LogDeleter
 from kafkapy.broker.producer_expiration import ProducerExpiration
 from kafkapy.broker.producer_id_manager import ProducerIdManager
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
+from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
 from kafkapy.config_views import BrokerSettings
 from kafkapy.controller import NewTopic
@@ -152,6 +153,8 @@ class BrokerRuntime(Runtime):
             controller=None, advertised=advertised, controller_request=self.controller_request,
             producer_ids=producer_ids, groups=self.groups,
             remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
+            txn_verifier=TxnVerifier(self._connect_to_broker, lambda: loader.image,
+                                     self.transactions.request_timeout_ms / 1000.0),
         )
         self._dir_ids = self._directory_ids()
         self.lifecycle = BrokerLifecycleManager(

@@ -26,6 +26,7 @@ import trio
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.leader_hints import LeaderHints
 from kafkapy.broker.partition import Partition
+from kafkapy.broker.txn_verification import Verdicts, verify_produce
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.events import Reply
@@ -40,6 +41,8 @@ from kafkapy.records.format import (
     CURRENT_MAGIC,
     LOG_OVERHEAD,
     MAGIC,
+    PRODUCER_EPOCH,
+    PRODUCER_ID,
     TRANSACTIONAL_MASK,
 )
 from kafkapy.records.record_checks import RecordValidationError
@@ -71,8 +74,14 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
         # (the id is what ACLs and the coordinator's verification check), else nothing is taken.
         log.info("%s rejected: transactional records without a transactional id", request.describe())
         return _refused(request, _NO_TXN_ID_MESSAGE, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    now_ms = ctx.clock.now_ms()
     acks = body.acks
+    verdicts: Verdicts = {}
+    if body.transactional_id is not None and acks in VALID_ACKS:
+        # KIP-890 part 1: writes that would start a transaction here are checked with its
+        # coordinator first (only requests with a transactional id ever wait for this).
+        verdicts = await verify_produce(ctx, body.transactional_id, body.topic_data, version,
+                                        _first_batch_transactional)
+    now_ms = ctx.clock.now_ms()
     duplicates = _duplicate_partitions(body.topic_data, version)
     topics_out = []
     # acks=all: (results, index in them, partition, offset the high watermark must reach).
@@ -88,8 +97,6 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
             try:
                 if acks not in VALID_ACKS:
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
-                # A transactional_id is accepted: the log checks the batch's producer and epoch.
-                # (KIP-890 part 1's verification with the coordinator is not done yet.)
                 if name is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID if version >= 13
                                      else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -107,6 +114,8 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                             ErrorCode.INVALID_RECORD,
                             "Produce requests with version 3 are only allowed to contain exactly one record batch",
                         )
+                if verdicts and (name, pdata.index) in verdicts:
+                    _check_verified(verdicts[(name, pdata.index)], hosted, records)
                 if acks == -1:
                     ctx.replicas.check_min_insync(hosted)
                 log_end = hosted.log.log_end_offset
@@ -199,16 +208,27 @@ def _duplicate_partitions(topics: list[Any], version: int) -> set[tuple[object, 
     return twice
 
 
+def _first_batch_transactional(records: Any) -> bool:
+    """Whether the first batch of a partition's records is transactional, the test Kafka
+    applies (one header read: the attributes of a v2 batch)."""
+    return bool(len(records) > _ATTRIBUTES_LOW and records[MAGIC] >= CURRENT_MAGIC
+                and records[_ATTRIBUTES_LOW] & TRANSACTIONAL_MASK)
+
+
 def _has_transactional_records(topic_data: list[Any]) -> bool:
-    """Whether a partition's first batch is transactional, the test Kafka applies (one header
-    read per partition: the attributes of a v2 batch)."""
-    for t in topic_data:
-        for p in t.partition_data:
-            records = p.records
-            if (records is not None and len(records) > _ATTRIBUTES_LOW and records[MAGIC] >= CURRENT_MAGIC
-                    and records[_ATTRIBUTES_LOW] & TRANSACTIONAL_MASK):
-                return True
-    return False
+    return any(p.records is not None and _first_batch_transactional(p.records)
+               for t in topic_data for p in t.partition_data)
+
+
+def _check_verified(verdict: object, hosted: Partition, records: Any) -> None:
+    """Refuse a verified partition's append unless the coordinator placed it in the
+    transaction and its guard still holds (no marker or new epoch came in while waiting)."""
+    if isinstance(verdict, KafkaError):
+        raise verdict
+    pid = int.from_bytes(records[PRODUCER_ID:PRODUCER_ID + 8], "big", signed=True)
+    epoch = int.from_bytes(records[PRODUCER_EPOCH:PRODUCER_EPOCH + 2], "big", signed=True)
+    if not hosted.log.producer_state.verification_holds(pid, epoch, verdict):
+        raise KafkaError(ErrorCode.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
 
 
 def _refused(request: Request, problem: str, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> Reply:
