@@ -58,7 +58,6 @@ _Waiting = tuple[list[ProducePartitionResult], int, Partition, int]
 _UNKNOWN_TOPIC = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
 # The attributes of a v2 batch are big-endian: their low byte, which holds the transactional flag.
 _ATTRIBUTES_LOW = ATTRIBUTES + 1
-_NO_TXN_ID_MESSAGE = "Transactional Id authorization failed."
 
 
 async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
@@ -73,7 +72,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
         # Kafka's rule: transactional records come with the transactional id they belong to
         # (the id is what ACLs and the coordinator's verification check), else nothing is taken.
         log.info("%s rejected: transactional records without a transactional id", request.describe())
-        return _refused(request, _NO_TXN_ID_MESSAGE, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return _refused(request, None, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     acks = body.acks
     verdicts: Verdicts = {}
     if body.transactional_id is not None and acks in VALID_ACKS:
@@ -231,7 +230,7 @@ def _check_verified(verdict: object, hosted: Partition, records: Any) -> None:
         raise KafkaError(ErrorCode.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
 
 
-def _refused(request: Request, problem: str, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> Reply:
+def _refused(request: Request, problem: str | None, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> Reply:
     """``code`` (INVALID_REQUEST for a malformed request) for every partition a refused request
     lists, nothing appended (acks=0: hang up)."""
     if not request.expects_response:
