@@ -446,9 +446,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
 # kafkapy cannot rebind listeners at runtime, so it keeps them read-only.
 # Live in kafkapy: every topic-config synonym (running logs take the new effective value at once,
 # see replica_manager.topic_log_config), the replication throttle rates and
-# producer.id.expiration.ms (from the next expiry pass on). Accepted and stored but not yet acted
-# on until a restart or at all: log.cleaner.*, thread counts, connection limits,
-# transaction.partition.verification.enable.
+# producer.id.expiration.ms (from the next expiry pass on), transaction.partition.verification.enable
+# (from the next Produce on). Accepted and stored but not yet acted on until a restart or at all:
+# log.cleaner.*, thread counts, connection limits.
 PER_BROKER = "per-broker"
 CLUSTER_WIDE = "cluster-wide"
 READ_ONLY = "read-only"

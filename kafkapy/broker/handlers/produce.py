@@ -11,7 +11,10 @@ only way to tell the producer. acks=-1 (all) first
 checks that the ISR has ``min.insync.replicas`` members (NOT_ENOUGH_REPLICAS, nothing appended),
 then waits in the purgatory until the high watermark passes the batch, i.e. every in-sync replica
 has it, or the request's timeout (REQUEST_TIMED_OUT); if the ISR shrank below the minimum by then
-the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in Kafka. The response frame is packed
+the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in Kafka. Transactional records need the request's
+transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, nothing
+appended), and a write that would open a transaction in a partition is first verified with the
+transaction coordinator (KIP-890 part 1, ``kafkapy.broker.txn_verification``). The response frame is packed
 directly (``protocol.produce_response``), not through kafka-python's object tree: it is a fixed
 cost on every request.
 """
