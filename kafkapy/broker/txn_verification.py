@@ -26,7 +26,7 @@ import trio
 from kafkapy.broker.config_view import BrokerLayers
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.records.format import PRODUCER_EPOCH, PRODUCER_ID
+from kafkapy.records.format import HEADER_SIZE, PRODUCER_EPOCH, PRODUCER_ID
 
 if TYPE_CHECKING:
     from kafkapy.broker.context import BrokerContext
@@ -169,8 +169,8 @@ async def verify_produce(ctx: BrokerContext, transactional_id: str, topic_data: 
             continue
         for p in t.partition_data:
             records = p.records
-            if records is None or not is_transactional(records):
-                continue
+            if records is None or len(records) < HEADER_SIZE or not is_transactional(records):
+                continue  # (a truncated batch is the append's CORRUPT_MESSAGE, not a question)
             try:
                 hosted = ctx.replicas.get(name, p.index)
             except KafkaError:
