@@ -149,6 +149,16 @@ class TxnVerifier:
         for broker in list(self._clients):
             await self._drop(broker)
 
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Hold the cached coordinator connections for the broker's lifetime and close them
+        when it stops (the nursery running this is cancelled)."""
+        task_status.started()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.aclose()
+
 
 #: Per partition of a Produce request, keyed (topic name, index): the guard its append must
 #: still hold, or the error it is answered with instead.

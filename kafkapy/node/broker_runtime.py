@@ -147,14 +147,15 @@ class BrokerRuntime(Runtime):
         self.transactions = TransactionCoordinator(
             config, self.replicas, clock, node_id, next_producer_id=producer_ids.next_id,
             image=lambda: loader.image, connect=self._connect_to_broker)
+        self.txn_verifier = TxnVerifier(self._connect_to_broker, lambda: loader.image,
+                                        self.transactions.request_timeout_ms / 1000.0)
         self.context = BrokerContext(
             node_id=node_id, cluster_id=cluster_id, config=config, clock=clock,
             replicas=self.replicas, image=lambda: loader.image,
             controller=None, advertised=advertised, controller_request=self.controller_request,
             producer_ids=producer_ids, groups=self.groups,
             remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
-            txn_verifier=TxnVerifier(self._connect_to_broker, lambda: loader.image,
-                                     self.transactions.request_timeout_ms / 1000.0),
+            txn_verifier=self.txn_verifier,
         )
         self._dir_ids = self._directory_ids()
         self.lifecycle = BrokerLifecycleManager(
@@ -228,6 +229,7 @@ class BrokerRuntime(Runtime):
         await nursery.start(self.producer_expiration.run)
         await nursery.start(self.groups.run)
         await nursery.start(self.transactions.run)
+        await nursery.start(self.txn_verifier.run)
         nursery.start_soon(self.tasks.cleaner_loop)
         if self.remote_log_manager is not None:
             await nursery.start(self.remote_log_manager.run)
