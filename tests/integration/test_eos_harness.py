@@ -24,9 +24,9 @@ from kafkapy.testing.eos.chaos import ChaosRun, broker_killer, evenly
 from kafkapy.testing.eos.services import Pipeline
 from kafkapy.testing.eos.targets import start_target
 
-TARGETS = ["apache-kafka"]
+TARGETS = ["apache-kafka", "kafkapy"]
 # Multi-broker clusters for the broker-kill run (RF 3, min.insync 2); "kafkapy-cluster" joins later.
-CLUSTER_TARGETS = ["apache-kafka-cluster"]
+CLUSTER_TARGETS = ["apache-kafka-cluster", "kafkapy-cluster"]
 SKIP_BROKER_KILLS = not os.environ.get("KAFKAPY_EOS_BROKER_KILLS")
 SERVICES = ["python", "java"]
 RECORDS = 3000

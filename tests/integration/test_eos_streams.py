@@ -17,7 +17,7 @@ from kafkapy.testing.eos import workload
 from kafkapy.testing.eos.streams import StreamsRun
 from kafkapy.testing.eos.targets import start_target
 
-TARGETS = ["apache-kafka"]
+TARGETS = ["apache-kafka", "kafkapy"]
 RECORDS = 3000
 PARTITIONS = 3
 BUCKETS = 7

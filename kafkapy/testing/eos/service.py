@@ -18,6 +18,7 @@ The Java service (EosService.java) takes the same arguments and prints the same 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any, Callable, TypeVar
@@ -30,6 +31,11 @@ from kafkapy.testing.eos.proc import emit
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0
 FATAL_EXIT = 3
+#: librdkafka 2.16 re-bootstraps when every known broker is down (a killed single node, or the
+#: coordinator's broker while the others are unknown); the producer's transaction then hangs
+#: after AddOffsetsToTxn on a decommissioned broker handle (seen on Apache Kafka 4.4 and kafkapy
+#: alike). The bootstrap address comes back with the broker, so the harness keeps its handles.
+NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
 
 
 class Fatal(Exception):
@@ -65,12 +71,14 @@ class Service:
             "group.instance.id": args.group_instance, "session.timeout.ms": 30_000,
             "isolation.level": "read_committed", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "enable.partition.eof": False,
-            "error_cb": self._client_error,
+            "error_cb": self._client_error, **NO_REBOOTSTRAP,
         })
         self.producer = Producer({
             "bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
             "transaction.timeout.ms": args.transaction_timeout_ms, "linger.ms": 5,
-            "error_cb": self._client_error,
+            "error_cb": self._client_error, **NO_REBOOTSTRAP,
+            # KAFKAPY_EOS_RDKAFKA_DEBUG=eos,protocol traces librdkafka into the service's stderr.
+            **({"debug": debug} if (debug := os.environ.get("KAFKAPY_EOS_RDKAFKA_DEBUG")) else {}),
         })
         self.fatal_error: str | None = None
         self.end_offsets: dict[int, int] = {}
