@@ -4,7 +4,7 @@ StreamsSum.java re-keys numbered input records into buckets (a repartition topic
 running count and sum per bucket (a state store and its changelog topic), writing every update.
 The test kill -9s the app mid-run and restarts it; read_committed must then show each bucket's
 updates as counts 1, 2, ... c without gap or repeat, ending at the bucket's true total.
-`TARGETS` as in test_eos_harness.py: kafkapy joins once it serves transactions.
+`TARGETS` as in test_eos_harness.py: Apache Kafka 4.4 and a kafkapy node.
 """
 
 from __future__ import annotations
