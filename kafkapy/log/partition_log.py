@@ -379,6 +379,11 @@ class PartitionLog(_RemoteOffsets, StableOffsets):
             local_log_start_offset=self.local_log_start_offset,
             min_one_message=min_one_message)
 
+    def on_older_segment(self, offset: int, end_offset: int) -> bool:
+        """True when ``offset`` lies in an earlier segment than ``end_offset``: a read from it
+        stops at that segment's end, short of ``end_offset`` (Kafka's onOlderSegment)."""
+        return self._local.on_older_segment(offset, end_offset)
+
     # ================================================================== timestamps
     def offset_for_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """(offset, timestamp) of the first record with timestamp ≥ ``timestamp``, or None."""

@@ -102,10 +102,11 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         results, total = _read_all(ctx, session.partitions, params, max_bytes)
         if ctx.remote is not None:
             total = await _read_remote(ctx, results, max_bytes, total, params.read_committed)
-        # As in Kafka, an unknown topic id does not cut the long poll short; nothing to read does.
-        has_error = any(r.error != ErrorCode.NONE and r.error != ErrorCode.UNKNOWN_TOPIC_ID
-                        for r in results.values())
-        if total >= body.min_bytes or has_error or trio.current_time() >= deadline or not readable:
+        # As in Kafka, an unknown topic id does not cut the long poll short; nothing to read does,
+        # and neither does a read held back by a segment's end (see ReadResult.segment_behind).
+        urgent = any((r.error != ErrorCode.NONE and r.error != ErrorCode.UNKNOWN_TOPIC_ID)
+                     or r.segment_behind for r in results.values())
+        if total >= body.min_bytes or urgent or trio.current_time() >= deadline or not readable:
             break
         await ctx.replicas.wait_for_append(deadline)
     return _build_response(ctx, session, results, request)
@@ -251,7 +252,8 @@ async def _handle_replica_fetch(ctx: BrokerContext, request: Request, replica_id
             if result.throttled:
                 throttled_bytes += result.size
             total += result.size
-            urgent = urgent or result.error != ErrorCode.NONE or result.diverging_epoch is not None
+            urgent = (urgent or result.error != ErrorCode.NONE or result.diverging_epoch is not None
+                      or result.segment_behind)
             results.append(result)
         if total >= body.min_bytes or urgent or trio.current_time() >= deadline or not wanted:
             break

@@ -144,6 +144,43 @@ def test_an_error_answers_a_long_poll_at_once(broker) -> None:
     assert waited == 0
 
 
+def _rolled(broker: InMemoryBroker) -> None:
+    """Orders-0 holds "old" in its first segment and "new" in the next one."""
+    broker.produce("orders", 0, b"old")
+    broker.replicas.get("orders", 0).log.roll(now_ms=0)
+    broker.produce("orders", 0, b"new")
+
+
+@pytest.mark.parametrize("replica_id", [-1, 2], ids=["consumer", "follower"])
+def test_a_long_poll_on_an_older_segment_answers_at_once(broker, replica_id) -> None:
+    # A read stops at its segment's end, so min_bytes may never be reachable from here: Kafka's
+    # DelayedFetch answers at once (kafka-go's reader, for one, stalls on compacted logs if not).
+    _rolled(broker)
+
+    async def scenario() -> tuple[dict, float]:
+        start = trio.current_time()
+        got = await fetch(broker, request(("orders", 0, 0), max_wait_ms=5_000, min_bytes=1 << 20,
+                                          replica_id=replica_id))
+        return got, trio.current_time() - start
+
+    got, waited = run(scenario)
+    assert values(got[("orders", 0)]) == [b"old"]
+    assert waited == 0
+
+
+def test_a_long_poll_in_the_last_segment_still_waits_for_min_bytes(broker) -> None:
+    _rolled(broker)
+
+    async def scenario() -> tuple[dict, float]:
+        start = trio.current_time()
+        got = await fetch(broker, request(("orders", 0, 1), max_wait_ms=5_000, min_bytes=1 << 20))
+        return got, trio.current_time() - start
+
+    got, waited = run(scenario)
+    assert values(got[("orders", 0)]) == [b"new"]
+    assert waited == pytest.approx(5.0)
+
+
 def test_max_bytes_limits_the_response_but_never_below_one_batch(broker) -> None:
     first = broker.produce("orders", 0, b"x" * 100)
     broker.produce("orders", 0, b"y" * 100)
