@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import pytest
 import trio
 
 from kafkapy.config import BrokerConfig
@@ -199,3 +201,15 @@ def fetch_v7(group: str, topic: str | None, partitions=(0,)):
     R = m.OffsetFetchRequest
     topics = None if topic is None else [R.OffsetFetchRequestTopic(name=topic, partition_indexes=list(partitions))]
     return R(group_id=group, topics=topics, require_stable=False)
+
+
+# The exactly-once harness and Streams runs on Apache Kafka prove the harness itself, not kafkapy:
+# they cost minutes of JVM time per make test, so they run with KAFKAPY_EOS_ON_APACHE_KAFKA=1.
+EOS_ON_APACHE_KAFKA = bool(os.environ.get("KAFKAPY_EOS_ON_APACHE_KAFKA"))
+
+
+def eos_targets(*names: str) -> list[Any]:
+    """Targets of an exactly-once test as pytest params, Apache Kafka's skipped unless opted in."""
+    skip = pytest.mark.skipif(not EOS_ON_APACHE_KAFKA,
+                              reason="KAFKAPY_EOS_ON_APACHE_KAFKA=1 runs the harness on Apache Kafka")
+    return [pytest.param(n, marks=skip) if n.startswith("apache-kafka") else n for n in names]

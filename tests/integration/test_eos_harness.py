@@ -8,8 +8,9 @@ and a read_uncommitted pass sees the aborted attempts too. The harness is
 
 `TARGETS` lists the nodes the service-kill and coordinator-kill tests run against,
 `CLUSTER_TARGETS` the replicated clusters of the broker-kill run. Apache Kafka proves the harness
-itself; kafkapy's broker kills run every time, Apache Kafka's with KAFKAPY_EOS_BROKER_KILLS=1.
-KAFKAPY_EOS_FULL=1 makes the cluster run issue 21's full size (100k records, 12 faults).
+itself and runs with KAFKAPY_EOS_ON_APACHE_KAFKA=1 (add KAFKAPY_EOS_BROKER_KILLS=1 for its broker
+kills). KAFKAPY_EOS_BROKER_KILLS=1 also runs the kafkapy cluster chaos; KAFKAPY_EOS_FULL=1 makes it
+issue 21's full size (100k records, 12 faults).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from kafkapy.testing.eos import workload
 from kafkapy.testing.eos.chaos import ChaosRun, broker_killer, evenly
 from kafkapy.testing.eos.services import Pipeline
 from kafkapy.testing.eos.targets import start_target
+from tests.integration.helpers import eos_targets
 
-TARGETS = ["apache-kafka", "kafkapy"]
+TARGETS = eos_targets("apache-kafka", "kafkapy")
 # Multi-broker clusters for the broker-kill run (RF 3, min.insync 2).
-CLUSTER_TARGETS = ["apache-kafka-cluster", "kafkapy-cluster"]
+CLUSTER_TARGETS = eos_targets("apache-kafka-cluster", "kafkapy-cluster")
 # kafkapy's broker kills always run (20 s on a node, ~90 s on a cluster); Apache Kafka's JVM
 # restarts make its runs several minutes, so they stay opt-in (KAFKAPY_EOS_BROKER_KILLS=1).
 SKIP_BROKER_KILLS = not os.environ.get("KAFKAPY_EOS_BROKER_KILLS")

@@ -4,7 +4,8 @@ StreamsSum.java re-keys numbered input records into buckets (a repartition topic
 running count and sum per bucket (a state store and its changelog topic), writing every update.
 The test kill -9s the app mid-run and restarts it; read_committed must then show each bucket's
 updates as counts 1, 2, ... c without gap or repeat, ending at the bucket's true total.
-`TARGETS` as in test_eos_harness.py: Apache Kafka 4.4 and a kafkapy node.
+`TARGETS` as in test_eos_harness.py: a kafkapy node, and Apache Kafka 4.4 with
+KAFKAPY_EOS_ON_APACHE_KAFKA=1.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import pytest
 from kafkapy.testing.eos import workload
 from kafkapy.testing.eos.streams import StreamsRun
 from kafkapy.testing.eos.targets import start_target
+from tests.integration.helpers import eos_targets
 
-TARGETS = ["apache-kafka", "kafkapy"]
+TARGETS = eos_targets("apache-kafka", "kafkapy")
 RECORDS = 3000
 PARTITIONS = 3
 BUCKETS = 7
