@@ -13,8 +13,11 @@ kill -9s the running incarnation (the next one starts at once and, with the same
 id, fences it and aborts its open transaction); any other action (``txn-coordinator``,
 ``output-leader``) goes to the ``broker_fault`` callback, which kills and restarts that broker
 (`broker_killer` builds one for a `targets.Target`). An incarnation that exits on its own with an
-error is restarted too. Every wait is bounded by ``deadline_s``; every process is gone when
-`run` returns or raises.
+error is restarted too. With ``stall_s``, an incarnation that reports nothing for that long is
+kill -9ed and restarted as well (counted apart, as ``stall_kills``): librdkafka's
+send_offsets_to_transaction can block past its timeout when the group coordinator's broker dies
+(librdkafka issues 5456 and 5511), and a real deployment's supervisor would restart it the same
+way. Every wait is bounded by ``deadline_s``; every process is gone when `run` returns or raises.
 """
 
 from __future__ import annotations
@@ -127,6 +130,8 @@ class ChaosSummary:
     records: int
     service_kills: int = 0
     broker_kills: int = 0
+    # Incarnations killed by the watchdog because they reported nothing for ``stall_s``.
+    stall_kills: int = 0
     incarnations: int = 0
     failed_incarnations: int = 0
     aborts_reported: int = 0
@@ -140,7 +145,8 @@ class ChaosSummary:
     def line(self) -> str:
         check = self.check.summary() if self.check else "not checked"
         return (f"{self.service}: {self.records} records, {self.service_kills} service kills, "
-                f"{self.broker_kills} broker kills, {self.incarnations} incarnations "
+                f"{self.broker_kills} broker kills, {self.stall_kills} stall kills, "
+                f"{self.incarnations} incarnations "
                 f"({self.failed_incarnations} failed), {self.committed_reported} committed and "
                 f"{self.aborts_reported} aborts reported, "
                 f"{self.wall_s:.1f}s; {check}" + "".join(f"\n  fatal: {e}" for e in self.fatal_errors))
@@ -152,7 +158,7 @@ class ChaosRun:
     def __init__(self, pipeline: Pipeline, service: str, *, records: int, schedule: list[Fault],
                  workdir: Path, broker_fault: Callable[[str], str] | None = None,
                  jitter_ms: int = 30, deadline_s: float = 120.0, max_failed: int = 5,
-                 check_timeout: float = 60.0, seed: int = 21) -> None:
+                 check_timeout: float = 60.0, seed: int = 21, stall_s: float | None = None) -> None:
         self.pipeline = pipeline
         self.service = service
         self.schedule = sorted(schedule, key=lambda f: f.at_records)
@@ -162,6 +168,7 @@ class ChaosRun:
         self.deadline_s = deadline_s
         self.max_failed = max_failed
         self.check_timeout = check_timeout
+        self.stall_s = stall_s
         self.rng = random.Random(seed)
         self.summary = ChaosSummary(service, records)
         self.argv = service_argv(service, pipeline)  # compiles the Java source before the clock runs
@@ -173,6 +180,7 @@ class ChaosRun:
         pending = list(self.schedule)
         fire_at: float | None = None
         current: ServiceProcess | None = None
+        last_event = start
         try:
             while True:
                 s.wall_s = time.monotonic() - start
@@ -182,7 +190,15 @@ class ChaosRun:
                     s.incarnations += 1
                     current = ServiceProcess(self.argv, self.workdir / f"{self.service}-service.stderr",
                                              self.workdir / f"{self.service}-service.events")
+                    last_event = time.monotonic()
                 ev = current.next_event(timeout=0.05)
+                if ev is not None:
+                    last_event = time.monotonic()
+                elif self.stall_s is not None and time.monotonic() - last_event > self.stall_s:
+                    current.kill9()
+                    current = None
+                    s.stall_kills += 1
+                    continue
                 armed = bool(pending) and fire_at is None and s.committed_reported >= pending[0].at_records
                 if ev is not None:
                     kind = ev.get("event")
