@@ -5,7 +5,8 @@ Each suite lives in ``compat-tests/<suite>/`` with
 
 * ``run.sh <quick|full> <host:port> <results.tsv>`` — fetches and builds the suite (cached under
   ``.tools/suites/<suite>/``), runs it against the broker, and writes one line per test:
-  ``test_id<TAB>passed|failed|skipped<TAB>seconds<TAB>detail``;
+  ``test_id<TAB>passed|failed|skipped<TAB>seconds<TAB>detail``; with ``KAFKAPY_SUITE_ONLY`` set to
+  a file of test ids (one a line, as in results.tsv) it runs, and reports, only those;
 * ``broker.properties`` (optional) — broker overrides for the node the suite runs against;
 * ``allow-list.txt`` — tests that must pass; one that does not breaks the run;
 * ``FINDINGS.md`` — every test that is not passing, by id in backticks, with the reason.
@@ -13,10 +14,19 @@ Each suite lives in ``compat-tests/<suite>/`` with
 ``run`` starts a fresh node per suite (one after another, or ``--jobs`` at a time, the longest
 suites first; every suite has its own node on free ports, so they never share a broker), runs the
 suite, and checks the results against the allow-list and the findings. It fails when an allowed
-test does not pass, when a non-passing test has no finding, or when the broker died or logged an
-unhandled exception during the suite. Tests that pass without being on the allow-list are reported
-so the list only grows. ``report`` turns the last results into ``docs/compatibility.md`` and the
-numbers block in the README.
+test does not pass (nor on its re-run, below), when a non-passing test has no finding, or when the
+broker died or logged an unhandled exception during the suite. Tests that pass without being on
+the allow-list are reported so the list only grows. ``report`` turns the last results into
+``docs/compatibility.md`` and the numbers block in the README.
+
+A test that is timing-sensitive can fail once on a loaded two-core box. So when a few allowed tests
+(at most ``RERUN_MAX``) did not pass, the suite runs once more, restricted to exactly those tests
+(``run.sh`` reads their ids from the file named by ``KAFKAPY_SUITE_ONLY``), against a fresh node
+started the same way, under a deadline of a few minutes, into ``results-rerun.tsv``. A test that
+passes on the re-run is *flaky*: printed as ``FLAKY``, listed in ``summary.json`` and the report,
+but no failure. One that fails again, or is not run again, stays a ``REGRESSION``. More failures
+than ``RERUN_MAX`` are no flake and are not re-run; a broker that died or logged a traceback in
+either run fails the suite as before.
 """
 
 from __future__ import annotations
@@ -47,6 +57,10 @@ README_END = "<!-- report-card:end -->"
 # as a whole (build included), so CI never hangs.
 SUITE_TIMEOUT = {"quick": 30 * 60, "full": 3 * 60 * 60}
 STATUSES = ("passed", "failed", "skipped")
+# At most this many allowed tests that did not pass are re-run; more than that is no flake.
+RERUN_MAX = 5
+# Names the file of test ids (one a line) that run.sh restricts its run to.
+ONLY_ENV = "KAFKAPY_SUITE_ONLY"
 # What the broker writes when a request handler or task dies unexpectedly.
 BROKER_TRACEBACK = re.compile(r"^Traceback \(most recent call last\)", re.M)
 
@@ -79,6 +93,10 @@ class SuiteSummary:
     undocumented: list[str] = field(default_factory=list)
     broker_problems: list[str] = field(default_factory=list)
     setup_error: str = ""
+    # Allowed tests that failed, then passed when re-run on a fresh node: shown, not failing.
+    flaky: list[str] = field(default_factory=list)
+    # What the re-run did ("re-ran 2 tests ...", "not re-run: ..."); empty when none was needed.
+    rerun: str = ""
 
     @property
     def ok(self) -> bool:
@@ -167,14 +185,27 @@ def git_commit() -> str:
         return "unknown"
 
 
-def _run_suite_process(suite: str, mode: str, bootstrap: str, results: Path, log: Path) -> str:
-    """Runs run.sh in its own process group; returns an error message, or '' when it completed."""
+def rerun_timeout(mode: str, tests: int) -> int:
+    """The re-run's deadline: a few minutes for its few tests (each suite's own per-test deadline
+    is 2-3 minutes), and at most ten: a test that needs longer is no flake to wait for."""
+    return min(SUITE_TIMEOUT[mode], 240 + 180 * tests, 10 * 60)
+
+
+def _run_suite_process(suite: str, mode: str, bootstrap: str, results: Path, log: Path, *,
+                       timeout: int, only: Path | None = None) -> str:
+    """Runs run.sh in its own process group; returns an error message, or '' when it completed.
+
+    ``only`` names a file of test ids: run.sh then runs just those (the re-run)."""
     cmd = ["bash", str(SUITES_DIR / suite / "run.sh"), mode, bootstrap, str(results)]
+    env = dict(os.environ)
+    env.pop(ONLY_ENV, None)
+    if only is not None:
+        env[ONLY_ENV] = str(only)
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out,
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, env=env,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            code = proc.wait(timeout=SUITE_TIMEOUT[mode])
+            code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             code = None
         finally:
@@ -185,42 +216,66 @@ def _run_suite_process(suite: str, mode: str, bootstrap: str, results: Path, log
                 pass
             proc.wait()
     if code is None:
-        return f"run.sh did not finish within {SUITE_TIMEOUT[mode]} s"
+        return f"run.sh did not finish within {timeout} s"
     if code != 0:
         return f"run.sh exited with {code} (setup or build failed; see {log})"
     return ""
 
 
-def run_suite(suite: str, mode: str) -> SuiteSummary:
-    from kafkapy.testing.node import KafkaNode, NodeError
+def _new_node(overrides: dict[str, str]):  # -> KafkaNode; a seam for the unit tests
+    from kafkapy.testing.node import KafkaNode
+
+    return KafkaNode(overrides=overrides)
+
+
+@dataclass
+class SuiteRun:
+    """One run of a suite's run.sh against a node of its own."""
+
+    results: list[Outcome]
+    setup_error: str
+    broker_problems: list[str]
+
+
+def _run_on_fresh_node(suite: str, mode: str, out: Path, tag: str = "", *,
+                       only: list[str] | None = None) -> SuiteRun:
+    """Starts a node with the suite's broker.properties, runs run.sh against it, stops it.
+
+    ``tag`` names this run's files in ``out`` (``results<tag>.tsv``, ``suite<tag>.log``,
+    ``node<tag>.log``); ``only`` restricts run.sh to those test ids."""
+    from kafkapy.testing.node import NodeError
 
     folder = SUITES_DIR / suite
-    out = OUT_DIR / suite
-    out.mkdir(parents=True, exist_ok=True)
-    results_path, suite_log = out / "results.tsv", out / "suite.log"
+    results_path, suite_log = out / f"results{tag}.tsv", out / f"suite{tag}.log"
     results_path.unlink(missing_ok=True)
+    only_path = None
+    if only is not None:
+        only_path = out / f"only{tag}.txt"
+        only_path.write_text("".join(t + "\n" for t in only))
+    timeout = SUITE_TIMEOUT[mode] if only is None else rerun_timeout(mode, len(only))
     overrides = read_properties(folder / "broker.properties")
-    started = time.monotonic()
     problems: list[str] = []
     setup_error = ""
+    what = "re-run" if only is not None else "run"
 
-    print(f"== {suite} ({mode}): starting a kafkapy node", flush=True)
-    node = KafkaNode(overrides=overrides)
+    node = _new_node(overrides)
     try:
         node.start()
-        print(f"   {suite}: node {node.bootstrap}; suite output in {suite_log}", flush=True)
-        setup_error = _run_suite_process(suite, mode, node.bootstrap, results_path, suite_log)
+        print(f"   {suite}: {what} on node {node.bootstrap}; suite output in {suite_log}", flush=True)
+        setup_error = _run_suite_process(suite, mode, node.bootstrap, results_path, suite_log,
+                                         timeout=timeout, only=only_path)
         if not node.running:
-            problems.append("the broker process died during the suite")
+            problems.append(f"the broker process died during the suite's {what}")
     except NodeError as e:
         setup_error = f"the node did not start: {e}"
     finally:
         node_log = node.log_tail(50_000_000)
-        (out / "node.log").write_text(node_log)
+        (out / f"node{tag}.log").write_text(node_log)
         node.cleanup()
     tracebacks = len(BROKER_TRACEBACK.findall(node_log))
     if tracebacks:
-        problems.append(f"the broker logged {tracebacks} unhandled exception(s); see {out / 'node.log'}")
+        problems.append(f"the broker logged {tracebacks} unhandled exception(s) during the suite's "
+                        f"{what}; see {out / f'node{tag}.log'}")
 
     results: list[Outcome] = []
     if results_path.exists():
@@ -233,36 +288,86 @@ def run_suite(suite: str, mode: str) -> SuiteSummary:
     if not results and not setup_error:
         # Zero tests must not look like success, as pytest's exit code 5 must not.
         setup_error = "the suite reported no tests"
+    return SuiteRun(results, setup_error, problems)
 
-    summary = classify(
-        suite, mode, results,
-        allowed=read_list(folder / "allow-list.txt"),
-        documented=finding_ids(folder / "FINDINGS.md"),
-        seconds=time.monotonic() - started,
-    )
-    summary.broker_problems, summary.setup_error = problems, setup_error
+
+def run_suite(suite: str, mode: str) -> SuiteSummary:
+    folder = SUITES_DIR / suite
+    out = OUT_DIR / suite
+    out.mkdir(parents=True, exist_ok=True)
+    # A re-run's files from an earlier run must not be taken for this run's.
+    for stale in ("results-rerun.tsv", "suite-rerun.log", "node-rerun.log", "only-rerun.txt"):
+        (out / stale).unlink(missing_ok=True)
+    started = time.monotonic()
+
+    print(f"== {suite} ({mode}): starting a kafkapy node", flush=True)
+    first = _run_on_fresh_node(suite, mode, out)
+    allowed = read_list(folder / "allow-list.txt")
+    documented = finding_ids(folder / "FINDINGS.md")
+    summary = classify(suite, mode, first.results, allowed=allowed, documented=documented)
+    problems = list(first.broker_problems)
+    rerun_results: list[Outcome] | None = None
+    if not first.setup_error:
+        by_id = {r.test_id: r for r in first.results}
+        again, summary.rerun = rerun_plan(summary.regressions, by_id)
+        if again:
+            print(f"   {suite}: re-running {len(again)} allowed test(s) that did not pass, on a "
+                  "fresh node", flush=True)
+            second = _run_on_fresh_node(suite, mode, out, "-rerun", only=again)
+            problems += second.broker_problems
+            rerun_results = second.results
+            if second.setup_error:
+                summary.rerun += f"; the re-run failed: {second.setup_error}"
+    if rerun_results is not None:
+        summary = classify(suite, mode, first.results, allowed=allowed, documented=documented,
+                           rerun=rerun_results, rerun_note=summary.rerun)
+    summary.seconds = round(time.monotonic() - started, 1)
+    summary.broker_problems, summary.setup_error = problems, first.setup_error
     (out / "summary.json").write_text(json.dumps(asdict(summary), indent=2) + "\n")
-    _print_summary(summary, {r.test_id: r for r in results})
+    _print_summary(summary, {r.test_id: r for r in first.results},
+                   {r.test_id: r for r in rerun_results or []})
     return summary
 
 
+def rerun_plan(regressions: list[str], by_id: dict[str, Outcome]) -> tuple[list[str], str]:
+    """The allowed tests to run once more (those that ran and did not pass), and a note.
+
+    Nothing is re-run when more than ``RERUN_MAX`` failed: that is a broken build, not a flake.
+    Allowed tests the suite did not run at all (full mode) are not re-run either."""
+    failed = [t for t in regressions if t in by_id]
+    if not failed:
+        return [], ""
+    if len(failed) > RERUN_MAX:
+        return [], (f"not re-run: {len(failed)} allowed tests did not pass (more than {RERUN_MAX} "
+                    "is no flake)")
+    return failed, f"re-ran {len(failed)} allowed test(s) that did not pass, on a fresh node"
+
+
 def classify(suite: str, mode: str, results: list[Outcome], *, allowed: list[str],
-             documented: set[str], seconds: float = 0.0) -> SuiteSummary:
-    """Holds one run's results against the suite's allow-list and findings."""
+             documented: set[str], seconds: float = 0.0, rerun: list[Outcome] | None = None,
+             rerun_note: str = "") -> SuiteSummary:
+    """Holds one run's results against the suite's allow-list and findings.
+
+    ``rerun`` is what re-running the allowed tests that did not pass showed: one that passed
+    there is flaky, not a regression (the counts stay the first run's)."""
     by_id = {r.test_id: r for r in results}
     passed = {r.test_id for r in results if r.status == "passed"}
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     counts["total"] = len(results)
+    passed_again = {r.test_id for r in rerun or [] if r.status == "passed"}
+    allowed_failed = [t for t in allowed if t not in passed and (t in by_id or mode == "full")]
+    flaky = [t for t in allowed_failed if t in by_id and t in passed_again]
     return SuiteSummary(
         suite=suite, mode=mode, commit=git_commit(),
         finished=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         seconds=round(seconds, 1), counts=counts, allow_listed=len(allowed),
         # Quick mode runs a subset: an allowed test it did not run is no regression there, one it
         # ran and did not pass is. A full run must run every allowed test.
-        regressions=[t for t in allowed if t not in passed and (t in by_id or mode == "full")],
+        regressions=[t for t in allowed_failed if t not in flaky],
         newly_passing=sorted(passed - set(allowed)),
-        undocumented=sorted(r.test_id for r in results
-                            if r.status != "passed" and r.test_id not in documented),
+        undocumented=sorted(r.test_id for r in results if r.status != "passed"
+                            and r.test_id not in documented and r.test_id not in flaky),
+        flaky=flaky, rerun=rerun_note,
     )
 
 
@@ -270,19 +375,30 @@ def classify(suite: str, mode: str, results: list[Outcome], *, allowed: list[str
 _PRINT_LOCK = threading.Lock()
 
 
-def _print_summary(s: SuiteSummary, by_id: dict[str, Outcome]) -> None:
+def _print_summary(s: SuiteSummary, by_id: dict[str, Outcome],
+                   rerun_by_id: dict[str, Outcome] | None = None) -> None:
     with _PRINT_LOCK:
-        _print_summary_lines(s, by_id)
+        _print_summary_lines(s, by_id, rerun_by_id or {})
 
 
-def _print_summary_lines(s: SuiteSummary, by_id: dict[str, Outcome]) -> None:
+def _outcome_text(r: Outcome | None) -> str:
+    return f"{r.status} {r.detail}".rstrip() if r else "not run"
+
+
+def _print_summary_lines(s: SuiteSummary, by_id: dict[str, Outcome],
+                         rerun_by_id: dict[str, Outcome]) -> None:
     c = s.counts
     print(f"   {s.suite}: {c.get('passed', 0)} passed, {c.get('failed', 0)} failed, "
           f"{c.get('skipped', 0)} skipped of {c.get('total', 0)} in {s.seconds:.0f} s "
           f"({s.allow_listed} on the allow-list)", flush=True)
+    if s.rerun:
+        print(f"   {s.rerun}")
     for t in s.regressions:
         r = by_id.get(t)
-        print(f"   REGRESSION {t}: {r.status + ' ' + r.detail if r else 'not run'}")
+        again = f"; on re-run: {_outcome_text(rerun_by_id.get(t))}" if rerun_by_id else ""
+        print(f"   REGRESSION {t}: {r.status + ' ' + r.detail if r else 'not run'}{again}")
+    for t in s.flaky:
+        print(f"   FLAKY {t}: failed first ({_outcome_text(by_id.get(t))}), passed on re-run")
     for t in s.undocumented:
         print(f"   UNDOCUMENTED {t}: {by_id[t].status} {by_id[t].detail} (add it to FINDINGS.md)")
     for t in s.newly_passing:
@@ -383,7 +499,8 @@ def render_doc(summaries: list[SuiteSummary]) -> str:
         "the protocol, run against a fresh single-node kafkapy. Every test that does not pass has "
         "a line in its suite's `FINDINGS.md` saying why: a broker gap, or a feature that does not "
         "apply yet. CI runs the quick selection on every commit and fails if a test on an "
-        "allow-list stops passing.",
+        "allow-list stops passing; an allowed test that fails once and passes when re-run on a "
+        "fresh node is listed as flaky instead.",
         "",
         "Regenerate this page (and the numbers in the README) with `make report-card` "
         "(quick selection) or `make report-card MODE=full`.",
@@ -407,6 +524,9 @@ def render_doc(summaries: list[SuiteSummary]) -> str:
             parts.append("")
         if s.newly_passing:
             parts += [f"Passing but not yet on the allow-list: {len(s.newly_passing)}.", ""]
+        if s.flaky:
+            parts += ["Flaky this run (failed, then passed when re-run on a fresh node): "
+                      + ", ".join(f"`{t}`" for t in s.flaky) + ".", ""]
     parts += ["## Suites not in the report card", ""]
     parts += [f"- **{name}**: {why}" for name, why in SUITES_NOT_RUN.items()]
     return "\n".join(parts).rstrip() + "\n"

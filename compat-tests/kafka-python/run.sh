@@ -5,7 +5,8 @@
 # usage: run.sh <quick|full> <bootstrap host:port> <results.tsv>
 #
 # Both modes run all of test/integration (67 tests); quick skips what the plugin's QUICK_SKIP
-# names (nothing at the moment).
+# names (nothing at the moment). KAFKAPY_SUITE_ONLY=<file of test ids, one a line, as in
+# results.tsv> runs only those (the report card's re-run), with its output in last-run-only/.
 # Downloads and the extracted sdist are cached under .tools/suites/kafka-python/.
 # Exit 0 when the suite ran (whatever the test outcomes), non-zero when setup failed.
 set -euo pipefail
@@ -83,6 +84,7 @@ find "$TREE/test" -name '__pycache__' -prune -exec rm -rf {} +
 
 # ---- 2. run ----------------------------------------------------------------------------------
 RUN="$CACHE/last-run"
+if [ -n "${KAFKAPY_SUITE_ONLY:-}" ]; then RUN="$CACHE/last-run-only"; fi
 rm -rf "$RUN"
 mkdir -p "$RUN"
 
@@ -104,6 +106,13 @@ if ! timeout -k 10 300 "${PYTEST[@]}" --collect-only -q test/integration \
 fi
 grep '^test/.*::' "$RUN/collect.out" | sed 's/[[:space:]]*$//' > "$RUN/collected.txt" || true
 [ -s "$RUN/collected.txt" ] || { cat "$RUN/collect.out" >&2; die "no tests collected"; }
+if [ -n "${KAFKAPY_SUITE_ONLY:-}" ]; then
+    # Only the listed ids: the file loop below runs them by id, and junit_to_tsv reports on them.
+    mv "$RUN/collected.txt" "$RUN/collected-all.txt"
+    grep -Fxf <(sed 's/[[:space:]]*$//' "$KAFKAPY_SUITE_ONLY" | grep .) "$RUN/collected-all.txt" \
+        > "$RUN/collected.txt" || true
+    [ -s "$RUN/collected.txt" ] || die "none of the tests in $KAFKAPY_SUITE_ONLY was collected"
+fi
 
 # One pytest process per file, each under an outer deadline, so one hang cannot cost the others
 # their results. pytest-timeout (signal method) fails a single test after PER_TEST_TIMEOUT.
@@ -123,10 +132,12 @@ for file in $(cut -d: -f1 "$RUN/collected.txt" | sort -u); do
         continue
     fi
     log "running $file ($n tests, deadline ${deadline}s)"
+    targets=("$file")
+    if [ -n "${KAFKAPY_SUITE_ONLY:-}" ]; then mapfile -t targets < <(grep -F "$file::" "$RUN/collected.txt"); fi
     set +e
     timeout -k 15 "$deadline" "${PYTEST[@]}" -rfEs --tb=short \
         --timeout="$PER_TEST_TIMEOUT" --timeout-method=signal \
-        --junitxml="$RUN/junit-$name.xml" "$file" > "$RUN/$name.out" 2>&1
+        --junitxml="$RUN/junit-$name.xml" "${targets[@]}" > "$RUN/$name.out" 2>&1
     rc=$?
     set -e
     tail -n 40 "$RUN/$name.out" >&2

@@ -87,4 +87,6 @@ fi
 # 4. run
 PY=python3
 [ -x "$ROOT/.venv/bin/python" ] && PY="$ROOT/.venv/bin/python"
-exec "$PY" "$HERE/run_tests.py" "$MODE" "$BOOTSTRAP" "$RESULTS" "$SRC" "$CACHE/work"
+# KAFKAPY_SUITE_ONLY (a file of test names; the report card's re-run): run_tests.py runs only
+# those, with its logs in work-only/ so the full run's stay.
+exec "$PY" "$HERE/run_tests.py" "$MODE" "$BOOTSTRAP" "$RESULTS" "$SRC" "$CACHE/work${KAFKAPY_SUITE_ONLY:+-only}"

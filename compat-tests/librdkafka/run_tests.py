@@ -12,6 +12,9 @@ non-quick, so -Q would make them pass without doing anything), `full` only in fu
 never (written to the results as skipped with the reason). Results: one line per test *name*
 (e.g. 0001_multiobj). A -Q run that passes without starting any sub-test although the test defines
 non-quick SUB_TEST()s is reported as skipped, not passed.
+
+KAFKAPY_SUITE_ONLY names a file of test names (one a line, as in results.tsv; the report card's
+re-run): only their numbers run, and only their lines are written.
 """
 
 from __future__ import annotations
@@ -131,6 +134,15 @@ def _stop(signum, _frame):
     raise SystemExit(128 + signum)
 
 
+def read_only(path: str | None, table: list[dict]) -> tuple[set[str] | None, set[str] | None]:
+    """The test names KAFKAPY_SUITE_ONLY lists, and the numbers that run them (None: all)."""
+    if not path:
+        return None, None
+    with open(path, encoding="utf-8") as f:
+        names = {line.strip() for line in f if line.strip()}
+    return names, {t["num"] for t in table if t["name"] in names}
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
@@ -141,6 +153,7 @@ def main() -> int:
     runner = os.path.join(tests_dir, "test-runner")
     table = [t for t in parse_test_table(os.path.join(tests_dir, "test.c")) if not t["local"] and not t["manual"]]
     plan = read_plan()
+    only_names, only_numbers = read_only(os.environ.get("KAFKAPY_SUITE_ONLY"), table)
     os.makedirs(workdir, exist_ok=True)
     logdir = os.path.join(workdir, "logs")
     os.makedirs(logdir, exist_ok=True)
@@ -171,6 +184,8 @@ def main() -> int:
         names = [t for t in table if t["num"] == num]
         action, reason = plan.get(num, ("exclude", "not classified in tests.txt (new upstream test)"))
         if only is not None and num not in only.split(","):
+            continue
+        if only_numbers is not None and num not in only_numbers:
             continue
         if action not in ("quick", "quick-noQ", "full", "exclude"):
             raise SystemExit(f"tests.txt: unknown action {action!r} for {num}")
@@ -230,6 +245,9 @@ def main() -> int:
             else:
                 rows.append((name, "failed", dur, one_line(first_failure(out, name) or extra or state)))
         print(f"{num}: " + ", ".join(f"{r[0]}={r[1]}" for r in rows if r[0].startswith(num)) + f" ({elapsed:.1f}s)", flush=True)
+    if only_names is not None:
+        # A number runs all of its tests; the results name only those asked for.
+        rows = [r for r in rows if r[0] in only_names]
     with open(results, "w") as f:
         for name, status, secs, detail in rows:
             f.write(f"{name}\t{status}\t{secs:.3f}\t{detail}\n")

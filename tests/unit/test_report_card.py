@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -83,3 +85,161 @@ def test_suites_side_by_side_report_in_the_order_asked(monkeypatch):
     monkeypatch.setattr(report_card, "last_run_seconds", lambda: {"a": 1.0, "b": 9.0})
     assert report_card.run_suites(["a", "b"], "quick", jobs=2) == ["a", "b"]
     assert sorted(ran) == ["a", "b"]
+
+
+# -- the re-run of allowed tests that did not pass ----------------------------------------------
+
+
+class FakeNode:
+    """Stands in for KafkaNode: the report card starts one per run of a suite."""
+
+    started: list["FakeNode"] = []
+
+    def __init__(self, overrides, log=""):
+        self.overrides, self.log, self.running = overrides, log, True
+        self.bootstrap = f"127.0.0.1:{9100 + len(FakeNode.started)}"
+
+    def start(self):
+        FakeNode.started.append(self)
+
+    def log_tail(self, _n):
+        return self.log
+
+    def cleanup(self):
+        self.running = False
+
+
+@pytest.fixture
+def suite(tmp_path, monkeypatch):
+    """A suite "s" with allowed tests a..g, and the report card's runs of it faked: each run writes
+    the statuses of the next entry of ``plan`` (a dict per run) for the tests it was asked for."""
+    folder = tmp_path / "suites" / "s"
+    folder.mkdir(parents=True)
+    (folder / "run.sh").write_text("")
+    (folder / "allow-list.txt").write_text("".join(f"{t}\n" for t in "abcdefg"))
+    (folder / "FINDINGS.md").write_text("- `x`: not built yet\n")
+    (folder / "broker.properties").write_text("num.partitions=4\n")
+    monkeypatch.setattr(report_card, "SUITES_DIR", tmp_path / "suites")
+    monkeypatch.setattr(report_card, "OUT_DIR", tmp_path / "out")
+    FakeNode.started = []
+    calls: list[dict] = []
+    plan: list[dict[str, str]] = []
+    node_logs: list[str] = []
+
+    def new_node(overrides):
+        return FakeNode(overrides, node_logs.pop(0) if node_logs else "")
+
+    def fake_process(suite, mode, bootstrap, results, log, *, timeout, only=None):
+        ids = only.read_text().split() if only else [*"abcdefg", "x"]
+        calls.append({"bootstrap": bootstrap, "only": ids if only else None, "timeout": timeout,
+                      "results": results.name})
+        statuses = plan[len(calls) - 1]
+        results.write_text("".join(f"{t}\t{statuses.get(t, 'passed')}\t1.0\t{'boom ' + t}\n"
+                                   for t in ids if statuses.get(t) != "absent"))
+        return ""
+
+    monkeypatch.setattr(report_card, "_new_node", new_node)
+    monkeypatch.setattr(report_card, "_run_suite_process", fake_process)
+    return {"plan": plan, "calls": calls, "node_logs": node_logs, "out": tmp_path / "out" / "s"}
+
+
+def test_an_allowed_test_that_fails_once_and_passes_on_a_fresh_node_is_flaky(suite, capsys):
+    suite["plan"] += [{"c": "failed", "x": "failed"}, {}]
+    s = report_card.run_suite("s", "quick")
+    first, again = suite["calls"]
+    # Only the allowed test that failed, on a second node of its own, into a second results file.
+    assert first["only"] is None and again["only"] == ["c"]
+    assert len(FakeNode.started) == 2 and FakeNode.started[1].overrides == {"num.partitions": "4"}
+    assert first["bootstrap"] != again["bootstrap"]
+    assert again["results"] == "results-rerun.tsv" and again["timeout"] <= 10 * 60
+    assert s.ok and s.flaky == ["c"] and s.regressions == [] and s.undocumented == []
+    assert s.counts["failed"] == 2  # the counts stay the first run's
+    out = capsys.readouterr().out
+    assert "FLAKY c: failed first (failed boom c), passed on re-run" in out
+    assert "REGRESSION" not in out and out.rstrip().endswith("ok")
+    stored = report_card.load_summaries()
+    assert [x.flaky for x in stored] == [["c"]]
+
+
+def test_an_allowed_test_that_fails_again_on_the_re_run_is_a_regression(suite, capsys):
+    suite["plan"] += [{"b": "failed", "c": "failed"}, {"b": "failed"}]
+    s = report_card.run_suite("s", "quick")
+    assert suite["calls"][1]["only"] == ["b", "c"]
+    assert s.regressions == ["b"] and s.flaky == ["c"] and not s.ok
+    out = capsys.readouterr().out
+    assert "REGRESSION b: failed boom b; on re-run: failed boom b" in out
+    assert "FLAKY c" in out and out.rstrip().endswith("FAILED")
+
+
+def test_an_allowed_test_the_re_run_does_not_report_stays_a_regression(suite):
+    suite["plan"] += [{"b": "failed"}, {"b": "absent"}]
+    s = report_card.run_suite("s", "quick")
+    assert s.regressions == ["b"] and s.flaky == [] and not s.ok
+
+
+def test_too_many_allowed_failures_are_not_re_run(suite, capsys):
+    suite["plan"] += [{t: "failed" for t in "abcdef"}]
+    s = report_card.run_suite("s", "quick")
+    assert len(suite["calls"]) == 1 and len(FakeNode.started) == 1
+    assert s.regressions == list("abcdef") and s.flaky == [] and not s.ok
+    assert "not re-run: 6 allowed tests did not pass" in capsys.readouterr().out
+
+
+def test_a_suite_whose_allowed_tests_pass_is_not_re_run(suite):
+    suite["plan"] += [{"x": "failed"}]
+    s = report_card.run_suite("s", "quick")
+    assert len(suite["calls"]) == 1 and s.ok and s.flaky == [] and s.rerun == ""
+    assert not (suite["out"] / "results-rerun.tsv").exists()
+
+
+def test_a_broker_traceback_during_the_re_run_still_fails_the_suite(suite):
+    suite["plan"] += [{"c": "failed"}, {}]
+    suite["node_logs"] += ["", "Traceback (most recent call last):\n  boom\n"]
+    s = report_card.run_suite("s", "quick")
+    assert s.flaky == ["c"] and not s.ok
+    assert "re-run" in s.broker_problems[0] and "node-rerun.log" in s.broker_problems[0]
+
+
+def test_summaries_load_with_and_without_flaky_tests(tmp_path, monkeypatch):
+    monkeypatch.setattr(report_card, "SUITES_DIR", tmp_path / "suites")
+    monkeypatch.setattr(report_card, "OUT_DIR", tmp_path / "out")
+    for name in ("old", "new"):
+        (tmp_path / "suites" / name).mkdir(parents=True)
+        (tmp_path / "suites" / name / "run.sh").write_text("")
+        (tmp_path / "out" / name).mkdir(parents=True)
+    new = report_card.classify("new", "quick", results(a="failed"), allowed=["a"], documented=set(),
+                               rerun=results(a="passed"), rerun_note="re-ran 1")
+    (tmp_path / "out" / "new" / "summary.json").write_text(json.dumps(dataclasses.asdict(new)))
+    # A summary written before flaky tests existed has neither "flaky" nor "rerun".
+    old = dataclasses.asdict(report_card.classify("old", "quick", results(a="passed"),
+                                                  allowed=["a"], documented=set()))
+    del old["flaky"], old["rerun"]
+    (tmp_path / "out" / "old" / "summary.json").write_text(json.dumps(old))
+    loaded = {s.suite: s for s in report_card.load_summaries()}
+    assert loaded["new"] == new and loaded["new"].flaky == ["a"]
+    assert loaded["old"].flaky == [] and loaded["old"].ok
+
+
+def test_the_report_names_the_flaky_tests_of_each_suite(tmp_path, monkeypatch):
+    monkeypatch.setattr(report_card, "OUT_DIR", tmp_path)
+    flaky = report_card.classify("kafka-python", "quick", results(a="failed", b="passed"),
+                                 allowed=["a", "b"], documented=set(), rerun=results(a="passed"))
+    steady = report_card.classify("franz-go", "quick", results(a="passed"), allowed=["a"],
+                                  documented=set())
+    doc = report_card.render_doc([flaky, steady])
+    assert "Flaky this run (failed, then passed when re-run on a fresh node): `a`." in doc
+    assert doc.count("Flaky this run") == 1
+
+
+def test_librdkafka_restricts_its_run_to_the_numbers_of_the_listed_tests(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "librdkafka_run_tests", ROOT / "compat-tests" / "librdkafka" / "run_tests.py")
+    run_tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_tests)
+    table = [{"name": n, "num": n[:4]} for n in ("0001_multiobj", "0045_subscribe_update",
+                                                 "0045_subscribe_update_non_exist", "0050_x")]
+    only = tmp_path / "only.txt"
+    only.write_text("0045_subscribe_update_non_exist\n\n0001_multiobj\n")
+    assert run_tests.read_only(str(only), table) == (
+        {"0001_multiobj", "0045_subscribe_update_non_exist"}, {"0001", "0045"})
+    assert run_tests.read_only(None, table) == (None, None)
