@@ -4,9 +4,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 export PATH="$PWD/.tools/bin:$PATH"
+# Each stage's header carries the time since the start, so CI's log shows where the minutes go.
+stage() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 # Seconds, and the cheapest failure: the import contracts, ruff and mypy (scripts/lint.sh).
-echo "== lint: import contracts, ruff, mypy"
+stage "lint: import contracts, ruff, mypy"
 bash scripts/lint.sh
 
 # The report card's librdkafka build (its source package and a compile: ~2 min on a clean machine)
@@ -30,15 +32,15 @@ SIM_TESTS=(tests/unit/raft/test_simulation.py::test_simulation_seeds
 KAFKAPY_TWIN_RECORD="$SIM_TWINS" KAFKAPY_RAFT_SEEDS=2000 KAFKAPY_REQUIRE_EXTENSIONS=1 \
     "$PY" -m pytest -q -p no:cacheprovider "${SIM_TESTS[@]}" >"$SIM_LOG" 2>&1 &
 SIM=$!
-echo "== unit tests (Cython extensions)"
+stage "unit tests (Cython extensions)"
 KAFKAPY_TWIN_RECORD="$TWINS" KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/unit -q -p no:cacheprovider \
     "${SIM_TESTS[@]/#/--deselect=}"
 mapfile -t TWIN_FILES <"$TWINS"
-echo "== unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1): the ${#TWIN_FILES[@]} files that reach a twin"
+stage "unit tests (pure Python, KAFKAPY_NO_EXTENSIONS=1): the ${#TWIN_FILES[@]} files that reach a twin"
 # Never an empty list: pytest without paths would run its default testpaths instead.
 [ "${#TWIN_FILES[@]}" -gt 0 ] || { echo "no unit test reached a Cython module or its twin: the recording is broken"; exit 1; }
 KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider "${TWIN_FILES[@]}"
-echo "== the Raft simulations (2000 seeds; the dynamic quorum)"
+stage "the Raft simulations (2000 seeds; the dynamic quorum)"
 SIM_STATUS=0
 wait "$SIM" || SIM_STATUS=$?
 SIM=""
@@ -47,11 +49,11 @@ cat "$SIM_LOG"
 # Should the simulations ever reach a twin, their files get the pure-Python run too.
 mapfile -t SIM_ONLY < <(sort -u "$SIM_TWINS" | comm -23 - <(sort -u "$TWINS"))
 if [ "${#SIM_ONLY[@]}" -gt 0 ]; then
-    echo "== unit tests (pure Python): ${SIM_ONLY[*]}"
+    stage "unit tests (pure Python): ${SIM_ONLY[*]}"
     KAFKAPY_NO_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider "${SIM_ONLY[@]}"
 fi
 wait "$SUITE_SETUP" || echo "(librdkafka's build failed, see .tools/report-card/librdkafka-setup.log; the report card retries it)"
-echo "== integration and compatibility tests"
+stage "integration and compatibility tests"
 # They run in two pytest-xdist workers (KAFKAPY_TEST_JOBS, default 2; 1 runs them in this
 # process), one test file per worker at a time: a module's node stays in one process and each
 # worker starts its own shared compat broker. Most of these tests wait on nodes and clients rather
@@ -61,12 +63,13 @@ JOBS=${KAFKAPY_TEST_JOBS:-2}
 XDIST=()
 [ "$JOBS" -le 1 ] || XDIST=(-n "$JOBS" --dist loadfile)
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider \
-    --durations=30 "${XDIST[@]}"
-echo "== PySpark: the kafkapy source and sink, Spark's Kafka connector (spark.jars.packages) on kafkapy and Apache Kafka, the example pipeline (local[2])"
-KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/spark -q -p no:cacheprovider
-echo "== stock clients against a 3-controller, 3-broker cluster (kafkapy cluster up)"
+    --durations=40 "${XDIST[@]}"
+stage "PySpark: the kafkapy source and sink, Spark's Kafka connector (spark.jars.packages) on kafkapy and Apache Kafka, the example pipeline (local[2])"
+KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/spark -q -p no:cacheprovider --durations=10
+stage "stock clients against a 3-controller, 3-broker cluster (kafkapy cluster up)"
 KAFKAPY_COMPAT_TARGET=kafkapy-cluster KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest -q -p no:cacheprovider \
-    compat-tests/test_roundtrip.py compat-tests/test_groups.py compat-tests/test_admin.py \
+    --durations=10 compat-tests/test_roundtrip.py compat-tests/test_groups.py compat-tests/test_admin.py \
     compat-tests/test_kcat.py compat-tests/test_java.py
-echo "== client libraries' own test suites (the report card, quick selection; two suites at a time, each on its own node)"
+stage "client libraries' own test suites (the report card, quick selection; two suites at a time, each on its own node)"
 "$PY" compat-tests/report_card.py run --mode quick --jobs "${KAFKAPY_TEST_JOBS:-2}"
+stage "done"
