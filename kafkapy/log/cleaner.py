@@ -35,8 +35,10 @@ compacted topic anyway). Offsets never change: readers of a compacted log see ga
 Kafka.
 
 ``plan_clean`` (reading, the offset map, writing the new segments) never changes the log and may
-run on a worker thread; ``apply_clean`` (renames and the segment list) must run where the log's
-appends run. Readers already holding a ``FetchSlice`` keep reading the old, unlinked file.
+run on a worker thread, given the log's live state as ``clean_inputs`` took it where the log's
+appends run (the segment list, the last stable offset, the producers' last batches and the aborted
+transactions change under appends); ``apply_clean`` (renames and the segment list) must run there
+too. Readers already holding a ``FetchSlice`` keep reading the old, unlinked file.
 """
 
 from __future__ import annotations
@@ -237,23 +239,43 @@ def first_uncleanable_offset(plog: PartitionLog) -> int:
     return min(plog.segments[-1].base_offset, plog.last_stable_offset)
 
 
-def plan_clean(plog: PartitionLog, *, now_ms: int) -> CleanPlan:
+@dataclass(frozen=True)
+class CleanInputs:
+    """The log's live state a clean starts from, taken where the log's appends run."""
+
+    limit: int  # the first uncleanable offset
+    segments: list[LogSegment]  # the cleanable ones, oldest first (never the active one)
+    first_segment: LogSegment  # the log's first, which a clean never deletes
+    last_records: dict[int, LastRecord]
+    aborted: list[AbortedTxn]
+
+
+def clean_inputs(plog: PartitionLog) -> CleanInputs:
+    """What ``plan_clean`` needs from the live log: what lies below the limit is decided."""
+    limit = first_uncleanable_offset(plog)
+    all_segments = list(plog.segments)
+    segments = [s for s in all_segments[:-1] if s.base_offset < limit]
+    aborted = (plog.collect_aborted_transactions(segments[0].base_offset, segments[-1].next_offset)
+               if segments else [])
+    return CleanInputs(limit, segments, all_segments[0], last_records_of_producers(plog.producer_state),
+                       aborted)
+
+
+def plan_clean(plog: PartitionLog, *, now_ms: int, inputs: CleanInputs | None = None) -> CleanPlan:
     """The heavy part of a clean: read the cleanable segments, build the offset map and write the
     cleaned segments with their indexes into a scratch directory. It never changes the log, so it
-    may run on a worker thread while the log takes appends (which only touch the active segment).
+    may run on a worker thread while the log takes appends (which only touch the active segment),
+    given ``inputs`` taken beforehand (see ``clean_inputs``; taken here when not given).
     """
     result = CleanResult()
     config = plog.config
-    # Taken first: what the log holds below these is decided and may be cleaned.
-    limit = first_uncleanable_offset(plog)
-    last_records = last_records_of_producers(plog.producer_state)
-    all_segments: list[LogSegment] = plog.segments
-    segments = [s for s in all_segments[:-1] if s.base_offset < limit]  # never the active one
+    if inputs is None:
+        inputs = clean_inputs(plog)
+    limit, segments, aborted = inputs.limit, inputs.segments, inputs.aborted
+    last_records, first_segment = inputs.last_records, inputs.first_segment
     result.first_uncleanable = limit
     if not segments:
         return CleanPlan([], result)
-    first_segment = all_segments[0]
-    aborted = plog.collect_aborted_transactions(segments[0].base_offset, segments[-1].next_offset)
     result.segments_before = len(segments)
     result.bytes_before = sum(s.size for s in segments)
     rules = _Pass(now_ms, now_ms - config.min_compaction_lag_ms, now_ms + config.delete_retention_ms,

@@ -24,7 +24,7 @@ import trio
 
 from kafkapy.config import BrokerConfig
 from kafkapy.config_views import BrokerSettings
-from kafkapy.log.cleaner import CLEANER_TMP_DIR, LogCleaner, apply_clean, plan_clean
+from kafkapy.log.cleaner import CLEANER_TMP_DIR, LogCleaner, apply_clean, clean_inputs, plan_clean
 from kafkapy.quorum.clock import NodeClock
 
 log = logging.getLogger("kafkapy.node")
@@ -162,7 +162,11 @@ class LogTasks:
             for plog in cleaner.due([h.log for h in self.replicas.partitions()], now_ms=now_ms):
                 end = plog.segments[-1].base_offset
                 try:
-                    plan = await self._run_sync(lambda p=plog, t=now_ms: plan_clean(p, now_ms=t))
+                    # The live state (LSO, producers, segment list) is read here, between
+                    # appends; the worker thread only reads segment files below it.
+                    inputs = clean_inputs(plog)
+                    plan = await self._run_sync(
+                        lambda p=plog, t=now_ms, i=inputs: plan_clean(p, now_ms=t, inputs=i))
                     result = apply_clean(plog, plan, now_ms=now_ms)
                 except Exception:  # one bad log must not stop the cleaning of others
                     log.exception("Cleaning %s-%d failed", plog.topic, plog.partition)

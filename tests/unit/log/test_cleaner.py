@@ -192,6 +192,21 @@ def test_plan_then_apply_with_appends_and_a_roll_in_between(open_log, log_dir):
     assert os.listdir(os.path.join(os.path.dirname(log_dir), CLEANER_TMP_DIR)) == []
 
 
+def test_a_plan_cleans_what_its_inputs_saw_not_what_came_after(open_log):
+    from kafkapy.log.cleaner import apply_clean, clean_inputs, plan_clean
+
+    log = open_log(cleanup_policy="compact")
+    write_history(log)
+    inputs = clean_inputs(log)  # where the log's appends run
+    # Before the worker thread starts, the log rolls: the segment it closes holds a newer "a"
+    # that this clean did not see, so "a3" stays until the next one.
+    put(log, [(b"a", b"a4")], ts=4500)
+    log.roll(now_ms=4500)
+    apply_clean(log, plan_clean(log, now_ms=5000, inputs=inputs), now_ms=5000)
+    assert contents(log) == [(3, b"c", b"c1"), (4, b"b", None), (5, b"a", b"a3"), (6, b"c", b"c2"),
+                             (7, b"a", b"a4")]
+
+
 def test_apply_skips_groups_whose_segments_changed(open_log):
     from kafkapy.log.cleaner import apply_clean, plan_clean
 
