@@ -16,13 +16,18 @@ request carries the consumer's group metadata (KIP-447) and is fenced like a mem
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.handlers.groups import _coordinator_error
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from kafkapy.coordinator.group import GroupShard
+    from kafkapy.coordinator.outcome import Outcome
 
 CommitResp = m.OffsetCommitResponse
 FetchResp = m.OffsetFetchResponse
@@ -46,23 +51,57 @@ def _partition_exists(ctx: BrokerContext, topic: str, partition: int) -> bool:
     return t is not None and partition in t.partitions
 
 
+#: (topic, partition, offset, leader epoch, metadata), as the shard's commit calls take them
+CommitEntry = tuple[str, int, int, int, str | None]
+PartitionCodes = dict[tuple[str, int], int]
+
+
+def _commit_entries(ctx: BrokerContext, topics: Any, version: int, epoch_since: int
+                    ) -> tuple[PartitionCodes, list[CommitEntry]]:
+    """Split an OffsetCommit's or TxnOffsetCommit's partitions (same field names in both):
+    UNKNOWN_TOPIC_OR_PARTITION for those that do not exist, entries for the others. The committed
+    leader epoch is in the request from version ``epoch_since`` on; before it the entry has -1."""
+    codes: PartitionCodes = {}
+    entries: list[CommitEntry] = []
+    for t in topics:
+        for p in t.partitions:
+            if not _partition_exists(ctx, t.name, p.partition_index):
+                codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                epoch = p.committed_leader_epoch if version >= epoch_since else -1
+                entries.append((t.name, p.partition_index, p.committed_offset, epoch, p.committed_metadata))
+    return codes, entries
+
+
+async def _write_commit(ctx: BrokerContext, shard: GroupShard, outcome: Outcome, entries: list[CommitEntry],
+                        codes: PartitionCodes, write_error: Callable[[int], int]) -> None:
+    """Run a commit's write and put each entry's code in ``codes``; a failed write stores
+    nothing, and every entry gets ``write_error`` of the append's error."""
+    assert ctx.groups is not None  # the shard came from it
+    try:
+        results = cast(list[int], await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))
+    except KafkaError as exc:
+        results = [write_error(exc.code)] * len(entries)
+    except OSError:
+        results = [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(entries)
+    for (topic, partition, *_), code in zip(entries, results):
+        codes[(topic, partition)] = code
+
+
+def _topic_results(T: Any, P: Any, version: int, topics: Any, codes: PartitionCodes) -> list[Any]:
+    """The response's topics, in the request's order, one code per partition."""
+    return [T(version=version, name=t.name, partitions=[
+        P(version=version, partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+        for p in t.partitions]) for t in topics]
+
+
 # ------------------------------------------------------------------------------------ OffsetCommit
 
 async def handle_offset_commit(ctx: BrokerContext, request: Request) -> object:
     body = request.body
     version = request.api_version
     now = ctx.clock.now_ms()
-    T = CommitResp.OffsetCommitResponseTopic
-    P = T.OffsetCommitResponsePartition
-    codes: dict[tuple[str, int], int] = {}
-    entries = []
-    for t in body.topics:
-        for p in t.partitions:
-            if not _partition_exists(ctx, t.name, p.partition_index):
-                codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                epoch = p.committed_leader_epoch if version >= 6 else -1
-                entries.append((t.name, p.partition_index, p.committed_offset, epoch, p.committed_metadata))
+    codes, entries = _commit_entries(ctx, body.topics, version, epoch_since=6)
     shard, error = _coordinator_error(ctx, body.group_id)
     if shard is not None:
         instance_id = body.group_instance_id if version >= 7 else None
@@ -75,21 +114,12 @@ async def handle_offset_commit(ctx: BrokerContext, request: Request) -> object:
         # error is NONE only once validate_commit ran on a shard of ctx.groups.
         assert shard is not None and ctx.groups is not None
         outcome = shard.commit(body.group_id, entries, now, expire)
-        try:
-            results = cast(list[int], await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))
-        except KafkaError as exc:
-            # Nothing was stored; Kafka's mapping of a failed write of the offsets.
-            results = [_write_error(exc.code)] * len(entries)
-        except OSError:
-            results = [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(entries)
-        for (topic, partition, *_), code in zip(entries, results):
-            codes[(topic, partition)] = code
+        await _write_commit(ctx, shard, outcome, entries, codes, _write_error)
     else:
         for topic, partition, *_ in entries:
             codes[(topic, partition)] = error
-    topics = [T(version=version, name=t.name, partitions=[
-        P(version=version, partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
-        for p in t.partitions]) for t in body.topics]
+    T = CommitResp.OffsetCommitResponseTopic
+    topics = _topic_results(T, T.OffsetCommitResponsePartition, version, body.topics, codes)
     return CommitResp(version=version, throttle_time_ms=0, topics=topics)
 
 
@@ -107,17 +137,7 @@ async def handle_txn_offset_commit(ctx: BrokerContext, request: Request) -> obje
     body = request.body
     version = request.api_version
     now = ctx.clock.now_ms()
-    T = TxnCommitResp.TxnOffsetCommitResponseTopic
-    P = T.TxnOffsetCommitResponsePartition
-    codes: dict[tuple[str, int], int] = {}
-    entries = []
-    for t in body.topics:
-        for p in t.partitions:
-            if not _partition_exists(ctx, t.name, p.partition_index):
-                codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                epoch = p.committed_leader_epoch if version >= 2 else -1
-                entries.append((t.name, p.partition_index, p.committed_offset, epoch, p.committed_metadata))
+    codes, entries = _commit_entries(ctx, body.topics, version, epoch_since=2)
     error: int = ErrorCode.NONE
     if entries:
         shard, error = _coordinator_error(ctx, body.group_id)
@@ -130,20 +150,12 @@ async def handle_txn_offset_commit(ctx: BrokerContext, request: Request) -> obje
         if error == ErrorCode.NONE:
             assert shard is not None and ctx.groups is not None
             outcome = shard.txn_commit(body.group_id, body.producer_id, body.producer_epoch, entries, now)
-            try:
-                results = cast(list[int], await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))
-            except KafkaError as exc:
-                results = [_txn_write_error(exc.code)] * len(entries)
-            except OSError:
-                results = [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(entries)
-            for (topic, partition, *_), code in zip(entries, results):
-                codes[(topic, partition)] = code
+            await _write_commit(ctx, shard, outcome, entries, codes, _txn_write_error)
         else:
             for topic, partition, *_ in entries:
                 codes[(topic, partition)] = error
-    topics = [T(version=version, name=t.name, partitions=[
-        P(version=version, partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
-        for p in t.partitions]) for t in body.topics]
+    T = TxnCommitResp.TxnOffsetCommitResponseTopic
+    topics = _topic_results(T, T.TxnOffsetCommitResponsePartition, version, body.topics, codes)
     return TxnCommitResp(version=version, throttle_time_ms=0, topics=topics)
 
 
