@@ -7,11 +7,15 @@ topic or its partition is not ready the answer is COORDINATOR_NOT_AVAILABLE, whi
 A transactional id's coordinator leads partition ``abs(hashCode(id)) %
 transaction.state.log.num.partitions`` of ``__transaction_state``, created the same way on first
 use (``transaction.state.log.*`` settings).
+
+``served_shard`` is the other side, for the group and transaction APIs sent to a coordinator: the
+shard serving a key on this broker, or the error a client retries on when it is not served here.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Protocol, TypeVar
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.handlers.topics import create_topics_internal
@@ -22,13 +26,39 @@ from kafkapy.coordinator.transaction import TRANSACTION_STATE_TOPIC
 from kafkapy.coordinator.transaction_service import transaction_config
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
 Resp = m.FindCoordinatorResponse
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+
+ShardT = TypeVar("ShardT")
+ShardT_co = TypeVar("ShardT_co", covariant=True)
+
+
+class ShardSource(Protocol[ShardT_co]):
+    """A coordinator edge (group or transaction) that finds the shard serving a key."""
+
+    def shard_for(self, key: str, /) -> ShardT_co: ...
+
+
+def served_shard(service: ShardSource[ShardT] | None, key: str | None,
+                 empty_key_error: int) -> tuple[ShardT | None, int]:
+    """The shard serving ``key`` here, or (None, error) when it is not served here right now.
+
+    The error is ``empty_key_error`` for an empty key, COORDINATOR_NOT_AVAILABLE when this broker
+    runs no such coordinator, else what ``shard_for`` raised (NOT_COORDINATOR,
+    COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE)."""
+    if not key:
+        return None, empty_key_error
+    if service is None:
+        return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
+    try:
+        return service.shard_for(key), ErrorCode.NONE
+    except KafkaError as exc:
+        return None, exc.code
 
 
 async def ensure_offsets_topic(ctx: BrokerContext) -> bool:

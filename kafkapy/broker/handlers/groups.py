@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, cast
 
 from kafkapy.broker.authorized_operations import GROUP_OPERATIONS, authorized
 from kafkapy.broker.context import BrokerContext, client_address
+from kafkapy.broker.handlers.coordinator import served_shard
 from kafkapy.coordinator.group import GroupState, JoinRequest, JoinResult, SyncResult
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkapy.coordinator.group import GroupShard
@@ -38,14 +39,7 @@ def _coordinator_error(ctx: BrokerContext, group_id: str) -> tuple[GroupShard | 
     A shard comes only from ``ctx.groups``: the handlers' ``assert ctx.groups is not None`` after
     it tells mypy so. ``run_op`` answers with the operation's own response type (``object`` in its
     signature), which the handlers ``cast`` to."""
-    if not group_id:
-        return None, ErrorCode.INVALID_GROUP_ID
-    if ctx.groups is None:
-        return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
-    try:
-        return ctx.groups.shard_for(group_id), ErrorCode.NONE
-    except KafkaError as exc:
-        return None, exc.code
+    return served_shard(ctx.groups, group_id, ErrorCode.INVALID_GROUP_ID)
 
 
 def client_host() -> str:

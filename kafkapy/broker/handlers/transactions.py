@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.handlers.coordinator import served_shard
 from kafkapy.coordinator.transaction import (
     DescribedTransaction,
     EndTxnAnswer,
@@ -27,7 +28,7 @@ from kafkapy.coordinator.transaction import (
 )
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkapy.coordinator.transaction import TransactionShard
@@ -43,14 +44,7 @@ ListResp = m.ListTransactionsResponse
 
 def _shard(ctx: BrokerContext, transactional_id: str | None) -> tuple[TransactionShard | None, int]:
     """The id's shard, or (None, error) when it is not served here right now."""
-    if not transactional_id:
-        return None, E.INVALID_REQUEST
-    if ctx.transactions is None:
-        return None, E.COORDINATOR_NOT_AVAILABLE
-    try:
-        return ctx.transactions.shard_for(transactional_id), E.NONE
-    except KafkaError as exc:
-        return None, exc.code
+    return served_shard(ctx.transactions, transactional_id, E.INVALID_REQUEST)
 
 
 def _version_error(api: str, version: int, error: int, abortable_since: int) -> int:
