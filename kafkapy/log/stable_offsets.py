@@ -7,6 +7,8 @@ transaction rules read in one place.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from kafkapy.log.local_log import LocalLog
 from kafkapy.log.producer_state import ProducerStateManager
 from kafkapy.log.transaction_index import AbortedTxn
@@ -23,8 +25,9 @@ class StableOffsets:
     _log_hw: int
 
     @property
+    @abstractmethod
     def log_start_offset(self) -> int:
-        raise NotImplementedError  # PartitionLog's
+        """Where the whole log starts, the floor of the last stable offset: PartitionLog's."""
 
     @property
     def high_watermark(self) -> int:
