@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -213,3 +214,143 @@ def eos_targets(*names: str) -> list[Any]:
     skip = pytest.mark.skipif(not EOS_ON_APACHE_KAFKA,
                               reason="KAFKAPY_EOS_ON_APACHE_KAFKA=1 runs the harness on Apache Kafka")
     return [pytest.param(n, marks=skip) if n.startswith("apache-kafka") else n for n in names]
+
+
+# -- transactions (shared by the test_transactions* and test_txn_* modules) --------------------------
+
+#: Node settings of the transaction tests: few coordinator partitions (quick to create and load)
+#: and no initial rebalance delay.
+TXN_NODE_OVERRIDES = {
+    "transaction.state.log.num.partitions": "3",
+    "offsets.topic.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+}
+#: Errors a transactional client retries: the coordinator moving or loading, or a transaction
+#: still completing.
+TXN_RETRIABLE = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                 ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS}
+
+
+def unique_name(prefix: str) -> str:
+    """``prefix`` and a random suffix: topics and transactional ids no other test uses."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def make_topic(node: Any, name: str, partitions: int = 2, configs: dict[str, str] | None = None) -> str:
+    """Create ``name`` (replication factor 1) on ``node``; the creation must succeed."""
+
+    async def go(c: KafkaClient) -> None:
+        r = await c.send(create_topics((name, partitions, 1), configs=configs))
+        assert r.topics[0].error_code == ErrorCode.NONE, r
+
+    run_client(node, go)
+    return name
+
+
+def txn_producer(target: Any, txn_id: str, **extra: Any) -> Any:
+    """A confluent-kafka transactional producer for ``target`` (a node or a cluster: anything
+    with ``bootstrap``)."""
+    import confluent_kafka
+
+    return confluent_kafka.Producer({"bootstrap.servers": target.bootstrap, "transactional.id": txn_id,
+                                     "transaction.timeout.ms": 60000, **extra})
+
+
+def consume_values(target: Any, topic: str, partitions: int, *, committed: bool, expect: int, secs: float = 10.0,
+                   grace: float = 0.5) -> list[bytes]:
+    """Every value (sorted) a confluent-kafka consumer reads from the start of ``topic`` on
+    ``target`` (anything with ``bootstrap``) within ``secs``, or once it has ``expect`` of them
+    plus ``grace`` seconds, so that extra records would show."""
+    import confluent_kafka
+
+    c = confluent_kafka.Consumer({
+        "bootstrap.servers": target.bootstrap, "group.id": unique_name("g"), "enable.auto.commit": False,
+        "isolation.level": "read_committed" if committed else "read_uncommitted"})
+    c.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + secs
+    try:
+        while time.monotonic() < deadline:
+            msg = c.poll(0.2)
+            if msg is not None and not msg.error():
+                got.append(msg.value())
+            if len(got) >= expect:
+                deadline = min(deadline, time.monotonic() + grace)
+    finally:
+        c.close()
+    return sorted(got)
+
+
+async def retry_send(c: KafkaClient, request: Any, version: int,
+                     code_of: Callable[[Any], int] = lambda r: r.error_code, timeout: float = 20.0) -> Any:
+    """Send until the answer's error (``code_of`` it) is not in :data:`TXN_RETRIABLE`."""
+    with trio.fail_after(timeout):
+        while True:
+            r = await c.send(request, version)
+            if code_of(r) not in TXN_RETRIABLE:
+                return r
+            await trio.sleep(0.1)
+
+
+def init_request(txn_id: str | None, timeout_ms: int = 60000) -> Any:
+    """InitProducerId for ``txn_id`` (None: an idempotent producer's id)."""
+    return m.InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=timeout_ms,
+                                   producer_id=-1, producer_epoch=-1)
+
+
+def add_partitions(txn_id: str, producer_id: int, epoch: int, topic: str, partitions: list[int]) -> Any:
+    """AddPartitionsToTxn as a producer sends it (the v3-and-below form)."""
+    R = m.AddPartitionsToTxnRequest
+    return R(v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=producer_id,
+             v3_and_below_producer_epoch=epoch,
+             v3_and_below_topics=[R.AddPartitionsToTxnTopic(name=topic, partitions=partitions)])
+
+
+def added_codes(resp: Any) -> list[int]:
+    """An AddPartitionsToTxn (v3-and-below) answer's partition error codes, in order."""
+    return [p.partition_error_code for t in resp.results_by_topic_v3_and_below for p in t.results_by_partition]
+
+
+async def open_transaction(c: KafkaClient, txn_id: str, topic: str, partitions: list[int], *, inits: int = 1,
+                           timeout_ms: int = 60000, timeout: float = 60.0) -> tuple[int, int]:
+    """(producer id, epoch) of ``txn_id``, initialized ``inits`` times (each bumps the epoch), with
+    ``partitions`` of ``topic`` added to its transaction; FindCoordinator first, as a producer
+    does (the first one creates ``__transaction_state``)."""
+    with trio.fail_after(timeout):
+        found = await retry_send(c, m.FindCoordinatorRequest(key=txn_id, key_type=1), 3, timeout=timeout)
+        assert found.error_code == ErrorCode.NONE, found
+        for _ in range(inits):
+            init = await retry_send(c, init_request(txn_id, timeout_ms), 4, timeout=timeout)
+            assert init.error_code == ErrorCode.NONE, init
+        pid, epoch = init.producer_id, init.producer_epoch
+        added = await retry_send(c, add_partitions(txn_id, pid, epoch, topic, partitions), 3,
+                                 lambda r: added_codes(r)[0], timeout=timeout)
+        assert added_codes(added) == [ErrorCode.NONE] * len(partitions), added
+    return pid, epoch
+
+
+def txn_produce(txn_id: str | None, topic: str, partition: int, records: bytes | bytearray, acks: int = -1) -> Any:
+    """Produce of ``records`` to one partition, carrying ``txn_id`` as a transactional producer's does."""
+    request = produce(topic, partition, records, acks=acks)
+    request.transactional_id = txn_id
+    return request
+
+
+def txn_offset_commit(txn_id: str, group: str, producer_id: int, epoch: int, topic: str, offsets: dict[int, int], *,
+                      generation: int = -1, member: str = "", metadata: str = "") -> Any:
+    """TxnOffsetCommit of ``offsets`` ({partition: offset}) of ``topic``, leader epochs unknown."""
+    R = m.TxnOffsetCommitRequest
+    T = R.TxnOffsetCommitRequestTopic
+    return R(transactional_id=txn_id, group_id=group, producer_id=producer_id, producer_epoch=epoch,
+             generation_id=generation, member_id=member, group_instance_id=None,
+             topics=[T(name=topic, partitions=[
+                 T.TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
+                                                   committed_metadata=metadata)
+                 for p, o in offsets.items()])])
+
+
+def offset_fetch(group: str, topic: str, partitions: list[int], *, stable: bool) -> Any:
+    """OffsetFetch (v7 form) of ``partitions`` of ``topic``; ``stable``: require_stable."""
+    R = m.OffsetFetchRequest
+    return R(group_id=group, topics=[R.OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)],
+             require_stable=stable)

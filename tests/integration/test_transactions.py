@@ -8,12 +8,25 @@ from __future__ import annotations
 
 import subprocess
 import time
-import uuid
 
 import pytest
-import trio
 
-from helpers import batch, create_topics, run_client
+from helpers import (
+    TXN_NODE_OVERRIDES,
+    add_partitions,
+    added_codes,
+    batch,
+    consume_values,
+    create_topics,
+    init_request,
+    make_topic,
+    open_transaction,
+    retry_send,
+    run_client,
+    txn_produce,
+    txn_producer,
+    unique_name,
+)
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode as E
@@ -21,73 +34,13 @@ from kafkapy.testing.apache_kafka import java_command, kafka_home
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
-NODE_OVERRIDES = {
-    "transaction.state.log.num.partitions": "3",
-    "offsets.topic.num.partitions": "3",
-    "group.initial.rebalance.delay.ms": "0",
-}
-RETRIABLE = {E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR,
-             E.CONCURRENT_TRANSACTIONS}
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def make_topic(node, name: str, partitions: int = 2, configs: dict[str, str] | None = None) -> str:
-    async def go(c: KafkaClient):
-        r = await c.send(create_topics((name, partitions, 1), configs=configs))
-        assert r.topics[0].error_code == E.NONE, r
-
-    run_client(node, go)
-    return name
-
-
-def producer(node, txn_id: str, **extra):
-    return confluent_kafka.Producer({"bootstrap.servers": node.bootstrap, "transactional.id": txn_id,
-                                     "transaction.timeout.ms": 60000, **extra})
-
-
-def consume(node, topic: str, partitions: int, *, committed: bool, expect: int, secs: float = 10.0) -> list[bytes]:
-    """Every value a consumer reads from the start of ``topic`` within ``secs`` (or once it has
-    ``expect`` of them, plus a short grace so that extra records would show)."""
-    c = confluent_kafka.Consumer({
-        "bootstrap.servers": node.bootstrap, "group.id": _name("g"), "enable.auto.commit": False,
-        "isolation.level": "read_committed" if committed else "read_uncommitted"})
-    c.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + secs
-    try:
-        while time.monotonic() < deadline:
-            msg = c.poll(0.2)
-            if msg is not None and not msg.error():
-                got.append(msg.value())
-            if len(got) >= expect:
-                deadline = min(deadline, time.monotonic() + 0.5)
-    finally:
-        c.close()
-    return sorted(got)
-
-
-async def retry(c: KafkaClient, request, version: int, code_of=lambda r: r.error_code, timeout: float = 20.0):
-    """Send until the answer's error is not a retriable coordinator error."""
-    with trio.fail_after(timeout):
-        while True:
-            r = await c.send(request, version)
-            if code_of(r) not in RETRIABLE:
-                return r
-            await trio.sleep(0.1)
-
-
-def init_request(txn_id: str, timeout_ms: int = 60000):
-    return m.InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=timeout_ms,
-                                   producer_id=-1, producer_epoch=-1)
+NODE_OVERRIDES = TXN_NODE_OVERRIDES
 
 
 def describe(node, txn_id: str):
     async def go(c: KafkaClient):
-        r = await retry(c, m.DescribeTransactionsRequest(transactional_ids=[txn_id]), 0,
-                        lambda r: r.transaction_states[0].error_code)
+        r = await retry_send(c, m.DescribeTransactionsRequest(transactional_ids=[txn_id]), 0,
+                             lambda r: r.transaction_states[0].error_code)
         return r.transaction_states[0]
 
     return run_client(node, go)
@@ -107,48 +60,41 @@ def wait_state(node, txn_id: str, wanted: str, timeout: float = 20.0):
 # ----------------------------------------------------------------------------------------------
 
 def test_find_coordinator_and_init_producer_id(node):
-    txn_id = _name("init")
+    txn_id = unique_name("init")
 
     async def go(c: KafkaClient):
         # key type 1: the first call creates __transaction_state; then this node coordinates
-        r = await retry(c, m.FindCoordinatorRequest(key=txn_id, key_type=1), 3)
+        r = await retry_send(c, m.FindCoordinatorRequest(key=txn_id, key_type=1), 3)
         assert (r.error_code, r.node_id, r.port) == (E.NONE, 1, node.port)
         r = await c.send(m.FindCoordinatorRequest(key_type=1, coordinator_keys=[txn_id, "other"]), 4)
         assert [(x.error_code, x.node_id) for x in r.coordinators] == [(E.NONE, 1), (E.NONE, 1)]
         r = await c.send(m.FindCoordinatorRequest(key="", key_type=1), 3)
         assert r.error_code == E.INVALID_REQUEST
 
-        first = await retry(c, init_request(txn_id), 4)
+        first = await retry_send(c, init_request(txn_id), 4)
         assert first.error_code == E.NONE and first.producer_id >= 0 and first.producer_epoch == 0
-        again = await retry(c, init_request(txn_id), 4)
+        again = await retry_send(c, init_request(txn_id), 4)
         assert (again.producer_id, again.producer_epoch) == (first.producer_id, 1)
         r = await c.send(init_request(txn_id, timeout_ms=10**9), 4)
         assert r.error_code == E.INVALID_TRANSACTION_TIMEOUT
 
         # a transaction the coordinator knows: AddPartitionsToTxn then DescribeTransactions
-        topic = _name("desc")
+        topic = unique_name("desc")
         assert (await c.send(create_topics((topic, 2, 1)))).topics[0].error_code == E.NONE
-        R = m.AddPartitionsToTxnRequest
-        r = await c.send(R(v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=again.producer_id,
-                           v3_and_below_producer_epoch=again.producer_epoch,
-                           v3_and_below_topics=[R.AddPartitionsToTxnTopic(name=topic, partitions=[0, 1])]), 3)
-        assert [p.partition_error_code for t in r.results_by_topic_v3_and_below
-                for p in t.results_by_partition] == [E.NONE, E.NONE]
+        r = await c.send(add_partitions(txn_id, again.producer_id, again.producer_epoch, topic, [0, 1]), 3)
+        assert added_codes(r) == [E.NONE, E.NONE]
         # an old epoch is fenced (INVALID_PRODUCER_EPOCH before v2)
-        stale = R(v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=again.producer_id,
-                  v3_and_below_producer_epoch=0,
-                  v3_and_below_topics=[R.AddPartitionsToTxnTopic(name=topic, partitions=[0])])
+        stale = add_partitions(txn_id, again.producer_id, 0, topic, [0])
         for version, code in ((1, E.INVALID_PRODUCER_EPOCH), (3, E.PRODUCER_FENCED)):
-            r = await c.send(stale, version)
-            assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == code
-        r = await c.send(m.DescribeTransactionsRequest(transactional_ids=[txn_id, _name("unknown")]), 0)
+            assert added_codes(await c.send(stale, version)) == [code]
+        r = await c.send(m.DescribeTransactionsRequest(transactional_ids=[txn_id, unique_name("unknown")]), 0)
         known, unknown = r.transaction_states
         assert (known.error_code, known.transaction_state, known.producer_id) == \
             (E.NONE, "Ongoing", again.producer_id)
         assert [(t.topic, sorted(t.partitions)) for t in known.topics] == [(topic, [0, 1])]
         assert unknown.error_code == E.TRANSACTIONAL_ID_NOT_FOUND
-        r = await retry(c, m.ListTransactionsRequest(state_filters=["Ongoing", "Nonsense"], producer_id_filters=[],
-                                                     duration_filter=-1), 1)
+        r = await retry_send(c, m.ListTransactionsRequest(state_filters=["Ongoing", "Nonsense"],
+                                                          producer_id_filters=[], duration_filter=-1), 1)
         assert r.unknown_state_filters == ["Nonsense"]
         assert (txn_id, again.producer_id, "Ongoing") in [
             (t.transactional_id, t.producer_id, t.transaction_state) for t in r.transaction_states]
@@ -157,23 +103,23 @@ def test_find_coordinator_and_init_producer_id(node):
 
 
 def test_an_open_transaction_is_hidden_from_read_committed(node):
-    topic = make_topic(node, _name("open"))
-    p = producer(node, _name("open"))
+    topic = make_topic(node, unique_name("open"))
+    p = txn_producer(node, unique_name("open"))
     p.init_transactions(30)
     p.begin_transaction()
     for i in range(4):
         p.produce(topic, value=b"open-%d" % i, partition=i % 2)
     p.flush(10)
-    assert consume(node, topic, 2, committed=False, expect=4) == [b"open-%d" % i for i in range(4)]
-    assert consume(node, topic, 2, committed=True, expect=1, secs=3) == []
+    assert consume_values(node, topic, 2, committed=False, expect=4) == [b"open-%d" % i for i in range(4)]
+    assert consume_values(node, topic, 2, committed=True, expect=1, secs=3) == []
     p.commit_transaction(30)
-    assert consume(node, topic, 2, committed=True, expect=4) == [b"open-%d" % i for i in range(4)]
+    assert consume_values(node, topic, 2, committed=True, expect=4) == [b"open-%d" % i for i in range(4)]
 
 
 def test_commit_is_visible_to_read_committed(node):
-    topic = make_topic(node, _name("commit"))
-    txn_id = _name("commit")
-    p = producer(node, txn_id)
+    topic = make_topic(node, unique_name("commit"))
+    txn_id = unique_name("commit")
+    p = txn_producer(node, txn_id)
     p.init_transactions(30)
     for n in range(3):
         p.begin_transaction()
@@ -181,13 +127,13 @@ def test_commit_is_visible_to_read_committed(node):
             p.produce(topic, value=b"c%d-%d" % (n, i), partition=i % 2)
         p.commit_transaction(30)
     expected = sorted(b"c%d-%d" % (n, i) for n in range(3) for i in range(3))
-    assert consume(node, topic, 2, committed=True, expect=len(expected)) == expected
+    assert consume_values(node, topic, 2, committed=True, expect=len(expected)) == expected
     assert wait_state(node, txn_id, "CompleteCommit").producer_epoch == 0
 
 
 def test_aborted_records_are_never_seen_by_read_committed(node):
-    topic = make_topic(node, _name("abort"))
-    p = producer(node, _name("abort"))
+    topic = make_topic(node, unique_name("abort"))
+    p = txn_producer(node, unique_name("abort"))
     p.init_transactions(30)
     p.begin_transaction()
     for i in range(4):
@@ -197,19 +143,19 @@ def test_aborted_records_are_never_seen_by_read_committed(node):
     p.begin_transaction()
     p.produce(topic, value=b"kept", partition=0)
     p.commit_transaction(30)
-    assert consume(node, topic, 2, committed=True, expect=2, secs=6) == [b"kept"]
-    assert len(consume(node, topic, 2, committed=False, expect=5)) == 5
+    assert consume_values(node, topic, 2, committed=True, expect=2, secs=6) == [b"kept"]
+    assert len(consume_values(node, topic, 2, committed=False, expect=5)) == 5
 
 
 def test_a_second_producer_fences_the_first(node):
-    topic = make_topic(node, _name("zombie"))
-    txn_id = _name("zombie")
-    old = producer(node, txn_id)
+    topic = make_topic(node, unique_name("zombie"))
+    txn_id = unique_name("zombie")
+    old = txn_producer(node, txn_id)
     old.init_transactions(30)
     old.begin_transaction()
     old.produce(topic, value=b"zombie", partition=0)
     old.flush(10)
-    new = producer(node, txn_id)
+    new = txn_producer(node, txn_id)
     new.init_transactions(30)  # aborts the old producer's transaction under a bumped epoch
     with pytest.raises(confluent_kafka.KafkaException) as err:
         old.produce(topic, value=b"zombie-2", partition=1)
@@ -222,7 +168,7 @@ def test_a_second_producer_fences_the_first(node):
     new.commit_transaction(30)
     st = wait_state(node, txn_id, "CompleteCommit")
     assert st.producer_epoch >= 2  # one bump for the fence, one for the new producer
-    assert consume(node, topic, 2, committed=True, expect=2, secs=6) == [b"new"]
+    assert consume_values(node, topic, 2, committed=True, expect=2, secs=6) == [b"new"]
 
 
 def _java(*args: str, timeout: float = 120) -> str:
@@ -235,8 +181,8 @@ def _java(*args: str, timeout: float = 120) -> str:
 def test_kafka_java_client_and_tools(node):
     """Kafka 4.4's own producer (transactional ProducerPerformance), kafka-transactions and a
     read_committed console consumer against the node."""
-    topic = make_topic(node, _name("java"))
-    txn_id = _name("java")
+    topic = make_topic(node, unique_name("java"))
+    txn_id = unique_name("java")
     _java("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", "500",
           "--record-size", "50", "--throughput", "-1", "--transactional-id", txn_id,
           "--transaction-duration-ms", "100", "--command-property", f"bootstrap.servers={node.bootstrap}")
@@ -252,8 +198,8 @@ def test_kafka_java_client_and_tools(node):
 
 
 def test_a_restart_keeps_commits_and_resumes_a_prepare_commit(node):
-    committed_topic = make_topic(node, _name("kept"))
-    p = producer(node, _name("kept"))
+    committed_topic = make_topic(node, unique_name("kept"))
+    p = txn_producer(node, unique_name("kept"))
     p.init_transactions(30)
     p.begin_transaction()
     p.produce(committed_topic, value=b"kept", partition=0)
@@ -261,26 +207,16 @@ def test_a_restart_keeps_commits_and_resumes_a_prepare_commit(node):
 
     # A partition whose markers cannot be written yet: min.insync.replicas 2 on one replica
     # (NOT_ENOUGH_REPLICAS, retried). The producer's batch goes in with acks=1.
-    stuck = make_topic(node, _name("stuck"), partitions=1, configs={"min.insync.replicas": "2"})
-    txn_id = _name("stuck")
+    stuck = make_topic(node, unique_name("stuck"), partitions=1, configs={"min.insync.replicas": "2"})
+    txn_id = unique_name("stuck")
 
     async def prepare(c: KafkaClient):
-        init = await retry(c, init_request(txn_id), 4)
-        pid, epoch = init.producer_id, init.producer_epoch
-        R = m.AddPartitionsToTxnRequest
-        r = await retry(c, R(v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid,
-                             v3_and_below_producer_epoch=epoch,
-                             v3_and_below_topics=[R.AddPartitionsToTxnTopic(name=stuck, partitions=[0])]), 3,
-                        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
-        assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == E.NONE
-        P = m.ProduceRequest
+        pid, epoch = await open_transaction(c, txn_id, stuck, [0])
         records = batch([b"s0", b"s1"], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
-        r = await c.send(P(transactional_id=txn_id, acks=1, timeout_ms=10000, topic_data=[
-            P.TopicProduceData(name=stuck, partition_data=[
-                P.TopicProduceData.PartitionProduceData(index=0, records=bytes(records))])]), 9)
+        r = await c.send(txn_produce(txn_id, stuck, 0, records, acks=1), 9)
         assert r.responses[0].partition_responses[0].error_code == E.NONE
-        r = await retry(c, m.EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,
-                                           committed=True), 3)
+        r = await retry_send(c, m.EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,
+                                                committed=True), 3)
         assert r.error_code == E.NONE
 
     run_client(node, prepare, timeout=60)
@@ -288,9 +224,9 @@ def test_a_restart_keeps_commits_and_resumes_a_prepare_commit(node):
     assert describe(node, txn_id).transaction_state == "PrepareCommit"
 
     node.restart()
-    assert consume(node, committed_topic, 2, committed=True, expect=1) == [b"kept"]
+    assert consume_values(node, committed_topic, 2, committed=True, expect=1) == [b"kept"]
     assert wait_state(node, txn_id, "PrepareCommit").transaction_state == "PrepareCommit"
-    assert consume(node, stuck, 1, committed=True, expect=1, secs=3) == []
+    assert consume_values(node, stuck, 1, committed=True, expect=1, secs=3) == []
 
     async def unstick(c: KafkaClient):
         R = m.IncrementalAlterConfigsRequest
@@ -302,4 +238,4 @@ def test_a_restart_keeps_commits_and_resumes_a_prepare_commit(node):
 
     run_client(node, unstick)
     wait_state(node, txn_id, "CompleteCommit", timeout=30)
-    assert consume(node, stuck, 1, committed=True, expect=2) == [b"s0", b"s1"]
+    assert consume_values(node, stuck, 1, committed=True, expect=2) == [b"s0", b"s1"]

@@ -6,27 +6,24 @@ old transaction, and read_committed consumers see exactly the committed records.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 
-from helpers import create_topics, metadata, send_to
+from helpers import TXN_NODE_OVERRIDES, consume_values, create_topics, metadata, send_to, txn_producer
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.testing.cluster import LocalCluster, eventually
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+pytest.importorskip("confluent_kafka")
 
 PARTITIONS = 6
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    overrides = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3",
-                 "group.initial.rebalance.delay.ms": "0"}
     with LocalCluster(tmp_path_factory.mktemp("txn-cluster"), controllers=1, brokers=3,
-                      overrides=overrides) as c:
+                      overrides=TXN_NODE_OVERRIDES) as c:
         c.up()
         first = c.broker_ids()[0]
         eventually(lambda: len(send_to(c.broker_address(first), metadata(allow_auto_create=False)).brokers) == 3,
@@ -34,22 +31,8 @@ def cluster(tmp_path_factory):
         yield c
 
 
-def consume(bootstrap: str, topic: str, expect: int, secs: float = 20.0) -> list[bytes]:
-    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                                  "enable.auto.commit": False, "isolation.level": "read_committed"})
-    c.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + secs
-    try:
-        while time.monotonic() < deadline:
-            msg = c.poll(0.2)
-            if msg is not None and not msg.error():
-                got.append(msg.value())
-            if len(got) >= expect:
-                deadline = min(deadline, time.monotonic() + 1.0)
-    finally:
-        c.close()
-    return sorted(got)
+def consume(cluster: LocalCluster, topic: str, expect: int, secs: float = 20.0) -> list[bytes]:
+    return consume_values(cluster, topic, PARTITIONS, committed=True, expect=expect, secs=secs, grace=1.0)
 
 
 def coordinator_of(cluster: LocalCluster, txn_id: str) -> int:
@@ -65,14 +48,12 @@ def coordinator_of(cluster: LocalCluster, txn_id: str) -> int:
 
 
 def test_markers_reach_every_leader_and_a_coordinator_failover_fences_the_open_transaction(cluster):
-    bootstrap = cluster.bootstrap
     topic = f"eos-{uuid.uuid4().hex[:6]}"
     r = send_to(cluster.broker_address(cluster.broker_ids()[0]), create_topics((topic, PARTITIONS, 3)), timeout=60)
     assert r.topics[0].error_code == E.NONE, r
     txn_id = f"txn-{uuid.uuid4().hex[:6]}"
-    config = {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "transaction.timeout.ms": 60000}
 
-    first = confluent_kafka.Producer(config)
+    first = txn_producer(cluster, txn_id)
     first.init_transactions(60)
     expected = []
     for n in range(3):
@@ -82,7 +63,7 @@ def test_markers_reach_every_leader_and_a_coordinator_failover_fences_the_open_t
             first.produce(topic, value=value, partition=p)
             expected.append(value)
         first.commit_transaction(60)
-    assert consume(bootstrap, topic, len(expected)) == sorted(expected)
+    assert consume(cluster, topic, len(expected)) == sorted(expected)
 
     # A transaction left open on every partition, then its coordinator's broker dies.
     first.begin_transaction()
@@ -92,7 +73,7 @@ def test_markers_reach_every_leader_and_a_coordinator_failover_fences_the_open_t
     dead = coordinator_of(cluster, txn_id)
     cluster.kill9(dead)
 
-    second = confluent_kafka.Producer(config)
+    second = txn_producer(cluster, txn_id)
     second.init_transactions(90)  # the new coordinator aborts the open transaction first
     assert coordinator_of(cluster, txn_id) != dead
     second.begin_transaction()
@@ -101,6 +82,6 @@ def test_markers_reach_every_leader_and_a_coordinator_failover_fences_the_open_t
         second.produce(topic, value=value, partition=p)
         expected.append(value)
     second.commit_transaction(60)
-    got = consume(bootstrap, topic, len(expected), secs=30)
+    got = consume(cluster, topic, len(expected), secs=30)
     assert got == sorted(expected)
     cluster.start(dead)

@@ -19,9 +19,19 @@ from __future__ import annotations
 import subprocess
 import time
 
-import trio
-
-from helpers import batch, create_topics, fetch, find_coordinator, partition_response, produce, run_client
+from helpers import (
+    batch,
+    create_topics,
+    fetch,
+    find_coordinator,
+    init_request,
+    offset_fetch,
+    open_transaction,
+    partition_response,
+    run_client,
+    txn_offset_commit,
+    txn_produce,
+)
 from kafkapy.coordinator.schema import OFFSETS_TOPIC, partition_for
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode
@@ -37,34 +47,6 @@ D = m.DescribeProducersRequest
 
 
 TXN_TIMEOUT_MS = 900_000
-
-
-async def open_transaction(c, txn_id: str, topic: str, partitions: list[int], inits: int = 1) -> tuple[int, int]:
-    """(producer id, epoch) of ``txn_id``, initialized ``inits`` times (each bumps the epoch),
-    with ``partitions`` of ``topic`` added to its transaction."""
-    A = m.AddPartitionsToTxnRequest
-    with trio.fail_after(30):
-        for _ in range(inits):
-            while True:  # the transaction coordinator (and producer ids) need a moment
-                if (await c.send(m.FindCoordinatorRequest(key=txn_id, key_type=1), 3)).error_code == 0:
-                    init = await c.send(m.InitProducerIdRequest(transactional_id=txn_id,
-                                                                transaction_timeout_ms=TXN_TIMEOUT_MS))
-                    if init.error_code == 0:
-                        break
-                await trio.sleep(0.2)
-    pid, epoch = init.producer_id, init.producer_epoch
-    added = await c.send(A(v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid,
-                           v3_and_below_producer_epoch=epoch,
-                           v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=partitions)]), 3)
-    assert [p.partition_error_code for t in added.results_by_topic_v3_and_below
-            for p in t.results_by_partition] == [0] * len(partitions), added
-    return pid, epoch
-
-
-def txn_produce(txn_id: str, topic: str, partition: int, records: bytes | bytearray, acks: int = -1):
-    request = produce(topic, partition, records, acks=acks)
-    request.transactional_id = txn_id
-    return request
 
 
 def markers(pid: int, epoch: int, commit: bool, topic: str, partitions: list[int], coordinator_epoch: int = 0):
@@ -85,7 +67,7 @@ def test_a_commit_marker_closes_the_open_transaction(node):
     async def scenario(c):
         created = await c.send(create_topics((TOPIC, 2, 1)))
         assert created.topics[0].error_code == 0, created
-        pid, epoch = await open_transaction(c, "txn-markers-commit", TOPIC, [0])
+        pid, epoch = await open_transaction(c, "txn-markers-commit", TOPIC, [0], timeout_ms=TXN_TIMEOUT_MS)
         written = partition_response(await c.send(txn_produce("txn-markers-commit", TOPIC, 0, batch(
             [b"a", b"b", b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True))))
         assert written.error_code == 0, written
@@ -135,7 +117,8 @@ def test_a_marker_from_an_older_producer_epoch_is_refused(node):
     async def scenario(c):
         await c.send(create_topics((topic, 1, 1)))
         # Initialized twice: the producer's epoch was bumped once.
-        pid, epoch = await open_transaction(c, "txn-markers-fenced", topic, [0], inits=2)
+        pid, epoch = await open_transaction(c, "txn-markers-fenced", topic, [0], inits=2,
+                                            timeout_ms=TXN_TIMEOUT_MS)
         assert epoch == 1
         written = partition_response(await c.send(txn_produce("txn-markers-fenced", topic, 0, batch(
             [b"x"], producer_id=pid, producer_epoch=1, base_sequence=0, transactional=True))))
@@ -158,7 +141,7 @@ def test_kafkas_transactions_tool_describes_the_open_transaction(node):
 
     async def scenario(c):
         await c.send(create_topics((topic, 1, 1)))
-        pid, epoch = await open_transaction(c, "txn-markers-cli", topic, [0])
+        pid, epoch = await open_transaction(c, "txn-markers-cli", topic, [0], timeout_ms=TXN_TIMEOUT_MS)
         assert epoch == 0
         for offset in (0, 2):  # an idempotent batch, then a transaction from offset 2
             written = partition_response(await c.send(txn_produce("txn-markers-cli", topic, 0, batch(
@@ -182,7 +165,6 @@ def test_kafkas_transactions_tool_describes_the_open_transaction(node):
 def _leader_side(transactional_id: str):
     """Markers and DescribeProducers around one transaction, opened as a Kafka producer does
     (AddPartitionsToTxn, then Produce with the id); what each step answers."""
-    P = m.ProduceRequest
 
     def described(resp):
         return [(p.partition_index, p.error_code, [(s.producer_epoch, s.last_sequence, s.coordinator_epoch,
@@ -192,12 +174,9 @@ def _leader_side(transactional_id: str):
     async def scenario(c):
         topic, out = "txn-markers-diff", {}
         assert (await c.send(create_topics((topic, 2, 1)))).topics[0].error_code == 0
-        pid, epoch = await open_transaction(c, transactional_id, topic, [0])
+        pid, epoch = await open_transaction(c, transactional_id, topic, [0], timeout_ms=TXN_TIMEOUT_MS)
         records = batch([b"a", b"b"], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
-        written = partition_response(await c.send(P(
-            transactional_id=transactional_id, acks=-1, timeout_ms=10000, topic_data=[P.TopicProduceData(
-                name=topic, partition_data=[P.TopicProduceData.PartitionProduceData(
-                    index=0, records=bytes(records))])]), 11))
+        written = partition_response(await c.send(txn_produce(transactional_id, topic, 0, records), 11))
         out["produce"] = (written.error_code, written.base_offset)
         out["open"] = described(await c.send(describe(topic, [0, 1, 7])))
         steps = [("commit", epoch, True, [0, 1, 9], 3), ("older coordinator", epoch, False, [0], 2),
@@ -229,20 +208,10 @@ def test_the_leader_side_answers_as_apache_kafka_does(node):
 
 
 def test_a_marker_in_the_offsets_partition_settles_the_transactional_offset_commits(node):
-    R = m.TxnOffsetCommitRequest
-    T = R.TxnOffsetCommitRequestTopic
-    F = m.OffsetFetchRequest
     topic = "txn-markers-input"
 
-    def txn_commit(group: str, pid: int, epoch: int, offset: int):
-        return R(transactional_id="txn-markers-eos", group_id=group, producer_id=pid, producer_epoch=epoch,
-                 generation_id=-1, member_id="", group_instance_id=None, topics=[T(name=topic, partitions=[
-                     T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
-                                                       committed_leader_epoch=-1, committed_metadata="")])])
-
     async def committed(c, group: str):
-        r = await c.send(F(group_id=group, topics=[F.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])],
-                           require_stable=True), 7)
+        r = await c.send(offset_fetch(group, topic, [0], stable=True), 7)
         (p,) = r.topics[0].partitions
         return p.error_code, p.committed_offset
 
@@ -251,9 +220,9 @@ def test_a_marker_in_the_offsets_partition_settles_the_transactional_offset_comm
         out = {}
         for group, commit in (("txn-markers-committed", True), ("txn-markers-aborted", False)):
             await find_coordinator(c, group)
-            init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
+            init = await c.send(init_request(None))
             pid, epoch = init.producer_id, init.producer_epoch
-            r = await c.send(txn_commit(group, pid, epoch, 42), 3)
+            r = await c.send(txn_offset_commit("txn-markers-eos", group, pid, epoch, topic, {0: 42}), 3)
             assert [p.error_code for t in r.topics for p in t.partitions] == [0], r
             pending = await committed(c, group)
             answer = await c.send(markers(pid, epoch, commit, OFFSETS_TOPIC, [partition_for(group, 3)]))

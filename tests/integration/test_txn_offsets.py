@@ -8,7 +8,16 @@ fetch is told UNSTABLE_OFFSET_COMMIT.
 
 from __future__ import annotations
 
-from helpers import commit, create_topics, fetch, find_coordinator, run_client
+from helpers import (
+    commit,
+    create_topics,
+    fetch,
+    find_coordinator,
+    init_request,
+    offset_fetch,
+    run_client,
+    txn_offset_commit,
+)
 from kafkapy.coordinator.schema import OFFSETS_TOPIC, decode_key, decode_offset_value, partition_for
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
@@ -21,22 +30,10 @@ NODE_OVERRIDES = {
 }
 
 
-def txn_commit(group: str, producer_id: int, epoch: int, offsets: dict[int, int], *, topic: str = "tx1",
-               generation: int = -1, member: str = ""):
-    R = m.TxnOffsetCommitRequest
-    T = R.TxnOffsetCommitRequestTopic
-    return R(transactional_id="txn-a", group_id=group, producer_id=producer_id, producer_epoch=epoch,
-             generation_id=generation, member_id=member, group_instance_id=None,
-             topics=[T(name=topic, partitions=[
-                 T.TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
-                                                   committed_metadata="eos")
-                 for p, o in offsets.items()])])
-
-
-def offset_fetch(group: str, topic: str, partitions: list[int], *, stable: bool):
-    R = m.OffsetFetchRequest
-    return R(group_id=group, topics=[R.OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)],
-             require_stable=stable)
+def txn_commit(group: str, producer_id: int, epoch: int, offsets: dict[int, int], *, generation: int = -1,
+               member: str = ""):
+    return txn_offset_commit("txn-a", group, producer_id, epoch, "tx1", offsets, generation=generation, member=member,
+                             metadata="eos")
 
 
 def codes(resp) -> list[int]:
@@ -47,8 +44,7 @@ def test_txn_offset_commit_is_a_pending_transactional_batch(node):
     async def go(c: KafkaClient):
         await c.send(create_topics(("tx1", 2, 1)))
         await find_coordinator(c, "eos")
-        init = await c.send(m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000,
-                                                    producer_id=-1, producer_epoch=-1), 4)
+        init = await c.send(init_request(None), 4)
         assert init.error_code == E.NONE
         pid, epoch = init.producer_id, init.producer_epoch
         assert codes(await c.send(commit("eos", "tx1", {0: 3}), 8)) == [E.NONE]

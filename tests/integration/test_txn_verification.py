@@ -13,9 +13,21 @@ from __future__ import annotations
 
 import pytest
 import trio
-from test_transactions import RETRIABLE, _name, consume, init_request, make_topic, producer, retry
 
-from helpers import batch, create_topics, partition_response, produce, run_client
+from helpers import (
+    TXN_NODE_OVERRIDES,
+    TXN_RETRIABLE,
+    batch,
+    consume_values,
+    create_topics,
+    make_topic,
+    open_transaction,
+    partition_response,
+    run_client,
+    txn_produce,
+    txn_producer,
+    unique_name,
+)
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode as E
@@ -23,8 +35,7 @@ from kafkapy.testing.apache_kafka import ApacheKafkaNode
 
 pytest.importorskip("confluent_kafka")
 
-NODE_OVERRIDES = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3",
-                  "group.initial.rebalance.delay.ms": "0"}
+NODE_OVERRIDES = TXN_NODE_OVERRIDES
 CONFIG = "transaction.partition.verification.enable"
 
 
@@ -44,24 +55,12 @@ def _answers(topic: str, txn_id: str, switch_off: bool):
     async def scenario(c: KafkaClient):
         r = await c.send(create_topics((topic, 2, 1)))
         assert r.topics[0].error_code == E.NONE, r
-        # FindCoordinator first: it creates __transaction_state, as a producer's would.
-        with trio.fail_after(60):
-            while (await c.send(m.FindCoordinatorRequest(key=txn_id, key_type=1), 3)).error_code != E.NONE:
-                await trio.sleep(0.2)
-        init = await retry(c, init_request(txn_id), 4, timeout=60)
-        pid, epoch = init.producer_id, init.producer_epoch
-        A = m.AddPartitionsToTxnRequest
-        added = await retry(c, A(v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid,
-                                 v3_and_below_producer_epoch=epoch,
-                                 v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=[0])]), 3,
-                            lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
-        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == E.NONE
+        pid, epoch = await open_transaction(c, txn_id, topic, [0])
 
         async def write(partition: int, seq: int, with_id: bool = True):
-            request = produce(topic, partition, batch([b"v"], producer_id=pid, producer_epoch=epoch,
-                                                      base_sequence=seq, transactional=True))
-            request.transactional_id = txn_id if with_id else None
-            return partition_response(await c.send(request, 9))
+            records = batch([b"v"], producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)
+            return partition_response(await c.send(txn_produce(txn_id if with_id else None, topic, partition,
+                                                               records), 9))
 
         out = {}
         for name, partition, with_id in (("added", 0, True), ("not added", 1, True), ("no id", 1, False)):
@@ -72,7 +71,7 @@ def _answers(topic: str, txn_id: str, switch_off: bool):
         assert (await c.send(_set_cluster_default("false"), 1)).responses[0].error_code == E.NONE
         try:
             with trio.fail_after(20):  # until the config reaches the broker's metadata image
-                while (code := (await write(1, 0)).error_code) in (E.INVALID_TXN_STATE, *RETRIABLE):
+                while (code := (await write(1, 0)).error_code) in (E.INVALID_TXN_STATE, *TXN_RETRIABLE):
                     await trio.sleep(0.1)
             out["verification off"] = code
         finally:
@@ -83,7 +82,7 @@ def _answers(topic: str, txn_id: str, switch_off: bool):
 
 
 def test_a_partition_not_in_the_transaction_is_refused_until_verification_is_off(node):
-    out = run_client(node, _answers(_name("verify"), _name("verify"), switch_off=True), timeout=90)
+    out = run_client(node, _answers(unique_name("verify"), unique_name("verify"), switch_off=True), timeout=90)
     assert out == {"added": (E.NONE, None, 0),
                    "not added": (E.INVALID_TXN_STATE, "Partition was not added to the transaction", -1),
                    "no id": (E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, -1),
@@ -100,11 +99,11 @@ def test_apache_kafka_answers_the_same():
 
 
 def test_a_stock_producers_transaction_commits_with_verification_on(node):
-    topic = make_topic(node, _name("verified"))
-    p = producer(node, _name("verified"))
+    topic = make_topic(node, unique_name("verified"))
+    p = txn_producer(node, unique_name("verified"))
     p.init_transactions(30)
     p.begin_transaction()
     for i in range(4):
         p.produce(topic, value=b"%d" % i, partition=i % 2)
     p.commit_transaction(30)
-    assert consume(node, topic, 2, committed=True, expect=4) == [b"0", b"1", b"2", b"3"]
+    assert consume_values(node, topic, 2, committed=True, expect=4) == [b"0", b"1", b"2", b"3"]
