@@ -7,7 +7,8 @@
 // Input records carry a number n as their value. The app re-keys each by bucket n % buckets
 // (a repartition topic), keeps a running count and sum per bucket (a state store with its
 // changelog topic) and writes "count:sum" under the bucket to the output after every record (no
-// record cache). Under exactly-once every bucket's output is then count 1, 2, ... c with no gap
+// record cache). Its internal topics are <application.id>-by-bucket-repartition and
+// <application.id>-sums-changelog; repartition records are never purged. Under exactly-once every bucket's output is then count 1, 2, ... c with no gap
 // and no repeat, ending at the bucket's total. One JSON line per state change, and one per 250
 // records aggregated by this process, on stdout; the app closes when its stdin ends.
 
@@ -43,7 +44,15 @@ public class StreamsSum {
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         long pauseMs = Long.parseLong(a[6]);  // slows the app down so that a kill lands mid-run
-        if (a.length > 7) p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, Integer.parseInt(a[7]));
+        if (a.length > 7) {
+            // Internal topics replicated like the test's own (on a 3-broker cluster: RF 3, min.insync 2).
+            int rf = Integer.parseInt(a[7]);
+            p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, rf);
+            if (rf > 1) p.put(StreamsConfig.topicPrefix("min.insync.replicas"), rf - 1);
+        }
+        // Streams deletes consumed repartition records every 30 s by default; kept here, so the
+        // check can count every committed record of the repartition topic.
+        p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, Long.MAX_VALUE);
         // A killed instance's member leaves the group after this, so a restarted one rebalances soon.
         p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
         p.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 1000);
