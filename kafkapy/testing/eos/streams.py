@@ -243,15 +243,21 @@ class StreamsRun:
                 if time.monotonic() > deadline:
                     raise ChaosError(f"not done within {self.deadline_s}s: {s.line()}\n{self._stderr_tail()}")
                 assert app is not None
-                ev = app.next_event(timeout=0.2)
-                kind = ev.get("event") if ev else None
-                if kind == "processed":
-                    current = int(ev["count"])  # type: ignore[index]
-                elif kind == "state":
-                    s.states.append(str(ev["state"]))  # type: ignore[index]
-                elif kind == "exit":
+                exited = False
+                # Every event waiting, so a fault fires on the count the app has reached now (a
+                # broker kill blocks this loop for seconds while the app goes on).
+                for ev in self._events(app):
+                    kind = ev.get("event")
+                    if kind == "processed":
+                        current = int(ev["count"])
+                    elif kind == "state":
+                        s.states.append(str(ev["state"]))
+                    elif kind == "exit":
+                        exited = True
+                if exited:
                     app.wait(10)
                     s.unexpected_exits += 1
+                    s.states.append("EXITED")
                     if s.unexpected_exits > self.max_exits:
                         raise ChaosError(f"the Streams app exited {s.unexpected_exits} times: "
                                          f"{s.line()}\n{self._stderr_tail()}")
@@ -266,9 +272,9 @@ class StreamsRun:
                         s.states.append("KILLED")
                         before, current, app = before + current, 0, self._start()
                     else:
+                        s.states.append("BROKER-KILLED")
                         s.broker_kill_log.append(self._kill_broker(fault.action))
                         s.broker_kills += 1
-                        s.states.append("BROKER-KILLED")
                     continue
                 if not pending and time.monotonic() >= next_check:
                     s.check = check_sums(self.bootstrap, self.output, self.records, self.buckets)
@@ -284,6 +290,15 @@ class StreamsRun:
                 app.kill9()
             s.wall_s = time.monotonic() - start
         return s
+
+    @staticmethod
+    def _events(app: ServiceProcess) -> list[dict[str, Any]]:
+        """The next event (waiting up to 0.2 s) and every one queued behind it."""
+        first = app.next_event(timeout=0.2)
+        events = [first] if first else []
+        while events and (more := app.next_event(timeout=0)) is not None:
+            events.append(more)
+        return events
 
     def _kill_broker(self, role: str) -> str:
         if self.target is None:
