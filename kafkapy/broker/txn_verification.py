@@ -26,7 +26,7 @@ import trio
 from kafkapy.broker.config_view import BrokerLayers
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.records.format import HEADER_SIZE, PRODUCER_EPOCH, PRODUCER_ID
+from kafkapy.records.format import BASE_SEQUENCE, HEADER_SIZE, PRODUCER_EPOCH, PRODUCER_ID
 
 if TYPE_CHECKING:
     from kafkapy.broker.context import BrokerContext
@@ -172,6 +172,7 @@ async def verify_produce(ctx: BrokerContext, transactional_id: str, topic_data: 
     if ctx.txn_verifier is None:
         return {}  # a context without one (tests, the controller's admin context)
     wanted: dict[tuple[str, int], Any] = {}
+    sequences: dict[tuple[str, int], int] = {}  # each partition's first batch's base sequence
     producers: set[tuple[int, int]] = set()
     for t in topic_data:
         name = ctx.topic_name(t, version)
@@ -190,6 +191,8 @@ async def verify_produce(ctx: BrokerContext, transactional_id: str, topic_data: 
             state = hosted.log.producer_state
             if not state.has_ongoing_transaction(pid, epoch):
                 wanted[(name, p.index)] = state
+                sequences[(name, p.index)] = int.from_bytes(records[BASE_SEQUENCE:BASE_SEQUENCE + 4], "big",
+                                                            signed=True)
                 producers.add((pid, epoch))
     if not wanted or not _enabled(ctx):
         return {}
@@ -199,7 +202,7 @@ async def verify_produce(ctx: BrokerContext, transactional_id: str, topic_data: 
         return dict.fromkeys(wanted, mixed)
     ((pid, epoch),) = producers
     now_ms = ctx.clock.now_ms()
-    guards = {key: state.start_verification(pid, epoch, now_ms) for key, state in wanted.items()}
+    guards = {key: state.start_verification(pid, epoch, now_ms, sequences[key]) for key, state in wanted.items()}
     partitions: Partitions = {}
     for topic, index in wanted:
         partitions.setdefault(topic, []).append(index)

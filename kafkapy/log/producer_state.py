@@ -56,6 +56,21 @@ _ENTRY = struct.Struct(">qhiqiqiq")
 _CRC_START = 6  # version (2) + crc (4)
 
 
+@dataclass
+class Verification:
+    """A transaction's first write to this partition, being verified with its coordinator
+    (Kafka's VerificationStateEntry): the guard an append must still hold, and the lowest
+    sequence any verified request of this epoch began with. A batch starting above that
+    sequence waits (OUT_OF_ORDER_SEQUENCE_NUMBER, which clients retry) until the lower one is
+    in, so a failed first batch cannot be overtaken by a later one of the same transaction and
+    then be out of sequence for good."""
+
+    epoch: int
+    guard: object
+    since_ms: int
+    lowest_sequence: int
+
+
 class CorruptSnapshotError(ValueError):
     """A producer snapshot is unreadable (bad version, CRC or length)."""
 
@@ -194,10 +209,10 @@ class ProducerStateManager:
         # Offset after the last batch reflected in ``producers``.
         self.map_end_offset = 0
         self.txns = TransactionTracker()
-        # KIP-890 part 1: producer id -> (epoch, guard, since when) of a write being verified
-        # with the transaction coordinator; any later write of the producer (its first
-        # transactional batch, a marker) drops it, so an append carrying a stale guard is refused.
-        self.verifications: dict[int, tuple[int, object, int]] = {}
+        # KIP-890 part 1: producer id -> the write being verified with the transaction
+        # coordinator; any later write of the producer (its first transactional batch, a marker)
+        # drops it, so an append carrying a stale guard is refused.
+        self.verifications: dict[int, Verification] = {}
 
     # ------------------------------------------------------------------ checks and updates
     def prepare(self, batches: Iterable[ProducerBatch], *, from_client: bool,
@@ -247,6 +262,8 @@ class ProducerStateManager:
                 updated.last_timestamp = b.max_timestamp
                 continue
             if from_client:
+                if b.transactional and updated.current_txn_first_offset < 0:
+                    self._check_verified_sequence(b)
                 self._check_sequence(current, updated, b)
             updated.add_batch(b.producer_epoch, b.last_sequence, b.last_offset,
                               b.last_offset - b.base_offset, b.max_timestamp)
@@ -292,6 +309,15 @@ class ProducerStateManager:
         _log.info("Detected invalid coordinator epoch for producerId %d at offset %d: %d is "
                   "older than previously known coordinator epoch %d", b.producer_id,
                   b.base_offset, marker.coordinator_epoch, updated.coordinator_epoch)
+
+    def _check_verified_sequence(self, b: ProducerBatch) -> None:
+        v = self.verifications.get(b.producer_id)
+        if v is not None and v.epoch == b.producer_epoch and b.base_sequence > v.lowest_sequence:
+            raise KafkaError(
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                f"Out of order sequence number for producer {b.producer_id} at offset "
+                f"{b.base_offset}: {b.base_sequence} (incoming seq. number), "
+                f"{v.lowest_sequence} (earliest seen sequence)")
 
     @staticmethod
     def _check_sequence(current: ProducerStateEntry, updated: ProducerStateEntry,
@@ -378,14 +404,17 @@ class ProducerStateManager:
         e = self.producers.get(producer_id)
         return e is not None and e.current_txn_first_offset >= 0 and e.producer_epoch == epoch
 
-    def start_verification(self, producer_id: int, epoch: int, now_ms: int) -> object:
-        """The guard a transactional write of ``producer_id`` must still hold when appended:
-        the current one for this epoch, or a new one (a new epoch replaces the old guard)."""
+    def start_verification(self, producer_id: int, epoch: int, now_ms: int,
+                           sequence: int = INT32_MAX) -> object:
+        """The guard a transactional write of ``producer_id`` starting at ``sequence`` must still
+        hold when appended: the current one for this epoch (its lowest sequence lowered to
+        ``sequence``), or a new one (a new epoch replaces the old guard)."""
         held = self.verifications.get(producer_id)
-        if held is not None and held[0] == epoch:
-            return held[1]
+        if held is not None and held.epoch == epoch:
+            held.lowest_sequence = min(held.lowest_sequence, sequence)
+            return held.guard
         guard = object()
-        self.verifications[producer_id] = (epoch, guard, now_ms)
+        self.verifications[producer_id] = Verification(epoch, guard, now_ms, sequence)
         return guard
 
     def verification_holds(self, producer_id: int, epoch: int, guard: object) -> bool:
@@ -394,7 +423,7 @@ class ProducerStateManager:
         if self.has_ongoing_transaction(producer_id, epoch):
             return True
         held = self.verifications.get(producer_id)
-        return held is not None and held[1] is guard
+        return held is not None and held.guard is guard
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
@@ -409,7 +438,7 @@ class ProducerStateManager:
             del self.producers[pid]
         # Guards of verifications that never led to a write go after the same idle time.
         for pid in [pid for pid, v in self.verifications.items()
-                    if now_ms - v[2] >= self.producer_id_expiration_ms]:
+                    if now_ms - v.since_ms >= self.producer_id_expiration_ms]:
             del self.verifications[pid]
         return len(expired)
 

@@ -66,3 +66,33 @@ def test_unused_guards_expire_with_idle_producers():
     assert PID in psm.verifications
     psm.remove_expired(1000)
     assert PID not in psm.verifications
+
+
+def test_a_batch_above_the_lowest_verified_sequence_waits_for_the_lower_one():
+    # Two pipelined batches open a transaction here; the first one's verification failed (say,
+    # the coordinator was restarting) while the second's went through. Kafka refuses the second
+    # until the first is in, or the first could never be appended in sequence again.
+    import pytest
+
+    from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+    psm = ProducerStateManager(None)
+    first, second = (ProducerBatch(PID, 0, 0, 0, 4, 0, True, False),
+                     ProducerBatch(PID, 0, 5, 5, 9, 0, True, False))
+    guard = psm.start_verification(PID, 0, now_ms=0, sequence=first.base_sequence)
+    assert psm.start_verification(PID, 0, now_ms=1, sequence=second.base_sequence) is guard
+    with pytest.raises(KafkaError) as refused:
+        psm.prepare([second], from_client=True)
+    assert refused.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert "0 (earliest seen sequence)" in str(refused.value)
+    append(psm, first)  # the retried first batch, verified again
+    append(psm, second)  # then the second: the transaction is open here now
+    assert psm.last_entry(PID).last_seq == 9
+
+
+def test_a_new_epoch_starts_from_its_own_lowest_sequence():
+    psm = ProducerStateManager(None)
+    psm.start_verification(PID, 0, now_ms=0, sequence=0)
+    psm.start_verification(PID, 1, now_ms=1, sequence=0)
+    append(psm, ProducerBatch(PID, 1, 0, 0, 2, 0, True, False))
+    assert psm.has_ongoing_transaction(PID, 1)
