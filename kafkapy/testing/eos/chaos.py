@@ -6,18 +6,19 @@ killing it (and brokers) on a schedule, then check the output.
     assert summary.check.exactly_once
 
 A `Fault` fires once the service incarnations together reported ``at_records`` committed input
-records: by default at the next ``produced`` event plus a random jitter below the service's
-``pause_ms``, so that it lands inside an open transaction whose records are on the brokers (the
-aborted records read_uncommitted then sees); else after the jitter alone. ``service``
-kill -9s the running incarnation (the next one starts at once and, with the same transactional
-id, fences it and aborts its open transaction); any other action (``txn-coordinator``,
-``output-leader``) goes to the ``broker_fault`` callback, which kills and restarts that broker
-(`broker_killer` builds one for a `targets.Target`). An incarnation that exits on its own with an
-error is restarted too. With ``stall_s``, an incarnation that reports nothing for that long is
+records: by default at the next ``produced`` event plus a random jitter (``jitter_ms``; keep it
+below the service's ``pause_ms``), so that it lands inside an open transaction whose records are
+on the brokers (the aborted records read_uncommitted then sees); else after the jitter alone.
+``service`` kill -9s the running incarnation (the next one starts at once and, with the same
+transactional id, fences it and aborts its open transaction); any other action
+(``txn-coordinator``, ``group-coordinator``, ``output-leader``) goes to the ``broker_fault``
+callback, which kills and restarts that broker (`broker_killer` builds one for a
+`targets.Target`). An incarnation that exits on its own with an error is restarted too. With ``stall_s``, an incarnation that reports nothing for that long is
 kill -9ed and restarted as well (counted apart, as ``stall_kills``): librdkafka's
 send_offsets_to_transaction can block past its timeout when the group coordinator's broker dies
 (librdkafka issues 5456 and 5511), and a real deployment's supervisor would restart it the same
-way. Every wait is bounded by ``deadline_s``; every process is gone when `run` returns or raises.
+way. ``ChaosSummary.fault_log`` says when each fault and stall kill happened. Every wait is
+bounded by ``deadline_s``; every process is gone when `run` returns or raises.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from kafkapy.testing.eos.targets import Roles, Target
 from kafkapy.testing.node import REPO_ROOT
 
 SERVICE_KILL = "service"
-BROKER_ROLES = ("txn-coordinator", "output-leader")
+BROKER_ROLES = ("txn-coordinator", "group-coordinator", "output-leader")
 
 
 class ChaosError(AssertionError):
@@ -138,7 +139,8 @@ class ChaosSummary:
     committed_reported: int = 0
     wall_s: float = 0.0
     skipped_faults: list[Fault] = field(default_factory=list)
-    broker_kill_log: list[str] = field(default_factory=list)
+    # One line per fault and stall kill: seconds into the run, what was killed.
+    fault_log: list[str] = field(default_factory=list)
     fatal_errors: list[str] = field(default_factory=list)
     check: CheckResult | None = None
 
@@ -191,13 +193,17 @@ class ChaosRun:
                     current = ServiceProcess(self.argv, self.workdir / f"{self.service}-service.stderr",
                                              self.workdir / f"{self.service}-service.events")
                     last_event = time.monotonic()
-                ev = current.next_event(timeout=0.05)
+                # Wake at the fault's time, not a poll tick later: the kill must land in the
+                # service's pause, inside its open transaction.
+                wait = 0.05 if fire_at is None else min(0.05, max(0.0, fire_at - time.monotonic()))
+                ev = current.next_event(timeout=wait)
                 if ev is not None:
                     last_event = time.monotonic()
                 elif self.stall_s is not None and time.monotonic() - last_event > self.stall_s:
                     current.kill9()
                     current = None
                     s.stall_kills += 1
+                    s.fault_log.append(f"{time.monotonic() - start:.1f}s stall: silent for {self.stall_s}s")
                     continue
                 armed = bool(pending) and fire_at is None and s.committed_reported >= pending[0].at_records
                 if ev is not None:
@@ -225,14 +231,16 @@ class ChaosRun:
                 if pending and fire_at is not None and time.monotonic() >= fire_at:
                     fault = pending.pop(0)
                     fire_at = None
+                    at = f"{time.monotonic() - start:.1f}s"
                     if fault.action == SERVICE_KILL:
                         current.kill9()
                         current = None
                         s.service_kills += 1
+                        s.fault_log.append(f"{at} service (incarnation {s.incarnations})")
                     else:
                         if self.broker_fault is None:
                             raise ValueError(f"fault {fault} needs a broker_fault callback")
-                        s.broker_kill_log.append(self.broker_fault(fault.action))
+                        s.fault_log.append(f"{at} {self.broker_fault(fault.action)}")
                         s.broker_kills += 1
         finally:
             if current is not None:
@@ -253,21 +261,25 @@ class ChaosRun:
 
 def broker_killer(target: Target, pipeline: Pipeline, *, down_s: float = 2.0) -> Callable[[str], str]:
     """A ``broker_fault`` callback for ``target``: kill -9 the broker playing ``role`` now (the
-    transaction coordinator of the pipeline's transactional id, or the leader of a random output
-    partition), keep it down ``down_s`` seconds, start it again; returns what it did."""
+    transaction coordinator of the pipeline's transactional id, its group's coordinator, or the
+    leader of a random output partition), keep it down ``down_s`` seconds, start it again and
+    wait until it answers; returns what it did and how long the broker took to come back."""
     roles = Roles(target.bootstrap)
     rng = random.Random(47)
 
     def fault(role: str) -> str:
         if role == "txn-coordinator":
             node = roles.transaction_coordinator(pipeline.transactional_id)
+        elif role == "group-coordinator":
+            node = roles.group_coordinator(pipeline.group)
         elif role == "output-leader":
             partition = rng.randrange(pipeline.partitions)
             node = roles.partition_leader(pipeline.output, partition)
             role = f"{role} of {pipeline.output}-{partition}"
         else:
             raise ValueError(f"unknown broker role {role!r}; expected one of {BROKER_ROLES}")
+        began = time.monotonic()
         target.kill_and_restart(node, down_s=down_s)
-        return f"{role}: node {node}"
+        return f"{role}: node {node}, back in {time.monotonic() - began:.1f}s"
 
     return fault

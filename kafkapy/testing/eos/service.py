@@ -36,6 +36,9 @@ FATAL_EXIT = 3
 #: after AddOffsetsToTxn on a decommissioned broker handle (seen on Apache Kafka 4.4 and kafkapy
 #: alike). The bootstrap address comes back with the broker, so the harness keeps its handles.
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
+#: librdkafka backs off reconnecting to a dead broker up to 10 s by default, so a restarted
+#: coordinator would sit unused for most of that; the Java client's ceiling is 1 s.
+RECONNECT = {"reconnect.backoff.max.ms": 1000}
 
 
 class Fatal(Exception):
@@ -71,12 +74,12 @@ class Service:
             "group.instance.id": args.group_instance, "session.timeout.ms": 30_000,
             "isolation.level": "read_committed", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "enable.partition.eof": False,
-            "error_cb": self._client_error, **NO_REBOOTSTRAP,
+            "error_cb": self._client_error, **NO_REBOOTSTRAP, **RECONNECT,
         })
         self.producer = Producer({
             "bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
             "transaction.timeout.ms": args.transaction_timeout_ms, "linger.ms": 5,
-            "error_cb": self._client_error, **NO_REBOOTSTRAP,
+            "error_cb": self._client_error, **NO_REBOOTSTRAP, **RECONNECT,
             # KAFKAPY_EOS_RDKAFKA_DEBUG=eos,protocol traces librdkafka into the service's stderr.
             **({"debug": debug} if (debug := os.environ.get("KAFKAPY_EOS_RDKAFKA_DEBUG")) else {}),
         })

@@ -28,7 +28,8 @@ REPLICATED: dict[str, str] = {"offsets.topic.replication.factor": "3",
                               "transaction.state.log.min.isr": "2"}
 
 TARGETS = ("apache-kafka", "apache-kafka-cluster", "kafkapy", "kafkapy-cluster")
-TXN_COORDINATOR_KEY = 1  # FindCoordinator key_type for a transactional id (0 is a group)
+GROUP_COORDINATOR_KEY = 0  # FindCoordinator key_type for a consumer group
+TXN_COORDINATOR_KEY = 1  # ... and for a transactional id
 
 
 @dataclass
@@ -62,17 +63,20 @@ class Target:
             time.sleep(0.2)
 
 
-def start_target(name: str, workdir: str | os.PathLike[str]) -> Target:
-    """Start target ``name`` (one of `TARGETS`) under ``workdir``; the caller closes it."""
+def start_target(name: str, workdir: str | os.PathLike[str], *,
+                 overrides: dict[str, str] | None = None) -> Target:
+    """Start target ``name`` (one of `TARGETS`) under ``workdir``, with ``overrides`` on top of
+    `BROKER_OVERRIDES` on every node; the caller closes it."""
+    extra = overrides or {}
     if name == "apache-kafka":
         from kafkapy.testing.apache_kafka import ApacheKafkaNode
-        return _single(name, ApacheKafkaNode(workdir, overrides=BROKER_OVERRIDES))
+        return _single(name, ApacheKafkaNode(workdir, overrides={**BROKER_OVERRIDES, **extra}))
     if name == "kafkapy":
         from kafkapy.testing.node import KafkaNode
-        return _single(name, KafkaNode(workdir, overrides=BROKER_OVERRIDES))
+        return _single(name, KafkaNode(workdir, overrides={**BROKER_OVERRIDES, **extra}))
     if name == "apache-kafka-cluster":
         from kafkapy.testing.apache_kafka import ApacheKafkaCluster
-        cluster = ApacheKafkaCluster(3, workdir, overrides={**BROKER_OVERRIDES, **REPLICATED})
+        cluster = ApacheKafkaCluster(3, workdir, overrides={**BROKER_OVERRIDES, **REPLICATED, **extra})
         _start(cluster)
         nodes = {n.node_id: n for n in cluster.nodes}
         return Target(name, cluster.bootstrap, 3, 2, sorted(nodes),
@@ -81,7 +85,7 @@ def start_target(name: str, workdir: str | os.PathLike[str]) -> Target:
                       address=lambda i: (nodes[i].host, nodes[i].port), handle=cluster)
     if name == "kafkapy-cluster":
         from kafkapy.testing.cluster import KafkaClusterNode
-        node = KafkaClusterNode(workdir, overrides={**BROKER_OVERRIDES, **REPLICATED})
+        node = KafkaClusterNode(workdir, overrides={**BROKER_OVERRIDES, **REPLICATED, **extra})
         _start(node)
         local = node.cluster
         return Target(name, node.bootstrap, 3, 2, local.broker_ids(), kill9=local.kill9,
@@ -128,12 +132,19 @@ class Roles:
             time.sleep(0.3)
         raise TimeoutError(f"no {what} within {self.timeout}s: {last}")
 
+    def _coordinator(self, key: str, key_type: int) -> int:
+        def ask(admin: Admin) -> int:
+            resp = admin.send(m.FindCoordinatorRequest(key=key, key_type=key_type))
+            return int(resp.node_id) if resp.error_code == 0 else -1
+        return self._retry(f"coordinator (key type {key_type}) for {key}", ask)
+
     def transaction_coordinator(self, transactional_id: str) -> int:
         """The broker leading ``transactional_id``'s ``__transaction_state`` partition."""
-        def ask(admin: Admin) -> int:
-            resp = admin.send(m.FindCoordinatorRequest(key=transactional_id, key_type=TXN_COORDINATOR_KEY))
-            return int(resp.node_id) if resp.error_code == 0 else -1
-        return self._retry(f"transaction coordinator for {transactional_id}", ask)
+        return self._coordinator(transactional_id, TXN_COORDINATOR_KEY)
+
+    def group_coordinator(self, group: str) -> int:
+        """The broker leading ``group``'s ``__consumer_offsets`` partition."""
+        return self._coordinator(group, GROUP_COORDINATOR_KEY)
 
     def partition_leader(self, topic: str, partition: int) -> int:
         return self._retry(f"leader of {topic}-{partition}",
