@@ -40,6 +40,24 @@ for txn in (1, 2):
 """
 
 
+# Transaction 2 commits at once after its `produced` event, then the service idles (outside any
+# transaction) before transaction 3; the journal has a line per `produced` and per commit.
+CLOSES_EARLY = """
+import json, os, sys, time
+journal = sys.argv[1]
+print(json.dumps({"event": "started"}), flush=True)
+for txn, pause in ((1, 0.3), (2, 0.0), (3, 1.0)):
+    with open(journal, "a") as f:
+        f.write(f"{os.getpid()} produced-{txn}\\n")
+    print(json.dumps({"event": "produced", "records": 10}), flush=True)
+    time.sleep(pause)
+    with open(journal, "a") as f:
+        f.write(f"{os.getpid()} committed-{txn}\\n")
+    print(json.dumps({"event": "committed", "records": 10, "total": 10 * txn, "txn": txn}), flush=True)
+    time.sleep(0.5)
+"""
+
+
 @pytest.fixture
 def run_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(chaos, "check_output", lambda *a, **k: None)
@@ -81,3 +99,15 @@ def test_a_stalled_incarnation_is_killed_and_replaced(run_factory) -> None:
 def test_without_the_watchdog_a_stall_runs_into_the_deadline(run_factory) -> None:
     with pytest.raises(ChaosError, match="not done within"):
         run_factory(deadline_s=2).run()
+
+
+def test_a_transaction_closed_before_the_kill_fires_moves_it_to_the_next(run_factory, tmp_path) -> None:
+    """Armed by the first commit, aimed at transaction 2, which commits before the jitter is up:
+    the kill waits for transaction 3's `produced` rather than landing between transactions."""
+    run = run_factory(CLOSES_EARLY, schedule=[Fault(10, "service")], jitter_ms=300, deadline_s=30)
+    summary = run.run()
+    lines = [line.split() for line in (tmp_path / "started-once").read_text().splitlines()]
+    first_pid = lines[0][0]
+    assert [what for pid, what in lines if pid == first_pid] == [
+        "produced-1", "committed-1", "produced-2", "committed-2", "produced-3"]
+    assert (summary.service_kills, summary.incarnations) == (1, 2)

@@ -8,17 +8,19 @@ killing it (and brokers) on a schedule, then check the output.
 A `Fault` fires once the service incarnations together reported ``at_records`` committed input
 records: by default at the next ``produced`` event plus a random jitter (``jitter_ms``; keep it
 below the service's ``pause_ms``), so that it lands inside an open transaction whose records are
-on the brokers (the aborted records read_uncommitted then sees); else after the jitter alone.
+on the brokers (the aborted records read_uncommitted then sees; a commit or abort reported before
+the kill fires moves it on to the next transaction); else after the jitter alone.
 ``service`` kill -9s the running incarnation (the next one starts at once and, with the same
 transactional id, fences it and aborts its open transaction); any other action
 (``txn-coordinator``, ``group-coordinator``, ``output-leader``) goes to the ``broker_fault``
 callback, which kills and restarts that broker (`broker_killer` builds one for a
-`targets.Target`). An incarnation that exits on its own with an error is restarted too. With ``stall_s``, an incarnation that reports nothing for that long is
-kill -9ed and restarted as well (counted apart, as ``stall_kills``): librdkafka's
-send_offsets_to_transaction can block past its timeout when the group coordinator's broker dies
-(librdkafka issues 5456 and 5511), and a real deployment's supervisor would restart it the same
-way. ``ChaosSummary.fault_log`` says when each fault and stall kill happened. Every wait is
-bounded by ``deadline_s``; every process is gone when `run` returns or raises.
+`targets.Target`). An incarnation that exits on its own with an error is restarted too. With
+``stall_s``, an incarnation that reports nothing for that long is kill -9ed and restarted as well
+(counted apart, as ``stall_kills``): librdkafka's send_offsets_to_transaction can block past its
+timeout when the group coordinator's broker dies (librdkafka issues 5456 and 5511), and a real
+deployment's supervisor would restart it the same way. ``ChaosSummary.fault_log`` says when each
+fault and stall kill happened. Every wait is bounded by ``deadline_s``; every process is gone when
+`run` returns or raises.
 """
 
 from __future__ import annotations
@@ -202,6 +204,7 @@ class ChaosRun:
                 elif self.stall_s is not None and time.monotonic() - last_event > self.stall_s:
                     current.kill9()
                     current = None
+                    fire_at = None
                     s.stall_kills += 1
                     s.fault_log.append(f"{time.monotonic() - start:.1f}s stall: silent for {self.stall_s}s")
                     continue
@@ -210,15 +213,21 @@ class ChaosRun:
                     kind = ev.get("event")
                     if kind == "produced" and armed and pending[0].mid_transaction:
                         fire_at = time.monotonic() + self.rng.uniform(0, self.jitter_s)
-                    elif kind == "committed":
-                        s.committed_reported += int(ev["records"])
-                    elif kind == "aborted":
-                        s.aborts_reported += 1
+                    elif kind in ("committed", "aborted"):
+                        if kind == "committed":
+                            s.committed_reported += int(ev["records"])
+                        else:
+                            s.aborts_reported += 1
+                        if fire_at is not None and pending[0].mid_transaction:
+                            # The transaction it aimed at closed first (a slow driver on a
+                            # loaded machine): aim at the next one instead.
+                            fire_at = None
                     elif kind == "fatal":
                         s.fatal_errors.append(str(ev.get("error")))
                     elif kind == "exit":
                         code = current.wait(10)
                         current = None
+                        fire_at = None
                         if code == 0:
                             break
                         s.failed_incarnations += 1
@@ -228,7 +237,9 @@ class ChaosRun:
                         continue
                 if armed and fire_at is None and not pending[0].mid_transaction:
                     fire_at = time.monotonic() + self.rng.uniform(0, self.jitter_s)
-                if pending and fire_at is not None and time.monotonic() >= fire_at:
+                # Only once every event the service reported is handled: a commit already in
+                # the queue cancels a mid-transaction fault (above).
+                if pending and fire_at is not None and time.monotonic() >= fire_at and current.events.empty():
                     fault = pending.pop(0)
                     fire_at = None
                     at = f"{time.monotonic() - start:.1f}s"
