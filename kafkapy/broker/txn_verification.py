@@ -104,11 +104,20 @@ class TxnVerifier:
             topics=[APR.AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in partitions.items()])])
         resp = None
         with trio.move_on_after(self._timeout_s):
-            try:
-                client = await self._client(broker)
-                resp = await client.send(body, VERIFY_VERSION, timeout=self._timeout_s)
-            except Exception as exc:  # a broken connection, a timeout: the client retries
-                log.info("Verifying %s with transaction coordinator %d failed: %r", transactional_id, broker, exc)
+            for fresh in (broker not in self._clients, True):
+                try:
+                    client = await self._client(broker)
+                    resp = await client.send(body, VERIFY_VERSION, timeout=self._timeout_s)
+                    break
+                except Exception as exc:  # a broken connection, a timeout: the client retries
+                    if not fresh:
+                        # A cached connection to a coordinator that restarted fails on its first
+                        # use since: ask once more on a new one rather than fail the write.
+                        await self._drop(broker)
+                        continue
+                    log.info("Verifying %s with transaction coordinator %d failed: %r", transactional_id, broker,
+                             exc)
+                    break
         if resp is None:
             await self._drop(broker)
             return dict.fromkeys(keys, ErrorCode.NETWORK_EXCEPTION)
