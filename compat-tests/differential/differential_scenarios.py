@@ -266,9 +266,18 @@ def last_stable_offset_open_transaction(ctx: Context) -> dict:
     out = {"uncommitted_latest": ctx.offsets(topic, -1),
            "committed_latest": ctx.offsets(topic, -1, isolation_level=1)}
     producer.commit_transaction(15)
-    out["after_commit_uncommitted"] = ctx.offsets(topic, -1)
-    out["after_commit_committed"] = ctx.offsets(topic, -1, isolation_level=1)
-    return out
+    # EndTxn is answered before the markers are written, on both brokers: read right away, the
+    # offsets race the markers. Compare where they settle: the marker is in and the last stable
+    # offset has caught up with the high watermark (or the wait ran out, which shows).
+    deadline = time.monotonic() + 10
+    while True:
+        after = {"after_commit_uncommitted": ctx.offsets(topic, -1),
+                 "after_commit_committed": ctx.offsets(topic, -1, isolation_level=1)}
+        settled = (after["after_commit_uncommitted"].get("offset", -1) > out["uncommitted_latest"].get("offset", -1)
+                   and after["after_commit_committed"] == after["after_commit_uncommitted"])
+        if settled or time.monotonic() > deadline:
+            return {**out, **after}
+        time.sleep(0.1)
 
 
 @scenario("transactions")
