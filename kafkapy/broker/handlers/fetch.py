@@ -103,7 +103,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         if ctx.remote is not None:
             total = await _read_remote(ctx, results, max_bytes, total, params.read_committed)
         # As in Kafka, an unknown topic id does not cut the long poll short; nothing to read does,
-        # and neither does a read held back by a segment's end (see ReadResult.segment_behind).
+        # and so does a read held back by a segment's end (see ReadResult.segment_behind).
         urgent = any((r.error != ErrorCode.NONE and r.error != ErrorCode.UNKNOWN_TOPIC_ID)
                      or r.segment_behind for r in results.values())
         if total >= body.min_bytes or urgent or trio.current_time() >= deadline or not readable:
