@@ -8,7 +8,8 @@
 #   deb-src entry for deb.debian.org bookworm (added if missing), `apt-get source librdkafka`,
 #   `apt-get build-dep librdkafka`, ./configure (no SSL/SASL/curl: the broker has none) + make libs,
 #   make -C tests build (tests/test-runner).
-# Run: run_tests.py runs `test-runner -L -p1 [-Q]` once per test number with TESTS=<number>,
+# Run: run_tests.py runs `test-runner -L -p1 [-Q]` once per test number with TESTS=<number>
+#   (LIBRDKAFKA_CONCURRENCY numbers at a time, default 3),
 #   TEST_KAFKA_VERSION=3.9.0 and a generated test.conf, each under a timeout, and writes results.tsv.
 set -euo pipefail
 

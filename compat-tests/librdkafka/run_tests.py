@@ -19,13 +19,15 @@ re-run): only their numbers run, and only their lines are written.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
-import glob
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -121,16 +123,22 @@ def one_line(s: str) -> str:
     return " ".join(s.replace("\t", " ").split())[:400]
 
 
-CURRENT: list = [None]  # the running test-runner, killed with its process group if we are stopped
+# The running test-runners, killed with their process groups if we are stopped.
+RUNNING: set[subprocess.Popen] = set()
+RUNNING_LOCK = threading.Lock()
+STOPPING = threading.Event()  # set once we are stopped: queued numbers do not start
 
 
 def _stop(signum, _frame):
-    proc = CURRENT[0]
-    if proc is not None and proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
+    STOPPING.set()
+    with RUNNING_LOCK:
+        procs = list(RUNNING)
+    for proc in procs:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
     raise SystemExit(128 + signum)
 
 
@@ -141,6 +149,78 @@ def read_only(path: str | None, table: list[dict]) -> tuple[set[str] | None, set
     with open(path, encoding="utf-8") as f:
         names = {line.strip() for line in f if line.strip()}
     return names, {t["num"] for t in table if t["name"] in names}
+
+
+def concurrency() -> int:
+    """How many test numbers run at once (LIBRDKAFKA_CONCURRENCY, default 3).
+
+    librdkafka's own runner runs five tests at a time by default (test.c's test_concurrent_max),
+    and with test.topic.random each test owns its topics and groups: the tests are written to
+    share a broker. Most of them wait on timers and rebalances rather than compute, so a few at
+    a time cut the suite's wall time without a busier machine.
+    """
+    raw = os.environ.get("LIBRDKAFKA_CONCURRENCY", "3")
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        raise SystemExit(f"LIBRDKAFKA_CONCURRENCY must be a number, not {raw!r}") from None
+
+
+def run_number(num: str, names: list[dict], use_q: bool, mode: str, runner: str, tests_dir: str,
+               env: dict[str, str], logdir: str) -> list[tuple[str, str, float, str]]:
+    """One test number in its own test-runner process: its result rows."""
+    if STOPPING.is_set():
+        return []
+    env = dict(env, TESTS=num)
+    cmd = [runner, "-L", "-p1"] + (["-Q"] if use_q else [])
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        cmd, cwd=tests_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    with RUNNING_LOCK:
+        RUNNING.add(proc)
+    try:
+        out_b, _ = proc.communicate(timeout=TIMEOUT[mode])
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out_b, _ = proc.communicate()
+        timed_out = True
+    finally:
+        with RUNNING_LOCK:
+            RUNNING.discard(proc)
+    elapsed = time.monotonic() - t0
+    out = out_b.decode("utf-8", "replace")
+    with open(os.path.join(logdir, f"{num}.log"), "w") as f:
+        f.write(out)
+    summary = parse_summary(out)
+    rows: list[tuple[str, str, float, str]] = []
+    for t in names:
+        name = t["name"]
+        if t["scenario"] != "default" and "default" not in t["scenario"].split(","):
+            rows.append((name, "skipped", 0.0, f"requires test scenario {t['scenario']}"))
+            continue
+        if timed_out:
+            rows.append((name, "failed", elapsed, f"timed out after {TIMEOUT[mode]}s (runner killed)"))
+            continue
+        st = summary.get(name)
+        if st is None:
+            detail = first_failure(out) or f"no summary line (exit code {proc.returncode})"
+            rows.append((name, "failed", elapsed, one_line(detail)))
+            continue
+        state, dur, extra = st
+        if state == "PASSED" and use_q and has_nonquick_subtests(tests_dir, num) and not ran_subtests(out, name):
+            why = "quick mode (-Q) skipped all of its sub-tests (SUB_TEST, not SUB_TEST_QUICK)"
+            rows.append((name, "skipped", dur, why))
+        elif state == "PASSED":
+            rows.append((name, "passed", dur, ""))
+        elif state == "SKIPPED":
+            rows.append((name, "skipped", dur, one_line(extra)))
+        else:
+            rows.append((name, "failed", dur, one_line(first_failure(out, name) or extra or state)))
+    print(f"{num}: " + ", ".join(f"{r[0]}={r[1]}" for r in rows) + f" ({elapsed:.1f}s)", flush=True)
+    return rows
 
 
 def main() -> int:
@@ -179,7 +259,9 @@ def main() -> int:
     for t in table:
         if t["num"] not in numbers:
             numbers.append(t["num"])
-    rows: list[tuple[str, str, float, str]] = []
+    # Each number's rows, filled in as its run ends; written in the table's order.
+    rows_by_num: dict[str, list[tuple[str, str, float, str]]] = {}
+    to_run: list[tuple[str, list[dict], bool]] = []
     for num in numbers:
         names = [t for t in table if t["num"] == num]
         action, reason = plan.get(num, ("exclude", "not classified in tests.txt (new upstream test)"))
@@ -191,60 +273,24 @@ def main() -> int:
             raise SystemExit(f"tests.txt: unknown action {action!r} for {num}")
         if action == "exclude" or (action == "full" and mode == "quick"):
             why = f"excluded: {reason}" if action == "exclude" else "full mode only"
-            for t in names:
-                rows.append((t["name"], "skipped", 0.0, why))
+            rows_by_num[num] = [(t["name"], "skipped", 0.0, why) for t in names]
             continue
-        env["TESTS"] = num
-        use_q = mode == "quick" and action == "quick"
-        cmd = [runner, "-L", "-p1"] + (["-Q"] if use_q else [])
-        t0 = time.monotonic()
-        proc = subprocess.Popen(
-            cmd, cwd=tests_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        CURRENT[0] = proc
+        to_run.append((num, names, mode == "quick" and action == "quick"))
+    with ThreadPoolExecutor(max_workers=concurrency()) as pool:
+        futures = {
+            num: pool.submit(run_number, num, names, use_q, mode, runner, tests_dir, env, logdir)
+            for num, names, use_q in to_run
+        }
+        for num, future in futures.items():
+            rows_by_num[num] = future.result()
+    # The runner leaves per-test stats and offset files in its directory; cleared once no test
+    # can still be using them.
+    for junk in glob.glob(os.path.join(tests_dir, "stats_*.json")) + glob.glob(os.path.join(tests_dir, "*.offset")):
         try:
-            out_b, _ = proc.communicate(timeout=TIMEOUT[mode])
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out_b, _ = proc.communicate()
-            timed_out = True
-        CURRENT[0] = None
-        elapsed = time.monotonic() - t0
-        out = out_b.decode("utf-8", "replace")
-        # the runner leaves per-test stats/offset files in its directory (cwd for ../src/*.json)
-        for junk in glob.glob(os.path.join(tests_dir, "stats_*.json")) + glob.glob(os.path.join(tests_dir, "*.offset")):
-            try:
-                os.unlink(junk)
-            except OSError:
-                pass
-        with open(os.path.join(logdir, f"{num}.log"), "w") as f:
-            f.write(out)
-        summary = parse_summary(out)
-        for t in names:
-            name = t["name"]
-            if t["scenario"] != "default" and "default" not in t["scenario"].split(","):
-                rows.append((name, "skipped", 0.0, f"requires test scenario {t['scenario']}"))
-                continue
-            if timed_out:
-                rows.append((name, "failed", elapsed, f"timed out after {TIMEOUT[mode]}s (runner killed)"))
-                continue
-            st = summary.get(name)
-            if st is None:
-                detail = first_failure(out) or f"no summary line (exit code {proc.returncode})"
-                rows.append((name, "failed", elapsed, one_line(detail)))
-                continue
-            state, dur, extra = st
-            if state == "PASSED" and use_q and has_nonquick_subtests(tests_dir, num) and not ran_subtests(out, name):
-                rows.append((name, "skipped", dur, "quick mode (-Q) skipped all of its sub-tests (SUB_TEST, not SUB_TEST_QUICK)"))
-            elif state == "PASSED":
-                rows.append((name, "passed", dur, ""))
-            elif state == "SKIPPED":
-                rows.append((name, "skipped", dur, one_line(extra)))
-            else:
-                rows.append((name, "failed", dur, one_line(first_failure(out, name) or extra or state)))
-        print(f"{num}: " + ", ".join(f"{r[0]}={r[1]}" for r in rows if r[0].startswith(num)) + f" ({elapsed:.1f}s)", flush=True)
+            os.unlink(junk)
+        except OSError:
+            pass
+    rows = [row for num in numbers for row in rows_by_num.get(num, [])]
     if only_names is not None:
         # A number runs all of its tests; the results name only those asked for.
         rows = [r for r in rows if r[0] in only_names]

@@ -231,11 +231,16 @@ def test_the_report_names_the_flaky_tests_of_each_suite(tmp_path, monkeypatch):
     assert doc.count("Flaky this run") == 1
 
 
-def test_librdkafka_restricts_its_run_to_the_numbers_of_the_listed_tests(tmp_path):
+def _librdkafka_run_tests():
     spec = importlib.util.spec_from_file_location(
         "librdkafka_run_tests", ROOT / "compat-tests" / "librdkafka" / "run_tests.py")
     run_tests = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run_tests)
+    return run_tests
+
+
+def test_librdkafka_restricts_its_run_to_the_numbers_of_the_listed_tests(tmp_path):
+    run_tests = _librdkafka_run_tests()
     table = [{"name": n, "num": n[:4]} for n in ("0001_multiobj", "0045_subscribe_update",
                                                  "0045_subscribe_update_non_exist", "0050_x")]
     only = tmp_path / "only.txt"
@@ -243,3 +248,49 @@ def test_librdkafka_restricts_its_run_to_the_numbers_of_the_listed_tests(tmp_pat
     assert run_tests.read_only(str(only), table) == (
         {"0001_multiobj", "0045_subscribe_update_non_exist"}, {"0001", "0045"})
     assert run_tests.read_only(None, table) == (None, None)
+
+
+# A stand-in for librdkafka's tests/test-runner: it notes its start, waits (bounded) until
+# three runners have started, and reports PASSED only if they did, so the test sees concurrency
+# without timing anything.
+FAKE_RUNNER = """#!/bin/sh
+echo "$TESTS" >> started
+for _ in $(seq 200); do
+  [ "$(wc -l < started)" -ge 3 ] && break
+  sleep 0.05
+done
+case "$TESTS" in 0001) name=0001_multiobj ;; 0002) name=0002_unkpart ;; 0003) name=0003_msgmaxsize ;; esac
+if [ "$(wc -l < started)" -ge 3 ]; then state=PASSED; else state=FAILED; fi
+echo "| $name | $state | 0.100s | |"
+"""
+
+
+def test_librdkafka_runs_several_numbers_at_once_and_writes_them_in_table_order(tmp_path, monkeypatch):
+    run_tests = _librdkafka_run_tests()
+    tests_dir = tmp_path / "src" / "tests"
+    tests_dir.mkdir(parents=True)
+    (tests_dir / "test.c").write_text(
+        "struct test tests[] = {\n    _TEST(0001_multiobj, 0),\n    _TEST(0002_unkpart, 0),\n"
+        "    _TEST(0003_msgmaxsize, 0),\n    {NULL}\n};\n")
+    runner = tests_dir / "test-runner"
+    runner.write_text(FAKE_RUNNER)
+    runner.chmod(0o755)
+    results = tmp_path / "results.tsv"
+    monkeypatch.setenv("LIBRDKAFKA_CONCURRENCY", "3")
+    monkeypatch.setattr(run_tests.signal, "signal", lambda *_: None)  # leave pytest's handlers be
+    monkeypatch.setattr(sys, "argv", ["run_tests.py", "quick", "127.0.0.1:9", str(results),
+                                      str(tmp_path / "src"), str(tmp_path / "work")])
+    assert run_tests.main() == 0
+    rows = [line.split("\t")[:2] for line in results.read_text().splitlines()]
+    assert rows == [["0001_multiobj", "passed"], ["0002_unkpart", "passed"], ["0003_msgmaxsize", "passed"]]
+
+
+def test_librdkafka_concurrency_is_a_positive_number(monkeypatch):
+    run_tests = _librdkafka_run_tests()
+    monkeypatch.setenv("LIBRDKAFKA_CONCURRENCY", "0")
+    assert run_tests.concurrency() == 1
+    monkeypatch.delenv("LIBRDKAFKA_CONCURRENCY")
+    assert run_tests.concurrency() == 3
+    monkeypatch.setenv("LIBRDKAFKA_CONCURRENCY", "many")
+    with pytest.raises(SystemExit):
+        run_tests.concurrency()
