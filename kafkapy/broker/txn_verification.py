@@ -103,8 +103,10 @@ class TxnVerifier:
             transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch, verify_only=True,
             topics=[APR.AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in partitions.items()])])
         resp = None
+        client: VerifyClient | None = None
         with trio.move_on_after(self._timeout_s):
             for fresh in (broker not in self._clients, True):
+                client = None
                 try:
                     client = await self._client(broker)
                     resp = await client.send(body, VERIFY_VERSION, timeout=self._timeout_s)
@@ -113,13 +115,13 @@ class TxnVerifier:
                     if not fresh:
                         # A cached connection to a coordinator that restarted fails on its first
                         # use since: ask once more on a new one rather than fail the write.
-                        await self._drop(broker)
+                        await self._drop(broker, client)
                         continue
                     log.info("Verifying %s with transaction coordinator %d failed: %r", transactional_id, broker,
                              exc)
                     break
         if resp is None:
-            await self._drop(broker)
+            await self._drop(broker, client)
             return dict.fromkeys(keys, ErrorCode.NETWORK_EXCEPTION)
         if resp.error_code != ErrorCode.NONE:
             return dict.fromkeys(keys, resp.error_code)
@@ -144,19 +146,23 @@ class TxnVerifier:
                 self._clients[broker] = client
             return client
 
-    async def _drop(self, broker: int) -> None:
-        client = self._clients.pop(broker, None)
-        if client is not None:
-            with trio.move_on_after(1) as scope:
-                scope.shield = True
-                try:
-                    await client.aclose()
-                except Exception:  # already broken: nothing more to release
-                    pass
+    async def _drop(self, broker: int, failed: VerifyClient | None) -> None:
+        """Close ``failed`` and forget it, if it is still the cached connection to ``broker``:
+        a concurrent verification may already have replaced it with a working one (or closed
+        it). None (the connection never opened) leaves the cache as it is."""
+        if failed is None or self._clients.get(broker) is not failed:
+            return
+        del self._clients[broker]
+        with trio.move_on_after(1) as scope:
+            scope.shield = True
+            try:
+                await failed.aclose()
+            except Exception:  # already broken: nothing more to release
+                pass
 
     async def aclose(self) -> None:
-        for broker in list(self._clients):
-            await self._drop(broker)
+        for broker, client in list(self._clients.items()):
+            await self._drop(broker, client)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Hold the cached coordinator connections for the broker's lifetime and close them

@@ -73,3 +73,39 @@ def test_a_new_connection_that_fails_is_not_retried() -> None:
     got = trio.run(v.verify, 0, "tx", 1, 0, {"t": [0, 1]})
     assert got == {("t", 0): ErrorCode.NETWORK_EXCEPTION, ("t", 1): ErrorCode.NETWORK_EXCEPTION}
     assert made == [broken]
+
+
+def test_a_late_failure_on_an_old_connection_leaves_its_replacement_open() -> None:
+    # Two verifications share a cached connection that has gone bad. The first to notice replaces
+    # it; the other fails on it later and must not close the replacement the first just made.
+    failed_once = trio.Event()
+
+    class DeadConnection(FakeClient):
+        async def send(self, request: Any, version: int | None = None, *, timeout: float | None = None) -> Any:
+            if self.replies:
+                return self.replies.pop(0)
+            await trio.sleep(0)  # both verifications are now sending on this connection
+            if not failed_once.is_set():  # the first verification on it fails at once, the second later
+                failed_once.set()
+                raise ConnectionResetError("connection closed by peer")
+            await trio.sleep(0.01)
+            raise ConnectionResetError("connection closed by peer")
+
+    old = DeadConnection([answer("t", 0)])
+    new = FakeClient([answer("t", 0), answer("t", 0)])
+    v, made = verifier([old, new])
+    results: list[dict] = []
+
+    async def scenario() -> None:
+        await v.verify(0, "tx", 1, 0, {"t": [0]})  # caches `old`
+        async with trio.open_nursery() as nursery:
+            for _ in range(2):
+                nursery.start_soon(lambda: _collect(v, results))
+
+    trio.run(scenario)
+    assert results == [{("t", 0): ErrorCode.NONE}] * 2
+    assert made == [old, new] and old.closed and not new.closed
+
+
+async def _collect(v: TxnVerifier, results: list[dict]) -> None:
+    results.append(await v.verify(0, "tx", 1, 0, {"t": [0]}))
