@@ -370,15 +370,15 @@ class Partition:
         if not read_committed:
             records = self._read_region(offset, limit, hw, min_one)
             return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, records,
-                              segment_behind=plog.on_older_segment(offset, hw))
+                              across_segments=plog.on_other_segment(offset, hw))
         fslice = self._read_slice(offset, limit, lso, min_one)
         if fslice is None:
             # Nothing below the LSO to read: Kafka answers an empty list, not null.
             return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, b"",
-                              aborted_transactions=NO_ABORTED)
+                              aborted_transactions=NO_ABORTED, across_segments=plog.on_other_segment(offset, lso))
         aborted = aborted_transactions(plog, offset, offset_after(plog, fslice))
         return ReadResult(ErrorCode.NONE, hw, lso, plog.log_start_offset, FileRegion.of(fslice),
-                          aborted_transactions=aborted, segment_behind=plog.on_older_segment(offset, lso))
+                          aborted_transactions=aborted, across_segments=plog.on_other_segment(offset, lso))
 
     def remote_read(self, offset: int, limit: int) -> ReadResult:
         """A consumer's read below the local log start that remote storage serves."""
@@ -406,7 +406,7 @@ class Partition:
             limit, min_one = 0, False
         records = self._read_region(offset, limit, None, min_one)
         return ReadResult(ErrorCode.NONE, hw, min(plog.last_stable_offset, hw), start, records,
-                          segment_behind=not throttled and plog.on_older_segment(offset, leo))
+                          across_segments=not throttled and plog.on_other_segment(offset, leo))
 
     def _read_region(self, offset: int, limit: int, max_offset: int | None,
                      min_one: bool) -> FileRegion | bytes:

@@ -76,10 +76,12 @@ class ReadResult:
     # read_committed: (producer id, first offset) of the aborted transactions overlapping what
     # was read (empty when none); None for every other read (null in the response, as Kafka).
     aborted_transactions: Sequence[tuple[int, int]] | None = None
-    # The fetch offset lies in an older segment than the readable end. A read stops at its
-    # segment's end, so waiting for min_bytes cannot make this partition's answer bigger: Kafka's
-    # DelayedFetch completes such a fetch at once (its case F), and so does ours.
-    segment_behind: bool = False
+    # The fetch offset and the readable end lie in different segments. From an older segment a
+    # read stops at that segment's end, so waiting for min_bytes cannot make this partition's
+    # answer bigger; from a newer one the offset is past an end that truncation moved back (a
+    # new leader's high watermark, say). Kafka's DelayedFetch completes both at once (the two
+    # halves of its case F), and so does ours.
+    across_segments: bool = False
 
     @property
     def size(self) -> int:

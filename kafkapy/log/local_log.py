@@ -98,9 +98,9 @@ class LocalLog:
         """Index of the segment holding ``offset`` (the first one below the first base)."""
         return max(0, bisect.bisect_right(self._bases, offset) - 1)
 
-    def on_older_segment(self, offset: int, end_offset: int) -> bool:
-        """True when ``offset`` lies in an earlier segment than ``end_offset``."""
-        return offset < end_offset and self.segment_index(offset) < self.segment_index(end_offset)
+    def on_other_segment(self, offset: int, end_offset: int) -> bool:
+        """True when ``offset`` and ``end_offset`` lie in different segments."""
+        return offset != end_offset and self.segment_index(offset) != self.segment_index(end_offset)
 
     def segment_for(self, offset: int) -> LogSegment:
         return self._segments[self.segment_index(offset)]

@@ -379,10 +379,11 @@ class PartitionLog(_RemoteOffsets, StableOffsets):
             local_log_start_offset=self.local_log_start_offset,
             min_one_message=min_one_message)
 
-    def on_older_segment(self, offset: int, end_offset: int) -> bool:
-        """True when ``offset`` lies in an earlier segment than ``end_offset``: a read from it
-        stops at that segment's end, short of ``end_offset`` (Kafka's onOlderSegment)."""
-        return self._local.on_older_segment(offset, end_offset)
+    def on_other_segment(self, offset: int, end_offset: int) -> bool:
+        """True when ``offset`` and ``end_offset`` lie in different segments: a read from an
+        earlier one stops at its segment's end, short of ``end_offset``, and one from a later
+        one is past an end that truncation moved back (Kafka's onOlderSegment, both ways)."""
+        return self._local.on_other_segment(offset, end_offset)
 
     # ================================================================== timestamps
     def offset_for_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:

@@ -103,9 +103,9 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         if ctx.remote is not None:
             total = await _read_remote(ctx, results, max_bytes, total, params.read_committed)
         # As in Kafka, an unknown topic id does not cut the long poll short; nothing to read does,
-        # and so does a read held back by a segment's end (see ReadResult.segment_behind).
+        # and so does a read from another segment than the readable end's (ReadResult.across_segments).
         urgent = any((r.error != ErrorCode.NONE and r.error != ErrorCode.UNKNOWN_TOPIC_ID)
-                     or r.segment_behind for r in results.values())
+                     or r.across_segments for r in results.values())
         if total >= body.min_bytes or urgent or trio.current_time() >= deadline or not readable:
             break
         await ctx.replicas.wait_for_append(deadline)
@@ -253,7 +253,7 @@ async def _handle_replica_fetch(ctx: BrokerContext, request: Request, replica_id
                 throttled_bytes += result.size
             total += result.size
             urgent = (urgent or result.error != ErrorCode.NONE or result.diverging_epoch is not None
-                      or result.segment_behind)
+                      or result.across_segments)
             results.append(result)
         if total >= body.min_bytes or urgent or trio.current_time() >= deadline or not wanted:
             break

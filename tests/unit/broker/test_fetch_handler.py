@@ -181,6 +181,33 @@ def test_a_long_poll_in_the_last_segment_still_waits_for_min_bytes(broker) -> No
     assert waited == pytest.approx(5.0)
 
 
+@pytest.mark.parametrize("isolation_level", [0, 1], ids=["read_uncommitted", "read_committed"])
+def test_a_long_poll_past_the_high_watermark_in_a_later_segment_answers_at_once(tmp_path, isolation_level) -> None:
+    # A consumer at an offset beyond the high watermark, in a newer segment than the one
+    # holding it: the offset it was given came from a log end that moved back (a new leader's
+    # high watermark, a truncation). Kafka's DelayedFetch answers at once, as for an older
+    # segment, rather than hold the consumer for max_wait_ms.
+    b = InMemoryBroker(tmp_path)
+    try:
+        b.create("orders", ORDERS, replicas=(1, 2))
+        b.produce("orders", 0, b"a", b"b")
+        run(fetch, b, request(("orders", 0, 1), replica_id=2))  # the follower has "a" only
+        b.replicas.get("orders", 0).log.roll(now_ms=0)
+        b.produce("orders", 0, b"c")  # offset 2, in the new segment
+        assert b.replicas.get("orders", 0).high_watermark == 1
+
+        async def scenario() -> tuple[dict, float]:
+            start = trio.current_time()
+            got = await fetch(b, request(("orders", 0, 3), max_wait_ms=5_000, isolation_level=isolation_level))
+            return got, trio.current_time() - start
+
+        got, waited = run(scenario)
+        assert got[("orders", 0)].error_code == ErrorCode.NONE and values(got[("orders", 0)]) == []
+        assert waited == 0
+    finally:
+        b.close()
+
+
 def test_max_bytes_limits_the_response_but_never_below_one_batch(broker) -> None:
     first = broker.produce("orders", 0, b"x" * 100)
     broker.produce("orders", 0, b"y" * 100)
