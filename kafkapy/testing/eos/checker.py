@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from kafkapy.testing.eos.layout import parse_output
-from kafkapy.testing.eos.proc import emit, python_argv, run_json
+from kafkapy.testing.eos.proc import answer, python_argv, run_json
 
 SAMPLES = 10  # offsets listed per problem kind, enough to start looking
 
@@ -200,12 +200,7 @@ def main() -> None:
     parser.add_argument("output")
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args()
-    try:
-        result = _check(args)
-    except Exception as exc:  # the caller shows stderr and this line
-        emit({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
-        raise SystemExit(1) from None
-    emit({"ok": True, "result": result})
+    answer(lambda: _check(args))
 
 
 if __name__ == "__main__":

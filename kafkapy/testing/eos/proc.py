@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from kafkapy.testing.clients import ClientError, run_process
 from kafkapy.testing.node import REPO_ROOT, _venv_python
@@ -34,3 +34,13 @@ def run_json(argv: Sequence[str], *, timeout: float) -> Any:
 def emit(obj: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+def answer(command: Callable[[], Any]) -> None:
+    """A ``main()``'s last line: ``command``'s result, or its error and exit code 1."""
+    try:
+        result = command()
+    except Exception as exc:  # the caller shows stderr and this line
+        emit({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        raise SystemExit(1) from None
+    emit({"ok": True, "result": result})

@@ -31,7 +31,7 @@ from kafkapy.testing.eos.chaos import SERVICE_KILL, ChaosError, Fault, ServicePr
 from kafkapy.testing.eos.checker import read_topic
 from kafkapy.testing.eos.java import EOS_DIR, java_argv
 from kafkapy.testing.eos.layout import input_partition
-from kafkapy.testing.eos.proc import emit, python_argv, run_json
+from kafkapy.testing.eos.proc import answer, python_argv, run_json
 from kafkapy.testing.eos.services import Pipeline
 from kafkapy.testing.eos.targets import Roles, Target
 
@@ -419,12 +419,7 @@ def main() -> None:
     txn.add_argument("app_id")
     args = parser.parse_args()
     commands: dict[str, Callable[[argparse.Namespace], Any]] = {"check": _check, "view": _view, "txn-ids": _txn_ids}
-    try:
-        result = commands[args.command](args)
-    except Exception as exc:  # the caller shows stderr and this line
-        emit({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
-        raise SystemExit(1) from None
-    emit({"ok": True, "result": result})
+    answer(lambda: commands[args.command](args))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from kafkapy.testing.eos.layout import input_partition, input_value
-from kafkapy.testing.eos.proc import emit, python_argv, run_json
+from kafkapy.testing.eos.proc import answer, python_argv, run_json
 
 
 def create_topics(bootstrap: str, topics: list[str], *, partitions: int, replication: int = 1,
@@ -94,12 +94,7 @@ def main() -> None:
     create.add_argument("min_isr", type=int)
     seed.add_argument("count", type=int)
     args = parser.parse_args()
-    try:
-        result = _create(args) if args.command == "create" else _seed(args)
-    except Exception as exc:  # the caller shows stderr and this line
-        emit({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
-        raise SystemExit(1) from None
-    emit({"ok": True, "result": result})
+    answer(lambda: _create(args) if args.command == "create" else _seed(args))
 
 
 if __name__ == "__main__":
