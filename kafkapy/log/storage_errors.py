@@ -25,6 +25,17 @@ log = logging.getLogger("kafkapy.log.storage")
 #: Faults that mean "no room": the write fails, the dir stays online.
 SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
+#: A full-disk episode ends at a write that succeeds with at least this much space free. Near
+#: the limit a small write can still fit (a failed write's rollback frees its bytes), and ending
+#: the episode there would log the next failure as a new one, line after line.
+RESUME_FREE_BYTES = 1 << 20
+
+
+def free_bytes(path: str) -> int:
+    """Bytes an unprivileged writer may still use on ``path``'s file system."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
 
 class LogStorageError(KafkaError):
     """KAFKA_STORAGE_ERROR raised by a log write that failed on the file system.
@@ -62,10 +73,13 @@ class StorageFaults:
     when they work again; faults that are not about space take the dir offline.
 
     ``mark_offline(dir, reason)`` is ``LogManager.mark_dir_offline`` (it logs its own ERROR).
+    ``free(dir)`` measures the space left (``free_bytes``; tests pass their own).
     """
 
-    def __init__(self, mark_offline: Callable[[str, str], bool]) -> None:
+    def __init__(self, mark_offline: Callable[[str, str], bool],
+                 free: Callable[[str], int] = free_bytes) -> None:
         self._mark_offline = mark_offline
+        self._free = free
         #: dir -> the message of the fault that opened its current episode.
         self.failing: dict[str, str] = {}
         # Faults seen on worker threads (checkpoints run there): the offline listeners touch
@@ -100,6 +114,14 @@ class StorageFaults:
             self.fault(d, exc)
 
     def ok(self, dir: str) -> None:
-        """A write under ``dir`` succeeded: close its failure episode, if one is open."""
-        if self.failing and self.failing.pop(dir, None) is not None:
-            log.info("Log dir %s accepts writes again", dir)
+        """A write under ``dir`` succeeded: close its failure episode, if one is open and the
+        dir has room again (``RESUME_FREE_BYTES``)."""
+        if not self.failing or dir not in self.failing:
+            return
+        try:
+            if self._free(dir) < RESUME_FREE_BYTES:
+                return
+        except OSError:
+            pass  # cannot tell: the write went through, which is all we know
+        del self.failing[dir]
+        log.info("Log dir %s accepts writes again", dir)

@@ -30,6 +30,7 @@ from kafkapy.metadata.snapshot import (
     write_snapshot,
 )
 from kafkapy.raft.messages import SnapshotId
+from kafkapy.raft.snapshot_store import SnapshotNotStored
 from kafkapy.records import format as fmt
 
 log = logging.getLogger(__name__)
@@ -174,6 +175,11 @@ async def encode_in_thread(snapshotter: MetadataSnapshotter, job: SnapshotJob,
         raise
     try:
         snapshotter.complete(job, data)
+    except SnapshotNotStored as exc:
+        # A full disk: one line, not a traceback; the log keeps every record, and the policy
+        # tries again after the next interval's worth of batches.
+        log.error("The metadata snapshot at offset %d was not written, the disk is full: %s",
+                  job.snapshot_id.end_offset, exc)
     except Exception:
         log.exception("Writing the metadata snapshot %s failed", job.snapshot_id)
 

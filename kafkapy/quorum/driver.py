@@ -57,6 +57,7 @@ from kafkapy.raft.messages import (
     is_request,
 )
 from kafkapy.raft.roles import Leader
+from kafkapy.raft.snapshot_store import SnapshotNotStored
 from kafkapy.raft.voters import Voter, VoterSet
 from kafkapy.records import format as fmt
 
@@ -298,7 +299,8 @@ class QuorumDriver:
                     log.error("node %d: the metadata log cannot be written: %s", self.node_id,
                               self.disk_full)
                 raise
-            if self._fatal is None and not isinstance(exc, (NotLeaderError, ValueError,
+            # SnapshotNotStored: the disk had no room for a snapshot; the log is whole.
+            if self._fatal is None and not isinstance(exc, (NotLeaderError, ValueError, SnapshotNotStored,
                                                             trio.Cancelled)):
                 log.critical("node %d: the Raft core failed: %r", self.node_id, exc)
                 self._fatal = exc

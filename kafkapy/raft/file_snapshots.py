@@ -14,12 +14,14 @@ through ``os``.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from typing import NamedTuple
 
 from kafkapy.durable import fsync_dir
 from kafkapy.raft.messages import SnapshotId
+from kafkapy.raft.snapshot_store import SnapshotNotStored
 
 SUFFIX = ".checkpoint"
 PARTIAL_SUFFIX = SUFFIX + ".part"
@@ -105,11 +107,13 @@ class FileSnapshotStore:
             # Kafka freezes a snapshot read-only before moving it into place.
             os.chmod(tmp, 0o444)
             os.replace(tmp, self.path(snapshot_id))
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.remove(tmp)
             except FileNotFoundError:
                 pass
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise SnapshotNotStored(f"{self.path(snapshot_id)}: {exc.strerror}") from exc
             raise
         fsync_dir(self.dir)
 

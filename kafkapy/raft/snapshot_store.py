@@ -11,11 +11,21 @@ from typing import Protocol
 from kafkapy.raft.messages import SnapshotId
 
 
+class SnapshotNotStored(Exception):
+    """A snapshot could not be stored for lack of space; nothing of it was kept.
+
+    A snapshot only shortens the replay at the next start, and the log still holds every
+    record it would have covered, so this is not a failure of the quorum: the next snapshot is
+    simply tried later.
+    """
+
+
 class SnapshotStore(Protocol):
     """Opaque, durable snapshot bytes keyed by ``SnapshotId`` (end offset, epoch)."""
 
     def write(self, snapshot_id: SnapshotId, data: bytes) -> None:
-        """Store a complete snapshot; durable when this returns."""
+        """Store a complete snapshot; durable when this returns. ``SnapshotNotStored`` when
+        the store is out of space."""
         ...
 
     def read(self, snapshot_id: SnapshotId) -> bytes | None: ...

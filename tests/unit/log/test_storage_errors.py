@@ -120,7 +120,7 @@ def test_reserve_allocates_ahead_in_chunks(tmp_path, monkeypatch):
 
 def test_a_full_disk_is_logged_once_per_episode(caplog):
     offline: list[str] = []
-    faults = StorageFaults(lambda d, reason: offline.append(d) or True)
+    faults = StorageFaults(lambda d, reason: offline.append(d) or True, free=lambda d: 1 << 30)
     full = storage_error(OSError(errno.ENOSPC, "No space left on device"), "append to", "/d/x.log")
     with caplog.at_level(logging.INFO, logger="kafkapy.log.storage"):
         for _ in range(10):
@@ -134,6 +134,23 @@ def test_a_full_disk_is_logged_once_per_episode(caplog):
     assert not offline, "a full disk keeps the dir online"
     faults.fault("/d", storage_error(OSError(errno.EIO, "I/O error"), "append to", "/d/x.log"))
     assert offline == ["/d"]
+
+
+def test_a_write_that_just_fits_does_not_end_the_episode(caplog):
+    # A failed write's rollback frees its bytes, and a smaller write may then fit: the disk is
+    # still full, and the next failure is not a new episode.
+    space = {"/d": 8192}
+    faults = StorageFaults(lambda d, reason: True, free=space.__getitem__)
+    full = storage_error(OSError(errno.ENOSPC, "No space left on device"), "append to", "/d/x.log")
+    with caplog.at_level(logging.INFO, logger="kafkapy.log.storage"):
+        faults.fault("/d", full)
+        faults.ok("/d")
+        faults.fault("/d", full)
+        assert "/d" in faults.failing
+        space["/d"] = 3 << 20  # an operator freed space
+        faults.ok("/d")
+    assert [r.levelno for r in caplog.records] == [logging.ERROR, logging.INFO]
+    assert not faults.failing
 
 
 def test_faults_on_worker_threads_are_handled_on_the_owning_thread():

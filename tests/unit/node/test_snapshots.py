@@ -26,6 +26,7 @@ from kafkapy.metadata.snapshot import image_from_snapshot, read_snapshot, same_i
 from kafkapy.node.snapshots import MetadataSnapshotter, SnapshotJob, encode_in_thread
 from kafkapy.raft.control import build_leader_change_batch
 from kafkapy.raft.messages import SnapshotId
+from kafkapy.raft.snapshot_store import SnapshotNotStored
 from kafkapy.records.builder import Record, build_batch
 from kafkapy.records.reader import iter_batches, iter_records
 
@@ -231,6 +232,27 @@ def test_a_failed_encoding_is_logged_and_the_next_snapshot_may_start(caplog) -> 
     with caplog.at_level(logging.ERROR, logger="kafkapy.node.snapshots"):
         trio.run(encode_in_thread, snap, job, broken)
     assert snap.in_flight is None and "no space" in caplog.text
+
+
+def test_a_snapshot_the_disk_has_no_room_for_is_one_log_line(caplog) -> None:
+    def full(end_offset: int, epoch: int, data: bytes) -> None:
+        raise SnapshotNotStored("00000000000000000003-0000000005.checkpoint: No space left on device")
+
+    snap = MetadataSnapshotter(full, now_ms=NOW, max_bytes_between_snapshots=1, max_interval_ms=0,
+                               schedule=lambda job: None)
+    log = Log()
+    bootstrap(log)
+    job = snap.observe_batch(log.meta.image, topic(log, 0), NOW)
+    assert job is not None
+
+    async def inline(fn):
+        return fn()
+
+    with caplog.at_level(logging.ERROR, logger="kafkapy.node.snapshots"):
+        trio.run(encode_in_thread, snap, job, inline)
+    assert snap.in_flight is None and snap.latest is None
+    [record] = caplog.records
+    assert "was not written, the disk is full" in record.getMessage() and record.exc_info is None
 
 
 def test_a_cancelled_encoding_is_abandoned() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -15,7 +16,7 @@ from kafkapy.raft.file_snapshots import (
     snapshot_filename,
 )
 from kafkapy.raft.messages import SnapshotId
-from kafkapy.raft.snapshot_store import MemorySnapshotStore, SnapshotStore
+from kafkapy.raft.snapshot_store import MemorySnapshotStore, SnapshotNotStored, SnapshotStore
 
 
 def _names(d) -> list[str]:
@@ -99,6 +100,21 @@ def test_failed_write_leaves_nothing_visible(tmp_path, monkeypatch) -> None:
 
     monkeypatch.setattr(fs.os, "replace", crash)
     with pytest.raises(OSError):
+        store.write(SnapshotId(2, 1), b"second")
+    monkeypatch.undo()
+    assert store.latest() == SnapshotId(1, 1)
+    assert _names(tmp_path) == [snapshot_filename(SnapshotId(1, 1))]
+
+
+def test_a_full_disk_stores_nothing_and_says_so(tmp_path, monkeypatch) -> None:
+    store = FileSnapshotStore(tmp_path)
+    store.write(SnapshotId(1, 1), b"first")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fs.os, "fsync", full)
+    with pytest.raises(SnapshotNotStored, match="No space left on device"):
         store.write(SnapshotId(2, 1), b"second")
     monkeypatch.undo()
     assert store.latest() == SnapshotId(1, 1)
