@@ -77,9 +77,7 @@ class Readiness:
         if lifecycle.contact_lost:
             reasons.append("the broker has lost contact with the controllers")
         if replica is not None and not self._caught_up:
-            # A follower or observer learns the leader's high watermark from its fetches; the
-            # leader (a combined node's own quorum) is the high watermark.
-            target = replica.high_watermark if replica.is_leader else replica.leader_high_watermark
+            target = replica.catch_up_target
             applied = self.applied_end()
             if target > 0 and applied >= target:
                 self._caught_up = True

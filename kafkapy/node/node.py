@@ -284,8 +284,10 @@ class Node:
         disk (snapshot and metadata log) and how much it fetched from the quorum (a restart
         fetches only the delta), and how long loading took — until it had replayed up to the
         high watermark the leader reported, registration and unfencing aside."""
-        while not (self.replica.leader_high_watermark > 0
-                   and self.driver.committed_end >= self.replica.leader_high_watermark):
+        # The leader's own high watermark on a combined node that leads the quorum: waiting for
+        # a leader to report one would poll forever.
+        while not (self.replica.catch_up_target > 0
+                   and self.driver.committed_end >= self.replica.catch_up_target):
             await self.clock.sleep(CATCH_UP_POLL_S)
         end = self.driver.committed_end
         local = self.recovered_metadata_end

@@ -190,6 +190,13 @@ class RaftReplica(ElectionMixin, ReplicationMixin, TransitionsMixin, VoterChange
         return self._leader_hw
 
     @property
+    def catch_up_target(self) -> int:
+        """The offset a node must have applied to be current: the leader's own high watermark
+        on the leader (nobody reports one to it), the one the leader reported elsewhere; -1 or 0
+        until there is one."""
+        return self._hw if self.is_leader else self._leader_hw
+
+    @property
     def log_end_offset(self) -> int:
         return self.log.end_offset
 

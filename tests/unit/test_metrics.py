@@ -195,13 +195,21 @@ def test_raft_collector():
 
 # -- readiness --------------------------------------------------------------------------------------
 
+class _Replica(SimpleNamespace):
+    """The quorum state Readiness reads (RaftReplica's attributes of the same names)."""
+
+    @property
+    def catch_up_target(self) -> int:
+        return self.high_watermark if self.is_leader else self.leader_high_watermark
+
+
 class _World:
     def __init__(self):
         self.started = True
         self.lifecycle = SimpleNamespace(state=BrokerState.RUNNING, broker_epoch=5, fenced=False,
                                          contact_lost=False)
-        self.replica = SimpleNamespace(leader_id=1, is_leader=False, high_watermark=0,
-                                       leader_high_watermark=100)
+        self.replica = _Replica(leader_id=1, is_leader=False, high_watermark=0,
+                                leader_high_watermark=100)
         self.applied = 100
         self.offline = False
 

@@ -86,6 +86,9 @@ def test_three_voters_elect_one_leader_who_writes_leader_change_first() -> None:
         assert _state(net, i)["leaderId"] == leader
     # The LeaderChange batch commits (HW past the epoch start) everywhere.
     assert all(net[i].high_watermark == 1 for i in (1, 2, 3))
+    # Followers catch up to what the leader reported; nobody reports to the leader.
+    assert all(net[i].catch_up_target == 1 for i in (1, 2, 3))
+    assert r.leader_high_watermark == -1
 
 
 def test_candidate_persists_epoch_and_self_vote_before_sending_votes() -> None:
