@@ -53,6 +53,32 @@ README = ROOT / "README.md"
 README_START = "<!-- report-card:start -->"
 README_END = "<!-- report-card:end -->"
 
+# The process groups of the nodes and run.sh processes running now. Suites run on worker threads,
+# whose finally blocks a signal does not reach: a SIGTERM (scripts/test.sh stopping, CI's
+# timeout) kills these groups itself, so no node or client is left behind.
+_LIVE_GROUPS: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _live(pgid: int | None, running: bool) -> None:
+    if pgid is None:
+        return
+    with _LIVE_LOCK:
+        (_LIVE_GROUPS.add if running else _LIVE_GROUPS.discard)(pgid)
+
+
+def _kill_everything_and_exit(signum: int, _frame: object) -> None:
+    with _LIVE_LOCK:
+        groups = list(_LIVE_GROUPS)
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    print(f"== report card: stopped by signal {signum}; killed {len(groups)} process group(s)", flush=True)
+    os._exit(128 + signum)
+
+
 # Each suite's own per-test timeouts bound the individual tests; this bounds a suite that wedges
 # as a whole (build included), so CI never hangs.
 SUITE_TIMEOUT = {"quick": 30 * 60, "full": 3 * 60 * 60}
@@ -204,6 +230,7 @@ def _run_suite_process(suite: str, mode: str, bootstrap: str, results: Path, log
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, env=env,
                                 stderr=subprocess.STDOUT, start_new_session=True)
+        _live(proc.pid, True)
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -215,6 +242,7 @@ def _run_suite_process(suite: str, mode: str, bootstrap: str, results: Path, log
             except (ProcessLookupError, PermissionError):
                 pass
             proc.wait()
+            _live(proc.pid, False)
     if code is None:
         return f"run.sh did not finish within {timeout} s"
     if code != 0:
@@ -259,12 +287,15 @@ def _run_on_fresh_node(suite: str, mode: str, out: Path, tag: str = "", *,
     what = "re-run" if only is not None else "run"
 
     node = _new_node(overrides)
+    node_group = None
     try:
         node.start()
+        node_group = node.pid
+        _live(node_group, True)
         print(f"   {suite}: {what} on node {node.bootstrap}; suite output in {suite_log}", flush=True)
         setup_error = _run_suite_process(suite, mode, node.bootstrap, results_path, suite_log,
                                          timeout=timeout, only=only_path)
-        if not node.running:
+        if not node.running():
             problems.append(f"the broker process died during the suite's {what}")
     except NodeError as e:
         setup_error = f"the node did not start: {e}"
@@ -272,6 +303,7 @@ def _run_on_fresh_node(suite: str, mode: str, out: Path, tag: str = "", *,
         node_log = node.log_tail(50_000_000)
         (out / f"node{tag}.log").write_text(node_log)
         node.cleanup()
+        _live(node_group, False)
     tracebacks = len(BROKER_TRACEBACK.findall(node_log))
     if tracebacks:
         problems.append(f"the broker logged {tracebacks} unhandled exception(s) during the suite's "
@@ -586,6 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(suites) - set(discover())
     if unknown:
         parser.error(f"no such suite: {', '.join(sorted(unknown))}")
+    signal.signal(signal.SIGTERM, _kill_everything_and_exit)
     summaries = run_suites(suites, args.mode, args.jobs)
     if args.report:
         write_report()

@@ -70,15 +70,10 @@ if [ "$(cat "$TOOLS/apache-kafka/VERSION" 2>/dev/null)" != "$KAFKA_VERSION" ] ||
   echo "$KAFKA_VERSION" > "$TOOLS/apache-kafka/VERSION"
 fi
 
-# The report card's Go client suites (franz-go, kafka-go): `go mod download` of the pinned modules
-# from the Go module proxy and `go test -c` of their test packages, cached under .tools/suites/.
-# A second call finds the built binaries and returns at once.
-if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then
-  for suite in franz-go kafka-go; do
-    bash "compat-tests/$suite/run.sh" setup \
-      || echo "the $suite suite's setup failed; the report card retries it (and fails if it fails again)" >&2
-  done
-else
+# The report card's suites (librdkafka from its Debian source package, franz-go and kafka-go from
+# the Go module proxy) are built by scripts/test.sh in the background while the unit and node
+# tests run, and by each suite's run.sh when missing; `go` must be on PATH or in /usr/local/go.
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
   echo "go is missing: the report card's franz-go and kafka-go suites cannot be built" >&2
 fi
 

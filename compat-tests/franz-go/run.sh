@@ -3,7 +3,7 @@
 # the Go module proxy) against a kafkapy node, through their seed-broker setting KGO_SEEDS.
 #
 # usage: run.sh <quick|full> <bootstrap host:port> <results.tsv>
-#        run.sh setup    (fetch and build only; scripts/install-test-tools.sh calls it)
+#        run.sh setup    (fetch and build only; scripts/test.sh runs it in the background)
 #
 # Setup (cached under .tools/suites/franz-go/, a stamp per version): `go mod download` of the pinned
 # module into its own module cache, a writable copy of it, `go test -c ./pkg/kgo` (the test binary)

@@ -3,7 +3,7 @@
 # the module from the Go module proxy) against a kafkapy node.
 #
 # usage: run.sh <quick|full> <bootstrap host:port> <results.tsv>
-#        run.sh setup    (fetch and build only; scripts/install-test-tools.sh calls it)
+#        run.sh setup    (fetch and build only; scripts/test.sh runs it in the background)
 #
 # kafka-go's tests name their broker as the literal "localhost:9092" (and its SASL listener as
 # localhost:9093); there is no setting. relay.py listens on 127.0.0.1:9092 and forwards to the node,

@@ -96,17 +96,21 @@ class FakeNode:
     started: list["FakeNode"] = []
 
     def __init__(self, overrides, log=""):
-        self.overrides, self.log, self.running = overrides, log, True
+        self.overrides, self.log, self.alive = overrides, log, True
         self.bootstrap = f"127.0.0.1:{9100 + len(FakeNode.started)}"
+        self.pid = None  # no process group to track
 
     def start(self):
         FakeNode.started.append(self)
+
+    def running(self):
+        return self.alive
 
     def log_tail(self, _n):
         return self.log
 
     def cleanup(self):
-        self.running = False
+        self.alive = False
 
 
 @pytest.fixture
@@ -294,3 +298,15 @@ def test_librdkafka_concurrency_is_a_positive_number(monkeypatch):
     monkeypatch.setenv("LIBRDKAFKA_CONCURRENCY", "many")
     with pytest.raises(SystemExit):
         run_tests.concurrency()
+
+
+def test_a_node_that_dies_during_its_suite_is_a_broker_problem(suite, monkeypatch):
+    def dying_process(name, mode, bootstrap, results, log, *, timeout, only=None):
+        results.write_text("".join(f"{t}\tpassed\t1.0\t\n" for t in [*"abcdefg", "x"]))
+        FakeNode.started[-1].alive = False  # the broker exits under the suite
+        return ""
+
+    monkeypatch.setattr(report_card, "_run_suite_process", dying_process)
+    s = report_card.run_suite("s", "quick")
+    assert not s.ok
+    assert s.broker_problems == ["the broker process died during the suite's run"]
