@@ -63,10 +63,11 @@ stage "integration and compatibility tests"
 # process), one test file per worker at a time: a module's node stays in one process and each
 # worker starts its own shared compat broker. Most of these tests wait on nodes and clients rather
 # than compute, so two at a time take about half as long on CI's two cores; tests whose waits
-# depend on the machine's speed bound them for a loaded machine.
+# depend on the machine's speed bound them for a loaded machine. The longest files start first
+# (tests/slow_first.py), so none of them is left to run alone at the end.
 JOBS=${KAFKAPY_TEST_JOBS:-2}
 XDIST=()
-[ "$JOBS" -le 1 ] || XDIST=(-n "$JOBS" --dist loadfile)
+[ "$JOBS" -le 1 ] || XDIST=(-n "$JOBS" --dist loadfile --no-loadscope-reorder -p tests.slow_first)
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider \
     --durations=40 "${XDIST[@]}"
 stage "stock clients against a 3-controller, 3-broker cluster (kafkapy cluster up)"
