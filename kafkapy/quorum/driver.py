@@ -174,6 +174,7 @@ class QuorumDriver:
         self._fatal: BaseException | None = None
         #: Why the metadata log's last write failed for lack of space (None: it did not).
         self.disk_full: str | None = None
+        self._snapshot_not_stored: str | None = None
         self._processing = False
         self._fetch_times: dict[int, _FetchTimes] = {}
         self._fetch_times_epoch = -1
@@ -299,7 +300,8 @@ class QuorumDriver:
                     log.error("node %d: the metadata log cannot be written: %s", self.node_id,
                               self.disk_full)
                 raise
-            # SnapshotNotStored: the disk had no room for a snapshot; the log is whole.
+            # SnapshotNotStored: the disk had no room for this node's own snapshot
+            # (snapshot_written); the log is whole. A follower's install handles it in the core.
             if self._fatal is None and not isinstance(exc, (NotLeaderError, ValueError, SnapshotNotStored,
                                                             trio.Cancelled)):
                 log.critical("node %d: the Raft core failed: %r", self.node_id, exc)
@@ -309,7 +311,22 @@ class QuorumDriver:
         if self.disk_full is not None:
             self.disk_full = None
             log.info("node %d: the metadata log is writable again", self.node_id)
+        self._note_snapshot_not_stored()
         return result
+
+    def _note_snapshot_not_stored(self) -> None:
+        """One ERROR line when a snapshot fetched from the leader finds no room (the core
+        fetches it again after a back-off, so the same failure repeats), one INFO line when
+        that is over."""
+        problem = self.replica.snapshot_not_stored
+        if (problem is None) == (self._snapshot_not_stored is None):
+            return
+        self._snapshot_not_stored = problem
+        if problem is not None:
+            log.error("node %d: the metadata snapshot fetched from the leader was not stored, the "
+                      "disk is full: %s; fetching it again later", self.node_id, problem)
+        else:
+            log.info("node %d: this replica no longer waits for room for a snapshot", self.node_id)
 
     def _process(self) -> None:
         """Route what the core produced until it has nothing more to say. Re-entrant calls

@@ -146,6 +146,7 @@ class RaftReplica(ElectionMixin, ReplicationMixin, TransitionsMixin, VoterChange
         self._now = 0
         self._started = False
         self._orphaned_fetches: list[tuple[int, int]] = []
+        self._snapshot_not_stored: str | None = None
         self._persisted: QuorumState | None = None
 
     # -- read-only view ------------------------------------------------------------------------
@@ -207,6 +208,13 @@ class RaftReplica(ElectionMixin, ReplicationMixin, TransitionsMixin, VoterChange
     @property
     def state(self) -> RoleState:
         return self._state
+
+    @property
+    def snapshot_not_stored(self) -> str | None:
+        """Why the snapshot this follower fetched could not be stored (``SnapshotNotStored``:
+        the disk is full), while that lasts; it fetches again after a back-off. None once a
+        snapshot is installed, or the leader's log serves it without one."""
+        return self._snapshot_not_stored
 
     def _majority(self, count: int) -> bool:
         return count * 2 > len(self.voters)

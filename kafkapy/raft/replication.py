@@ -40,6 +40,7 @@ from kafkapy.raft.roles import (
     SnapshotFetch,
     Unattached,
 )
+from kafkapy.raft.snapshot_store import SnapshotNotStored
 from kafkapy.records import format as fmt
 
 
@@ -61,6 +62,7 @@ class ReplicationMixin:
     _leader_hw: int
     _delivered: int
     _events: list[CommitEvent]
+    _snapshot_not_stored: str | None
     _send: Callable[[int, RaftRequest, int], None]
     _reply: Callable[[int, int, RaftMessage], None]
     _current_leader: Callable[[], LeaderIdAndEpoch]
@@ -239,6 +241,7 @@ class ReplicationMixin:
             st.snapshot_fetch = SnapshotFetch(resp.snapshot_id)
             return
         else:
+            self._snapshot_not_stored = None  # the log serves us again: no snapshot needed
             for batch in resp.records:
                 header = fmt.parse_header(memoryview(batch))
                 if header.base_offset != self.log.end_offset:
@@ -252,6 +255,13 @@ class ReplicationMixin:
             # offset below our end offset is the leader's. After a divergence it is not (the
             # truncation may stop above the real divergence point; the next fetch tells).
             self._update_follower_hw(resp.high_watermark)
+
+    def _snapshot_retry_backoff_ms(self) -> int:
+        """How long a follower whose disk refused a fetched snapshot waits before fetching
+        again: half the fetch timeout, so the next Fetch reaches the leader before this replica
+        would think it gone (and stand for election), yet the whole snapshot is not downloaded
+        again every ``retry_backoff_ms``."""
+        return max(self.retry_backoff_ms, self.fetch_timeout_ms // 2)
 
     def _update_follower_hw(self, leader_hw: int) -> None:
         if leader_hw >= 0:
@@ -283,7 +293,15 @@ class ReplicationMixin:
         st.snapshot_fetch = None
         if sid.end_offset < self._hw:
             raise RaftInvariantError(f"snapshot {sid} is below the high watermark {self._hw}")
-        self.log.snapshots.write(sid, data)  # durable before the log forgets its prefix
+        try:
+            self.log.snapshots.write(sid, data)  # durable before the log forgets its prefix
+        except SnapshotNotStored as exc:
+            # A full disk: nothing was kept and the log is as it was. Fetch again later (the
+            # leader names its newest snapshot then); meanwhile keep no bytes in memory.
+            self._snapshot_not_stored = str(exc)
+            st.backoff_until = now_ms + self._snapshot_retry_backoff_ms()
+            return
+        self._snapshot_not_stored = None
         self.log.reset_to_snapshot(sid)
         self._hw = sid.end_offset
         if sid.end_offset > self._delivered:

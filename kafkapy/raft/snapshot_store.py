@@ -38,12 +38,21 @@ class SnapshotStore(Protocol):
 
 
 class MemorySnapshotStore:
-    """Snapshots kept in a dict (they survive ``crash()`` of the log store: write is durable)."""
+    """Snapshots kept in a dict (they survive ``crash()`` of the log store: write is durable).
+
+    Setting ``full`` plays a full disk: writes then raise ``SnapshotNotStored``, as
+    ``FileSnapshotStore`` does on ENOSPC, and are counted in ``refused``.
+    """
 
     def __init__(self) -> None:
         self.snapshots: dict[SnapshotId, bytes] = {}
+        self.full = False
+        self.refused = 0
 
     def write(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        if self.full:
+            self.refused += 1
+            raise SnapshotNotStored(f"snapshot {snapshot_id}: No space left on device")
         self.snapshots[snapshot_id] = bytes(data)
 
     def read(self, snapshot_id: SnapshotId) -> bytes | None:
@@ -59,4 +68,4 @@ class MemorySnapshotStore:
             del self.snapshots[sid]
 
 
-__all__ = ["MemorySnapshotStore", "SnapshotStore"]
+__all__ = ["MemorySnapshotStore", "SnapshotNotStored", "SnapshotStore"]

@@ -9,6 +9,7 @@ Trio's ``MockClock`` (virtual time).
 from __future__ import annotations
 
 import functools
+import logging
 import random
 import time
 import uuid
@@ -354,6 +355,45 @@ async def test_graceful_resign_and_snapshot_catch_up():
         assert late.values() == [b"d"]
         assert lead.values()[-1] == b"d"
         _check_same_prefix([m for m in cluster.members.values() if m is not late])
+        nursery.cancel_scope.cancel()
+
+
+@run_trio(25)
+async def test_a_snapshot_with_no_room_is_fetched_again_without_stopping_the_node(caplog):
+    caplog.set_level(logging.INFO, logger="kafkapy.quorum.driver")
+    async with trio.open_nursery() as nursery:
+        cluster = Cluster(nursery, seed=5)
+        await cluster.start()
+        last = await cluster.commit([b"a", b"b"])
+        await cluster.all_delivered(last, list(cluster.members.values()))
+        lead = await cluster.leader()
+        tail = [e for e in lead.committed if isinstance(e, CommittedBatch)][-1]
+        header = fmt.parse_header(memoryview(tail.batch))
+        sid = SnapshotId(header.next_offset, header.partition_leader_epoch)
+        lead.driver.snapshot_written(sid.end_offset, sid.epoch, b"state")
+
+        # A new observer on a full disk: the snapshot it needs cannot be stored.
+        late = cluster.members[OBSERVER + 1] = Member(OBSERVER + 1, cluster.addresses, 5)
+        late.snapshots.full = True
+        await late.serve(nursery)
+        with trio.fail_after(10):
+            while late.snapshots.refused < 3:
+                await trio.sleep(0.01)
+        assert late.driver.running and late.driver.leader_id == lead.node_id
+        assert late.committed == []
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert len(errors) == 1, [r.getMessage() for r in errors]
+        assert f"node {OBSERVER + 1}: the metadata snapshot fetched from the leader was not " \
+            "stored, the disk is full" in errors[0].getMessage()
+
+        # Room again: the next attempt installs it and the observer follows the log.
+        late.snapshots.full = False
+        last = await cluster.commit([b"c"])
+        await cluster.all_delivered(last, [late])
+        assert late.committed[0] == SnapshotLoad(sid, b"state")
+        assert late.values() == [b"c"]
+        assert any(r.getMessage() == f"node {OBSERVER + 1}: this replica no longer waits for "
+                   "room for a snapshot" for r in caplog.records)
         nursery.cancel_scope.cancel()
 
 

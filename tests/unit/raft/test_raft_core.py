@@ -498,6 +498,47 @@ def test_snapshot_deletes_prefix_and_a_new_follower_installs_it_in_chunks() -> N
     assert net.committed_values(3) == [b"after"]
 
 
+def test_a_follower_whose_disk_refuses_the_snapshot_keeps_following_and_retries() -> None:
+    net = Net(fetch_max_bytes=64)
+    net.down.add(3)
+    net.start()
+    leader = net.elect()
+    r = net[leader]
+    for i in range(4):
+        r.append([b"v%d" % i], net.now)
+        net.advance(10)
+    net.advance(50)
+    end, epoch = r.high_watermark, r.epoch
+    data = b"state:" + b"x" * 200
+    r.snapshot_written(end, epoch, data, net.now)
+    r.append([b"after"], net.now)
+    net.advance(20)
+    # Voter 3 comes back with an empty log on a full disk: the snapshot it needs has no room.
+    store = net.nodes[3].snapshots
+    store.full = True
+    net.down.discard(3)
+    net.nodes[3].crash_and_restart(net.now)
+    net.advance(1000)
+    f = net[3]
+    assert store.refused >= 2  # it tried again
+    # Half the fetch timeout (100 ms here) between downloads, not retry_backoff_ms (10 ms).
+    assert store.refused <= 1000 // 100 + 1
+    assert f.snapshot_not_stored is not None and "No space left on device" in f.snapshot_not_stored
+    assert f.role is Role.FOLLOWER and f.leader_id == leader and f.epoch == epoch
+    assert net[leader].is_leader and net[leader].epoch == epoch  # no election was forced
+    assert f.log_start_offset == 0 and f.log_end_offset == 0 and net.nodes[3].delivered == []
+    # Room again: the next attempt installs the snapshot and the follower catches up.
+    store.full = False
+    net.advance(300)
+    assert f.snapshot_not_stored is None
+    assert store.latest() == SnapshotId(end, epoch)
+    assert f.log_start_offset == end and f.log_end_offset == r.log_end_offset
+    delivered = net.nodes[3].delivered
+    assert delivered[0] == SnapshotLoad(SnapshotId(end, epoch), data)
+    assert net.committed_values(3) == [b"after"]
+    assert net[leader].epoch == epoch
+
+
 def test_fetch_snapshot_errors() -> None:
     net = Net()
     net.start()
