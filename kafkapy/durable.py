@@ -1,4 +1,5 @@
-"""Durable file updates shared by the log and the Raft stores: atomic replace and directory fsync.
+"""Durable file updates shared by the log and the Raft stores: atomic replace and directory fsync,
+and which write failures mean the disk is full.
 
 A rename or a new file survives a crash only once its directory is fsynced (POSIX); Kafka does
 the same in ``Utils.atomicMoveWithFallback`` and ``Utils.flushDir``.
@@ -6,7 +7,18 @@ the same in ``Utils.atomicMoveWithFallback`` and ``Utils.flushDir``.
 
 from __future__ import annotations
 
+import errno
 import os
+from typing import TypeGuard
+
+#: Faults that mean "no room" (a full disk, an exceeded quota): the write fails and nothing of
+#: it is kept, but the files already there can be trusted; both stores go on once space is freed.
+SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_space_error(exc: BaseException | None) -> TypeGuard[OSError]:
+    """Whether ``exc`` is an OSError for lack of space (``SPACE_ERRNOS``)."""
+    return isinstance(exc, OSError) and exc.errno in SPACE_ERRNOS
 
 
 def fsync_dir(path: str) -> None:
@@ -50,4 +62,4 @@ def atomic_write(path: str, data: bytes, *, sync: bool = True) -> None:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
-__all__ = ["atomic_write", "fsync_dir"]
+__all__ = ["SPACE_ERRNOS", "atomic_write", "fsync_dir", "is_space_error"]

@@ -12,18 +12,15 @@ a dir starts failing and one INFO line when it works again, not a traceback per 
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import threading
 from collections.abc import Callable
 
+from kafkapy.durable import is_space_error
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("kafkapy.log.storage")
-
-#: Faults that mean "no room": the write fails, the dir stays online.
-SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 #: A full-disk episode ends at a write that succeeds with at least this much space free. Near
 #: the limit a small write can still fit (a failed write's rollback frees its bytes), and ending
@@ -55,10 +52,6 @@ class LogStorageError(KafkaError):
     def space(self) -> bool:
         """True when the disk (or the quota) is full."""
         return is_space_error(self.cause)
-
-
-def is_space_error(exc: BaseException | None) -> bool:
-    return isinstance(exc, OSError) and exc.errno in SPACE_ERRNOS
 
 
 def storage_error(exc: OSError, what: str, path: str) -> LogStorageError:

@@ -14,12 +14,11 @@ through ``os``.
 
 from __future__ import annotations
 
-import errno
 import os
 import tempfile
 from typing import NamedTuple
 
-from kafkapy.durable import fsync_dir
+from kafkapy.durable import fsync_dir, is_space_error
 from kafkapy.raft.messages import SnapshotId
 from kafkapy.raft.snapshot_store import SnapshotNotStored
 
@@ -112,7 +111,7 @@ class FileSnapshotStore:
                 os.remove(tmp)
             except FileNotFoundError:
                 pass
-            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            if is_space_error(exc):
                 raise SnapshotNotStored(f"{self.path(snapshot_id)}: {exc.strerror}") from exc
             raise
         fsync_dir(self.dir)
