@@ -64,12 +64,13 @@ stage "integration and compatibility tests"
 # worker starts its own shared compat broker. Most of these tests wait on nodes and clients rather
 # than compute, so two at a time take about half as long on CI's two cores; tests whose waits
 # depend on the machine's speed bound them for a loaded machine. The longest files start first
-# (tests/slow_first.py), so none of them is left to run alone at the end.
+# (tests/slow_first.py), so none of them is left to run alone at the end; the junit file keeps
+# every test's time, from which `tests/slow_first.py .tools/integration-junit.xml` refreshes that list.
 JOBS=${KAFKAPY_TEST_JOBS:-2}
 XDIST=()
 [ "$JOBS" -le 1 ] || XDIST=(-n "$JOBS" --dist loadfile --no-loadscope-reorder -p tests.slow_first)
 KAFKAPY_REQUIRE_EXTENSIONS=1 "$PY" -m pytest tests/integration compat-tests -q -p no:cacheprovider \
-    --durations=40 "${XDIST[@]}"
+    --durations=40 --junitxml=.tools/integration-junit.xml "${XDIST[@]}"
 SETUP_STATUS=0
 wait "$SUITE_SETUP" || SETUP_STATUS=$?
 SUITE_SETUP=""
