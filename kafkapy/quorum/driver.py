@@ -172,9 +172,13 @@ class QuorumDriver:
         self._started = trio.Event()
         self._running = False
         self._fatal: BaseException | None = None
-        #: Why the metadata log's last write failed for lack of space (None: it did not).
+        #: Why the metadata log's last write failed for lack of space (None: it did not, or a
+        #: later write went through).
         self.disk_full: str | None = None
+        self._disk_full_end = 0  # the log's end offset when that write failed
         self._snapshot_not_stored: str | None = None
+        #: A response's batches found the disk full: the next tick waits DISK_FULL_RETRY_S.
+        self._disk_full_pause = False
         self._processing = False
         self._fetch_times: dict[int, _FetchTimes] = {}
         self._fetch_times_epoch = -1
@@ -256,6 +260,10 @@ class QuorumDriver:
 
     async def _tick(self) -> bool:
         """One tick of the core; False (after a pause) when the metadata log's disk is full."""
+        if self._disk_full_pause:
+            self._disk_full_pause = False
+            await trio.sleep(DISK_FULL_RETRY_S)
+            return False
         try:
             self._call(self.replica.tick)
         except KafkaError as exc:
@@ -299,6 +307,7 @@ class QuorumDriver:
                     self.disk_full = exc.message or str(exc)  # type: ignore[attr-defined]
                     log.error("node %d: the metadata log cannot be written: %s", self.node_id,
                               self.disk_full)
+                self._disk_full_end = self.replica.log_end_offset
                 raise
             # SnapshotNotStored: the disk had no room for this node's own snapshot
             # (snapshot_written); the log is whole. A follower's install handles it in the core.
@@ -308,7 +317,9 @@ class QuorumDriver:
                 self._fatal = exc
                 self._wake.set()
             raise
-        if self.disk_full is not None:
+        # The episode ends with a write that went through: a call that wrote nothing (a
+        # follower's tick that only sends the next Fetch) proves nothing about the disk.
+        if self.disk_full is not None and self.replica.log_end_offset > self._disk_full_end:
             self.disk_full = None
             log.info("node %d: the metadata log is writable again", self.node_id)
         self._note_snapshot_not_stored()
@@ -423,7 +434,16 @@ class QuorumDriver:
     def _on_response(self, peer_id: int, response: RaftResponse, correlation_id: int) -> None:
         if not self._running:
             return
-        self._call(lambda now: self.replica.handle(peer_id, response, now, correlation_id))
+        try:
+            self._call(lambda now: self.replica.handle(peer_id, response, now, correlation_id))
+        except KafkaError as exc:
+            if not _is_disk_full(exc):
+                raise
+            # Fetched batches found no room (``_call`` logged it; the failed write was rolled
+            # back). The core fetches them again at its next tick: let that wait a little
+            # rather than download them again at once, and the node keeps running.
+            self._disk_full_pause = True
+            self._wake.set()
 
     # -- inbound requests (the dispatcher's calls) ---------------------------------------------
 

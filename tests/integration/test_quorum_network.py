@@ -8,6 +8,7 @@ Trio's ``MockClock`` (virtual time).
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import random
@@ -20,6 +21,7 @@ import trio.testing
 
 from helpers import run_trio
 
+from kafkapy.log.storage_errors import LogStorageError
 from kafkapy.net.client import KafkaClient
 from kafkapy.net.server import serve
 from kafkapy.protocol import ApiKey, ErrorCode, messages
@@ -394,6 +396,52 @@ async def test_a_snapshot_with_no_room_is_fetched_again_without_stopping_the_nod
         assert late.values() == [b"c"]
         assert any(r.getMessage() == f"node {OBSERVER + 1}: this replica no longer waits for "
                    "room for a snapshot" for r in caplog.records)
+        nursery.cancel_scope.cancel()
+
+
+class FullDiskLogStore(MemoryLogStore):
+    """A metadata log on a disk that can fill up: while ``full``, appends fail as the on-disk
+    log's do (KAFKA_STORAGE_ERROR, rolled back, the dir stays online)."""
+
+    full = False
+    refused = 0
+
+    def append(self, batch: bytes) -> int:
+        if self.full:
+            self.refused += 1
+            raise LogStorageError("Disk error when trying to append to __cluster_metadata-0: "
+                                  "No space left on device", path="__cluster_metadata-0",
+                                  cause=OSError(errno.ENOSPC, "No space left on device"))
+        return super().append(batch)
+
+
+@run_trio(25)
+async def test_a_follower_whose_metadata_log_is_full_keeps_running_and_catches_up(caplog):
+    caplog.set_level(logging.INFO, logger="kafkapy.quorum.driver")
+    async with trio.open_nursery() as nursery:
+        cluster = Cluster(nursery, seed=6)
+        obs = cluster.members[OBSERVER]
+        obs.log_store = store = FullDiskLogStore()
+        await cluster.start()
+        await cluster.commit([b"a"])
+        store.full = True
+        last = await cluster.commit([b"b"])  # the voters commit it; the observer cannot write it
+        with trio.fail_after(10):
+            while store.refused < 3:
+                await trio.sleep(0.01)
+        assert obs.driver.running and obs.driver.disk_full is not None
+        assert obs.values() == [b"a"]
+        lines = [r.getMessage() for r in caplog.records if f"node {OBSERVER}: the metadata log" in
+                 r.getMessage()]
+        assert lines == [f"node {OBSERVER}: the metadata log cannot be written: Disk error when "
+                         "trying to append to __cluster_metadata-0: No space left on device"]
+
+        store.full = False
+        await cluster.all_delivered(last, [obs])
+        assert obs.values() == [b"a", b"b"] and obs.driver.disk_full is None
+        lines = [r.getMessage() for r in caplog.records if f"node {OBSERVER}: the metadata log" in
+                 r.getMessage()]
+        assert lines[1:] == [f"node {OBSERVER}: the metadata log is writable again"]
         nursery.cancel_scope.cancel()
 
 
