@@ -1,6 +1,6 @@
 """How fast the test sites' WAN emulator carries one TCP stream, and what CPU it costs.
 
-    python -m benchmarks.wan_throughput                      # one-way delays 0, 5 and 10 ms, 4 s each
+    python -m benchmarks.wan_throughput                 # one-way delays 0, 5 and 10 ms, 4 s each
     python -m benchmarks.wan_throughput --delays 5 --seconds 10
 
 Needs root (network namespaces; see docs/multi-dc.md, "Test sites"). For each delay, a fresh
@@ -46,7 +46,6 @@ print(time.monotonic() - start, flush=True)
 def measure(delay_ms: float, seconds: float) -> dict[str, float]:
     with SiteNetwork() as net:
         a, b = net.add_site("a"), net.add_site("b")
-        a.address(1)
         net.set_delay("a", "b", delay_ms)
         receiver = b.popen([sys.executable, "-c", RECEIVER, b.address(1), str(PORT)],
                            stdout=subprocess.PIPE, text=True)

@@ -342,7 +342,7 @@ class SiteNetwork:
     # -- sites --------------------------------------------------------------------------------
 
     def add_site(self, name: str) -> Site:
-        """A new site, linked to the router, with no delay to the others until told."""
+        """A new site, linked to the router, with host 1's address and no delay until told."""
         if not SITE_NAME.match(name):
             raise ValueError(f"a site name is 1-20 of a-z, 0-9, _: {name!r}")
         if name in self.sites:
@@ -373,6 +373,8 @@ class SiteNetwork:
             f"route add {site.subnet} dev {WAN_DEVICE} table {WAN_TABLE}",
         ])
         self._command(f"site {name} {site.subnet}")
+        # A site with no address could not send at all; host 1 is its default source address.
+        site.address(1)
         return site
 
     def _subnet(self, index: int) -> ipaddress.IPv4Network:
