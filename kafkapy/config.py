@@ -12,8 +12,7 @@ Parsing the `.properties` text and listeners, and telling those security setting
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -26,6 +25,14 @@ from kafkapy.config_sources import UnsupportedSecurityConfig as UnsupportedSecur
 from kafkapy.config_sources import parse_properties as parse_properties
 from kafkapy.config_sources import single_node_voters as single_node_voters
 from kafkapy.config_sources import unsupported_security_settings as unsupported_security_settings
+from kafkapy.config_validators import Validator as Validator
+from kafkapy.config_validators import at_least as at_least
+from kafkapy.config_validators import between as between
+from kafkapy.config_validators import message_format_version as message_format_version
+from kafkapy.config_validators import one_of as one_of
+from kafkapy.config_validators import placement_constraints_value as placement_constraints_value
+from kafkapy.config_validators import throttled_replicas as throttled_replicas
+from kafkapy.metadata import placement_constraints
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -59,59 +66,6 @@ class ConfigSource(IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
-
-
-Validator = Callable[[object], str | None]
-
-
-def at_least(minimum: int | float) -> Validator:
-    def check(value: object) -> str | None:
-        assert isinstance(value, (int, float))
-        return None if value >= minimum else f"Value must be at least {minimum}"
-
-    return check
-
-
-def between(low: int, high: int, *also: int) -> Validator:
-    def check(value: object) -> str | None:
-        assert isinstance(value, int)
-        if low <= value <= high or value in also:
-            return None
-        extra = "".join(f" or {a}" for a in also)
-        return f"Value must be between {low} and {high}{extra}"
-
-    return check
-
-
-def throttled_replicas(value: object) -> str | None:
-    """Kafka's ThrottledReplicaListValidator: ``*`` or ``partition:broker`` pairs."""
-    assert isinstance(value, list)
-    if value == ["*"] or all(_REPLICA_RE.fullmatch(item) for item in value):
-        return None
-    return ("must be the literal '*' or a list of replicas in the following format: "
-            "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
-
-
-_REPLICA_RE = re.compile(r"\d+\s*:\s*\d+")
-
-
-def message_format_version(value: object) -> str | None:
-    # Kafka 3.x still accepts the (deprecated) setting and ignores it: from
-    # inter.broker.protocol.version 3.0 every batch is written in format v2 (KIP-724).
-    return None if _VERSION_RE.match(str(value)) else "not a valid Kafka version like 2.8 or 3.0-IV1"
-
-
-# What Kafka's MetadataVersion.fromVersionString takes: "0.10.0.0", "2.8.1", "3.0-IV1", ...
-_VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}(-IV\d+)?$")
-
-
-def one_of(*choices: str) -> Validator:
-    def check(value: object) -> str | None:
-        items = value if isinstance(value, list) else [value]
-        bad = [v for v in items if v not in choices]
-        return None if not bad else f"String must be one of: {', '.join(choices)}"
-
-    return check
 
 
 @dataclass(frozen=True)
@@ -177,6 +131,9 @@ _TS_TYPE = one_of("CreateTime", "LogAppendTime")
 TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("cleanup.policy", T.LIST, "delete", "Retention policy for old log segments.", _CLEANUP),
     ConfigDef("compression.type", T.STRING, "producer", "Final compression type for the topic.", _COMPRESSION),
+    ConfigDef(placement_constraints.CONFIG_NAME, T.STRING, "",
+              "Replicas and observers per rack, as JSON (Confluent's format; docs/multi-dc.md).",
+              placement_constraints_value),
     ConfigDef("compression.gzip.level", T.INT, "-1", "gzip level when the topic recompresses.", between(1, 9, -1)),
     ConfigDef("compression.lz4.level", T.INT, "9", "lz4 level when the topic recompresses.", between(1, 17)),
     ConfigDef("compression.zstd.level", T.INT, "3", "zstd level when the topic recompresses.", between(-131072, 22)),
@@ -221,6 +178,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
 TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "cleanup.policy": ("log.cleanup.policy",),
     "compression.type": ("compression.type",),
+    placement_constraints.CONFIG_NAME: (placement_constraints.CONFIG_NAME,),
     "compression.gzip.level": ("compression.gzip.level",),
     "compression.lz4.level": ("compression.lz4.level",),
     "compression.zstd.level": ("compression.zstd.level",),
@@ -316,6 +274,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Threads per log dir that load (and after a crash recover) logs at start-up.", at_least(1)),
     ConfigDef("log.cleanup.policy", T.LIST, "delete", "Default cleanup policy.", _CLEANUP),
     ConfigDef("compression.type", T.STRING, "producer", "Default compression of topics.", _COMPRESSION),
+    ConfigDef(placement_constraints.CONFIG_NAME, T.STRING, "",
+              "Default replica and observer placement of new topics (JSON; docs/multi-dc.md).",
+              placement_constraints_value),
     ConfigDef("compression.gzip.level", T.INT, "-1", "Default compression.gzip.level.", between(1, 9, -1)),
     ConfigDef("compression.lz4.level", T.INT, "9", "Default compression.lz4.level.", between(1, 17)),
     ConfigDef("compression.zstd.level", T.INT, "3", "Default compression.zstd.level.", between(-131072, 22)),

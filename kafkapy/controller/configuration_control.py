@@ -31,6 +31,9 @@ from kafkapy.controller.types import (
     TopicConfigEntry,
 )
 from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC
+from kafkapy.metadata.placement_constraints import CONFIG_NAME as CONSTRAINTS
+from kafkapy.metadata.placement_constraints import PlacementConstraints
+from kafkapy.metadata.placement_constraints import parse as parse_constraints
 from kafkapy.metadata.records import ConfigRecord, MetadataRecord
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
@@ -200,6 +203,39 @@ class ConfigurationControlManager(ControlManager):
                     and node_id not in self.controller_ids:
                 raise error(ErrorCode.BROKER_ID_NOT_REGISTERED, f"No node with id {node_id} found.")
         return records
+
+    def topic_value(self, name: str, *, topic: str | None = None,
+                    overrides: Mapping[str, str | None] | None = None) -> str | None:
+        """Topic config ``name`` as a topic sees it: ``overrides`` (a topic being created), the
+        topic's own config, the cluster default under the broker synonym, the brokers' static
+        setting; None when none sets it."""
+        if overrides is not None:
+            given = overrides.get(name)
+            if given is not None:
+                return given
+        if topic is not None:
+            value = self._image().configs.topic(topic).get(name)
+            if value is not None:
+                return value
+        broker_key = kconfig.TOPIC_SYNONYMS.get(name, (name,))[0]
+        value = self._image().configs.get(RESOURCE_BROKER, "").get(broker_key)
+        if value is not None:
+            return value
+        return self.broker_topic_configs.get(name)
+
+    def placement_constraints(self, *, topic: str | None = None,
+                              overrides: Mapping[str, str | None] | None = None
+                              ) -> PlacementConstraints | None:
+        """The placement constraints a topic is created or grown under (None: Kafka's striped
+        placement). A stored value was validated when it was set."""
+        return parse_constraints(self.topic_value(CONSTRAINTS, topic=topic, overrides=overrides))
+
+    def min_insync_replicas(self, topic: str) -> int:
+        value = self.topic_value("min.insync.replicas", topic=topic)
+        try:
+            return max(1, int(value)) if value is not None else 1
+        except ValueError:
+            return 1
 
     def unclean_election_enabled(self, topic: str) -> bool:
         """``unclean.leader.election.enable`` for ``topic``: its own config, else the cluster

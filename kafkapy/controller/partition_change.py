@@ -96,6 +96,9 @@ def partition_change(topic_id: uuid.UUID, index: int, p: PartitionRegistration, 
     if target_recovery is not None and target_recovery != p.leader_recovery_state:
         recovery = target_recovery
     directories = directories_for(p, replicas, default_dir) if replicas != p.replicas else None
+    # A reassignment that drops an observer drops it from the observers too (new replicas
+    # join as synchronous ones: a reassignment names no observers).
+    observers = tuple(r for r in p.observers if r in replicas)
     if (new_leader == PartitionChangeRecord.LEADER_UNCHANGED and new_isr is None
             and recovery == -1 and replicas == p.replicas and removing == p.removing_replicas
             and adding == p.adding_replicas):
@@ -106,6 +109,7 @@ def partition_change(topic_id: uuid.UUID, index: int, p: PartitionRegistration, 
         removing_replicas=removing if removing != p.removing_replicas else None,
         adding_replicas=adding if adding != p.adding_replicas else None,
         leader_recovery_state=recovery, directories=directories,
+        observers=observers if observers != p.observers else None,
         version=PARTITION_CHANGE_RECORD_VERSION)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from kafkapy.controller.cluster_control import ClusterControlManager
 from kafkapy.controller.configuration_control import ConfigurationControlManager
+from kafkapy.controller.constrained_placement import place_constrained
 from kafkapy.controller.control_manager import (
     ControlManager,
     ImageSource,
@@ -50,6 +51,8 @@ from kafkapy.metadata.image import (
     TopicImage,
     TopicsImage,
 )
+from kafkapy.metadata.placement_constraints import CONFIG_NAME as CONSTRAINTS
+from kafkapy.metadata.placement_constraints import PlacementConstraints
 from kafkapy.metadata.records import (
     ZERO_UUID,
     ConfigRecord,
@@ -95,6 +98,7 @@ class ReplicationControlManager(ControlManager):
         self._configs = configs
         self._uuid_source = uuid_source
         self._placer = StripedReplicaPlacer(rng)
+        self._rng = rng
         self.defaults = defaults
         self.delete_topic_enable = delete_topic_enable
 
@@ -132,10 +136,27 @@ class ReplicationControlManager(ControlManager):
                 continue
             return u
 
-    def _new_partition(self, replicas: Sequence[int], isr: Sequence[int]) -> PartitionRegistration:
+    def _new_partition(self, replicas: Sequence[int], isr: Sequence[int],
+                       observers: Sequence[int] = ()) -> PartitionRegistration:
         return PartitionRegistration(
             replicas=tuple(replicas), isr=tuple(isr), leader=isr[0], leader_epoch=0,
-            partition_epoch=0, directories=tuple(self._cluster.default_dir(r) for r in replicas))
+            partition_epoch=0, directories=tuple(self._cluster.default_dir(r) for r in replicas),
+            observers=tuple(observers))
+
+    def _place_constrained(self, constraints: PlacementConstraints, num_partitions: int,
+                           first_partition: int) -> list[PartitionRegistration]:
+        """New partitions under placement constraints: observers start outside the ISR."""
+        out = []
+        for a in place_constrained(self._cluster.usable_brokers(), constraints, num_partitions,
+                                   first_partition=first_partition, rng=self._rng):
+            isr = [r for r in a.replicas
+                   if r not in a.observers and self._image().cluster.is_active(r)]
+            if not isr:
+                raise error(ErrorCode.INVALID_REPLICATION_FACTOR,
+                            "Unable to place the partition: every broker for its replicas is "
+                            "fenced or in controlled shutdown.")
+            out.append(self._new_partition(a.replicas, isr, a.observers))
+        return out
 
     def validate_manual_assignment(self, replicas: Sequence[int],
                                    replication_factor: int | None) -> None:
@@ -204,6 +225,14 @@ class ReplicationControlManager(ControlManager):
             raise error(ErrorCode.INVALID_PARTITIONS,
                         "Number of partitions was set to an invalid non-positive value.")
         num_partitions = defaults.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+        if topic.configs.get(CONSTRAINTS) and topic.replication_factor != -1:
+            raise error(ErrorCode.INVALID_REQUEST,
+                        "Both replicationFactor and confluent.placement.constraints are set. "
+                        "Both cannot be used at the same time.")
+        constraints = (self._configs.placement_constraints(overrides=topic.configs)
+                       if topic.replication_factor == -1 else None)
+        if constraints is not None:
+            return dict(enumerate(self._place_constrained(constraints, num_partitions, 0)))
         rf = defaults.replication_factor if topic.replication_factor == -1 else topic.replication_factor
         for index, replicas in enumerate(self._place(num_partitions, rf)):
             isr = [r for r in replicas if self._image().cluster.is_active(r)]
@@ -414,6 +443,11 @@ class ReplicationControlManager(ControlManager):
                                 f"partition {current + i} are fenced or in controlled shutdown.")
                 assignments.append(list(replicas))
         else:
+            constraints = self._configs.placement_constraints(topic=t.name)
+            if constraints is not None:
+                return [p.to_record(topic.id, current + i, PARTITION_RECORD_VERSION)
+                        for i, p in enumerate(self._place_constrained(constraints, additional,
+                                                                      current))]
             assignments = self._place(additional, rf)
         records: list[MetadataRecord] = []
         for i, replicas in enumerate(assignments):

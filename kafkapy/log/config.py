@@ -47,6 +47,8 @@ class LogConfig:
     compression_gzip_level: int = _cfg("compression.gzip.level", -1, int)
     compression_lz4_level: int = _cfg("compression.lz4.level", 9, int)
     compression_zstd_level: int = _cfg("compression.zstd.level", 3, int)
+    # Read by the controller (placement) and the leader (observer promotion), not by the log.
+    confluent_placement_constraints: str = _cfg("confluent.placement.constraints", "", str)
     delete_retention_ms: int = _cfg("delete.retention.ms", 86_400_000, int, minimum=0)
     file_delete_delay_ms: int = _cfg("file.delete.delay.ms", 60_000, int, minimum=0)
     flush_messages: int = _cfg("flush.messages", LONG_MAX, int, minimum=1)

@@ -122,6 +122,14 @@ class PartitionRegistration:
     directories: tuple[uuid.UUID, ...] = ()
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    # Replicas outside the ISR unless promoted (confluent.placement.constraints); a subset of
+    # ``replicas``, listed after the synchronous ones.
+    observers: tuple[int, ...] = ()
+
+    @property
+    def sync_replicas(self) -> tuple[int, ...]:
+        """The replicas that are not observers."""
+        return tuple(r for r in self.replicas if r not in self.observers)
 
     @classmethod
     def from_record(cls, rec: PartitionRecord) -> "PartitionRegistration":
@@ -134,6 +142,7 @@ class PartitionRegistration:
             directories=tuple(rec.directories),
             elr=tuple(rec.eligible_leader_replicas or ()),
             last_known_elr=tuple(rec.last_known_elr or ()),
+            observers=tuple(rec.observers or ()),
         )
 
     def to_record(self, topic_id: uuid.UUID, partition_id: int, version: int = 1) -> PartitionRecord:
@@ -145,6 +154,7 @@ class PartitionRegistration:
             directories=self.directories if version >= 1 else (),
             eligible_leader_replicas=self.elr if version >= 2 else None,
             last_known_elr=self.last_known_elr if version >= 2 else None,
+            observers=self.observers or None,
             version=version,
         )
 
@@ -171,6 +181,8 @@ class PartitionRegistration:
             changes["elr"] = tuple(rec.eligible_leader_replicas)
         if rec.last_known_elr is not None:
             changes["last_known_elr"] = tuple(rec.last_known_elr)
+        if rec.observers is not None:
+            changes["observers"] = tuple(rec.observers)
         return replace(self, **changes)
 
 

@@ -141,6 +141,8 @@ class PartitionRecord(MetadataRecord):
     directories: tuple[uuid.UUID, ...] = ()
     eligible_leader_replicas: tuple[int, ...] | None = None
     last_known_elr: tuple[int, ...] | None = None
+    # kafkapy's tagged field: the replicas that replicate outside the ISR (None: none).
+    observers: tuple[int, ...] | None = None
     version: int = 1
 
 
@@ -174,6 +176,7 @@ class PartitionChangeRecord(MetadataRecord):
     eligible_leader_replicas: tuple[int, ...] | None = None
     last_known_elr: tuple[int, ...] | None = None
     directories: tuple[uuid.UUID, ...] | None = None
+    observers: tuple[int, ...] | None = None
     version: int = 1
 
 

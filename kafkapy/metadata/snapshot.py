@@ -129,7 +129,8 @@ def _partition_record(topic_id: uuid.UUID, index: int, p: PartitionRegistration,
         removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas,
         leader_recovery_state=p.leader_recovery_state,
         directories=p.directories if version >= 1 else (),
-        eligible_leader_replicas=elr, last_known_elr=last_known_elr, version=version,
+        eligible_leader_replicas=elr, last_known_elr=last_known_elr,
+        observers=p.observers or None, version=version,
     )
 
 

@@ -1,0 +1,69 @@
+"""Validators of config values: each takes a parsed value and answers None or Kafka's complaint."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from kafkapy.metadata import placement_constraints
+
+Validator = Callable[[object], str | None]
+
+
+def at_least(minimum: int | float) -> Validator:
+    def check(value: object) -> str | None:
+        assert isinstance(value, (int, float))
+        return None if value >= minimum else f"Value must be at least {minimum}"
+
+    return check
+
+
+def between(low: int, high: int, *also: int) -> Validator:
+    def check(value: object) -> str | None:
+        assert isinstance(value, int)
+        if low <= value <= high or value in also:
+            return None
+        extra = "".join(f" or {a}" for a in also)
+        return f"Value must be between {low} and {high}{extra}"
+
+    return check
+
+
+def throttled_replicas(value: object) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: ``*`` or ``partition:broker`` pairs."""
+    assert isinstance(value, list)
+    if value == ["*"] or all(_REPLICA_RE.fullmatch(item) for item in value):
+        return None
+    return ("must be the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
+_REPLICA_RE = re.compile(r"\d+\s*:\s*\d+")
+
+
+def message_format_version(value: object) -> str | None:
+    # Kafka 3.x still accepts the (deprecated) setting and ignores it: from
+    # inter.broker.protocol.version 3.0 every batch is written in format v2 (KIP-724).
+    return None if _VERSION_RE.match(str(value)) else "not a valid Kafka version like 2.8 or 3.0-IV1"
+
+
+def placement_constraints_value(value: object) -> str | None:
+    """confluent.placement.constraints: JSON that parses and makes sense."""
+    try:
+        placement_constraints.validate(str(value))
+    except placement_constraints.ConstraintError as e:
+        return str(e)
+    return None
+
+
+# What Kafka's MetadataVersion.fromVersionString takes: "0.10.0.0", "2.8.1", "3.0-IV1", ...
+_VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}(-IV\d+)?$")
+
+
+def one_of(*choices: str) -> Validator:
+    def check(value: object) -> str | None:
+        items = value if isinstance(value, list) else [value]
+        bad = [v for v in items if v not in choices]
+        return None if not bad else f"String must be one of: {', '.join(choices)}"
+
+    return check
