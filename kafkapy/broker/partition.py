@@ -27,10 +27,12 @@ from kafkapy.broker.replica_results import AppendResult, ReadResult, RemoteRead
 from kafkapy.log.partition_log import FetchSlice, PartitionLog
 from kafkapy.log.storage_errors import LogStorageError, storage_error
 from kafkapy.metadata.image import PartitionRegistration
+from kafkapy.metadata.placement_constraints import ConstraintError
+from kafkapy.metadata.placement_constraints import parse as parse_constraints
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.events import FileRegion
 from kafkapy.replication.fetcher import FollowTarget
-from kafkapy.replication.leader_state import IsrProposal, PartitionLeaderState
+from kafkapy.replication.leader_state import IsrProposal, ObserverPolicy, PartitionLeaderState
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,9 @@ class Partition:
         self._partition_epoch = 0
         self._replicas: list[int] = []
         self._isr: list[int] = []
+        self._observers: tuple[int, ...] = ()
+        # (the constraints value last parsed, its promotion policy)
+        self._constraints_seen: tuple[str, str | None] = ("", None)
         # Set while this broker leads the partition (None as a follower).
         self._leader_state: PartitionLeaderState | None = None
         # Replaced (after being set) whenever the high watermark moves or leadership changes, so
@@ -148,6 +153,7 @@ class Partition:
         changed = new or reg.leader != self._leader_id or reg.leader_epoch != self._leader_epoch
         self._leader_id, self._leader_epoch = reg.leader, reg.leader_epoch
         self._replicas, self._isr = list(reg.replicas), list(reg.isr)
+        self._observers = reg.observers
         self._partition_epoch = reg.partition_epoch
         if offline:
             return  # its dir failed: neither leading nor following until a restart
@@ -158,7 +164,8 @@ class Partition:
                 return
             if state.update_registration(replicas=reg.replicas, isr=reg.isr,
                                          leader_epoch=reg.leader_epoch,
-                                         partition_epoch=reg.partition_epoch, now_ms=now_ms):
+                                         partition_epoch=reg.partition_epoch, now_ms=now_ms,
+                                         observers=reg.observers):
                 self._advance_high_watermark(state.high_watermark)
             self.wake()  # the ISR size changed: min.insync.replicas may be met or not
         elif changed or self._leader_state is not None:
@@ -183,7 +190,8 @@ class Partition:
             node_id=self._node_id, replicas=self._replicas, isr=self._isr,
             leader_epoch=self._leader_epoch, partition_epoch=self._partition_epoch,
             log_end_offset=leo, high_watermark=plog.high_watermark,
-            leader_epoch_start_offset=leo, now_ms=now_ms)
+            leader_epoch_start_offset=leo, now_ms=now_ms, observers=self._observers,
+            observer_policy=self._observer_policy)
         self._leader_state = state
         # A brand-new partition taking its first leader is not news; a leader change is.
         log.log(logging.INFO if self._leader_epoch > 0 or leo > 0 else logging.DEBUG,
@@ -193,6 +201,20 @@ class Partition:
             plog.maybe_increment_high_watermark(state.high_watermark)
         self.wake()
         self._host.wake_fetches()
+
+    def _observer_policy(self) -> ObserverPolicy:
+        """The topic's observer promotion policy and min.insync.replicas, read when needed: both
+        are topic configs that can change while this broker leads."""
+        config = self.log.config
+        raw = config.confluent_placement_constraints
+        if self._constraints_seen[0] != raw:
+            try:
+                parsed = parse_constraints(raw)
+            except ConstraintError:
+                parsed = None  # validated when set; an unreadable value promotes nobody
+            # Observers ask on every fetch: parse the JSON once per value.
+            self._constraints_seen = (raw, parsed.promotion_policy if parsed is not None else None)
+        return ObserverPolicy(self._constraints_seen[1], config.min_insync_replicas)
 
     def make_follower(self) -> None:
         """Stop leading (if we did) and replicate from the leader the registration names."""

@@ -23,6 +23,7 @@ from kafkapy.controller.types import (
     ControllerResult,
 )
 from kafkapy.metadata.image import PartitionRegistration
+from kafkapy.metadata.placement_constraints import observer_may_join
 from kafkapy.metadata.records import MetadataRecord, PartitionChangeRecord
 from kafkapy.protocol.errors import ErrorCode
 
@@ -74,7 +75,8 @@ class AlterPartitionControl:
             for req in t.partitions:
                 p = topic.partitions.get(req.partition_index)
                 code = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if p is None
-                        else self._error_for(broker_id, p, req, version))
+                        else self._error_for(broker_id, p, req, version)
+                        or self._observer_error(topic.name, p, req, version))
                 if code != ErrorCode.NONE:
                     results.append(AlterPartitionPartitionResult(req.partition_index, code))
                     continue
@@ -130,6 +132,24 @@ class AlterPartitionControl:
             if (reg is None or reg.in_controlled_shutdown or reg.fenced
                     or epochs.get(r, -1) not in (-1, reg.epoch)):
                 return ErrorCode.INELIGIBLE_REPLICA if version > 1 else ErrorCode.OPERATION_NOT_ATTEMPTED
+        return ErrorCode.NONE
+
+    def _observer_error(self, topic: str, p: PartitionRegistration, req: AlterPartitionPartition,
+                        version: int) -> int:
+        """An observer may join the ISR only as its topic's promotion policy allows, judged one
+        joining observer at a time against the ISR before it (the leader proposes them so)."""
+        joining = [r for r in req.new_isr if r in p.observers and r not in p.isr]
+        if not joining:
+            return ErrorCode.NONE
+        constraints = self._configs.placement_constraints(topic=topic)
+        policy = constraints.promotion_policy if constraints is not None else None
+        min_insync = self._configs.min_insync_replicas(topic)
+        isr = [r for r in req.new_isr if r not in joining]
+        for r in joining:
+            if not observer_may_join(policy, isr=isr, observers=p.observers, replicas=p.replicas,
+                                     leader=p.leader, min_insync=min_insync):
+                return ErrorCode.INELIGIBLE_REPLICA if version > 1 else ErrorCode.OPERATION_NOT_ATTEMPTED
+            isr.append(r)
         return ErrorCode.NONE
 
 

@@ -11,6 +11,10 @@ come out (``take_proposal``) for the edge to send as AlterPartition. The rules a
   the HW never counts on a replica the controller may not consider in sync; it never goes back;
 * a replica outside the ISR joins once its log end reaches both the HW and the start of the
   current leader epoch; an ISR member not caught up for ``replica.lag.time.max.ms`` leaves;
+* observers (``confluent.placement.constraints``) replicate like any follower but join the ISR
+  only while their topic's promotion policy says the partition needs them, and leave it once the
+  synchronous replicas alone satisfy the policy again (``kafkapy.metadata.placement_constraints``;
+  the controller checks the same rule);
 * one proposal is in flight at a time and nothing new is proposed until it is answered (the next
   one must build on the partition epoch the answer brings); the metadata image
   (``update_registration``) is the truth and supersedes whatever was pending.
@@ -22,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from kafkapy.metadata.placement_constraints import observer_may_join, observers_to_demote
 from kafkapy.protocol.errors import ErrorCode
 
 #: Errors after which the same proposal may simply be sent again.
@@ -30,6 +35,17 @@ _RETRIABLE = frozenset({
     ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.BROKER_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION,
 })
+
+
+class ObserverPolicy(NamedTuple):
+    """What observer promotion depends on: the topic's promotion policy (None: never promote)
+    and its ``min.insync.replicas``."""
+
+    promotion_policy: str | None
+    min_insync: int
+
+
+NO_OBSERVER_POLICY = ObserverPolicy(None, 1)
 
 
 class IsrProposal(NamedTuple):
@@ -57,8 +73,12 @@ class PartitionLeaderState:
 
     def __init__(self, *, node_id: int, replicas: Sequence[int], isr: Sequence[int], leader_epoch: int,
                  partition_epoch: int, log_end_offset: int, high_watermark: int,
-                 leader_epoch_start_offset: int, now_ms: int) -> None:
+                 leader_epoch_start_offset: int, now_ms: int, observers: Sequence[int] = (),
+                 observer_policy: Callable[[], ObserverPolicy] = lambda: NO_OBSERVER_POLICY) -> None:
         self.node_id = node_id
+        self.observers: tuple[int, ...] = tuple(observers)
+        # A callable: the topic's config can change while this broker leads.
+        self._observer_policy = observer_policy
         self.leader_epoch = leader_epoch
         self.partition_epoch = partition_epoch
         self.leader_epoch_start_offset = leader_epoch_start_offset
@@ -110,7 +130,8 @@ class PartitionLeaderState:
 
     # ---------------------------------------------------------------- events
     def update_registration(self, *, replicas: Sequence[int], isr: Sequence[int], leader_epoch: int,
-                            partition_epoch: int, now_ms: int) -> bool:
+                            partition_epoch: int, now_ms: int,
+                            observers: Sequence[int] | None = None) -> bool:
         """The metadata image moved while this broker still leads; True if the high watermark
         advanced.
 
@@ -125,6 +146,8 @@ class PartitionLeaderState:
             self._queued = None
             self.in_flight = None
         self._replicas = tuple(replicas)
+        if observers is not None:
+            self.observers = tuple(observers)
         for r in list(self._followers):
             if r not in self._replicas:
                 del self._followers[r]
@@ -167,6 +190,10 @@ class PartitionLeaderState:
                and now_ms - self._followers[r].last_caught_up_ms > lag_time_max_ms]
         if out:
             self._propose(tuple(r for r in base if r not in out))
+        elif self.observers:
+            demoted = self._demotable(base)
+            if demoted:
+                self._propose(tuple(r for r in base if r not in demoted))
 
     def take_proposal(self) -> IsrProposal | None:
         """The next proposal to send; it is then in flight until its result arrives."""
@@ -214,10 +241,24 @@ class PartitionLeaderState:
         base = self._pending_isr()
         if broker_id in base or broker_id not in self._replicas:
             return
+        if broker_id in self.observers and not self._may_promote(base):
+            return
         leo = self._followers[broker_id].log_end_offset
         if leo >= self._hw and leo >= self.leader_epoch_start_offset:
             members = set(base) | {broker_id}
             self._propose(tuple(r for r in self._replicas if r in members))
+
+    def _may_promote(self, isr: tuple[int, ...]) -> bool:
+        policy = self._observer_policy()
+        return observer_may_join(policy.promotion_policy, isr=isr, observers=self.observers,
+                                 replicas=self._replicas, leader=self.node_id,
+                                 min_insync=policy.min_insync)
+
+    def _demotable(self, isr: tuple[int, ...]) -> tuple[int, ...]:
+        policy = self._observer_policy()
+        return observers_to_demote(policy.promotion_policy, isr=isr, observers=self.observers,
+                                   replicas=self._replicas, leader=self.node_id,
+                                   min_insync=policy.min_insync)
 
     def _recompute_hw(self) -> bool:
         candidate = self._leo

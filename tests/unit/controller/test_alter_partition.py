@@ -371,3 +371,33 @@ def test_unclean_setting_does_not_change_an_accepted_isr_change():
         (ConfigRecord(RESOURCE_TOPIC, "t", "unclean.leader.election.enable", "true"),), None))
     r = only(alter(h, epochs, part((1,), h=h)))
     assert (r.leader_id, r.isr, r.leader_recovery_state) == (1, (1,), 0)
+
+
+# -- observers ------------------------------------------------------------------------------------
+
+def observer_cluster(min_insync: int = 2):
+    """Topic ``t``: replicas 1, 2 synchronous, 3 an observer (rack c), min.insync as given."""
+    from kafkapy.metadata import placement_constraints as pc
+    h = make_harness()
+    epochs = {b: h.add_broker(b, rack=r) for b, r in ((1, "a"), (2, "b"), (3, "c"))}
+    value = ('{"version":2,"replicas":[{"count":1,"constraints":{"rack":"a"}},'
+             '{"count":1,"constraints":{"rack":"b"}}],'
+             '"observers":[{"count":1,"constraints":{"rack":"c"}}]}')
+    h.commit(h.controller.create_topics([NewTopic("t", num_partitions=1, configs={
+        pc.CONFIG_NAME: value, "min.insync.replicas": str(min_insync)})]))
+    p = partition(h)
+    assert p.observers == (3,) and set(p.isr) == {1, 2}
+    return h, epochs
+
+
+def test_an_observer_may_join_the_isr_only_when_the_policy_calls_for_it():
+    h, epochs = observer_cluster()
+    lead = partition(h).leader
+    other = 2 if lead == 1 else 1
+    with_epochs = tuple((b, epochs[b]) for b in (1, 2, 3))
+    r = only(alter(h, epochs, part((lead, other, 3), epochs=with_epochs, h=h), broker=lead))
+    assert r.error_code == E.INELIGIBLE_REPLICA, "the ISR meets min.insync: no promotion"
+    only(alter(h, epochs, part((lead,), h=h), broker=lead))
+    r = only(alter(h, epochs, part((lead, 3), epochs=with_epochs, h=h), broker=lead))
+    assert (r.error_code, r.isr) == (E.NONE, (lead, 3)), "below min.insync: promoted"
+    assert partition(h).observers == (3,), "still an observer, now in the ISR"

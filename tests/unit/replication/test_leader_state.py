@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.replication.leader_state import IsrProposal, PartitionLeaderState
+from kafkapy.replication.leader_state import IsrProposal, ObserverPolicy, PartitionLeaderState
 
 LAG = 1000
 
@@ -169,3 +169,50 @@ def test_a_behind_follower_stops_counting_as_caught_up():
     s.maybe_shrink(now_ms=1101, lag_time_max_ms=LAG)
     assert s.take_proposal() == IsrProposal((1,), 3, 7)
     assert s.follower_log_end_offset(2) == 12 and s.follower_log_end_offset(9) == -1
+
+
+# -- observers ------------------------------------------------------------------------------------
+
+def observed(policy="under-min-isr", isr=(1, 2), min_insync=3) -> PartitionLeaderState:
+    """Leader 1 with synchronous replicas 1-4 and observers 5, 6; east (3, 4) is gone."""
+    return PartitionLeaderState(
+        node_id=1, replicas=(1, 2, 3, 4, 5, 6), isr=isr, leader_epoch=3, partition_epoch=7,
+        log_end_offset=10, high_watermark=10, leader_epoch_start_offset=0, now_ms=0,
+        observers=(5, 6), observer_policy=lambda: ObserverPolicy(policy, min_insync))
+
+
+def test_a_caught_up_observer_joins_only_while_the_isr_is_below_min_insync():
+    s = observed()
+    s.on_follower_fetch(2, 10, 10, now_ms=1)
+    s.on_follower_fetch(5, 10, 10, now_ms=1)
+    assert s.take_proposal() == IsrProposal((1, 2, 5), 3, 7), "promoted: acks=all can go on"
+    s.on_alter_partition_result(error=ErrorCode.NONE, isr=(1, 2, 5), leader_epoch=3, partition_epoch=8)
+    s.on_follower_fetch(6, 10, 10, now_ms=2)
+    assert s.take_proposal() is None, "min.insync.replicas is met: the second observer stays out"
+
+
+def test_observers_outside_the_isr_do_not_hold_the_high_watermark_back():
+    s = observed(isr=(1, 2, 3, 4))
+    for r in (2, 3, 4):
+        s.on_follower_fetch(r, 10, 10, now_ms=1)
+    s.on_leader_append(20)
+    for r in (2, 3, 4):
+        s.on_follower_fetch(r, 20, 20, now_ms=2)
+    assert s.high_watermark == 20, "observers 5 and 6 never fetched, yet the HW moves"
+    assert s.take_proposal() is None
+
+
+def test_a_promoted_observer_is_demoted_once_the_synchronous_replicas_are_back():
+    s = observed(isr=(1, 2, 5))
+    for r in (2, 3, 5):
+        s.on_follower_fetch(r, 10, 10, now_ms=1)
+    assert s.take_proposal() == IsrProposal((1, 2, 3, 5), 3, 7), "a returning replica rejoins"
+    s.on_alter_partition_result(error=ErrorCode.NONE, isr=(1, 2, 3, 5), leader_epoch=3, partition_epoch=8)
+    s.maybe_shrink(now_ms=2, lag_time_max_ms=LAG)
+    assert s.take_proposal() == IsrProposal((1, 2, 3), 3, 8), "three in sync without it: demote"
+
+
+def test_without_a_policy_an_observer_never_joins():
+    s = observed(policy=None, isr=(1,))
+    s.on_follower_fetch(5, 10, 10, now_ms=1)
+    assert s.take_proposal() is None
