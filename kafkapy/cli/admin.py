@@ -131,6 +131,30 @@ class Admin:
         self._brokers = {b.node_id: (b.host, b.port) for b in resp.brokers}
         return resp
 
+    def observers(self, topics: Iterable[str]) -> dict[tuple[str, int], list[int]]:
+        """Each partition's observers (kafkapy's tagged field in DescribeTopicPartitions); empty
+        from a broker that does not send them (Apache Kafka) or does not serve the API."""
+        Req = m.DescribeTopicPartitionsRequest
+        out: dict[tuple[str, int], list[int]] = {}
+        cursor = None
+        names = [Req.TopicRequest(name=t) for t in topics]
+        if not names:
+            return out
+        while True:
+            try:
+                resp = self.send(Req(topics=names, response_partition_limit=2000, cursor=cursor))
+            except CliError:
+                return out
+            for t in resp.topics:
+                for p in t.partitions:
+                    observers = getattr(p, "observers", None)
+                    if observers:
+                        out[(t.name, p.partition_index)] = list(observers)
+            if resp.next_cursor is None:
+                return out
+            cursor = Req.Cursor(topic_name=resp.next_cursor.topic_name,
+                                partition_index=resp.next_cursor.partition_index)
+
     def brokers(self) -> dict[int, tuple[str, int]]:
         if self._brokers is None:
             self.metadata([])

@@ -215,6 +215,10 @@ def add_parser(sub: Any, override_type: Callable[[str], tuple[str, str]]) -> Non
                     help=f"controller-only nodes (default {DEFAULT_CONTROLLERS})")
     up.add_argument("--brokers", type=int, metavar="B", help=f"broker-only nodes (default {DEFAULT_BROKERS})")
     up.add_argument("--combined", type=int, metavar="N", help="N combined (broker,controller) nodes instead")
+    up.add_argument("--sites", metavar="NAME:C:B,...",
+                    help="a stretch cluster: per site its name (the brokers' broker.rack), "
+                         "controllers and brokers, e.g. west:2:2,east:2:2,tie:1:0 "
+                         "(docs/multi-dc.md)")
     up.add_argument("--timeout", type=float, default=DEFAULT_UP_TIMEOUT_S, metavar="SECONDS",
                     help="seconds to wait for the nodes to answer (default %(default)s)")
     up.add_argument("--override", "-o", action="append", type=override_type, default=[], metavar="KEY=VALUE",
@@ -228,7 +232,7 @@ def add_parser(sub: Any, override_type: Callable[[str], tuple[str, str]]) -> Non
 def run(args: argparse.Namespace) -> int:
     try:
         if args.cluster_command == "up":
-            layout = requested_layout(args.controllers, args.brokers, args.combined)
+            layout = requested_layout(args.controllers, args.brokers, args.combined, args.sites)
             return cluster_up(args.dir, layout, args.override, args.timeout)
         if args.cluster_command == "status":
             print(json.dumps(cluster_status(args.dir), indent=2))

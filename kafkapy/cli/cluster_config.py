@@ -29,16 +29,67 @@ class ClusterError(Exception):
 
 
 @dataclass(frozen=True)
+class Site:
+    """One site of a stretch cluster: its name (every node's ``broker.rack``) and its nodes."""
+
+    name: str
+    controllers: int
+    brokers: int
+
+    def describe(self) -> str:
+        return f"{self.name}:{self.controllers}:{self.brokers}"
+
+
+def parse_sites(text: str) -> tuple[Site, ...]:
+    """``west:2:2,east:2:2,tie:1:0`` (NAME:CONTROLLERS:BROKERS per site) as sites."""
+    sites = []
+    for part in text.split(","):
+        fields = part.strip().split(":")
+        if len(fields) != 3 or not fields[0]:
+            raise ClusterError(f"--sites takes NAME:CONTROLLERS:BROKERS per site, not {part!r}")
+        try:
+            controllers, brokers = int(fields[1]), int(fields[2])
+        except ValueError:
+            raise ClusterError(f"--sites: counts must be numbers in {part!r}") from None
+        if controllers < 0 or brokers < 0 or controllers + brokers == 0:
+            raise ClusterError(f"--sites: site {fields[0]!r} needs at least one node")
+        sites.append(Site(fields[0], controllers, brokers))
+    if len({s.name for s in sites}) != len(sites):
+        raise ClusterError("--sites names a site twice")
+    return tuple(sites)
+
+
+@dataclass(frozen=True)
 class Layout:
     """How many nodes of which kind: separate controllers and brokers, or combined nodes.
 
     ``combined > 0`` means that many ``broker,controller`` nodes and nothing else; otherwise
     controllers take node ids 1..C and brokers C+1..C+B (as Kafka's own examples number them).
+    With ``sites``, the counts are the sites' sums, numbered site by site in each range, and
+    every node's ``broker.rack`` is its site's name.
     """
 
     controllers: int = 0
     brokers: int = 0
     combined: int = 0
+    sites: tuple[Site, ...] = ()
+
+    @classmethod
+    def of_sites(cls, sites: Sequence[Site]) -> Layout:
+        return cls(sum(s.controllers for s in sites), sum(s.brokers for s in sites), 0, tuple(sites))
+
+    def site_of(self, node_id: int) -> str | None:
+        """The site (rack) of ``node_id``, or None in a layout without sites."""
+        if not self.sites:
+            return None
+        controller_ids = iter(range(1, self.controllers + 1))
+        broker_ids = iter(range(self.controllers + 1, self.controllers + self.brokers + 1))
+        for site in self.sites:
+            ids = ([next(controller_ids) for _ in range(site.controllers)]
+                   + [next(broker_ids) for _ in range(site.brokers)])
+            if node_id in ids:
+                return site.name
+        return None
 
     def __post_init__(self) -> None:
         if self.combined < 0 or self.controllers < 0 or self.brokers < 0:
@@ -64,14 +115,22 @@ class Layout:
     def describe(self) -> str:
         if self.combined:
             return f"--combined {self.combined}"
+        if self.sites:
+            return "--sites " + ",".join(s.describe() for s in self.sites)
         return f"--controllers {self.controllers} --brokers {self.brokers}"
 
-    def to_json(self) -> dict[str, int]:
-        return {"controllers": self.controllers, "brokers": self.brokers, "combined": self.combined}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"controllers": self.controllers, "brokers": self.brokers,
+                               "combined": self.combined}
+        if self.sites:
+            out["sites"] = [[s.name, s.controllers, s.brokers] for s in self.sites]
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Layout:
-        return cls(int(data.get("controllers", 0)), int(data.get("brokers", 0)), int(data.get("combined", 0)))
+        sites = tuple(Site(str(n), int(c), int(b)) for n, c, b in data.get("sites", []))
+        return cls(int(data.get("controllers", 0)), int(data.get("brokers", 0)),
+                   int(data.get("combined", 0)), sites)
 
 
 @dataclass
@@ -168,6 +227,9 @@ def node_properties(state: ClusterState, node: NodeState, node_dir: Path) -> dic
     }
     if node.is_broker:
         props["inter.broker.listener.name"] = BROKER_LISTENER
+    site = state.layout.site_of(node.id)
+    if site is not None and node.is_broker:
+        props["broker.rack"] = site
     props.update({
         "log.dirs": str(node_dir / "data"),
         "offsets.topic.replication.factor": str(replication),
@@ -189,8 +251,13 @@ def bootstrap_servers(state: ClusterState) -> str:
     return ",".join(n.address(BROKER_LISTENER) for n in state.nodes if n.is_broker)
 
 
-def requested_layout(controllers: int | None, brokers: int | None, combined: int | None) -> Layout | None:
+def requested_layout(controllers: int | None, brokers: int | None, combined: int | None,
+                     sites: str | None = None) -> Layout | None:
     """The layout the command line asks for, or None when it names no counts at all."""
+    if sites is not None:
+        if controllers is not None or brokers is not None or combined is not None:
+            raise ClusterError("--sites cannot be mixed with --controllers/--brokers/--combined")
+        return Layout.of_sites(parse_sites(sites))
     if combined is not None:
         if controllers is not None or brokers is not None:
             raise ClusterError("--combined cannot be mixed with --controllers/--brokers")

@@ -270,6 +270,9 @@ _OWN_SCHEMAS = tuple(
                 "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter")
     for kind in ("Request", "Response")
 )
+# Our own versions of schemas kafka-python has, with kafkapy's tagged fields added (clients skip
+# tags they do not know): they replace kafka-python's classes.
+_EXTENDED_SCHEMAS = ("DescribeTopicPartitionsResponse",)
 _SCHEMA_PACKAGE = "kafkapy.protocol.schemas.rpc"
 
 _REQUESTS: dict[int, type[ApiMessage]] = {}
@@ -302,6 +305,9 @@ def _build_registry() -> None:
         if name.endswith("Response") and ApiKey[name[: -len("Response")]] in _RESPONSES:
             continue
         _register(load_schema_class(name))
+    for name in _EXTENDED_SCHEMAS:
+        cls = load_schema_class(name)
+        (_REQUESTS if cls.is_request() else _RESPONSES)[cls.API_KEY] = cls
     missing = set(_REQUESTS) ^ set(_RESPONSES)
     if missing:
         raise RuntimeError(f"api keys with only one of request/response classes: {sorted(missing)}")

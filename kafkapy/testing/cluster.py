@@ -44,14 +44,18 @@ class ClusterCommandError(AssertionError):
 
 class LocalCluster:
     """Nodes under ``directory``: ``controllers`` voters and ``brokers`` broker-only nodes
-    (or ``combined`` broker,controller nodes), with ``overrides`` on every node."""
+    (or ``combined`` broker,controller nodes, or ``sites`` as ``kafkapy cluster up --sites``
+    takes them), with ``overrides`` on every node."""
 
     def __init__(self, directory: str | os.PathLike[str], *, controllers: int = 3, brokers: int = 3,
                  combined: int = 0, overrides: Mapping[str, object] | None = None,
-                 up_timeout: float = 90.0) -> None:
+                 up_timeout: float = 90.0, sites: str | None = None) -> None:
         self.directory = Path(directory)
-        self.layout = (["--combined", str(combined)] if combined
-                       else ["--controllers", str(controllers), "--brokers", str(brokers)])
+        if sites:
+            self.layout = ["--sites", sites]
+        else:
+            self.layout = (["--combined", str(combined)] if combined
+                           else ["--controllers", str(controllers), "--brokers", str(brokers)])
         self.overrides = [f"{k}={v}" for k, v in (overrides or {}).items()]
         self.up_timeout = up_timeout
         self.bootstrap = ""

@@ -360,3 +360,29 @@ def test_compose_spark_service_runs_the_example_against_the_brokers(compose):
     assert "pipeline.py" in script and "orders.py" in script
     volume = spark["volumes"][0].partition(":")[0]
     assert volume in compose["volumes"]
+
+
+# -- sites (stretch clusters) ----------------------------------------------------------------------
+
+def test_sites_number_controllers_then_brokers_site_by_site_and_set_each_brokers_rack():
+    layout = requested_layout(None, None, None, "west:2:2,east:2:2,tie:1:0")
+    assert layout is not None and (layout.controllers, layout.brokers) == (5, 4)
+    state = _plan(layout)
+    racks = {n.id: _props(state, n.id).get("broker.rack") for n in state.nodes}
+    assert racks == {1: None, 2: None, 3: None, 4: None, 5: None,
+                     6: "west", 7: "west", 8: "east", 9: "east"}
+    assert [layout.site_of(i) for i in (1, 2, 3, 4, 5)] == ["west", "west", "east", "east", "tie"]
+    assert Layout.from_json(json.loads(json.dumps(layout.to_json()))) == layout
+    assert layout.describe() == "--sites west:2:2,east:2:2,tie:1:0"
+    BrokerConfig.from_sources(_props(state, 6))  # a valid broker configuration
+
+
+@pytest.mark.parametrize("bad", ["west", "west:2", "west:x:1", "west:0:0", "a:1:1,a:1:1"])
+def test_sites_that_make_no_sense_are_refused(bad):
+    with pytest.raises(ClusterError):
+        requested_layout(None, None, None, bad)
+
+
+def test_sites_do_not_mix_with_counts():
+    with pytest.raises(ClusterError):
+        requested_layout(3, None, None, "a:1:1")

@@ -222,7 +222,8 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
             reg = topic.partitions[idx]
             fields = _partition_fields(reg, image)
             parts.append(PartOut(partition_index=idx, eligible_leader_replicas=list(reg.elr),
-                                 last_known_elr=list(reg.last_known_elr), **fields))
+                                 last_known_elr=list(reg.last_known_elr),
+                                 observers=list(reg.observers) if reg.observers else None, **fields))
             budget -= 1
         if parts or next_cursor is None:
             # A page that ends exactly before this topic leaves it wholly to the next page.
