@@ -2,7 +2,9 @@
 JSON files.
 
 * ``--generate --topics-to-move-json-file F --broker-list 1,2,3`` prints the current assignment
-  and a proposal spreading each topic's replicas over the listed brokers (round robin).
+  and a proposal spreading each topic's replicas over the listed brokers: rack-aware when they
+  have racks (``--disable-rack-aware`` ignores them), by its placement constraints for a topic
+  that has them, round robin otherwise.
 * ``--execute --reassignment-json-file F [--throttle B/s]`` starts the moves
   (AlterPartitionReassignments) after printing the current assignment to roll back with.
   ``--throttle`` sets the replication throttles Kafka's tool sets: the rate on every broker
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -38,8 +41,15 @@ from kafkapy.cli.output import (
     run_guarded,
     usage,
 )
+from kafkapy.cli.topics import topic_configs
+from kafkapy.controller.constrained_placement import place_constrained
+from kafkapy.controller.placement import StripedReplicaPlacer, UsableBroker
+from kafkapy.metadata.placement_constraints import CONFIG_NAME as CONSTRAINTS
+from kafkapy.metadata.placement_constraints import ConstraintError, PlacementConstraints
+from kafkapy.metadata.placement_constraints import parse as parse_constraints
 from kafkapy.protocol import ErrorCode
 from kafkapy.protocol import messages as m
+from kafkapy.protocol.errors import KafkaError
 
 BROKER_THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 TOPIC_THROTTLES = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
@@ -122,22 +132,56 @@ def assignment_json(moves: list[PartitionMove]) -> str:
                       separators=(",", ":"))
 
 
-def propose(current: dict[tuple[str, int], tuple[int, ...]], brokers: list[int]) -> list[PartitionMove]:
-    """Each partition keeps its replication factor, its replicas spread round robin over ``brokers``
-    (each topic starting one broker further, so leaders spread too)."""
+def propose(current: dict[tuple[str, int], tuple[int, ...]], brokers: list[int], *,
+            racks: dict[int, str | None] | None = None,
+            constraints: dict[str, PlacementConstraints] | None = None) -> list[PartitionMove]:
+    """Each partition keeps its replication factor, spread over ``brokers``.
+
+    Without racks: round robin (each topic starting one broker further, so leaders spread too).
+    With ``racks`` (kafka-reassign-partitions' default when brokers have racks): the striped
+    rack-aware placement new topics get, so a partition's replicas land on distinct racks. A
+    topic with placement ``constraints`` is placed by them: so many replicas and observers per
+    rack, observers last (the controller reads them off the assignment when the move completes).
+    """
     if not brokers:
         raise usage("--broker-list names no brokers")
     brokers = sorted(set(brokers))
-    out = []
+    constraints = constraints or {}
+    out: list[PartitionMove] = []
     for t_index, topic in enumerate(sorted({t for t, _ in current})):
-        for (t, p), replicas in sorted(current.items()):
-            if t != topic:
-                continue
-            if len(replicas) > len(brokers):
-                raise usage(f"{t}-{p} has {len(replicas)} replicas but only {len(brokers)} brokers are listed")
-            start = t_index + p
-            out.append(PartitionMove(t, p, tuple(brokers[(start + j) % len(brokers)] for j in range(len(replicas)))))
+        parts = sorted((p, r) for (t, p), r in current.items() if t == topic)
+        for p, replicas in parts:
+            if len(replicas) > len(brokers) and topic not in constraints:
+                raise usage(f"{topic}-{p} has {len(replicas)} replicas but only {len(brokers)} brokers are listed")
+        usable = [UsableBroker(b, (racks or {}).get(b), False) for b in brokers]
+        try:
+            if topic in constraints:
+                placed = [a.replicas for a in place_constrained(usable, constraints[topic], len(parts))]
+            elif racks is not None:
+                rf = len(parts[0][1]) if parts else 1
+                placed = [tuple(r) for r in StripedReplicaPlacer(random.Random(t_index)).place(usable, len(parts), rf)]
+            else:
+                placed = [tuple(brokers[(t_index + p + j) % len(brokers)] for j in range(len(r)))
+                          for p, r in parts]
+        except KafkaError as e:
+            raise usage(f"cannot place {topic}: {e}") from None
+        out.extend(PartitionMove(topic, p, replicas) for (p, _), replicas in zip(parts, placed))
     return out
+
+
+def broker_racks(admin: Admin, brokers: list[int], *, rack_aware: bool) -> dict[int, str | None] | None:
+    """The listed brokers' racks for a rack-aware proposal, None for a rack-unaware one. As
+    Kafka's tool, a mix of brokers with and without a rack is refused unless racks are ignored."""
+    if not rack_aware:
+        return None
+    racks = {b.node_id: b.rack for b in admin.metadata([]).brokers if b.node_id in brokers}
+    with_rack = [b for b in brokers if racks.get(b)]
+    if not with_rack:
+        return None
+    if len(with_rack) != len(brokers):
+        raise usage("Not all brokers have rack information. Add --disable-rack-aware in command "
+                    "line to make replica assignment without rack information.")
+    return racks
 
 
 # -- the command ----------------------------------------------------------------------------------
@@ -153,6 +197,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--reassignment-json-file", metavar="FILE")
     p.add_argument("--topics-to-move-json-file", metavar="FILE")
     p.add_argument("--broker-list", metavar="ID,ID", help="with --generate: the brokers to spread over")
+    p.add_argument("--disable-rack-aware", action="store_true",
+                   help="with --generate: ignore the brokers' racks")
     p.add_argument("--throttle", type=int, default=-1, metavar="BYTES/S",
                    help="with --execute: limit replication traffic of the moves")
     p.add_argument("--preserve-throttles", action="store_true",
@@ -278,7 +324,16 @@ def _generate(args: argparse.Namespace, out: Output, admin: Admin) -> int:
     if unknown:
         raise CliError("BROKER_NOT_AVAILABLE", f"brokers {unknown} are not in the cluster")
     current = current_assignment(admin, topics)
-    proposed = propose(current, brokers)
+    racks = broker_racks(admin, brokers, rack_aware=not args.disable_rack_aware)
+    placed = {}
+    for topic, configs in topic_configs(admin, sorted({t for t, _ in current})).items():
+        try:
+            c = parse_constraints(configs.get(CONSTRAINTS) or "")
+        except ConstraintError:
+            c = None
+        if c is not None:
+            placed[topic] = c
+    proposed = propose(current, brokers, racks=racks, constraints=placed)
     now = [PartitionMove(t, p, r) for (t, p), r in current.items()]
     if out.json_mode:
         out.emit_json({"current": json.loads(assignment_json(now)), "proposed": json.loads(assignment_json(proposed))})

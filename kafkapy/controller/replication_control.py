@@ -11,6 +11,7 @@ live in helpers over it: ``leader_election``, ``alter_partition``, ``reassignmen
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 
@@ -52,7 +53,7 @@ from kafkapy.metadata.image import (
     TopicsImage,
 )
 from kafkapy.metadata.placement_constraints import CONFIG_NAME as CONSTRAINTS
-from kafkapy.metadata.placement_constraints import PlacementConstraints
+from kafkapy.metadata.placement_constraints import PlacementConstraints, derive_observers
 from kafkapy.metadata.records import (
     ZERO_UUID,
     ConfigRecord,
@@ -113,11 +114,31 @@ class ReplicationControlManager(ControlManager):
                          target_replicas: ReassignmentReplicas | None = None
                          ) -> PartitionChangeRecord | None:
         """``partition_change.partition_change`` with new replicas placed in their broker's
-        default log directory."""
-        return partition_change(
+        default log directory, and, once a reassignment completes, the observers its topic's
+        placement constraints make of the new replicas."""
+        change = partition_change(
             topic_id, index, p, default_dir=self._cluster.default_dir, acceptable=acceptable,
             target_isr=target_isr, unclean=unclean, preferred=preferred,
             target_recovery=target_recovery, target_replicas=target_replicas)
+        if change is None or change.replicas is None:
+            return change
+        after = p.merge(change)
+        if after.adding_replicas or after.removing_replicas:
+            # While replicas move, every new one must join the ISR for the move to complete:
+            # they count as synchronous until it does.
+            return change
+        topic = self._image().topics.by_id.get(topic_id)
+        constraints = (self._configs.placement_constraints(topic=topic.name)
+                       if topic is not None else None)
+        if constraints is None:
+            return change
+        brokers = self._image().brokers
+        observers = derive_observers(
+            constraints, after.replicas,
+            lambda b: brokers[b].rack if b in brokers else None)
+        if observers == after.observers:
+            return change
+        return dataclasses.replace(change, observers=observers)
 
     def partitions(self) -> Iterable[tuple[TopicImage, int, PartitionRegistration]]:
         """Every partition, topics by name, partitions by index (a stable record order)."""

@@ -28,7 +28,7 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,6 +143,32 @@ def validate(value: str) -> None:
     parse(value)
 
 
+def derive_observers(constraints: PlacementConstraints, replicas: Sequence[int],
+                     rack_of: Callable[[int], str | None]) -> tuple[int, ...]:
+    """Which of ``replicas`` are observers under ``constraints``: in assignment order, a broker
+    is a synchronous replica while its rack's replica count is not filled, then an observer while
+    its rack's observer count is not; anything beyond both stays synchronous. A reassignment
+    names no observers (AlterPartitionReassignments has no field for them), so this reads them
+    off the new assignment, which lists observers last as placement writes them."""
+    sync_left: dict[str, int] = {}
+    observers_left: dict[str, int] = {}
+    for g in constraints.replicas:
+        sync_left[g.rack] = sync_left.get(g.rack, 0) + g.count
+    for g in constraints.observers:
+        observers_left[g.rack] = observers_left.get(g.rack, 0) + g.count
+    out = []
+    for r in replicas:
+        rack = rack_of(r)
+        if rack is None:
+            continue
+        if sync_left.get(rack, 0) > 0:
+            sync_left[rack] -= 1
+        elif observers_left.get(rack, 0) > 0:
+            observers_left[rack] -= 1
+            out.append(r)
+    return tuple(out)
+
+
 # ------------------------------------------------------------------------------------------------
 # Promotion and demotion
 
@@ -195,5 +221,5 @@ def observers_to_demote(policy: str | None, *, isr: Sequence[int], observers: Se
 __all__ = [
     "CONFIG_NAME", "ConstraintError", "LEADER_IS_OBSERVER", "PROMOTION_POLICIES",
     "PlacementConstraints", "PlacementGroup", "UNDER_MIN_ISR", "UNDER_REPLICATED",
-    "observer_may_join", "observers_to_demote", "parse", "validate",
+    "derive_observers", "observer_may_join", "observers_to_demote", "parse", "validate",
 ]

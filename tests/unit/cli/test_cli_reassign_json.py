@@ -79,3 +79,16 @@ def test_proposal_needs_enough_brokers():
     with pytest.raises(CliError) as exc:
         propose({("t", 0): (1, 2, 3)}, [1, 2])
     assert "only 2 brokers" in str(exc.value)
+
+
+def test_proposals_are_rack_aware_when_the_brokers_have_racks():
+    from kafkapy.metadata import placement_constraints as pc
+    current = {("t", p): (1, 2) for p in range(4)}
+    racks = {1: "a", 2: "a", 3: "b", 4: "b"}
+    for move in propose(current, [1, 2, 3, 4], racks=racks):
+        assert {racks[b] for b in move.replicas} == {"a", "b"}, move
+    c = pc.parse('{"version":2,"replicas":[{"count":1,"constraints":{"rack":"a"}}],'
+                 '"observers":[{"count":1,"constraints":{"rack":"b"}}]}')
+    assert c is not None
+    for move in propose(current, [1, 2, 3, 4], racks=racks, constraints={"t": c}):
+        assert [racks[b] for b in move.replicas] == ["a", "b"], "the replica, then the observer"

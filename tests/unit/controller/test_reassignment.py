@@ -148,3 +148,39 @@ def test_create_keeps_explicit_assignment_for_a_later_move() -> None:
     assert r.error_code == E.NONE
     p = h.controller.image.topics.partition("u", 0)
     assert (p.replicas, p.adding_replicas, p.removing_replicas) == ((3, 4, 2), (4,), (2,))
+
+
+# -- placement constraints ------------------------------------------------------------------------
+
+def test_a_completed_move_takes_its_observers_from_the_topics_placement_constraints() -> None:
+    from kafkapy.metadata import placement_constraints as pc
+    from .conftest import make_harness
+    h = make_harness()
+    epochs = {b: h.add_broker(b, rack=r) for b, r in ((1, "a"), (2, "b"), (3, "c"), (4, "c"))}
+    value = ('{"version":2,"replicas":[{"count":1,"constraints":{"rack":"a"}},'
+             '{"count":1,"constraints":{"rack":"b"}}],'
+             '"observers":[{"count":1,"constraints":{"rack":"c"}}]}')
+    h.commit(h.controller.create_topics([NewTopic("t", num_partitions=1, configs={pc.CONFIG_NAME: value})]))
+    [old] = partition(h).observers
+    new = 7 - old  # the other broker of rack c (3 or 4)
+    # Move the observer to the other broker of its rack.
+    sync = partition(h).sync_replicas
+    assert [r.error_code for r in reassign(h, ("t", 0, [*sync, new]))] == [E.NONE]
+    p = partition(h)
+    assert p.adding_replicas == (new,) and p.observers == (old,), "the move is in progress"
+    # The new replica joins the ISR (as every moving replica must); the move completes.
+    with_epochs = tuple((b, epochs[b]) for b in (*sync, new))
+    only(alter(h, epochs, part((*sync, new), epochs=with_epochs, h=h), broker=p.leader))
+    p = partition(h)
+    assert (p.replicas, p.adding_replicas, p.observers) == ((*sync, new), (), (new,))
+
+
+def test_observers_are_read_off_an_assignment_rack_by_rack() -> None:
+    from kafkapy.metadata import placement_constraints as pc
+    c = pc.parse('{"version":2,"replicas":[{"count":2,"constraints":{"rack":"w"}}],'
+                 '"observers":[{"count":1,"constraints":{"rack":"w"}},{"count":1,"constraints":{"rack":"e"}}]}')
+    assert c is not None
+    racks = {1: "w", 2: "w", 3: "w", 4: "e", 5: None}
+    assert pc.derive_observers(c, (1, 2, 3, 4), racks.get) == (3, 4)
+    assert pc.derive_observers(c, (4, 3, 1, 2), racks.get) == (4, 2)
+    assert pc.derive_observers(c, (1, 5, 4), racks.get) == (4,)
