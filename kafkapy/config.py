@@ -25,9 +25,11 @@ from kafkapy.config_sources import UnsupportedSecurityConfig as UnsupportedSecur
 from kafkapy.config_sources import parse_properties as parse_properties
 from kafkapy.config_sources import single_node_voters as single_node_voters
 from kafkapy.config_sources import unsupported_security_settings as unsupported_security_settings
+from kafkapy.config_validators import REPLICA_SELECTORS as REPLICA_SELECTORS
 from kafkapy.config_validators import Validator as Validator
 from kafkapy.config_validators import at_least as at_least
 from kafkapy.config_validators import between as between
+from kafkapy.config_validators import known_replica_selector as known_replica_selector
 from kafkapy.config_validators import message_format_version as message_format_version
 from kafkapy.config_validators import one_of as one_of
 from kafkapy.config_validators import placement_constraints_value as placement_constraints_value
@@ -338,6 +340,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("log.cleaner.enable", T.BOOLEAN, "true", "Run the log cleaner for compacted topics."),
     ConfigDef("log.cleaner.backoff.ms", T.LONG, "15000", "Sleep between cleaner passes with nothing to clean.", at_least(0)),
     ConfigDef("replica.lag.time.max.ms", T.LONG, "30000", "Lag after which a follower leaves the ISR."),
+    ConfigDef("replica.selector.class", T.STRING, None,
+              "The fully qualified class name that implements ReplicaSelector: how a leader picks "
+              "a consumer's preferred read replica (KIP-392). Unset: consumers read from the "
+              "leader. The one implementation is org.apache.kafka.common.replica.RackAwareReplicaSelector.",
+              known_replica_selector),
     ConfigDef("replica.fetch.wait.max.ms", T.INT, "500", "Longest a follower's fetch waits at the leader for data.", at_least(0)),
     ConfigDef("replica.fetch.min.bytes", T.INT, "1", "Bytes a follower's fetch waits for.", at_least(1)),
     ConfigDef("replica.fetch.max.bytes", T.INT, "1048576", "Bytes a follower fetches per partition.", at_least(0)),

@@ -60,6 +60,15 @@ def placement_constraints_value(value: object) -> str | None:
 _VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}(-IV\d+)?$")
 
 
+#: The ReplicaSelector implementations kafkapy has (Kafka ships this one; it has no short name).
+REPLICA_SELECTORS = ("org.apache.kafka.common.replica.RackAwareReplicaSelector",)
+
+
+def known_replica_selector(value: object) -> str | None:
+    # Kafka loads the class at startup and fails on one it cannot find; ours are built in.
+    return None if value in REPLICA_SELECTORS else f"Class {value} could not be found."
+
+
 def one_of(*choices: str) -> Validator:
     def check(value: object) -> str | None:
         items = value if isinstance(value, list) else [value]

@@ -96,3 +96,15 @@ def test_deprecated_message_format_version_is_accepted_as_kafka_3_9_does():
     with pytest.raises(KafkaError):
         validate_topic_configs({"message.format.version": "latest"})
     assert TOPIC_CONFIGS["message.format.version"].default == "3.0-IV1"
+
+
+def test_replica_selector_class_takes_kafkas_rack_aware_selector_and_refuses_others():
+    # Unset: consumers read from leaders only, as Kafka's default.
+    assert BrokerConfig.from_sources({}).get_str("replica.selector.class") is None
+    name = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+    assert BrokerConfig.from_sources({"replica.selector.class": name}).get_str("replica.selector.class") == name
+    # A class Kafka could not load stops the broker at startup; Kafka has no short name for it.
+    for bad in ("RackAwareReplicaSelector", "com.example.NearestReplicaSelector", ""):
+        with pytest.raises(ValueError, match=f"Invalid value {bad} for configuration "
+                                             f"replica.selector.class: Class {bad} could not be found."):
+            BrokerConfig.from_sources({"replica.selector.class": bad})
