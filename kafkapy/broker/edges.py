@@ -91,6 +91,9 @@ class TopicStats(Protocol):
     def fetched(self, topic: str, size: int, *, failed: bool = False) -> None:
         ...
 
+    def partition_fetched(self, topic: str, partition: int, size: int, *, redirected: bool = False) -> None:
+        ...
+
 
 class TransactionService(Protocol):
     """The transaction coordinator (``kafkapy.coordinator.transaction_service.TransactionCoordinator``)

@@ -30,7 +30,13 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from kafkapy.metrics.stats import BrokerTopicStats, ConnectionStats, RequestStats, TopicCounters
+from kafkapy.metrics.stats import (
+    BrokerTopicStats,
+    ConnectionStats,
+    PartitionFetchCounters,
+    RequestStats,
+    TopicCounters,
+)
 
 Source = Callable[[], Any]
 
@@ -64,6 +70,14 @@ _TOPIC_COUNTERS = (
 )
 _COUNTER_FIELDS = [f.name for f in fields(TopicCounters)]
 
+_PARTITION_COUNTERS = (
+    ("fetchrequests", "served", "Consumer fetches of the partition answered from this broker's replica."),
+    ("bytesout", "bytes_out", "Record batch bytes of the partition sent to consumers by this broker."),
+    ("preferredreplicaredirects", "redirected",
+     "Consumer fetches this leader answered with a preferred read replica instead of records."),
+)
+_PARTITION_FIELDS = [f.name for f in fields(PartitionFetchCounters)]
+
 # (metric suffix, RemoteLogManager PartitionStats field, is a counter, help).
 _REMOTE_STATS = (
     ("remotecopybytes", "copied_bytes", True, "Bytes of segments copied to remote storage."),
@@ -87,31 +101,43 @@ class TopicMetricsCollector(SnapshotCollector):
         self.stats = stats
         self.remote = remote
 
-    def snapshot(self) -> tuple[list[tuple[str, tuple[int, ...]]], dict[str, Counter[str]] | None]:
+    def snapshot(self) -> tuple[list[tuple[str, tuple[int, ...]]], dict[str, Counter[str]] | None,
+                                list[tuple[str, str, tuple[int, ...]]]]:
         topics = sorted((topic, astuple(c)) for topic, c in self.stats.topics.items())
+        partitions = sorted((topic, str(index), astuple(c))
+                            for topic, of_topic in self.stats.partitions.items() for index, c in of_topic.items())
         rlm = self.remote()
         if rlm is None:
-            return topics, None
+            return topics, None, partitions
         try:
             status = rlm.status()
         except Exception:  # tiering's trouble must not cost the scrape its other series
             log.exception("Reading the remote log manager's counters failed")
-            return topics, None
+            return topics, None, partitions
         per_topic: dict[str, Counter[str]] = {}
         for row in status["partitions"].values():
             totals = per_topic.setdefault(row["topic"], Counter())
             for _, field, _, _ in _REMOTE_STATS:
                 totals[field] += int(row.get(field, 0))
-        return topics, per_topic
+        return topics, per_topic, partitions
 
     def families(self, snap: Any) -> Iterator[Any]:
-        topics, remote = snap
+        topics, remote, partitions = snap
         prefix = "kafka_server_brokertopicmetrics_"
         for suffix, attr, doc in _TOPIC_COUNTERS:
             family = CounterMetricFamily(prefix + suffix, doc, labels=["topic"])
             i = _COUNTER_FIELDS.index(attr)
             for topic, values in topics:
                 family.add_metric([topic], values[i])
+            yield family
+        # Kafka has no per-partition fetch meter; these (kafkapy's own) tell which replica
+        # served a partition's consumers when they fetch from followers (KIP-392).
+        for suffix, attr, doc in _PARTITION_COUNTERS:
+            family = CounterMetricFamily("kafkapy_server_partitionfetchmetrics_" + suffix, doc,
+                                         labels=["topic", "partition"])
+            i = _PARTITION_FIELDS.index(attr)
+            for topic, index, values in partitions:
+                family.add_metric([topic, index], values[i])
             yield family
         if remote is None:
             return

@@ -31,11 +31,25 @@ class TopicCounters:
     failed_fetch_requests: int = 0
 
 
+@dataclass
+class PartitionFetchCounters:
+    """Consumer fetches of one partition this broker answered, since the node started."""
+
+    # Answered by reading this broker's replica (the leader's or, KIP-392, a follower's).
+    served: int = 0
+    bytes_out: int = 0
+    # Answered by naming a preferred read replica instead (this broker leads).
+    redirected: int = 0
+
+
 class BrokerTopicStats:
-    """Per-topic produce and fetch counters (Kafka's ``BrokerTopicStats``)."""
+    """Per-topic produce and fetch counters (Kafka's ``BrokerTopicStats``), and consumer fetches
+    per partition (which replica served the reads, with follower fetching)."""
 
     def __init__(self) -> None:
         self.topics: dict[str, TopicCounters] = {}
+        # topic -> partition -> counters, so a deleted topic's go in one step.
+        self.partitions: dict[str, dict[int, PartitionFetchCounters]] = {}
 
     def _of(self, topic: str) -> TopicCounters:
         counters = self.topics.get(topic)
@@ -63,9 +77,25 @@ class BrokerTopicStats:
         if failed:
             c.failed_fetch_requests += 1
 
+    def partition_fetched(self, topic: str, partition: int, size: int, *, redirected: bool = False) -> None:
+        """One partition of a consumer's fetch answered without error: ``size`` record bytes
+        read here, or (``redirected``) a preferred read replica named instead."""
+        of_topic = self.partitions.get(topic)
+        if of_topic is None:
+            of_topic = self.partitions[topic] = {}
+        c = of_topic.get(partition)
+        if c is None:
+            c = of_topic[partition] = PartitionFetchCounters()
+        if redirected:
+            c.redirected += 1
+        else:
+            c.served += 1
+            c.bytes_out += size
+
     def forget(self, topic: str) -> None:
         """A deleted topic's series go away with it."""
         self.topics.pop(topic, None)
+        self.partitions.pop(topic, None)
 
 
 @dataclass
@@ -129,5 +159,5 @@ def _le(bound: float) -> str:
     return repr(float(bound))
 
 
-__all__ = ["REQUEST_TIME_BUCKETS", "BrokerTopicStats", "ConnectionStats", "RequestCounters", "RequestStats",
-           "TopicCounters"]
+__all__ = ["REQUEST_TIME_BUCKETS", "BrokerTopicStats", "ConnectionStats", "PartitionFetchCounters",
+           "RequestCounters", "RequestStats", "TopicCounters"]

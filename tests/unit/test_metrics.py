@@ -85,6 +85,23 @@ def test_topic_counters_and_remote_counters_per_topic():
         TopicMetricsCollector(stats, lambda: None))
 
 
+def test_consumer_fetches_per_partition_tell_served_from_redirected():
+    stats = BrokerTopicStats()
+    stats.partition_fetched("a", 0, 700)
+    stats.partition_fetched("a", 0, 0)  # a long poll that found nothing new: still served here
+    stats.partition_fetched("a", 1, 0, redirected=True)  # a preferred read replica named instead
+    got = scrape(TopicMetricsCollector(stats, lambda: None))
+    a0, a1 = (("partition", "0"), ("topic", "a")), (("partition", "1"), ("topic", "a"))
+    assert got[("kafkapy_server_partitionfetchmetrics_fetchrequests_total", a0)] == 2
+    assert got[("kafkapy_server_partitionfetchmetrics_bytesout_total", a0)] == 700
+    assert got[("kafkapy_server_partitionfetchmetrics_preferredreplicaredirects_total", a0)] == 0
+    assert got[("kafkapy_server_partitionfetchmetrics_fetchrequests_total", a1)] == 0
+    assert got[("kafkapy_server_partitionfetchmetrics_preferredreplicaredirects_total", a1)] == 1
+    stats.forget("a")
+    assert ("kafkapy_server_partitionfetchmetrics_fetchrequests_total", a0) not in scrape(
+        TopicMetricsCollector(stats, lambda: None))
+
+
 @pytest.mark.parametrize("outcome", ["answer", "kafka_error"])
 def test_metered_dispatcher_counts_answers_and_failures(outcome):
     class Inner:
