@@ -24,6 +24,7 @@ import trio
 
 from kafkapy.broker.aborted_txns import NO_ABORTED, aborted_transactions, offset_after
 from kafkapy.broker.replica_results import AppendResult, ReadResult, RemoteRead
+from kafkapy.broker.replica_selector import FollowerView
 from kafkapy.log.partition_log import FetchSlice, PartitionLog
 from kafkapy.log.storage_errors import LogStorageError, storage_error
 from kafkapy.metadata.image import PartitionRegistration
@@ -92,6 +93,9 @@ class Partition:
         # Replaced (after being set) whenever the high watermark moves or leadership changes, so
         # acks=all produce requests waiting in the purgatory look again.
         self._hw_changed = trio.Event()
+        # The high watermark consumers reading this follower last could see: its fetcher's
+        # progress wakes their long polls only when it moves.
+        self._follower_hw = -1
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.index}, leader={self._leader_id}, "
@@ -144,6 +148,24 @@ class Partition:
     def wake(self) -> None:
         self._hw_changed.set()
         self._hw_changed = trio.Event()
+
+    def follower_high_watermark_moved(self) -> bool:
+        """After the fetcher moved this follower's log: whether the high watermark (what
+        consumers reading from this follower may see) differs from the last time asked."""
+        hw = self.log.high_watermark
+        moved, self._follower_hw = hw != self._follower_hw, hw
+        return moved
+
+    def follower_views(self) -> list[FollowerView]:
+        """The leader's view of each follower, for choosing a preferred read replica (empty
+        unless this broker leads)."""
+        state = self._leader_state
+        if state is None:
+            return []
+        isr = state.isr  # the committed ISR, as Kafka's inSyncReplicaIds
+        return [FollowerView(r, r in isr, state.follower_log_end_offset(r),
+                             state.follower_log_start_offset(r), state.follower_last_caught_up_ms(r))
+                for r in self._replicas if r != self._node_id]
 
     # -- the metadata: registrations and leadership -----------------------------------------------
 
@@ -383,9 +405,12 @@ class Partition:
     # -- reads (Kafka's fetchRecords) -------------------------------------------------------------
 
     def read(self, offset: int, limit: int, *, min_one: bool, read_committed: bool) -> ReadResult:
-        """A consumer's read as leader: below the high watermark (the last stable offset for
-        read_committed, with the aborted transactions overlapping what was read, as Kafka's
-        TXN_COMMITTED reads); OFFSET_OUT_OF_RANGE (a KafkaError) outside the local log."""
+        """A consumer's read, as leader or (KIP-392) as follower: below the high watermark (the
+        last stable offset for read_committed, with the aborted transactions overlapping what
+        was read, as Kafka's TXN_COMMITTED reads); OFFSET_OUT_OF_RANGE (a KafkaError) outside
+        the local log. A follower's high watermark and last stable offset are the ones it learnt
+        from the leader, so it never shows a consumer more than the leader would have; an offset
+        between them and its log end reads nothing, one past its log end is out of range."""
         plog = self.log
         hw = plog.high_watermark
         lso = min(plog.last_stable_offset, hw)

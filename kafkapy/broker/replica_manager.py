@@ -15,6 +15,10 @@ end offset; becoming follower stops serving and lets the fetcher truncate any di
 ISR changes the leader wants go to the controller through the ``AlterPartitionManager``; until the
 controller commits them the metadata image stays the truth. ``acks=all`` produce requests and
 consumers wait for the high watermark, which moves only when the whole (maximal) ISR has the data.
+
+Consumer reads (Kafka's readFromLog): before Fetch v11 only a leader serves them; from v11 a
+follower does too, below the high watermark it learnt, and a leader with ``replica.selector.class``
+set may answer with a preferred read replica instead of records (``replica_selector``, KIP-392).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from kafkapy.broker.fetch_session import FetchPartitionRequest
 from kafkapy.broker.log_creation import INLINE_CREATE_LIMIT, LogCreator
 from kafkapy.broker.partition import IsrCallback, Partition
 from kafkapy.broker.replica_results import AppendResult, FetchParams, ReadResult
+from kafkapy.broker.replica_selector import preferred_read_replica, selector_for
 from kafkapy.config import BrokerConfig
 from kafkapy.log.bulk_create import NewLog
 from kafkapy.log.config import LogConfig
@@ -108,6 +113,8 @@ class ReplicaManager:
         # the leader's on replica fetches it answers, the follower's read by the fetchers.
         self.leader_quota = throttle.ReplicationQuota(node_id)
         self.follower_quota = throttle.ReplicationQuota(node_id)
+        # replica.selector.class (KIP-392): None, and consumers read from leaders only.
+        self.replica_selector = selector_for(config.get_str("replica.selector.class"))
         log_manager.dir_offline_listeners.append(self._on_dir_offline)
 
     def __len__(self) -> int:
@@ -161,11 +168,21 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID)
         if not hosted.is_leader(self._node_id) or self.leadership_suspended:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if current_leader_epoch >= 0 and current_leader_epoch != hosted.leader_epoch:
-            raise KafkaError(
-                ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < hosted.leader_epoch
-                else ErrorCode.UNKNOWN_LEADER_EPOCH
-            )
+        _check_leader_epoch(hosted, current_leader_epoch)
+        return hosted
+
+    def replica(self, topic: str, partition: int, current_leader_epoch: int = -1, *,
+                topic_id: uuid.UUID | None = None) -> Partition:
+        """The partition if this broker holds a replica consumers may read (Fetch v11+, KIP-392):
+        its leader, or a follower, at the client's leader epoch (-1: any) as the metadata says
+        it. A replica that believes it leads but no longer does (suspended, stopped) serves nobody.
+        """
+        hosted = self.get(topic, partition)
+        if topic_id is not None and hosted.topic_id != topic_id:
+            raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID)
+        if hosted.leader_id == self._node_id and (not hosted.is_leader() or self.leadership_suspended):
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        _check_leader_epoch(hosted, current_leader_epoch)
         return hosted
 
     def log_config(self, image: MetadataImage, topic: str) -> LogConfig:
@@ -443,7 +460,17 @@ class ReplicaManager:
             return self._read_for_follower(p, params, limit, min_one, last_fetched_epoch)
         hosted = None
         try:
-            hosted = self.leader(p.topic, p.partition, p.current_leader_epoch, topic_id=p.topic_id)
+            if params.client_rack is None:
+                hosted = self.leader(p.topic, p.partition, p.current_leader_epoch, topic_id=p.topic_id)
+            else:
+                hosted = self.replica(p.topic, p.partition, p.current_leader_epoch, topic_id=p.topic_id)
+                preferred = self._preferred_read_replica(hosted, p.fetch_offset, params)
+                if preferred is not None:
+                    # Kafka skips the read: the client goes to ``preferred`` for the records.
+                    plog = hosted.log
+                    hw = plog.high_watermark
+                    return ReadResult(ErrorCode.NONE, hw, min(plog.last_stable_offset, hw),
+                                      plog.log_start_offset, preferred_read_replica=preferred)
             return hosted.read(p.fetch_offset, limit, min_one=min_one, read_committed=params.read_committed)
         except KafkaError as exc:
             if (remote is not None and hosted is not None and exc.code == ErrorCode.OFFSET_OUT_OF_RANGE
@@ -454,6 +481,31 @@ class ReplicaManager:
             # A read fault: KAFKA_STORAGE_ERROR, and the dir goes offline (as in Kafka).
             self.read_fault(p.topic, p.partition, exc)
             return ReadResult.failed(ErrorCode.KAFKA_STORAGE_ERROR)
+
+    def _preferred_read_replica(self, hosted: Partition, fetch_offset: int, params: FetchParams) -> int | None:
+        """Another replica the consumer should read ``hosted`` from, when this broker leads it
+        and ``replica.selector.class`` is set (Kafka's findPreferredReadReplica)."""
+        selector = self.replica_selector
+        if selector is None or params.client_rack is None or not hosted.is_leader():
+            return None
+        return preferred_read_replica(
+            selector, client_rack=params.client_rack, leader_id=self._node_id,
+            leader_log_end_offset=hosted.log.log_end_offset, followers=hosted.follower_views(),
+            racks=self._replica_racks(hosted, params.listener), fetch_offset=fetch_offset,
+            now_ms=params.now_ms)
+
+    def _replica_racks(self, hosted: Partition, listener: str) -> dict[int, str | None]:
+        """Rack of each replica's broker that is unfenced with an endpoint on ``listener``
+        (Kafka's getPartitionReplicaEndpoints): only those can be named to a client."""
+        image = self._applied
+        if image is None:
+            return {}
+        racks: dict[int, str | None] = {}
+        for r in hosted.replicas:
+            broker = image.cluster.brokers.get(r)
+            if broker is not None and not broker.fenced and broker.listener(listener) is not None:
+                racks[r] = broker.rack
+        return racks
 
     def _failed_read(self, p: FetchPartitionRequest, exc: KafkaError) -> ReadResult:
         """A consumer read's error, with the offsets of the log here when it is this topic's."""
@@ -561,6 +613,8 @@ class ReplicaManager:
         hosted = self._partitions.get((topic, partition))
         if hosted is not None:
             hosted.wake()
+            if hosted.follower_high_watermark_moved():
+                self.wake_fetches()  # consumers reading this follower (KIP-392) see more now
             self.storage_ok(topic, partition)
 
     def shutdown(self) -> None:
@@ -568,6 +622,15 @@ class ReplicaManager:
             hosted.stop()
         self._partitions.clear()
         self._by_topic.clear()
+
+
+def _check_leader_epoch(hosted: Partition, current_leader_epoch: int) -> None:
+    """The client's leader epoch (-1: unchecked) against the one the metadata gave this replica."""
+    if current_leader_epoch >= 0 and current_leader_epoch != hosted.leader_epoch:
+        raise KafkaError(
+            ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < hosted.leader_epoch
+            else ErrorCode.UNKNOWN_LEADER_EPOCH
+        )
 
 
 def _touched(update: MetadataUpdate, retry: Iterable[tuple[str, int]], hosted: Iterable[str],

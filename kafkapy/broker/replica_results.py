@@ -43,6 +43,11 @@ class FetchParams:
     replica_id: int = -1  # >= 0: a follower replicating, reading up to the log end
     read_committed: bool = False  # consumers with isolation.level=read_committed stop at the LSO
     now_ms: int = 0
+    # A consumer's client.rack from Fetch v11+ ("" when it set none); None before v11, whose
+    # consumers read from leaders only (Kafka's FetchParams without ClientMetadata).
+    client_rack: str | None = None
+    # The listener the fetch came in on: a preferred read replica needs an endpoint there.
+    listener: str = ""
 
     @property
     def from_follower(self) -> bool:
@@ -82,6 +87,8 @@ class ReadResult:
     # new leader's high watermark, say). Kafka's DelayedFetch completes both at once (the two
     # halves of its case F), and so does ours.
     across_segments: bool = False
+    # The leader names another replica for this consumer to read from (KIP-392): no records.
+    preferred_read_replica: int = -1
 
     @property
     def size(self) -> int:

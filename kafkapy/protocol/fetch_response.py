@@ -4,8 +4,8 @@
 each :class:`FileRegion` goes) and then cuts the markers back out; for a Fetch answered once per
 megabyte that was most of the broker's Python time per fetch. :func:`fetch_response_parts` packs
 the same bytes directly, for the shapes the broker sends: the aborted transactions of a
-read_committed fetch (null for everything else, as Kafka sends), no preferred read replica (-1),
-and of the tagged fields only those replication needs (v12+:
+read_committed fetch (null for everything else, as Kafka sends), the preferred read replica a
+leader names (v11+, KIP-392; -1 for none), and of the tagged fields only those replication needs (v12+:
 DivergingEpoch for a follower that must truncate, CurrentLeader and, v16+, NodeEndpoints for a
 client sent to the wrong broker, KIP-951). It returns the complete frame (size prefix and response
 header included) as bytes and file regions for ``net`` to write. The tests hold it byte-for-byte to
@@ -57,6 +57,8 @@ class FetchPartitionResult(NamedTuple):
     # drop from ``records``; None is null (what Kafka sends read_uncommitted fetches and
     # followers), an empty sequence an empty array.
     aborted_transactions: Sequence[tuple[int, int]] | None = None
+    # v11+: the replica the client should fetch this partition from instead (-1: none).
+    preferred_read_replica: int = -1
 
 
 class FetchTopicResult(NamedTuple):
@@ -133,7 +135,7 @@ def fetch_response_parts(request: Request, *, throttle_time_ms: int, error_code:
             else:
                 out += _aborted_array(aborted, flexible)
             if version >= 11:
-                out += _NO_REPLICA
+                out += _NO_REPLICA if p.preferred_read_replica < 0 else I32.pack(p.preferred_read_replica)
             records = p.records
             if records is None:
                 out += b"\x00" if flexible else _NULL_ARRAY

@@ -115,6 +115,11 @@ class PartitionLeaderState:
         f = self._followers.get(broker_id)
         return -1 if f is None else f.log_start_offset
 
+    def follower_last_caught_up_ms(self, broker_id: int) -> int:
+        """When the follower was last caught up (-1 for a broker that is no follower here)."""
+        f = self._followers.get(broker_id)
+        return -1 if f is None else f.last_caught_up_ms
+
     def low_watermark(self, log_start_offset: int, alive: Callable[[int], bool]) -> int:
         """The smallest log start offset over this leader (``log_start_offset``) and its live
         followers: what DeleteRecords reports, and waits for, as Kafka's lowWatermarkIfLeader.

@@ -14,6 +14,11 @@ first (Kafka 2.7+'s truncation through Fetch). Replication throttles (``replicat
 hold back the data of throttled partitions for replicas outside the ISR while the leader's quota
 is exceeded; what throttled partitions send counts against that quota.
 
+A consumer fetch from v11 carries the client's rack and may be served by a follower, up to the
+high watermark the follower learnt from its leader (KIP-392). A leader with
+``replica.selector.class`` set may instead name a preferred read replica for the client's rack:
+that partition is then answered at once, without records (``broker.replica_selector``).
+
 A read_committed consumer (Fetch v4+) reads up to the last stable offset and gets, with the
 records, the aborted transactions overlapping them (``broker.aborted_txns``), so it can drop
 aborted records itself; read_uncommitted consumers and followers get null there, as from Kafka.
@@ -95,17 +100,20 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
 
     deadline = trio.current_time() + max(0, body.max_wait_ms) / 1000.0
     max_bytes = body.max_bytes if version >= 3 else 0x7FFFFFFF
+    # From v11 a consumer may read from followers, and the leader may name one (KIP-392).
     params = FetchParams(read_committed=version >= 4 and body.isolation_level == READ_COMMITTED,
-                         now_ms=now_ms)
+                         now_ms=now_ms, client_rack=(body.rack_id or "") if version >= 11 else None,
+                         listener=ctx.listener_name())
     readable = any(p.topic for p in session.partitions)
     while True:
         results, total = _read_all(ctx, session.partitions, params, max_bytes)
         if ctx.remote is not None:
             total = await _read_remote(ctx, results, max_bytes, total, params.read_committed)
         # As in Kafka, an unknown topic id does not cut the long poll short; nothing to read does,
-        # and so does a read from another segment than the readable end's (ReadResult.across_segments).
+        # and so does a read from another segment than the readable end's (ReadResult.across_segments)
+        # or a preferred read replica to send the client to.
         urgent = any((r.error != ErrorCode.NONE and r.error != ErrorCode.UNKNOWN_TOPIC_ID)
-                     or r.across_segments for r in results.values())
+                     or r.across_segments or r.preferred_read_replica >= 0 for r in results.values())
         if total >= body.min_bytes or urgent or trio.current_time() >= deadline or not readable:
             break
         await ctx.replicas.wait_for_append(deadline)
@@ -172,11 +180,15 @@ def _build_response(ctx: BrokerContext, session: SessionContext,
         if stats is not None:
             if error == ErrorCode.NONE:
                 stats.fetched(p.topic, r.size)
+                stats.partition_fetched(p.topic, p.partition, r.size,
+                                        redirected=r.preferred_read_replica >= 0)
             elif error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and error != ErrorCode.UNKNOWN_TOPIC_ID:
                 stats.fetched(p.topic, 0, failed=True)
-        if not session.should_include(key, has_records=bool(r.records), error=error,
-                                      high_watermark=r.high_watermark, log_start_offset=r.log_start_offset,
-                                      last_stable_offset=r.last_stable_offset):
+        included = session.should_include(key, has_records=bool(r.records), error=error,
+                                          high_watermark=r.high_watermark, log_start_offset=r.log_start_offset,
+                                          last_stable_offset=r.last_stable_offset)
+        # A preferred read replica is always sent, as Kafka's incremental sessions do.
+        if not included and r.preferred_read_replica < 0:
             continue
         parts = by_topic.get((p.topic, p.topic_id))
         if parts is None:
@@ -184,7 +196,8 @@ def _build_response(ctx: BrokerContext, session: SessionContext,
         parts.append(FetchPartitionResult(p.partition, error, r.high_watermark, r.last_stable_offset,
                                           r.log_start_offset, r.records,
                                           current_leader=hints.hint(p.topic, p.partition, error),
-                                          aborted_transactions=_aborted(r)))
+                                          aborted_transactions=_aborted(r),
+                                          preferred_read_replica=r.preferred_read_replica))
     # From v13 every session entry carries the id the client named its topic by (an incremental
     # fetch answers for partitions of earlier requests): the answer is under that id, even when
     # the topic has been deleted since.

@@ -240,7 +240,9 @@ def test_a_partition_led_elsewhere_is_not_leader_or_follower(tmp_path) -> None:
     b = InMemoryBroker(tmp_path)
     try:
         b.create("others", OTHERS, replicas=(2, 1))  # broker 2 leads, we follow
-        got = run(fetch, b, request(("others", 0, 0)))
+        # Before v11 consumers read from leaders only (from v11 followers serve them too:
+        # test_follower_fetch).
+        got = run(fetch, b, request(("others", 0, 0), version=10))
         assert got[("others", 0)].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         got = run(fetch, b, request(("nope", 0, 0)))
         assert got[("nope", 0)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -251,8 +253,11 @@ def test_a_partition_led_elsewhere_is_not_leader_or_follower(tmp_path) -> None:
 def test_leadership_moving_away_turns_reads_into_not_leader(broker) -> None:
     broker.produce("orders", 0, b"a")
     broker.step(PartitionChangeRecord(partition_id=0, topic_id=ORDERS, leader=2, replicas=(1, 2), isr=(1, 2)))
-    got = run(fetch, broker, request(("orders", 0, 0)))
+    got = run(fetch, broker, request(("orders", 0, 0), version=10))
     assert got[("orders", 0)].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    # From v11 this broker serves as a follower now, but not a client of the old leader epoch.
+    got = run(fetch, broker, request(("orders", 0, 0), leader_epoch=3))
+    assert got[("orders", 0)].error_code == ErrorCode.FENCED_LEADER_EPOCH
 
 
 def test_a_fenced_or_unknown_leader_epoch_is_refused(broker) -> None:
@@ -444,7 +449,8 @@ def test_errors_carry_null_or_an_empty_list_as_kafka_answers_them(tmp_path) -> N
     b = InMemoryBroker(tmp_path)
     try:
         b.create("others", OTHERS, replicas=(2, 1))  # led by broker 2
-        got = run(fetch, b, request(("others", 0, 0), ("nope", 0, 0), isolation_level=READ_COMMITTED))
+        got = run(fetch, b, request(("others", 0, 0), ("nope", 0, 0), isolation_level=READ_COMMITTED,
+                                    version=10))  # v10: followers do not serve consumers
         # A read that failed is null; a partition the metadata does not know, answered before
         # any read, keeps the generated default: an empty array.
         assert got[("others", 0)].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

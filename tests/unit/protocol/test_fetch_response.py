@@ -64,7 +64,7 @@ def _generic(version, throttle, error, session, topics, node_endpoints=()) -> by
                       high_watermark=p.high_watermark, last_stable_offset=p.last_stable_offset,
                       log_start_offset=p.log_start_offset,
                       aborted_transactions=_aborted(version, p.aborted_transactions),
-                      preferred_read_replica=-1,
+                      preferred_read_replica=p.preferred_read_replica,
                       records=None if p.records is None else bytes(p.records),
                       **_partition_tags(version, p))
                     for p in t.partitions]) for t in topics], **extra)
@@ -88,7 +88,8 @@ partitions = st.builds(FetchPartitionResult, st.integers(0, 1 << 31 - 1), st.int
                        diverging_epoch=st.one_of(st.none(), st.tuples(i32, i64)),
                        current_leader=st.one_of(st.none(), st.tuples(i32, i32)),
                        aborted_transactions=st.one_of(st.none(), st.lists(st.tuples(i64, i64),
-                                                                          max_size=5)))
+                                                                          max_size=5)),
+                       preferred_read_replica=st.integers(-1, (1 << 31) - 1))
 topics = st.builds(FetchTopicResult, st.text(min_size=1, max_size=40),
                    st.builds(uuid.UUID, int=st.integers(0, (1 << 128) - 1)),
                    st.lists(partitions, max_size=4))
