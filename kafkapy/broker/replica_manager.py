@@ -482,6 +482,12 @@ class ReplicaManager:
             self.read_fault(p.topic, p.partition, exc)
             return ReadResult.failed(ErrorCode.KAFKA_STORAGE_ERROR)
 
+    def _known(self, topic: str, partition: int) -> bool:
+        """Whether the metadata last applied has this partition (hosted here or not)."""
+        image = self._applied
+        t = None if image is None else image.topics.by_name.get(topic)
+        return t is not None and partition in t.partitions
+
     def _preferred_read_replica(self, hosted: Partition, fetch_offset: int, params: FetchParams) -> int | None:
         """Another replica the consumer should read ``hosted`` from, when this broker leads it
         and ``replica.selector.class`` is set (Kafka's findPreferredReadReplica)."""
@@ -511,6 +517,11 @@ class ReplicaManager:
         """A consumer read's error, with the offsets of the log here when it is this topic's."""
         if exc.code == ErrorCode.INCONSISTENT_TOPIC_ID:
             return ReadResult.failed(exc.code)  # the log here is another topic's (re-created)
+        if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and self._known(p.topic, p.partition):
+            # The partition exists but has no replica here (moved away, or a client following a
+            # stale preferred read replica): Kafka's getPartitionOrException sends the client
+            # back to its metadata with NOT_LEADER_OR_FOLLOWER.
+            return ReadResult.failed(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         try:
             plog = self.get(p.topic, p.partition).log
         except KafkaError:

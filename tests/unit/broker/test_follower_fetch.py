@@ -236,3 +236,20 @@ def test_a_replica_this_broker_leads_no_longer_serves_once_leadership_is_suspend
     leader.replicas.leadership_suspended = True
     p = run(fetch, leader, rack_request(("orders", 0, 0), rack="a"))[("orders", 0)]
     assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_partition_with_no_replica_here_sends_the_consumer_back_to_its_metadata(tmp_path) -> None:
+    # A consumer following a stale preferred replica (the partition moved away from this broker)
+    # gets Kafka's NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951), not "unknown".
+    b = InMemoryBroker(tmp_path)
+    try:
+        _register_racks(b)
+        b.create("orders", ORDERS, replicas=(2, 3), leader_epoch=4)
+        got = run(fetch, b, rack_request(("orders", 0, 0)))
+        assert got[("orders", 0)].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert got[("orders", 0)].current_leader.leader_id == 2
+        got = run(fetch, b, rack_request(("orders", 1, 0), ("nope", 0, 0)))
+        assert got[("orders", 1)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert got[("nope", 0)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        b.close()
