@@ -22,8 +22,7 @@ highest broker id).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 __all__ = ["RACK_AWARE", "FollowerView", "RackAwareReplicaSelector", "ReplicaSelector", "ReplicaView",
            "preferred_read_replica", "selector_for"]
@@ -32,8 +31,9 @@ __all__ = ["RACK_AWARE", "FollowerView", "RackAwareReplicaSelector", "ReplicaSel
 RACK_AWARE = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 
-@dataclass(frozen=True, slots=True)
-class ReplicaView:
+# NamedTuples rather than dataclasses: a few are built per partition of every consumer fetch a
+# leader with a selector answers, and a tuple is the cheapest immutable record to build.
+class ReplicaView(NamedTuple):
     """One candidate replica as a selector sees it (Kafka's ``ReplicaView``)."""
 
     broker_id: int
@@ -46,8 +46,7 @@ class ReplicaView:
     is_leader: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class FollowerView:
+class FollowerView(NamedTuple):
     """What the leader knows of one follower when a consumer fetch arrives."""
 
     broker_id: int
@@ -108,13 +107,13 @@ def preferred_read_replica(selector: ReplicaSelector, *, client_rack: str, leade
     ``racks`` maps each replica's broker that has a live endpoint on the client's listener to its
     rack (None: no rack); a broker missing from it cannot be sent to a client.
     """
-    candidates: list[ReplicaView] = []
-    for f in followers:
-        if f.in_isr and f.log_end_offset >= fetch_offset and f.log_start_offset <= fetch_offset:
-            candidates.append(ReplicaView(f.broker_id, f.broker_id in racks, racks.get(f.broker_id),
-                                          f.log_end_offset, now_ms - f.last_caught_up_ms))
-    leader = ReplicaView(leader_id, leader_id in racks, racks.get(leader_id), leader_log_end_offset, 0,
-                         is_leader=True)
+    candidates = [ReplicaView(f.broker_id, f.broker_id in racks, racks.get(f.broker_id), f.log_end_offset,
+                              now_ms - f.last_caught_up_ms)
+                  for f in followers
+                  if f.in_isr and f.log_end_offset >= fetch_offset and f.log_start_offset <= fetch_offset]
+    if not candidates:
+        return None  # the leader alone: whatever the selector picks, the read is here
+    leader = ReplicaView(leader_id, leader_id in racks, racks.get(leader_id), leader_log_end_offset, 0, True)
     candidates.append(leader)
     chosen = selector.select(client_rack, leader, candidates)
     if chosen is None or chosen.is_leader or not chosen.has_endpoint:
