@@ -15,15 +15,11 @@ from __future__ import annotations
 import re
 import time
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafkapy.cli.cluster import free_ports, plan_cluster, prepare_node, save_state
-from kafkapy.cli.cluster_config import Layout
-from kafkapy.storage import random_kafka_uuid
 from kafkapy.testing.cluster import LocalCluster, eventually
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -45,23 +41,6 @@ LEADER, RACK_B = 2, 3
 TOPIC = "follower-fetching"
 N, M = 200, 50
 _SERVING = re.compile(r"Serving metrics and health checks on http://127\.0\.0\.1:(\d+)")
-
-
-def _plan_with_racks(directory: Path) -> None:
-    """Write the cluster's state and node configs as ``cluster up`` would, plus each broker's
-    ``broker.rack`` (the launcher keeps edits to a config it wrote)."""
-    directory.mkdir(parents=True)
-    ports = free_ports()
-    try:
-        state = plan_cluster(Layout(controllers=1, brokers=3), random_kafka_uuid(), ports,
-                             list(OVERRIDES.items()))
-    finally:
-        ports.close()
-    save_state(directory, state)
-    for node in state.nodes:
-        config = prepare_node(directory, state, node)
-        if node.id in RACKS:
-            config.write_text(config.read_text() + f"broker.rack={RACKS[node.id]}\n")
 
 
 def _metrics_port(cluster: LocalCluster, node_id: int) -> int:
@@ -139,8 +118,8 @@ def _poll_until(consumer: Any, got: list[bytes], count: int, secs: float) -> Non
                          ids=["confluent-kafka", "kafka-python"])
 def test_a_rack_b_consumer_reads_from_the_rack_b_follower_and_falls_back_to_the_leader(tmp_path, client):
     directory = tmp_path / "cluster"
-    _plan_with_racks(directory)
-    with LocalCluster(directory, controllers=1, brokers=3, overrides=OVERRIDES) as cluster:
+    # `--sites a:1:1,b:0:1,c:0:1`: the controller and broker 2 in rack a, brokers 3 and 4 in b, c.
+    with LocalCluster(directory, sites="a:1:1,b:0:1,c:0:1", overrides=OVERRIDES) as cluster:
         bootstrap = cluster.up()
         ports = {b: eventually(lambda b=b: _metrics_port(cluster, b), timeout=30,
                                what=f"broker {b}'s metrics endpoint") for b in RACKS}
