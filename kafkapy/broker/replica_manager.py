@@ -27,17 +27,17 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import trio
 
+from kafkapy.broker import replica_reads
 from kafkapy.broker.edges import RemoteReads
 from kafkapy.broker.fetch_session import FetchPartitionRequest
 from kafkapy.broker.log_creation import INLINE_CREATE_LIMIT, LogCreator
 from kafkapy.broker.partition import IsrCallback, Partition
 from kafkapy.broker.replica_results import AppendResult, FetchParams, ReadResult
-from kafkapy.broker.replica_selector import preferred_read_replica, selector_for
+from kafkapy.broker.replica_selector import selector_for
 from kafkapy.config import BrokerConfig
 from kafkapy.log.bulk_create import NewLog
 from kafkapy.log.config import LogConfig
@@ -451,98 +451,14 @@ class ReplicaManager:
 
     def read(self, p: FetchPartitionRequest, params: FetchParams, *, budget: int, min_one: bool,
              last_fetched_epoch: int = -1, remote: RemoteReads | None = None) -> ReadResult:
-        """One partition's part of a fetch (Kafka's readFromLog): at most ``min(p.max_bytes,
-        budget)`` bytes, or the first whole batch with ``min_one``. Errors are in the result."""
-        if not p.topic and (params.from_follower or p.topic_id is not None):
-            return ReadResult.failed(ErrorCode.UNKNOWN_TOPIC_ID)
-        limit = min(p.max_bytes, budget)
-        if params.from_follower:
-            return self._read_for_follower(p, params, limit, min_one, last_fetched_epoch)
-        hosted = None
-        try:
-            if params.client_rack is None:
-                hosted = self.leader(p.topic, p.partition, p.current_leader_epoch, topic_id=p.topic_id)
-            else:
-                hosted = self.replica(p.topic, p.partition, p.current_leader_epoch, topic_id=p.topic_id)
-                preferred = self._preferred_read_replica(hosted, p.fetch_offset, params)
-                if preferred is not None:
-                    # Kafka skips the read: the client goes to ``preferred`` for the records.
-                    plog = hosted.log
-                    hw = plog.high_watermark
-                    return ReadResult(ErrorCode.NONE, hw, min(plog.last_stable_offset, hw),
-                                      plog.log_start_offset, preferred_read_replica=preferred)
-            return hosted.read(p.fetch_offset, limit, min_one=min_one, read_committed=params.read_committed)
-        except KafkaError as exc:
-            if (remote is not None and hosted is not None and exc.code == ErrorCode.OFFSET_OUT_OF_RANGE
-                    and remote.serves_remotely(hosted, p.fetch_offset)):
-                return hosted.remote_read(p.fetch_offset, limit)  # below the local log, but tiered
-            return self._failed_read(p, exc)
-        except OSError as exc:
-            # A read fault: KAFKA_STORAGE_ERROR, and the dir goes offline (as in Kafka).
-            self.read_fault(p.topic, p.partition, exc)
-            return ReadResult.failed(ErrorCode.KAFKA_STORAGE_ERROR)
+        """One partition's part of a fetch (Kafka's readFromLog): see ``replica_reads.read``."""
+        return replica_reads.read(self, p, params, budget=budget, min_one=min_one,
+                                  last_fetched_epoch=last_fetched_epoch, remote=remote)
 
-    def _known(self, topic: str, partition: int) -> bool:
-        """Whether the metadata last applied has this partition (hosted here or not)."""
-        image = self._applied
-        t = None if image is None else image.topics.by_name.get(topic)
-        return t is not None and partition in t.partitions
-
-    def _preferred_read_replica(self, hosted: Partition, fetch_offset: int, params: FetchParams) -> int | None:
-        """Another replica the consumer should read ``hosted`` from, when this broker leads it
-        and ``replica.selector.class`` is set (Kafka's findPreferredReadReplica)."""
-        selector = self.replica_selector
-        if selector is None or params.client_rack is None or not hosted.is_leader():
-            return None
-        return preferred_read_replica(
-            selector, client_rack=params.client_rack, leader_id=self._node_id,
-            leader_log_end_offset=hosted.log.log_end_offset, followers=hosted.follower_views(),
-            racks=self._replica_racks(hosted, params.listener), fetch_offset=fetch_offset,
-            now_ms=params.now_ms)
-
-    def _replica_racks(self, hosted: Partition, listener: str) -> dict[int, str | None]:
-        """Rack of each replica's broker that is unfenced with an endpoint on ``listener``
-        (Kafka's getPartitionReplicaEndpoints): only those can be named to a client."""
-        image = self._applied
-        if image is None:
-            return {}
-        racks: dict[int, str | None] = {}
-        for r in hosted.replicas:
-            broker = image.cluster.brokers.get(r)
-            if broker is not None and not broker.fenced and broker.listener(listener) is not None:
-                racks[r] = broker.rack
-        return racks
-
-    def _failed_read(self, p: FetchPartitionRequest, exc: KafkaError) -> ReadResult:
-        """A consumer read's error, with the offsets of the log here when it is this topic's."""
-        if exc.code == ErrorCode.INCONSISTENT_TOPIC_ID:
-            return ReadResult.failed(exc.code)  # the log here is another topic's (re-created)
-        if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and self._known(p.topic, p.partition):
-            # The partition exists but has no replica here (moved away, or a client following a
-            # stale preferred read replica): Kafka's getPartitionOrException sends the client
-            # back to its metadata with NOT_LEADER_OR_FOLLOWER.
-            return ReadResult.failed(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        try:
-            plog = self.get(p.topic, p.partition).log
-        except KafkaError:
-            return ReadResult.failed(exc.code)
-        hw = plog.high_watermark
-        return ReadResult.failed(exc.code, hw, plog.log_start_offset, hw)
-
-    def _read_for_follower(self, p: FetchPartitionRequest, params: FetchParams, limit: int,
-                           min_one: bool, last_fetched_epoch: int) -> ReadResult:
-        throttled = self.leader_quota.is_throttled(p.topic, p.partition)
-        try:
-            hosted = self.leader(p.topic, p.partition, p.current_leader_epoch)
-            result = hosted.read_for_follower(
-                p.fetch_offset, limit, min_one=min_one, last_fetched_epoch=last_fetched_epoch,
-                throttled=self.leader_throttled(hosted, params.replica_id, params.now_ms))
-        except KafkaError as exc:
-            return ReadResult(exc.code, throttled=throttled)
-        except OSError as exc:
-            self.read_fault(p.topic, p.partition, exc)
-            return ReadResult(ErrorCode.KAFKA_STORAGE_ERROR, throttled=throttled)
-        return replace(result, throttled=throttled) if throttled else result
+    @property
+    def applied_image(self) -> MetadataImage | None:
+        """The metadata image last applied (None before the first)."""
+        return self._applied
 
     # -- faults -----------------------------------------------------------------------------------
 
