@@ -13,6 +13,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from kafkapy.testing.clients import java_jars, run_process
@@ -87,10 +88,11 @@ class Workload:
 
 # -- client processes ---------------------------------------------------------------------------------
 
-def run_client(job: dict, *, timeout: float) -> dict:
-    """Run one confluent-kafka job in its own process group; kill it at the deadline."""
-    done = run_process([_venv_python(), str(CONFLUENT_CLIENT), json.dumps(job)], timeout=timeout,
-                       cwd=BENCH_DIR)
+def run_client(job: dict, *, timeout: float, wrap: Sequence[str] = ()) -> dict:
+    """Run one confluent-kafka job in its own process group; kill it at the deadline. ``wrap``
+    runs it under a command (``ip netns exec NS``: inside a network site)."""
+    done = run_process([*wrap, _venv_python(), str(CONFLUENT_CLIENT), json.dumps(job)],
+                       timeout=timeout, cwd=BENCH_DIR)
     return _answer(done, f"confluent {job['op']}")
 
 

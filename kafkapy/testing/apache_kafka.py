@@ -24,7 +24,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from kafkapy.testing.node import (
     REPO_ROOT,
@@ -168,9 +168,9 @@ class ApacheKafkaNode(_ProcessNode):
         base = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
-            "controller.quorum.voters": self.voters or f"{self.node_id}@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.quorum.voters": self.voters or f"{self.node_id}@{self.host}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "inter.broker.listener.name": "PLAINTEXT",
@@ -225,13 +225,19 @@ class ApacheKafkaCluster(StartedInWith):
     durable = True
 
     def __init__(self, size: int = 3, workdir: str | os.PathLike | None = None, *,
-                 overrides: Mapping[str, object] | None = None, **node_kwargs) -> None:
+                 overrides: Mapping[str, object] | None = None,
+                 hosts: Sequence[str] | None = None, wraps: Sequence[Sequence[str]] | None = None,
+                 **node_kwargs) -> None:
+        """``hosts``/``wraps``: per node, its address and the command it runs under (network
+        sites); all on 127.0.0.1, unwrapped, by default."""
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="apache-kafka-cluster-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         cluster_id = random_cluster_id()
         controller_ports = [free_port() for _ in range(size)]
-        voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(controller_ports))
+        hosts = list(hosts or ["127.0.0.1"] * size)
+        wraps = list(wraps or [()] * size)
+        voters = ",".join(f"{i + 1}@{hosts[i]}:{port}" for i, port in enumerate(controller_ports))
         replicated = {"offsets.topic.replication.factor": str(min(3, size)),
                       "transaction.state.log.replication.factor": str(min(3, size)),
                       "transaction.state.log.min.isr": str(min(2, size))}
@@ -239,7 +245,7 @@ class ApacheKafkaCluster(StartedInWith):
             ApacheKafkaNode(self.workdir / f"node-{i + 1}", node_id=i + 1,
                             controller_port=controller_ports[i], voters=voters,
                             cluster_id=cluster_id, overrides={**replicated, **(overrides or {})},
-                            **node_kwargs)
+                            host=hosts[i], wrap=wraps[i], **node_kwargs)
             for i in range(size)
         ]
         self.log_path = self.nodes[0].log_path

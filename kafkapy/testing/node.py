@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -130,7 +130,11 @@ class _ProcessNode(StartedInWith):
         *,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         env: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
+        wrap: Sequence[str] = (),
     ) -> None:
+        """``host``: the address the node listens on and is reached at; ``wrap``: a command the
+        node's command line runs under (``ip netns exec NS`` puts it in a network site)."""
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{self.name}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -138,7 +142,8 @@ class _ProcessNode(StartedInWith):
         self.startup_timeout = startup_timeout
         self.env = dict(env or {})
         self.port = free_port()
-        self.host = "127.0.0.1"
+        self.host = host
+        self.wrap = list(wrap)
         self._proc: subprocess.Popen | None = None
         self._log_file = None
         self.starts = 0
@@ -199,7 +204,7 @@ class _ProcessNode(StartedInWith):
         )
         env = {**os.environ, **self.env}
         self._proc = subprocess.Popen(
-            self.command(),
+            self.wrap + self.command(),
             cwd=self.workdir,
             stdin=subprocess.DEVNULL,
             stdout=self._log_file,
@@ -368,9 +373,9 @@ class KafkaNode(_ProcessNode):
         base = {
             "node.id": node_id,
             "process.roles": "broker,controller",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
             "controller.listener.names": "CONTROLLER",
-            "controller.quorum.voters": f"{node_id}@127.0.0.1:{self.controller_port}",
+            "controller.quorum.voters": f"{node_id}@{self.host}:{self.controller_port}",
             "log.dirs": str(self.data_dir),
         }
         base.update({k: str(v) for k, v in self.overrides.items()})
