@@ -163,7 +163,10 @@ class Partition:
         if state is None:
             return []
         isr = state.isr  # the committed ISR, as Kafka's inSyncReplicaIds
-        return [FollowerView(r, r in isr, state.follower_log_end_offset(r),
+        # Observers serve consumers too, as in Confluent Server: a site that holds only an
+        # observer still reads locally. The selector's log-end check keeps a lagging one unnamed.
+        eligible = set(isr) | set(self._observers)
+        return [FollowerView(r, r in eligible, state.follower_log_end_offset(r),
                              state.follower_log_start_offset(r), state.follower_last_caught_up_ms(r))
                 for r in self._replicas if r != self._node_id]
 

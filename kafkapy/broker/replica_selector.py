@@ -7,9 +7,10 @@ that decision and nothing else: no sockets, no clock, no partition objects. The 
 gathers what Kafka's ``ReplicaManager.findPreferredReadReplica`` gathers and calls
 ``preferred_read_replica``:
 
-* only followers in the ISR whose log (as the leader last heard) holds the fetch offset are
-  candidates, so a lagging or cut-off follower is never named, and a consumer whose position is
-  past a follower's log end is kept on the leader;
+* only followers in the ISR (and observers, which stay out of the ISR by design) whose log (as
+  the leader last heard) holds the fetch offset are candidates, so a lagging or cut-off follower
+  is never named, and a consumer whose position is past a follower's log end is kept on the
+  leader;
 * the leader is always a candidate; a selector's choice of the leader, or of a replica without a
   live endpoint on the client's listener, means "read here".
 

@@ -107,6 +107,16 @@ def test_a_follower_that_left_the_isr_is_no_longer_named(leader) -> None:
     assert p.preferred_read_replica == -1 and values(p) == [b"a", b"b", b"c"]
 
 
+def test_an_observer_outside_the_isr_is_named_while_its_log_holds_the_offset(leader) -> None:
+    leader.step(PartitionChangeRecord(partition_id=0, topic_id=ORDERS, isr=(1, 3), observers=(2,)))
+    p = run(fetch, leader, rack_request(("orders", 0, 0)))[("orders", 0)]
+    assert p.preferred_read_replica == 2, "a rack-b consumer reads from the rack-b observer"
+    hosted = leader.replicas.leader("orders", 0)
+    leader.replicas.on_follower_fetch(hosted, 2, 1, NOW, log_start_offset=0)  # it fell behind
+    p = run(fetch, leader, rack_request(("orders", 0, 2)))[("orders", 0)]
+    assert p.preferred_read_replica == -1 and values(p), "offset 2 is past its log end: read here"
+
+
 def test_a_fenced_follower_is_no_longer_named(leader) -> None:
     leader.step(RegisterBrokerRecord(broker_id=2, incarnation_id=uuid.UUID(int=2), broker_epoch=20,
                                      end_points=(BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9092, 0),),
