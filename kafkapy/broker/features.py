@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafkapy.controller.quorum_controller import (
+from kafkapy.controller.feature_control import (
+    ELR_FEATURE,
+    ELR_VERSION_1,
     LATEST_PRODUCTION_METADATA_VERSION,
     MINIMUM_KRAFT_METADATA_VERSION,
 )
@@ -20,6 +22,7 @@ from kafkapy.protocol.apis import _RESPONSES, ApiKey
 #: What this broker supports: the same ranges it registers with the controller.
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
     METADATA_VERSION_FEATURE: (MINIMUM_KRAFT_METADATA_VERSION, LATEST_PRODUCTION_METADATA_VERSION),
+    ELR_FEATURE: (0, ELR_VERSION_1),
 }
 
 

@@ -15,6 +15,7 @@ from kafkapy.controller.types import (
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
+    BrokerRegistrationRequest,
     ControllerResult,
 )
 from kafkapy.metadata.records import MetadataRecord, UnregisterBrokerRecord
@@ -33,6 +34,22 @@ class BrokerLifecycle:
         records: list[MetadataRecord] = list(self._elections.leadership_removal(broker_id))
         records.append(self._cluster.fence_record(broker_id, epoch))
         return records
+
+    def register_broker(self, req: BrokerRegistrationRequest, *, now_ms: int,
+                        next_offset: int | None = None) -> ControllerResult[BrokerRegistrationReply]:
+        """BrokerRegistration. A new incarnation (another incarnation id) first cleans up after
+        the previous one, as Kafka 4.x's registerBroker does: the shutdown was clean when the
+        broker names, as its previous broker epoch (BrokerRegistration v3+, from its clean
+        shutdown file), the epoch we hold for it. The records come before the registration
+        (the new epoch is still the offset of the first record)."""
+        existing = self._cluster.cluster.brokers.get(req.broker_id)
+        result = self._cluster.register_broker(req, now_ms=now_ms, next_offset=next_offset)
+        if result.response.error_code or (
+                existing is not None and existing.incarnation_id == req.incarnation_id):
+            return result
+        clean = existing is not None and existing.epoch == req.previous_broker_epoch
+        cleanup = self._elections.broker_restarted(req.broker_id, clean=clean)
+        return ControllerResult(tuple(cleanup) + tuple(result.records), result.response)
 
     def broker_heartbeat(self, req: BrokerHeartbeatRequest, *, now_ms: int
                          ) -> ControllerResult[BrokerHeartbeatReply]:

@@ -245,9 +245,8 @@ class ClusterControlManager(ControlManager):
             # The same process registering again: keep its epoch and state.
             epoch, fenced, ics = existing.epoch, existing.fenced, existing.in_controlled_shutdown
         else:
-            # A new incarnation starts fenced with a new epoch. Its partitions keep their
-            # leader until it is unfenced or its old session is fenced: Kafka 3.9 only cleans up
-            # after an unclean shutdown when ELR (metadata.version 4.0) is on.
+            # A new incarnation starts fenced with a new epoch; what its restart does to the
+            # partitions (BrokerLifecycle.register_broker) comes before this record.
             epoch, fenced, ics = first_offset, True, False
         record = RegisterBrokerRecord(
             broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=epoch,

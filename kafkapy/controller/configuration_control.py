@@ -22,6 +22,7 @@ from kafkapy.controller.control_manager import (
     code_message,
     error,
 )
+from kafkapy.controller.feature_control import MIN_INSYNC_REPLICAS, elr_enabled
 from kafkapy.controller.names import topic_name_error
 from kafkapy.controller.types import (
     AlterConfigsResource,
@@ -34,7 +35,7 @@ from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC
 from kafkapy.metadata.placement_constraints import CONFIG_NAME as CONSTRAINTS
 from kafkapy.metadata.placement_constraints import PlacementConstraints
 from kafkapy.metadata.placement_constraints import parse as parse_constraints
-from kafkapy.metadata.records import ConfigRecord, MetadataRecord
+from kafkapy.metadata.records import ClearElrRecord, ConfigRecord, MetadataRecord
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 UNCLEAN_ELECTION = "unclean.leader.election.enable"
@@ -116,7 +117,21 @@ class ConfigurationControlManager(ControlManager):
                 results.append(AlterConfigsResult(*key, code, msg))
                 continue
             results.append(AlterConfigsResult(*key))
+        records.extend(self._clear_elr_records(records))
         return ControllerResult(() if validate_only else tuple(records), results)
+
+    def _clear_elr_records(self, records: Sequence[MetadataRecord]) -> list[MetadataRecord]:
+        """With ELR on, a min.insync.replicas change (even to the same value) empties the ELRs
+        it may invalidate, as Kafka's createClearElrRecordsAsNeeded: the topic's for a topic
+        config, every topic's for a cluster-level one."""
+        if not elr_enabled(self._image().features):
+            return []
+        out: list[MetadataRecord] = []
+        for rec in records:
+            if isinstance(rec, ConfigRecord) and rec.name == MIN_INSYNC_REPLICAS:
+                out.append(ClearElrRecord(rec.resource_name if rec.resource_type == RESOURCE_TOPIC
+                                          else ""))
+        return out
 
     def _alter_resource(self, res: AlterConfigsResource) -> list[ConfigRecord]:
         rtype, rname = res.resource_type, res.resource_name
@@ -189,6 +204,17 @@ class ConfigurationControlManager(ControlManager):
             # (KAFKA-14136); an unchanged topic config writes nothing.
             if value != old or rtype == RESOURCE_BROKER:
                 records.append(ConfigRecord(rtype, rname, op.name, value))
+        if rtype == RESOURCE_BROKER and elr_enabled(self._image().features):
+            for rec in records:
+                if rec.name != MIN_INSYNC_REPLICAS:
+                    continue
+                # ELR needs one min.insync.replicas for every broker (KIP-966).
+                if rname:
+                    raise error(ErrorCode.INVALID_CONFIG, f"Broker-level {MIN_INSYNC_REPLICAS} "
+                                "cannot be altered while ELR is enabled.")
+                if rec.value is None:
+                    raise error(ErrorCode.INVALID_CONFIG, f"Cluster-level {MIN_INSYNC_REPLICAS} "
+                                "cannot be removed while ELR is enabled.")
         # Validate the resulting configs, then that the resource exists (Kafka's order).
         if rtype == RESOURCE_TOPIC:
             kconfig.validate_topic_configs(new)
@@ -234,6 +260,14 @@ class ConfigurationControlManager(ControlManager):
         value = self.topic_value("min.insync.replicas", topic=topic)
         try:
             return max(1, int(value)) if value is not None else 1
+        except ValueError:
+            return 1
+
+    def static_min_insync_replicas(self) -> int:
+        """The node's static ``min.insync.replicas`` (1 when unset): what a cluster bootstrapped
+        with ELR on gets as its cluster-level value."""
+        try:
+            return max(1, int(self.broker_topic_configs.get("min.insync.replicas", "1")))
         except ValueError:
             return 1
 

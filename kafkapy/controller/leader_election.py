@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from kafkapy.controller.cluster_control import ClusterControlManager
 from kafkapy.controller.configuration_control import ConfigurationControlManager
 from kafkapy.controller.control_manager import ImageSource
+from kafkapy.controller.feature_control import elr_enabled
 from kafkapy.controller.replication_control import ReplicationControlManager
 from kafkapy.controller.types import ControllerResult, ElectionType, PartitionResult
 from kafkapy.metadata.image import (
@@ -42,22 +43,41 @@ class LeaderElections:
                    for p in t.partitions.values())
 
     def leadership_removal(self, broker_id: int) -> list[PartitionChangeRecord]:
-        """Partition changes that take ``broker_id`` out of every ISR (never emptying one: the
-        last member stays, leaderless unless the topic allows an unclean election) and elect
-        other leaders where it led (Kafka's handleBrokerFenced / InControlledShutdown)."""
+        """Partition changes that take ``broker_id`` out of every ISR and elect other leaders
+        where it led (Kafka's handleBrokerFenced / InControlledShutdown). Without ELR an ISR is
+        never emptied (the last member stays, leaderless unless the topic allows an unclean
+        election); with ELR the members leaving an ISR below min.insync.replicas join its ELR,
+        and the ISR may become empty."""
+        return self._remove(broker_id, in_elr=False)
+
+    def broker_restarted(self, broker_id: int, *, clean: bool) -> list[PartitionChangeRecord]:
+        """Partition changes for a new incarnation of ``broker_id`` registering (Kafka 4.x's
+        handleBrokerShutdown). After a clean shutdown, or without ELR, it is treated as fenced
+        (``leadership_removal``). After an unclean one, with ELR on, its log may have lost
+        records it had acknowledged to a leader, so it also leaves every ELR it is in and may
+        not be elected; the other replicas' ELR memberships are judged as usual."""
+        if clean or not elr_enabled(self._image().features):
+            return self.leadership_removal(broker_id)
+        return self._remove(broker_id, in_elr=True)
+
+    def _remove(self, broker_id: int, *, in_elr: bool) -> list[PartitionChangeRecord]:
+        """``broker_id`` out of the ISR (and leadership) of every partition it is in; with
+        ``in_elr``, out of their ELRs too, as a replica that restarted uncleanly."""
         cluster = self._image().cluster
         unclean = self._configs.unclean_by_topic()
+        unclean_shutdown = (broker_id,) if in_elr else ()
 
         def acceptable(r: int) -> bool:
             return r != broker_id and cluster.is_active(r)
 
         out = []
         for topic, index, p in self._replication.partitions():
-            if broker_id not in p.isr and p.leader != broker_id:
+            if broker_id not in p.isr and p.leader != broker_id and not (in_elr and broker_id in p.elr):
                 continue
             change = self._replication.partition_change(
                 topic.id, index, p, acceptable=acceptable,
-                target_isr=tuple(r for r in p.isr if r != broker_id), unclean=unclean(topic.name))
+                target_isr=tuple(r for r in p.isr if r != broker_id), unclean=unclean(topic.name),
+                unclean_shutdown=unclean_shutdown)
             if change is not None:
                 out.append(change)
         return out

@@ -212,10 +212,15 @@ class QuorumController:
         full session before fencing it, as Kafka's does after a failover."""
         self.cluster_control.reset_sessions()
 
-    def bootstrap(self, metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION
-                  ) -> ControllerResult[None]:
-        """Records to write when the metadata log is empty (none otherwise)."""
-        return self.feature_control.bootstrap(metadata_version)
+    def bootstrap(self, metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION, *,
+                  elr_level: int | None = None) -> ControllerResult[None]:
+        """Records to write when the metadata log is empty (none otherwise): metadata.version,
+        eligible.leader.replicas.version (``elr_level``, default Kafka 4.1's for that
+        metadata.version) and, with ELR on, the cluster-level min.insync.replicas taken from
+        the node's static config."""
+        return self.feature_control.bootstrap(
+            metadata_version, elr_level=elr_level,
+            min_insync_replicas=self.configuration_control.static_min_insync_replicas())
 
     # -- topics and partitions (ReplicationControlManager) --------------------------------------
 
@@ -289,7 +294,7 @@ class QuorumController:
                         next_offset: int | None = None) -> ControllerResult[BrokerRegistrationReply]:
         """BrokerRegistration; the new epoch is ``next_offset`` (default: after the last applied
         offset)."""
-        return self.cluster_control.register_broker(req, now_ms=now_ms, next_offset=next_offset)
+        return self._brokers.register_broker(req, now_ms=now_ms, next_offset=next_offset)
 
     def broker_heartbeat(self, req: BrokerHeartbeatRequest, *, now_ms: int
                          ) -> ControllerResult[BrokerHeartbeatReply]:

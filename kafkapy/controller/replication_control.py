@@ -24,6 +24,7 @@ from kafkapy.controller.control_manager import (
     code_message,
     error,
 )
+from kafkapy.controller.feature_control import elr_enabled
 from kafkapy.controller.names import (
     CLUSTER_METADATA_TOPIC,
     METADATA_TOPIC_ID,
@@ -31,10 +32,7 @@ from kafkapy.controller.names import (
     unify_collision_chars,
     uuid_to_kafka_str,
 )
-from kafkapy.controller.partition_change import (
-    PARTITION_RECORD_VERSION,
-    partition_change,
-)
+from kafkapy.controller.partition_change import Elr, partition_change
 from kafkapy.controller.placement import RandomSource, StripedReplicaPlacer
 from kafkapy.controller.reassignment import ReassignmentReplicas
 from kafkapy.controller.types import (
@@ -56,6 +54,7 @@ from kafkapy.metadata.placement_constraints import CONFIG_NAME as CONSTRAINTS
 from kafkapy.metadata.placement_constraints import PlacementConstraints, derive_observers
 from kafkapy.metadata.records import (
     ZERO_UUID,
+    ClearElrRecord,
     ConfigRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -63,6 +62,7 @@ from kafkapy.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from kafkapy.metadata.snapshot import partition_record_version
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: an operation needing more records fails
@@ -88,7 +88,8 @@ class ReplicationControlManager(ControlManager):
     placement.
     """
 
-    record_types = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
+    record_types = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord,
+                    ClearElrRecord)
 
     def __init__(self, *, image: ImageSource, cluster: ClusterControlManager,
                  configs: ConfigurationControlManager, uuid_source: Callable[[], uuid.UUID],
@@ -111,15 +112,21 @@ class ReplicationControlManager(ControlManager):
                          acceptable: Callable[[int], bool], target_isr: Sequence[int] | None = None,
                          unclean: bool = False, preferred: bool = False,
                          target_recovery: int | None = None,
-                         target_replicas: ReassignmentReplicas | None = None
+                         target_replicas: ReassignmentReplicas | None = None,
+                         unclean_shutdown: Sequence[int] = ()
                          ) -> PartitionChangeRecord | None:
         """``partition_change.partition_change`` with new replicas placed in their broker's
-        default log directory, and, once a reassignment completes, the observers its topic's
-        placement constraints make of the new replicas."""
+        default log directory, the record version the metadata.version calls for, when
+        eligible.leader.replicas.version is on the ELR rules with the topic's effective
+        ``min.insync.replicas``, and, once a reassignment completes, the observers its topic's
+        placement constraints make of the new replicas. ``unclean_shutdown``: replicas whose
+        broker restarted after an unclean shutdown (they leave the ELR)."""
         change = partition_change(
             topic_id, index, p, default_dir=self._cluster.default_dir, acceptable=acceptable,
             target_isr=target_isr, unclean=unclean, preferred=preferred,
-            target_recovery=target_recovery, target_replicas=target_replicas)
+            target_recovery=target_recovery, target_replicas=target_replicas,
+            elr=self.elr_settings(topic_id, unclean_shutdown),
+            version=partition_record_version(self._image().metadata_version))
         if change is None or change.replicas is None:
             return change
         after = p.merge(change)
@@ -139,6 +146,19 @@ class ReplicationControlManager(ControlManager):
         if observers == after.observers:
             return change
         return dataclasses.replace(change, observers=observers)
+
+    def elr_settings(self, topic_id: uuid.UUID, unclean_shutdown: Sequence[int] = ()) -> Elr:
+        """The ELR rules for a topic's partitions (off unless the feature is finalized)."""
+        image = self._image()
+        if not elr_enabled(image.features):
+            return Elr()
+        topic = image.topics.by_id[topic_id]
+        # Kafka's getTopicEffectiveMinIsr: never more than the replication factor.
+        min_isr = min(self._configs.min_insync_replicas(topic.name), topic.replication_factor)
+        return Elr(True, min_isr, tuple(unclean_shutdown))
+
+    def _partition_record_version(self) -> int:
+        return partition_record_version(self._image().metadata_version)
 
     def partitions(self) -> Iterable[tuple[TopicImage, int, PartitionRegistration]]:
         """Every partition, topics by name, partitions by index (a stable record order)."""
@@ -347,7 +367,7 @@ class ReplicationControlManager(ControlManager):
             # Kafka's order: the topic, its configs, then its partitions.
             records.append(TopicRecord(t.name, topic_id))
             records.extend(ConfigRecord(RESOURCE_TOPIC, t.name, k, v) for k, v in configs.items())
-            records.extend(p.to_record(topic_id, i, PARTITION_RECORD_VERSION)
+            records.extend(p.to_record(topic_id, i, self._partition_record_version())
                            for i, p in sorted(parts.items()))
 
         results = []
@@ -466,7 +486,7 @@ class ReplicationControlManager(ControlManager):
         else:
             constraints = self._configs.placement_constraints(topic=t.name)
             if constraints is not None:
-                return [p.to_record(topic.id, current + i, PARTITION_RECORD_VERSION)
+                return [p.to_record(topic.id, current + i, self._partition_record_version())
                         for i, p in enumerate(self._place_constrained(constraints, additional,
                                                                       current))]
             assignments = self._place(additional, rf)
@@ -478,7 +498,7 @@ class ReplicationControlManager(ControlManager):
                             f"Unable to replicate the partition {rf} time(s): All brokers are "
                             "currently fenced or in controlled shutdown.")
             records.append(self._new_partition(replicas, isr).to_record(
-                topic.id, current + i, PARTITION_RECORD_VERSION))
+                topic.id, current + i, self._partition_record_version()))
         return records
 
 

@@ -34,7 +34,9 @@ from kafkapy.metadata.image import (
 )
 from kafkapy.metadata.pmap import sharded
 from kafkapy.metadata.records import (
+    ZERO_UUID,
     BrokerRegistrationChangeRecord,
+    ClearElrRecord,
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
@@ -98,6 +100,7 @@ class MetadataDelta:
             PartitionRecord: self._replay_partition,
             PartitionChangeRecord: self._replay_partition_change,
             RemoveTopicRecord: self._replay_remove_topic,
+            ClearElrRecord: self._replay_clear_elr,
             ConfigRecord: self._replay_config,
             FeatureLevelRecord: self._replay_feature,
             RegisterBrokerRecord: self._replay_register_broker,
@@ -243,6 +246,33 @@ class MetadataDelta:
             self._deleted_topics[rec.topic_id] = change.name
         # A topic's configs die with it (Kafka drops them when it replays the removal).
         self._configs[(RESOURCE_TOPIC, change.name)] = _ConfigChange(cleared=True)
+
+    def _replay_clear_elr(self, rec: ClearElrRecord) -> None:
+        if rec.topic_name:
+            topic_id = self._created_names.get(rec.topic_name)
+            if topic_id is None:
+                base = self.image.topics.by_name.get(rec.topic_name)
+                if base is None or base.id in self._deleted_topics:
+                    raise MetadataReplayError(f"ClearElrRecord for unknown topic {rec.topic_name!r}")
+                topic_id = base.id
+            ids = [topic_id]
+        else:
+            ids = [t for t in self.image.topics.by_id if t not in self._deleted_topics]
+            ids.extend(t for t, c in self._topics.items() if c.created)
+        cleared = PartitionChangeRecord(partition_id=0, topic_id=ZERO_UUID,
+                                        eligible_leader_replicas=(), last_known_elr=())
+        for topic_id in ids:
+            change = self._topic_change(topic_id)
+            assert change is not None
+            indexes = set(change.partitions)
+            if not change.created:
+                indexes.update(self.image.topics.by_id[topic_id].partitions)
+            for index in sorted(indexes):
+                current = self._current_partition(change, index)
+                # As Kafka's merge: only a partition with something to clear changes (and its
+                # partition epoch moves).
+                if current is not None and (current.elr or current.last_known_elr):
+                    change.partitions[index] = current.merge(cleared)
 
     # -- configs and features ---------------------------------------------------------------
 

@@ -152,8 +152,9 @@ class PartitionRegistration:
             partition_epoch=self.partition_epoch, removing_replicas=self.removing_replicas,
             adding_replicas=self.adding_replicas, leader_recovery_state=self.leader_recovery_state,
             directories=self.directories if version >= 1 else (),
-            eligible_leader_replicas=self.elr if version >= 2 else None,
-            last_known_elr=self.last_known_elr if version >= 2 else None,
+            # Tagged fields Kafka sets only when they hold something.
+            eligible_leader_replicas=self.elr if version >= 2 and self.elr else None,
+            last_known_elr=self.last_known_elr if version >= 2 and self.last_known_elr else None,
             observers=self.observers or None,
             version=version,
         )

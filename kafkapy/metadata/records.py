@@ -210,6 +210,16 @@ class RemoveTopicRecord(MetadataRecord):
     version: int = 0
 
 
+@_register(28, 0)
+@dataclass(frozen=True, slots=True)
+class ClearElrRecord(MetadataRecord):
+    """Empty the ELR and last known ELR of a topic's partitions ("": of every topic's), written
+    when min.insync.replicas changes while eligible leader replicas are on (KIP-966)."""
+
+    topic_name: str = ""
+    version: int = 0
+
+
 @_register(12, 0)
 @dataclass(frozen=True, slots=True)
 class FeatureLevelRecord(MetadataRecord):
@@ -351,7 +361,7 @@ class MetadataRecordCodec:
 
 __all__ = [
     "ALL_RECORD_TYPES", "BrokerEndpoint", "BrokerFeature", "BrokerRegistrationChangeRecord",
-    "ConfigRecord", "FeatureLevelRecord", "FenceBrokerRecord", "MetadataRecord",
+    "ClearElrRecord", "ConfigRecord", "FeatureLevelRecord", "FenceBrokerRecord", "MetadataRecord",
     "MetadataRecordCodec", "NoOpRecord",
     "PartitionChangeRecord", "PartitionRecord", "ProducerIdsRecord", "RegisterBrokerRecord",
     "RemoveTopicRecord", "TopicRecord", "UnfenceBrokerRecord", "UnregisterBrokerRecord",

@@ -71,7 +71,7 @@ _RECORD_OVERHEAD = 16
 _IBP_3_3_IV3 = 7   # RegisterBrokerRecord v1: inControlledShutdown
 _IBP_3_4_IV0 = 8   # RegisterBrokerRecord v2: isMigratingZkBroker
 _IBP_3_7_IV2 = 17  # RegisterBrokerRecord v3 / PartitionRecord v1: log directories (KIP-858)
-_IBP_4_0_IV0 = 22  # PartitionRecord v2: eligible leader replicas (KIP-966)
+_IBP_4_0_IV1 = 23  # PartitionRecord v2: eligible leader replicas (KIP-966)
 
 # Kafka's defaults for the snapshot triggers (KRaftConfigs in 3.9).
 DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024  # metadata.log.max.record.bytes.between.snapshots
@@ -98,8 +98,9 @@ def register_broker_record_version(metadata_version: int) -> int:
 
 
 def partition_record_version(metadata_version: int) -> int:
-    """``MetadataVersion.partitionRecordVersion()``."""
-    if metadata_version >= _IBP_4_0_IV0:
+    """``MetadataVersion.partitionRecordVersion()``, which is also its
+    ``partitionChangeRecordVersion()``."""
+    if metadata_version >= _IBP_4_0_IV1:
         return 2
     if metadata_version >= _IBP_3_7_IV2:
         return 1

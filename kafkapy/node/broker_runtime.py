@@ -30,6 +30,7 @@ import trio
 from kafkapy.broker.config_view import BrokerLayers
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BrokerDispatcher
+from kafkapy.broker.features import SUPPORTED_FEATURES
 from kafkapy.broker.handlers.topics import create_topics_internal
 from kafkapy.broker.lifecycle import BrokerLifecycleManager
 from kafkapy.broker.log_creation import LogCreator
@@ -41,17 +42,13 @@ from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
 from kafkapy.config_views import BrokerSettings
 from kafkapy.controller import NewTopic
-from kafkapy.controller.quorum_controller import (
-    LATEST_PRODUCTION_METADATA_VERSION,
-    MINIMUM_KRAFT_METADATA_VERSION,
-)
 from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.coordinator.transaction import TRANSACTION_STATE_TOPIC
 from kafkapy.coordinator.transaction_service import TransactionCoordinator
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
-from kafkapy.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
+from kafkapy.metadata.image import MetadataImage
 from kafkapy.metadata.loader import MetadataLoader
 from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.net.client import KafkaClient
@@ -165,8 +162,7 @@ class BrokerRuntime(Runtime):
             incarnation_id=uuid.uuid4(),
             listeners=[(lst.name, lst.host, lst.port, PLAINTEXT) for lst in advertised],
             rack=settings.rack,
-            features=[(METADATA_VERSION_FEATURE, MINIMUM_KRAFT_METADATA_VERSION,
-                       LATEST_PRODUCTION_METADATA_VERSION)],
+            features=sorted((name, lo, hi) for name, (lo, hi) in SUPPORTED_FEATURES.items()),
             log_dirs=list(self._dir_ids.values()),
             # What this broker has replayed (Kafka: the broker's last applied offset).
             metadata_offset=metadata_offset,

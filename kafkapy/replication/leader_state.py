@@ -9,6 +9,10 @@ come out (``take_proposal``) for the edge to send as AlterPartition. The rules a
 * the high watermark is the smallest log end over the *maximal* ISR: the committed ISR plus a
   member being added (a member being removed still counts until the controller confirms), so
   the HW never counts on a replica the controller may not consider in sync; it never goes back;
+* it does not advance at all while the committed ISR is smaller than the topic's effective
+  ``min.insync.replicas`` (at most the replica count): Kafka 4.x's strict min ISR rule (KIP-966),
+  which lets the controller elect any replica that left the ISR below that size (its ELR)
+  without losing a committed record;
 * a replica outside the ISR joins once its log end reaches both the HW and the start of the
   current leader epoch; an ISR member not caught up for ``replica.lag.time.max.ms`` leaves;
 * observers (``confluent.placement.constraints``) replicate like any follower but join the ISR
@@ -38,8 +42,9 @@ _RETRIABLE = frozenset({
 
 
 class ObserverPolicy(NamedTuple):
-    """What observer promotion depends on: the topic's promotion policy (None: never promote)
-    and its ``min.insync.replicas``."""
+    """The topic configs the leader reads as it goes: the observer promotion policy (None:
+    never promote) and ``min.insync.replicas`` (observer promotion and the high watermark rule
+    depend on it)."""
 
     promotion_policy: str | None
     min_insync: int
@@ -265,7 +270,13 @@ class PartitionLeaderState:
                                    replicas=self._replicas, leader=self.node_id,
                                    min_insync=policy.min_insync)
 
+    def _under_min_isr(self) -> bool:
+        # Kafka's Partition.isUnderMinIsr: the committed ISR against min(min ISR, replicas).
+        return len(self.isr) < min(self._observer_policy().min_insync, len(self._replicas))
+
     def _recompute_hw(self) -> bool:
+        if self._under_min_isr():
+            return False
         candidate = self._leo
         for r in self.maximal_isr:
             if r == self.node_id:

@@ -51,7 +51,8 @@ class Harness:
             broker_id=broker_id, cluster_id=CLUSTER_ID,
             incarnation_id=uuid.UUID(int=broker_id + 1),
             listeners=(BrokerEndpoint("PLAINTEXT", f"b{broker_id}", 9092, 0),),
-            features=(BrokerFeature("metadata.version", 1, 21),),
+            features=(BrokerFeature("metadata.version", 1, 26),
+                      BrokerFeature("eligible.leader.replicas.version", 0, 1)),
             rack=rack, log_dirs=(uuid.UUID(int=(broker_id + 7) << 64),),
         ), now_ms=self.now_ms))
         assert reply.error_code == 0, reply
@@ -63,11 +64,13 @@ class Harness:
         return reply.broker_epoch
 
 
-def make_harness(seed: int = 42, **kwargs) -> Harness:
+def make_harness(seed: int = 42, *, elr_level: int | None = None, **kwargs) -> Harness:
+    """A bootstrapped controller; ``elr_level`` 0 turns eligible leader replicas off (default:
+    Kafka 4.1's for a new cluster, on)."""
     c = QuorumController(cluster_id=CLUSTER_ID, uuid_source=counter_uuids(),
                          rng=random.Random(seed), **kwargs)
     h = Harness(c)
-    h.commit(c.bootstrap())
+    h.commit(c.bootstrap(elr_level=elr_level))
     return h
 
 

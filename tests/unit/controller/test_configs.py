@@ -83,6 +83,10 @@ def test_append_and_subtract_need_a_list(h) -> None:
         "leader.replication.throttled.replicas": "0:1", "cleanup.policy": "delete,compact"}
 
 
+# A cluster bootstrapped with ELR on starts with a cluster-level min.insync.replicas (Kafka 4.1).
+BOOTSTRAPPED = {"min.insync.replicas": "1"}
+
+
 def test_validate_only_writes_nothing(h) -> None:
     topic(h)
     result, res = alter(h, RESOURCE_TOPIC, "t", AlterConfigOp("retention.ms", OpType.SET, "1000"), validate_only=True)
@@ -93,7 +97,7 @@ def test_validate_only_writes_nothing(h) -> None:
     _, res = alter(h, RESOURCE_BROKER, "", AlterConfigOp("log.dirs", OpType.SET, "/x"), validate_only=True)
     assert res.error_code == E.INVALID_REQUEST
     assert h.controller.image.configs.topic("t") == {}
-    assert h.controller.image.configs.get(RESOURCE_BROKER, "") == {}
+    assert h.controller.image.configs.get(RESOURCE_BROKER, "") == BOOTSTRAPPED
 
 
 def test_dynamic_broker_configs_per_broker_and_cluster_default(h) -> None:
@@ -104,7 +108,8 @@ def test_dynamic_broker_configs_per_broker_and_cluster_default(h) -> None:
                    AlterConfigOp("follower.replication.throttled.rate", OpType.SET, "1048576"))
     assert res.error_code == 0
     configs = h.controller.image.configs
-    assert configs.get(RESOURCE_BROKER, "") == {"log.retention.ms": "60000", "message.max.bytes": "2000000"}
+    assert configs.get(RESOURCE_BROKER, "") == {"log.retention.ms": "60000", "message.max.bytes": "2000000",
+                                                **BOOTSTRAPPED}
     assert configs.get(RESOURCE_BROKER, "2") == {"log.cleaner.backoff.ms": "100",
                                                  "follower.replication.throttled.rate": "1048576"}
 
@@ -131,7 +136,7 @@ def test_deleting_a_broker_config(h) -> None:
     alter(h, RESOURCE_BROKER, "", AlterConfigOp("log.retention.ms", OpType.SET, "60000"))
     _, res = alter(h, RESOURCE_BROKER, "", AlterConfigOp("log.retention.ms", OpType.DELETE))
     assert res.error_code == 0
-    assert h.controller.image.configs.get(RESOURCE_BROKER, "") == {}
+    assert h.controller.image.configs.get(RESOURCE_BROKER, "") == BOOTSTRAPPED
 
 
 def test_create_topics_reports_the_cluster_default(h) -> None:
@@ -158,7 +163,7 @@ def test_config_changes_survive_replay_and_snapshots(h) -> None:
                                  SnapshotId(len(h.log), 1), cluster_id=CLUSTER_ID)
     for image in (replayed, loaded):
         assert image.configs.topic("t") == {"message.timestamp.type": "LogAppendTime"}
-        assert image.configs.get(RESOURCE_BROKER, "") == {"log.retention.ms": "60000"}
+        assert image.configs.get(RESOURCE_BROKER, "") == {"log.retention.ms": "60000", **BOOTSTRAPPED}
         assert image.configs.get(RESOURCE_BROKER, "1") == {"message.max.bytes": "5000"}
 
 

@@ -38,6 +38,8 @@ from kafkapy.metadata.records import (
 )
 from kafkapy.protocol.errors import ErrorCode as E
 
+from kafkapy.controller.feature_control import bootstrap_records
+
 from .conftest import CLUSTER_ID, make_harness
 
 
@@ -52,10 +54,24 @@ def codes(results):
 
 # -- bootstrap ---------------------------------------------------------------------------------
 
-def test_bootstrap_sets_metadata_version_once(h) -> None:
-    assert h.log[0][0] == FeatureLevelRecord("metadata.version", 21)
-    assert h.controller.image.metadata_version == 21
+def test_bootstrap_follows_kafka_4_1_and_runs_once(h) -> None:
+    # metadata.version 4.1-IV0, ELR on, and (ELR needs it) the cluster-level min.insync.replicas.
+    assert [r for r, _ in h.log[:3]] == [
+        FeatureLevelRecord("metadata.version", 26),
+        FeatureLevelRecord("eligible.leader.replicas.version", 1),
+        ConfigRecord(RESOURCE_BROKER, "", "min.insync.replicas", "1")]
+    assert h.controller.image.metadata_version == 26
     assert h.controller.bootstrap().records == ()
+
+
+def test_bootstrap_takes_the_static_min_insync_replicas_and_may_leave_elr_off() -> None:
+    c = make_harness(broker_topic_configs={"min.insync.replicas": "2"}).controller
+    assert c.image.configs.get(RESOURCE_BROKER, "") == {"min.insync.replicas": "2"}
+    h = make_harness(elr_level=0)
+    assert [r for r, _ in h.log] == [FeatureLevelRecord("metadata.version", 26)]
+    with pytest.raises(ValueError):  # ELR needs metadata.version 4.0-IV1
+        bootstrap_records(21, elr_level=1)
+    assert bootstrap_records(21) == [FeatureLevelRecord("metadata.version", 21)]
 
 
 # -- create topics -----------------------------------------------------------------------------
@@ -72,7 +88,7 @@ def test_create_topic_records_and_result(h) -> None:
     for p in parts:
         assert p.leader == p.replicas[0] and p.isr == p.replicas
         assert p.leader_epoch == 0 and p.partition_epoch == 0 and len(set(p.replicas)) == 2
-        assert p.version == 1 and len(p.directories) == 2
+        assert p.version == 2 and len(p.directories) == 2
     img = h.controller.image
     assert img.topics.by_name["foo"].id == res.topic_id
     assert img.configs.topic("foo") == {"retention.ms": "100"}
@@ -378,7 +394,8 @@ def test_broker_configs_always_write(h) -> None:
 def reg_request(broker_id, incarnation, **kw):
     base = dict(broker_id=broker_id, cluster_id=CLUSTER_ID, incarnation_id=incarnation,
                 log_dirs=(uuid.UUID(int=(broker_id + 50) << 64),),
-                features=(BrokerFeature("metadata.version", 1, 21),))
+                features=(BrokerFeature("metadata.version", 1, 26),
+                          BrokerFeature("eligible.leader.replicas.version", 0, 1)))
     base.update(kw)
     return BrokerRegistrationRequest(**base)
 
@@ -386,29 +403,32 @@ def reg_request(broker_id, incarnation, **kw):
 def test_register_and_unfence_when_caught_up() -> None:
     h = make_harness()
     c = h.controller
+    at = len(h.log)  # the registration's offset
     reply = h.commit(c.register_broker(reg_request(1, uuid.UUID(int=5)), now_ms=0))
-    assert reply.error_code == 0 and reply.broker_epoch == 1  # offset of its registration
+    assert reply.error_code == 0 and reply.broker_epoch == at  # offset of its registration
     reg = c.image.brokers[1]
-    assert reg.fenced and reg.epoch == 1
-    hb = h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, 1, current_metadata_offset=0), now_ms=10))
+    assert reg.fenced and reg.epoch == at
+    hb = h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, at, current_metadata_offset=at - 1),
+                                     now_ms=10))
     assert not hb.is_caught_up and hb.is_fenced
     assert c.image.brokers[1].fenced
-    hb = h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, 1, current_metadata_offset=1), now_ms=20))
+    hb = h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, at, current_metadata_offset=at), now_ms=20))
     assert hb.is_caught_up and not hb.is_fenced
     assert not c.image.brokers[1].fenced
-    hb = h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, 9, current_metadata_offset=1), now_ms=30))
+    hb = h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, 99, current_metadata_offset=at), now_ms=30))
     assert hb.error_code == E.STALE_BROKER_EPOCH
 
 
 def test_registration_rules() -> None:
     h = make_harness()
     c = h.controller
+    at = len(h.log)
     h.commit(c.register_broker(reg_request(1, uuid.UUID(int=5)), now_ms=0))
     r = c.register_broker(reg_request(1, uuid.UUID(int=6)), now_ms=100)
     assert r.response.error_code == E.DUPLICATE_BROKER_REGISTRATION and r.records == ()
     # Same incarnation again: amended, same epoch.
     r = c.register_broker(reg_request(1, uuid.UUID(int=5), rack="x"), now_ms=100)
-    assert r.response.broker_epoch == 1 and r.records[-1].broker_epoch == 1
+    assert r.response.broker_epoch == at and r.records[-1].broker_epoch == at
     # After the session expired another incarnation may take over, with a new epoch.
     r = c.register_broker(reg_request(1, uuid.UUID(int=6)), now_ms=100_000)
     assert r.response.error_code == 0 and r.response.broker_epoch == h.controller.last_applied_offset + 1
@@ -425,7 +445,7 @@ def test_registration_rules() -> None:
 
 
 def test_fencing_moves_leaders_and_unfencing_restores() -> None:
-    h = make_harness()
+    h = make_harness(elr_level=0)  # test_elr.py has the ELR case
     epochs = {b: h.add_broker(b) for b in (1, 2)}
     create(h, NewTopic("t", assignments={0: [1, 2], 1: [2, 1]}))
     c = h.controller
@@ -449,20 +469,23 @@ def test_fencing_moves_leaders_and_unfencing_restores() -> None:
     assert p0.leader == 2 and p0.leader_epoch == 3
 
 
-def test_new_incarnation_keeps_leadership_as_kafka_3_9() -> None:
-    h = make_harness()
-    h.add_broker(1)
-    create(h, NewTopic("t", 1, 1))
+def test_new_incarnation_gives_up_its_partitions_first_as_kafka_4() -> None:
+    # Without ELR (or after a clean shutdown) a restart is handled as a fencing; the records
+    # come before the registration.
+    h = make_harness(elr_level=0)
+    e1, _ = h.add_broker(1), h.add_broker(2)
+    create(h, NewTopic("t", assignments={0: [1, 2]}))
     c = h.controller
     h.now_ms = 100_000
     result = c.register_broker(reg_request(1, uuid.UUID(int=99)), now_ms=h.now_ms)
-    assert [type(r).__name__ for r in result.records] == ["RegisterBrokerRecord"]
+    assert [type(r).__name__ for r in result.records] == ["PartitionChangeRecord", "RegisterBrokerRecord"]
     reply = h.commit(result)
-    assert c.image.brokers[1].fenced
+    assert reply.broker_epoch > e1 and c.image.brokers[1].fenced
     p = c.image.topics.partition("t", 0)
-    assert (p.leader, p.leader_epoch) == (1, 0)
-    hb = h.commit(c.broker_heartbeat(BrokerHeartbeatRequest(1, reply.broker_epoch, 10**6), now_ms=h.now_ms))
-    assert not hb.is_fenced and c.image.topics.partition("t", 0).leader_epoch == 0
+    assert (p.leader, p.isr, p.leader_epoch) == (2, (2,), 1)
+    # Amending the same incarnation changes nothing.
+    again = c.register_broker(reg_request(1, uuid.UUID(int=99)), now_ms=h.now_ms)
+    assert [type(r).__name__ for r in again.records] == ["RegisterBrokerRecord"]
 
 
 def test_fencing_record_order_and_versions() -> None:
@@ -471,7 +494,7 @@ def test_fencing_record_order_and_versions() -> None:
     create(h, NewTopic("t", 1, 1))
     result = h.controller.broker_heartbeat(BrokerHeartbeatRequest(1, e1, 10**6, want_fence=True), now_ms=1)
     kinds = [(type(r).__name__, r.version) for r in result.records]
-    assert kinds == [("PartitionChangeRecord", 1), ("BrokerRegistrationChangeRecord", 0)]
+    assert kinds == [("PartitionChangeRecord", 2), ("BrokerRegistrationChangeRecord", 0)]
 
 
 def test_controlled_shutdown() -> None:
@@ -551,7 +574,7 @@ def test_alter_configs_request_shape_errors(h) -> None:
 
 
 def test_stale_brokers_fenced_one_at_a_time_and_unregister() -> None:
-    h = make_harness()
+    h = make_harness(elr_level=0)
     for b in (1, 2, 3):
         h.add_broker(b)
     create(h, NewTopic("t", assignments={0: [1, 2, 3]}))

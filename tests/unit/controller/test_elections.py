@@ -1,5 +1,8 @@
 """Leader elections on the controller: clean ones when brokers come and go, unclean ones where
-``unclean.leader.election.enable`` allows them, ElectLeaders, and preferred-leader balancing."""
+``unclean.leader.election.enable`` allows them, ElectLeaders, and preferred-leader balancing.
+
+These run with eligible leader replicas off (eligible.leader.replicas.version 0, Kafka's rules
+before KIP-966, which an upgraded cluster keeps); test_elr.py has the rules with it on."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ UNCLEAN = "unclean.leader.election.enable"
 
 
 def cluster(brokers=(1, 2), assignments=None, **kwargs: Any) -> tuple[Harness, dict[int, int]]:
+    kwargs.setdefault("elr_level", 0)
     h = make_harness(**kwargs)
     epochs = {b: h.add_broker(b) for b in brokers}
     h.commit(h.controller.create_topics([NewTopic("t", assignments=assignments or {0: [1, 2]})]))

@@ -8,9 +8,11 @@ from kafkapy.controller.feature_control import (
     LATEST_PRODUCTION_METADATA_VERSION,
     MINIMUM_KRAFT_METADATA_VERSION,
     FeatureControlManager,
+    default_elr_level,
+    elr_enabled,
 )
-from kafkapy.metadata.image import METADATA_VERSION_FEATURE
-from kafkapy.metadata.records import BrokerFeature, FeatureLevelRecord
+from kafkapy.metadata.image import METADATA_VERSION_FEATURE, RESOURCE_BROKER, FeaturesImage
+from kafkapy.metadata.records import BrokerFeature, ConfigRecord, FeatureLevelRecord
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 from .managers import Images
@@ -21,11 +23,25 @@ def test_bootstrap_finalizes_metadata_version_once() -> None:
     manager = FeatureControlManager(images)
     assert manager.metadata_version == 0
     boot = manager.bootstrap()
-    assert boot.records == (FeatureLevelRecord(METADATA_VERSION_FEATURE,
-                                               LATEST_PRODUCTION_METADATA_VERSION),)
-    images.commit(manager, boot.records)
+    # Kafka 4.1 finalizes eligible.leader.replicas.version 1 for a new cluster, and writes the
+    # cluster-level min.insync.replicas ELR reads.
+    assert boot.records == (
+        FeatureLevelRecord(METADATA_VERSION_FEATURE, LATEST_PRODUCTION_METADATA_VERSION),
+        FeatureLevelRecord("eligible.leader.replicas.version", 1),
+        ConfigRecord(RESOURCE_BROKER, "", "min.insync.replicas", "1"))
+    images.commit(manager, boot.records[:2])
     assert manager.metadata_version == LATEST_PRODUCTION_METADATA_VERSION
+    assert manager.elr_enabled
     assert manager.bootstrap().records == ()
+
+
+def test_elr_needs_its_level_and_metadata_version_4_0_iv1() -> None:
+    for levels, on in (({"metadata.version": 26, "eligible.leader.replicas.version": 1}, True),
+                       ({"metadata.version": 23, "eligible.leader.replicas.version": 1}, True),
+                       ({"metadata.version": 26}, False),
+                       ({"metadata.version": 22, "eligible.leader.replicas.version": 1}, False)):
+        assert elr_enabled(FeaturesImage(levels=levels)) is on, levels
+    assert (default_elr_level(25), default_elr_level(26)) == (0, 1)
 
 
 def test_bootstrap_at_an_older_level() -> None:

@@ -17,6 +17,7 @@ from kafkapy.metadata.image import MetadataReplayError
 from kafkapy.metadata.records import (
     ALL_RECORD_TYPES,
     BrokerRegistrationChangeRecord,
+    ClearElrRecord,
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
@@ -41,6 +42,7 @@ OWNERS = {
     BrokerRegistrationChangeRecord: ClusterControlManager,
     TopicRecord: ReplicationControlManager, PartitionRecord: ReplicationControlManager,
     PartitionChangeRecord: ReplicationControlManager, RemoveTopicRecord: ReplicationControlManager,
+    ClearElrRecord: ReplicationControlManager,
     ConfigRecord: ConfigurationControlManager,
     ProducerIdsRecord: ProducerIdControlManager,
     FeatureLevelRecord: FeatureControlManager,

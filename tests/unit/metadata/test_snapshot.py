@@ -206,7 +206,7 @@ def test_image_records_order_follows_kafka() -> None:
     h = _random_harness(7, steps=80)
     image = h.controller.image
     recs = image_records(image)
-    assert recs[0] == FeatureLevelRecord("metadata.version", 21)
+    assert recs[0] == FeatureLevelRecord("metadata.version", 26)
     rank = {FeatureLevelRecord: 0, RegisterBrokerRecord: 1, TopicRecord: 2, PartitionRecord: 2,
             ConfigRecord: 3, ProducerIdsRecord: 4}
     ranks = [rank[type(r)] for r in recs]
@@ -238,7 +238,8 @@ def test_empty_image_has_no_records_and_round_trips() -> None:
 
 
 @pytest.mark.parametrize("mv,broker_version,partition_version",
-                         [(21, 3, 1), (17, 3, 1), (16, 2, 0), (8, 2, 0), (7, 1, 0), (4, 0, 0), (22, 3, 2)])
+                         [(21, 3, 1), (17, 3, 1), (16, 2, 0), (8, 2, 0), (7, 1, 0), (4, 0, 0), (22, 3, 1),
+                          (23, 3, 2), (26, 3, 2)])
 def test_record_versions_follow_metadata_version(mv, broker_version, partition_version) -> None:
     topic_id = uuid.UUID(int=77)
     records = [

@@ -216,3 +216,29 @@ def test_without_a_policy_an_observer_never_joins():
     s = observed(policy=None, isr=(1,))
     s.on_follower_fetch(5, 10, 10, now_ms=1)
     assert s.take_proposal() is None
+
+
+def test_the_high_watermark_waits_while_the_isr_is_below_min_insync():
+    """KIP-966's strict min ISR rule, as Kafka 4.x's leader applies it: what a smaller ISR
+    holds is not committed, so any replica that left the ISR below min.insync.replicas still
+    has every committed record (and may be elected from the ELR)."""
+    s = PartitionLeaderState(node_id=1, replicas=(1, 2, 3), isr=(1,), leader_epoch=3,
+                             partition_epoch=7, log_end_offset=10, high_watermark=4,
+                             leader_epoch_start_offset=0, now_ms=0,
+                             observer_policy=lambda: ObserverPolicy(None, 2))
+    assert s.high_watermark == 4
+    assert not s.on_leader_append(12) and s.high_watermark == 4
+    s.on_follower_fetch(2, 12, 12, now_ms=1)
+    assert s.take_proposal() == IsrProposal((1, 2), 3, 7)
+    assert s.high_watermark == 4, "the joining member counts only once the controller agrees"
+    assert s.on_alter_partition_result(error=ErrorCode.NONE, isr=(1, 2), leader_epoch=3,
+                                       partition_epoch=8)
+    assert s.high_watermark == 12
+
+
+def test_min_insync_above_the_replica_count_does_not_stop_the_high_watermark():
+    # Kafka's effective min ISR is at most the number of replicas.
+    s = PartitionLeaderState(node_id=1, replicas=(1,), isr=(1,), leader_epoch=0, partition_epoch=0,
+                             log_end_offset=5, high_watermark=0, leader_epoch_start_offset=0,
+                             now_ms=0, observer_policy=lambda: ObserverPolicy(None, 3))
+    assert s.high_watermark == 5
