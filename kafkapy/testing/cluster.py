@@ -140,6 +140,17 @@ class LocalCluster:
             os.killpg(pid, signal.SIGKILL)
         eventually(lambda: not process_alive(pid), timeout=10, what=f"node {node_id} (pid {pid}) to exit")
 
+    def stop(self, node_id: int, timeout: float = 60.0) -> None:
+        """Stop a node cleanly (SIGTERM: a controlled shutdown, then the clean-shutdown marker)
+        and wait (bounded) until it is gone."""
+        pid = self.state().node(node_id).pid
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        eventually(lambda: not process_alive(pid), timeout=timeout,
+                   what=f"node {node_id} (pid {pid}) to shut down")
+
     def start(self, node_id: int) -> None:
         """Start one stopped node (``up`` starts every stopped node): for tests that keep others
         down meanwhile. Its pid is recorded, so ``down`` stops it. Returns once it runs; wait
