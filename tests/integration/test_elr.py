@@ -15,10 +15,8 @@ Every wait is bounded; the cluster is stopped by the fixture.
 from __future__ import annotations
 
 import pytest
-import trio
 
-from helpers import FAST_FAILOVER, batch, list_offsets, metadata, partition_response, produce
-from kafkapy.net.client import KafkaClient
+from helpers import FAST_FAILOVER, batch, list_offsets, metadata, partition_response, produce, send_to
 from kafkapy.protocol import ErrorCode, messages as m
 from kafkapy.testing.cluster import LocalCluster, eventually
 from kafkapy.testing.ledger import read_replica
@@ -27,11 +25,7 @@ BROKERS = (2, 3, 4)
 
 
 def send(cluster: LocalCluster, via: int, request, timeout: float = 15.0):
-    async def main():
-        with trio.fail_after(timeout):
-            async with await KafkaClient.connect(*cluster.broker_address(via), client_id="elr-it") as c:
-                return await c.send(request)
-    return trio.run(main)
+    return send_to(cluster.broker_address(via), request, timeout=timeout)
 
 
 def describe(cluster: LocalCluster, topic: str, via: list[int]):
