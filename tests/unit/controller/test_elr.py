@@ -18,6 +18,7 @@ from kafkapy.controller import (
 )
 from kafkapy.controller.partition_change import Elr, partition_change
 from kafkapy.controller.types import AlterPartitionPartition, AlterPartitionTopic
+from kafkapy.metadata import MetadataDelta, MetadataImage
 from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, PartitionRegistration
 from kafkapy.metadata.records import (
     BrokerEndpoint,
@@ -25,7 +26,10 @@ from kafkapy.metadata.records import (
     ClearElrRecord,
     ConfigRecord,
     PartitionChangeRecord,
+    PartitionRecord,
+    TopicRecord,
 )
+from kafkapy.metadata.snapshot import SnapshotId, image_from_snapshot, write_snapshot
 from kafkapy.protocol.errors import ErrorCode as E
 
 from .conftest import CLUSTER_ID, Harness, make_harness
@@ -271,3 +275,36 @@ def test_an_unclean_shutdown_replica_leaves_the_elr_while_others_stay():
 def test_nothing_to_change_gives_no_record():
     part = PartitionRegistration(replicas=(1, 2, 3), isr=(), leader=-1, elr=(1, 2), last_known_elr=(1,))
     assert change(part, Elr(True, 2), acceptable=lambda r: False) is None
+
+
+def test_elr_state_survives_replay_and_snapshots():
+    h, epochs = cluster()
+    lose_two_then_the_leader(h, epochs)
+    delta = MetadataDelta(MetadataImage.empty(CLUSTER_ID))
+    for rec, offset in h.log:
+        delta.replay(rec, offset)
+    snap = SnapshotId(len(h.log), 1)
+    loaded = image_from_snapshot(write_snapshot(h.controller.image, snap, now_ms=0), snap,
+                                 cluster_id=CLUSTER_ID)
+    for image in (delta.apply(), loaded):
+        part = image.topics.partition("t", 0)
+        assert part is not None and (part.leader, part.isr, part.elr, part.last_known_elr) == (
+            -1, (), (1, 2), (1,))
+        assert image.features.levels["eligible.leader.replicas.version"] == 1
+
+
+def test_clear_elr_reaches_a_topic_created_in_the_same_batch():
+    h, epochs = cluster()
+    lose_two_then_the_leader(h, epochs)
+    base = h.controller.image
+    delta = MetadataDelta(base)
+    new_id = uuid.UUID(int=4242)
+    delta.replay(TopicRecord("u", new_id), base.offset + 1)
+    delta.replay(PartitionRecord(0, new_id, (1, 2), (), -1, eligible_leader_replicas=(1,),
+                                 last_known_elr=(2,), version=2), base.offset + 2)
+    delta.replay(ClearElrRecord(""), base.offset + 3)
+    image = delta.apply()
+    for name in ("t", "u"):
+        part = image.topics.partition(name, 0)
+        assert part is not None and (part.elr, part.last_known_elr) == ((), ()), name
+    assert image.topics.partition("t", 0).partition_epoch == p(h).partition_epoch + 1
