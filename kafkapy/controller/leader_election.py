@@ -85,8 +85,8 @@ class LeaderElections:
     def leadership_gain(self, broker_id: int) -> list[PartitionChangeRecord]:
         """Leaders for leaderless partitions now that ``broker_id`` is unfenced (it still reads
         as fenced in the image while these records are made): an ISR member where one is
-        acceptable, else, where the topic allows it, an out-of-sync replica (Kafka's
-        handleBrokerUnfenced)."""
+        acceptable, else an eligible leader replica (ELR) or the last known leader, else, where
+        the topic allows it, an out-of-sync replica (Kafka's handleBrokerUnfenced)."""
         cluster = self._image().cluster
         unclean = self._configs.unclean_by_topic()
 
