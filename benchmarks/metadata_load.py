@@ -53,6 +53,7 @@ from kafkapy.broker.metadata_publisher import BrokerMetadata
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.config import BrokerConfig
 from kafkapy.controller import BrokerHeartbeatRequest, QuorumController
+from kafkapy.log.config import LogConfig
 from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import RESOURCE_TOPIC, MetadataImage
 from kafkapy.metadata.records import (
@@ -208,6 +209,8 @@ class _Log:
         self.hw_follows_leo = False
         self.dir = "/in-memory"
         self.leader_epoch_cache = _EpochCache()
+        # Read by the leader's high-watermark rule (min.insync.replicas) before any update_config.
+        self.config = LogConfig()
 
     def update_config(self, config: Any) -> None:
         self.config = config
