@@ -30,30 +30,33 @@ class ClusterError(Exception):
 
 @dataclass(frozen=True)
 class Site:
-    """One site of a stretch cluster: its name (every node's ``broker.rack``) and its nodes."""
+    """One site of a stretch cluster: its name (every node's ``broker.rack``) and its nodes:
+    controller-only, broker-only and ``combined`` (broker,controller) ones."""
 
     name: str
     controllers: int
     brokers: int
+    combined: int = 0
 
     def describe(self) -> str:
-        return f"{self.name}:{self.controllers}:{self.brokers}"
+        extra = f":{self.combined}" if self.combined else ""
+        return f"{self.name}:{self.controllers}:{self.brokers}{extra}"
 
 
 def parse_sites(text: str) -> tuple[Site, ...]:
-    """``west:2:2,east:2:2,tie:1:0`` (NAME:CONTROLLERS:BROKERS per site) as sites."""
+    """``west:2:2,east:2:2,tie:1:0`` (NAME:CONTROLLERS:BROKERS[:COMBINED] per site) as sites."""
     sites = []
     for part in text.split(","):
         fields = part.strip().split(":")
-        if len(fields) != 3 or not fields[0]:
-            raise ClusterError(f"--sites takes NAME:CONTROLLERS:BROKERS per site, not {part!r}")
+        if len(fields) not in (3, 4) or not fields[0]:
+            raise ClusterError(f"--sites takes NAME:CONTROLLERS:BROKERS[:COMBINED] per site, not {part!r}")
         try:
-            controllers, brokers = int(fields[1]), int(fields[2])
+            controllers, brokers, combined = (int(f) for f in (*fields[1:], "0")[:3])
         except ValueError:
             raise ClusterError(f"--sites: counts must be numbers in {part!r}") from None
-        if controllers < 0 or brokers < 0 or controllers + brokers == 0:
+        if min(controllers, brokers, combined) < 0 or controllers + brokers + combined == 0:
             raise ClusterError(f"--sites: site {fields[0]!r} needs at least one node")
-        sites.append(Site(fields[0], controllers, brokers))
+        sites.append(Site(fields[0], controllers, brokers, combined))
     if len({s.name for s in sites}) != len(sites):
         raise ClusterError("--sites names a site twice")
     return tuple(sites)
@@ -65,8 +68,10 @@ class Layout:
 
     ``combined > 0`` means that many ``broker,controller`` nodes and nothing else; otherwise
     controllers take node ids 1..C and brokers C+1..C+B (as Kafka's own examples number them).
-    With ``sites``, the counts are the sites' sums, numbered site by site in each range, and
-    every node's ``broker.rack`` is its site's name.
+    With ``sites``, ``controllers`` and ``brokers`` count the nodes with each role (a combined
+    node counts in both); the nodes with the controller role come first, site by site (each
+    site's combined nodes before its controller-only ones), then the broker-only nodes, site by
+    site; every node's ``broker.rack`` is its site's name.
     """
 
     controllers: int = 0
@@ -76,20 +81,22 @@ class Layout:
 
     @classmethod
     def of_sites(cls, sites: Sequence[Site]) -> Layout:
-        return cls(sum(s.controllers for s in sites), sum(s.brokers for s in sites), 0, tuple(sites))
+        return cls(sum(s.controllers + s.combined for s in sites),
+                   sum(s.brokers + s.combined for s in sites), 0, tuple(sites))
+
+    def _site_nodes(self) -> list[tuple[int, tuple[str, ...], str]]:
+        """(node id, roles, site) of every node of a layout with sites, in node id order."""
+        kinds: list[tuple[tuple[str, ...], str]] = []
+        for site in self.sites:
+            kinds += [(("broker", "controller"), site.name)] * site.combined
+            kinds += [(("controller",), site.name)] * site.controllers
+        for site in self.sites:
+            kinds += [(("broker",), site.name)] * site.brokers
+        return [(i, roles, name) for i, (roles, name) in enumerate(kinds, start=1)]
 
     def site_of(self, node_id: int) -> str | None:
         """The site (rack) of ``node_id``, or None in a layout without sites."""
-        if not self.sites:
-            return None
-        controller_ids = iter(range(1, self.controllers + 1))
-        broker_ids = iter(range(self.controllers + 1, self.controllers + self.brokers + 1))
-        for site in self.sites:
-            ids = ([next(controller_ids) for _ in range(site.controllers)]
-                   + [next(broker_ids) for _ in range(site.brokers)])
-            if node_id in ids:
-                return site.name
-        return None
+        return next((site for i, _, site in self._site_nodes() if i == node_id), None)
 
     def __post_init__(self) -> None:
         if self.combined < 0 or self.controllers < 0 or self.brokers < 0:
@@ -101,6 +108,8 @@ class Layout:
 
     def roles(self) -> list[tuple[int, tuple[str, ...]]]:
         """(node id, process roles) for every node, in node id order."""
+        if self.sites:
+            return [(i, roles) for i, roles, _ in self._site_nodes()]
         if self.combined:
             return [(i, ("broker", "controller")) for i in range(1, self.combined + 1)]
         controllers: list[tuple[int, tuple[str, ...]]] = [
@@ -123,24 +132,27 @@ class Layout:
         out: dict[str, Any] = {"controllers": self.controllers, "brokers": self.brokers,
                                "combined": self.combined}
         if self.sites:
-            out["sites"] = [[s.name, s.controllers, s.brokers] for s in self.sites]
+            out["sites"] = [[s.name, s.controllers, s.brokers] + ([s.combined] if s.combined else [])
+                            for s in self.sites]
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Layout:
-        sites = tuple(Site(str(n), int(c), int(b)) for n, c, b in data.get("sites", []))
+        sites = tuple(Site(str(n), *(int(k) for k in counts)) for n, *counts in data.get("sites", []))
         return cls(int(data.get("controllers", 0)), int(data.get("brokers", 0)),
                    int(data.get("combined", 0)), sites)
 
 
 @dataclass
 class NodeState:
-    """One node as the state file records it: roles, listener ports (fixed) and last pid."""
+    """One node as the state file records it: roles, listener ports (fixed), last pid, and the
+    address it listens on (loopback, or its site's host in a stretch test cluster)."""
 
     id: int
     roles: tuple[str, ...]
     ports: dict[str, int]
     pid: int | None = None
+    host: str = HOST
 
     @property
     def is_broker(self) -> bool:
@@ -151,16 +163,19 @@ class NodeState:
         return "controller" in self.roles
 
     def address(self, listener: str) -> str:
-        return f"{HOST}:{self.ports[listener]}"
+        return f"{self.host}:{self.ports[listener]}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "roles": list(self.roles), "ports": dict(self.ports), "pid": self.pid}
+        out = {"id": self.id, "roles": list(self.roles), "ports": dict(self.ports), "pid": self.pid}
+        if self.host != HOST:  # loopback clusters' state files stay as they were
+            out["host"] = self.host
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> NodeState:
         pid = data.get("pid")
         return cls(int(data["id"]), tuple(data["roles"]), {k: int(v) for k, v in data["ports"].items()},
-                   int(pid) if pid is not None else None)
+                   int(pid) if pid is not None else None, str(data.get("host", HOST)))
 
 
 @dataclass
@@ -197,8 +212,10 @@ class ClusterState:
 
 
 def plan_cluster(layout: Layout, cluster_id: str, ports: Iterator[int],
-                 overrides: Sequence[tuple[str, str]] = ()) -> ClusterState:
-    """A new cluster's state: each node gets its listeners' ports from ``ports`` (distinct)."""
+                 overrides: Sequence[tuple[str, str]] = (),
+                 hosts: Mapping[str, str] | None = None) -> ClusterState:
+    """A new cluster's state: each node gets its listeners' ports from ``ports`` (distinct) and
+    listens on its site's address in ``hosts`` (site name -> address; loopback by default)."""
     nodes = []
     for node_id, roles in layout.roles():
         listeners = {}
@@ -206,7 +223,9 @@ def plan_cluster(layout: Layout, cluster_id: str, ports: Iterator[int],
             listeners[BROKER_LISTENER] = next(ports)
         if "controller" in roles:
             listeners[CONTROLLER_LISTENER] = next(ports)
-        nodes.append(NodeState(node_id, roles, listeners))
+        site = layout.site_of(node_id)
+        host = (hosts or {}).get(site, HOST) if site is not None else HOST
+        nodes.append(NodeState(node_id, roles, listeners, host=host))
     return ClusterState(cluster_id, layout, nodes, list(overrides))
 
 

@@ -386,3 +386,32 @@ def test_sites_that_make_no_sense_are_refused(bad):
 def test_sites_do_not_mix_with_counts():
     with pytest.raises(ClusterError):
         requested_layout(3, None, None, "a:1:1")
+
+
+def test_sites_with_combined_nodes_number_voters_first_and_keep_their_site():
+    layout = requested_layout(None, None, None, "west:0:0:2,east:0:1:1,tie:1:0")
+    assert layout is not None and (layout.controllers, layout.brokers) == (4, 4)
+    assert layout.roles() == [(1, ("broker", "controller")), (2, ("broker", "controller")),
+                              (3, ("broker", "controller")), (4, ("controller",)), (5, ("broker",))]
+    assert [layout.site_of(i) for i in range(1, 6)] == ["west", "west", "east", "tie", "east"]
+    assert layout.describe() == "--sites west:0:0:2,east:0:1:1,tie:1:0"
+    assert Layout.from_json(json.loads(json.dumps(layout.to_json()))) == layout
+    state = _plan(layout)
+    assert _props(state, 3)["broker.rack"] == "east"
+    assert _props(state, 3)["controller.quorum.voters"].count("@") == 4
+
+
+def test_nodes_listen_on_their_sites_host_and_loopback_clusters_are_unchanged():
+    layout = requested_layout(None, None, None, "west:1:1,east:0:1")
+    assert layout is not None
+    state = plan_cluster(layout, CLUSTER_ID, itertools.count(40000), [],
+                         hosts={"west": "198.18.0.1", "east": "198.18.1.1"})
+    assert [n.host for n in state.nodes] == ["198.18.0.1", "198.18.0.1", "198.18.1.1"]
+    assert _props(state, 3)["listeners"] == f"PLAINTEXT://198.18.1.1:{state.node(3).ports['PLAINTEXT']}"
+    assert _props(state, 2)["controller.quorum.voters"] == (
+        f"1@198.18.0.1:{state.node(1).ports['CONTROLLER']}")
+    assert ClusterState.from_json(json.loads(json.dumps(state.to_json()))).nodes == state.nodes
+
+    loopback = _plan(layout)
+    assert all(n.host == "127.0.0.1" for n in loopback.nodes)
+    assert all("host" not in n for n in loopback.to_json()["nodes"])
