@@ -1,9 +1,10 @@
 """A stock idempotent producer (librdkafka via confluent-kafka) that writes down what was acked.
 
     python -m kafkapy.testing.acked_producer --bootstrap HOST:PORT --topic T --partitions N \
-        --ledger FILE [--rate PER_SECOND] [--seconds S] [--count N]
+        --ledger FILE [--rate PER_SECOND] [--seconds S] [--count N] [--prefix TAG]
 
-Record ``seq`` of partition ``p`` has the value ``p:seq``; every record acknowledged with
+Record ``seq`` of partition ``p`` has the value ``p:seq`` (``TAGp:seq`` with a prefix, so that
+several producers can share a partition and their records stay distinguishable); every record acknowledged with
 ``acks=all`` becomes one ledger line ``partition offset seq ack_time`` (flushed as it goes), and
 every failed delivery a line ``value error_name time`` in ``FILE.errors``. Runs until
 SIGTERM/SIGINT, ``--seconds`` or ``--count`` records sent,
@@ -33,7 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=200.0, help="records per second, all partitions")
     ap.add_argument("--seconds", type=float, default=0.0, help="stop after this long (0: on signal)")
     ap.add_argument("--count", type=int, default=0, help="stop after this many records (0: on signal)")
+    ap.add_argument("--prefix", default="", help="put before every value (no ':' in it)")
     args = ap.parse_args(argv)
+    if ":" in args.prefix:
+        ap.error("--prefix cannot contain ':'")
 
     stop = [False]
 
@@ -54,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         if err is not None:
             errors.write(f"{value} {err.name()} {time.time():.3f}\n")
         else:
-            seq = value.split(":", 1)[1]
+            seq = value.rsplit(":", 1)[1]
             ledger.write(f"{msg.partition()} {msg.offset()} {seq} {time.time():.3f}\n")
 
     seqs = [0] * args.partitions
@@ -64,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     while (not stop[0] and (args.seconds <= 0 or time.monotonic() - started < args.seconds)
            and (args.count <= 0 or n < args.count)):
         p = n % args.partitions
-        value = f"{p}:{seqs[p]}".encode()
+        value = f"{args.prefix}{p}:{seqs[p]}".encode()
         try:
             producer.produce(args.topic, value=value, key=value, partition=p, on_delivery=delivered)
         except BufferError:

@@ -1,0 +1,59 @@
+"""A stock consumer (librdkafka via confluent-kafka) that writes down what it reads, and when.
+
+    python -m kafkapy.testing.stretch.reader --bootstrap HOST:PORT --topic T --rack SITE --log FILE
+
+Reads every partition of ``T`` from the beginning (assigned, no group membership, no commits:
+it depends on no group coordinator) with ``client.rack`` = its site, and writes one line per
+record ``partition offset create_time_ms read_time value`` (flushed as it goes) until
+SIGTERM/SIGINT. The stretch measurements take the consumer's recovery time from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from typing import Any
+
+METADATA_TIMEOUT_S = 10.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--rack", required=True)
+    ap.add_argument("--log", required=True)
+    args = ap.parse_args(argv)
+
+    stop = [False]
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop[0] = True
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    consumer = Consumer({
+        "bootstrap.servers": args.bootstrap, "group.id": f"stretch-reader-{args.rack}",
+        "client.rack": args.rack, "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+        "topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 1000,
+    })
+    partitions = sorted(consumer.list_topics(args.topic, timeout=METADATA_TIMEOUT_S)
+                        .topics[args.topic].partitions)
+    consumer.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in partitions])
+    with open(args.log, "w", buffering=1) as log:
+        while not stop[0]:
+            msg = consumer.poll(0.2)
+            if msg is None or msg.error() is not None:
+                continue
+            value = (msg.value() or b"").decode(errors="replace")
+            log.write(f"{msg.partition()} {msg.offset()} {msg.timestamp()[1]} {time.time():.3f} {value}\n")
+    consumer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
