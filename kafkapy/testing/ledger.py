@@ -20,7 +20,8 @@ from kafkapy.records.reader import iter_batches, iter_records
 
 @dataclass(frozen=True)
 class Ack:
-    """One acknowledged record: where the broker said it is, and when the producer heard."""
+    """One acknowledged record: where the broker said it is (-1: acked implicitly, offset not
+    known), and when the producer heard."""
 
     partition: int
     offset: int
@@ -48,7 +49,9 @@ def read_ledger(path: str | os.PathLike[str]) -> dict[int, list[Ack]]:
             parts = line.split()
             if len(parts) != 4:
                 continue  # a line cut short by a kill
-            a = Ack(int(parts[0]), int(parts[1]), int(parts[2]), float(parts[3]))
+            # "None": an implicit ack (no offset) as older ledgers wrote it; -1 now.
+            offset = -1 if parts[1] == "None" else int(parts[1])
+            a = Ack(int(parts[0]), offset, int(parts[2]), float(parts[3]))
             acks.setdefault(a.partition, []).append(a)
     return acks
 
@@ -140,13 +143,20 @@ def _ack_problems(partition: int, acked: Sequence[Ack], log: Replica) -> Iterabl
     for value, where in by_value.items():
         if len(where) > 1:
             yield f"partition {partition}: {value!r} is stored {len(where)} times (offsets {where[:5]})"
+
+    def value_of(a: Ack) -> bytes:
+        return f"{partition}:{a.seq}".encode()
+
+    def position(a: Ack) -> int:
+        # An implicit ack (offset -1) is ordered by where its record is stored.
+        return a.offset if a.offset >= 0 else by_value.get(value_of(a), [-1])[0]
+
     last_seq = -1
-    for a in sorted(acked, key=lambda a: a.offset):
-        value = f"{partition}:{a.seq}".encode()
-        where = by_value.get(value)
+    for a in sorted(acked, key=position):
+        where = by_value.get(value_of(a))
         if not where:
             yield f"partition {partition}: acked record seq {a.seq} (offset {a.offset}) is missing"
-        elif where[0] != a.offset:
+        elif where[0] != a.offset and a.offset >= 0:
             yield (f"partition {partition}: acked record seq {a.seq} was acked at offset "
                    f"{a.offset} but is stored at {where[0]}")
         if a.seq <= last_seq:

@@ -66,3 +66,16 @@ def test_high_watermarks_come_from_the_replication_checkpoint(tmp_path):
     assert read_high_watermarks(tmp_path) == {}
     write_offsets_checkpoint(str(tmp_path / "replication-offset-checkpoint"), {("t", 0): 7, ("t", 2): 3})
     assert read_high_watermarks(tmp_path) == {("t", 0): 7, ("t", 2): 3}
+
+
+def test_an_implicit_ack_without_offset_is_checked_for_presence_only(tmp_path):
+    # librdkafka acks records a lost response covered once a later batch is acked, without
+    # their offset: older ledgers wrote "None", acked_producer writes -1.
+    path = tmp_path / "acks"
+    path.write_text("0 0 0 1.0\n0 None 1 2.0\n0 -1 2 2.0\n0 3 3 2.0\n")
+    acks = read_ledger(path)
+    assert [a.offset for a in acks[0]] == [0, -1, -1, 3]
+    log = replica(tmp_path, 1, [b"0:0", b"0:1", b"0:2", b"0:3"])
+    assert problems(acks, {0: {1: log}}) == []
+    short = replica(tmp_path, 2, [b"0:0", b"0:2", b"0:3", b"x"])
+    assert any("seq 1 (offset -1) is missing" in p for p in problems(acks, {0: {2: short}}))
