@@ -39,8 +39,11 @@ def check(cluster: StretchCluster, fault: Fault, directory) -> Outcome:
     outcome = run_scenario(cluster, fault, directory)
     print(outcome.line())
     recipe = cluster.recipe
-    assert outcome.problems == [], outcome.problems
-    assert outcome.rpo == 0 and outcome.duplicated == 0
+    assert outcome.rpo == 0, outcome.problems
+    # A copy under a second producer epoch is librdkafka re-sending a record whose first ack it
+    # never saw after bumping its epoch (docs/multi-dc.md "Recipes"): reported, not a broker
+    # failure. Within one epoch the broker must recognise every retry.
+    assert outcome.duplicated == outcome.duplicated_across_epochs, outcome.problems
     assert outcome.two_sided_partitions == [] and outcome.conflicting_acks == 0, "split brain"
     expected = (recipe.writable_without(fault.sites[0]) if fault.kind == "lose"
                 else recipe.writable_in_split(*fault.sites))

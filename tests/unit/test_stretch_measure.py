@@ -23,6 +23,16 @@ def final(*records: tuple[int, str, float]) -> dict[int, list[Stored]]:
     return {0: [Stored(o, v, int(t * 1000)) for o, v, t in records]}
 
 
+def test_a_record_resent_under_a_new_producer_epoch_is_a_duplicate_of_its_own_kind():
+    acks = {"west": {0: [Ack(0, 0, 0, 99.0), Ack(0, 2, 1, 105.0)]}}
+    log = {0: [Stored(0, value_of("west", 0, 0), 98_900, epoch=0),
+               Stored(1, value_of("west", 0, 1), 99_000, epoch=0),  # its ack was lost
+               Stored(2, value_of("west", 0, 1), 99_000, epoch=1)]}  # re-sent after a bump
+    out = compute_outcome("2.5dc", "split-west-east", 100.0, 200.0, acks, {}, log)
+    assert (out.rpo, out.duplicated, out.duplicated_across_epochs) == (0, 1, 1)
+    assert "duplicated=1 across_epochs=1" in out.line()
+
+
 def test_an_outcome_counts_lost_misplaced_duplicated_and_measures_recovery():
     fault, back = 100.0, 200.0
     acks = {"west": {0: [Ack(0, 0, 0, 99.0), Ack(0, 1, 1, 99.5), Ack(0, 3, 2, 104.0),

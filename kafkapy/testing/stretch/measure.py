@@ -79,11 +79,12 @@ class Read:
 
 @dataclass(frozen=True)
 class Stored:
-    """One record of the final log."""
+    """One record of the final log (``epoch``: its batch's producer epoch, -1 if not known)."""
 
     offset: int
     value: str
     created_ms: int
+    epoch: int = -1
 
 
 @dataclass
@@ -96,6 +97,10 @@ class Outcome:
     missing: int
     misplaced: int
     duplicated: int
+    #: Of ``duplicated``: copies written under two producer epochs. The client re-sent a record
+    #: after bumping its epoch (librdkafka's recovery from a skipped sequence), which no broker
+    #: can recognise as a retry (docs/multi-dc.md "Recipes").
+    duplicated_across_epochs: int
     conflicting_acks: int
     two_sided_partitions: list[int]
     rto_produce: dict[str, float | None]
@@ -119,7 +124,8 @@ class Outcome:
         return (f"recipe={self.recipe} fault={self.fault} rpo={self.rpo} "
                 f"rto_produce={first(self.rto_produce)} rto_consume={first(self.rto_consume)} "
                 f"writable={','.join(self.writable_sites()) or 'none'} "
-                f"duplicated={self.duplicated} split_brain={len(self.two_sided_partitions) + self.conflicting_acks} "
+                f"duplicated={self.duplicated} across_epochs={self.duplicated_across_epochs} "
+                f"split_brain={len(self.two_sided_partitions) + self.conflicting_acks} "
                 f"acked={self.acked} failback={'%.1fs' % self.failback_s if self.failback_s is not None else 'none'}")
 
     def to_json(self) -> dict[str, object]:
@@ -164,9 +170,9 @@ def compute_outcome(recipe: str, fault: str, fault_at: float, failback_at: float
                 if not offsets:
                     missing += 1
                     problems.append(f"{value} acked at offset {a.offset} is missing")
-                elif offsets[0] != a.offset and a.offset >= 0:
+                elif a.offset not in offsets and a.offset >= 0:
                     misplaced += 1
-                    problems.append(f"{value} acked at offset {a.offset} is stored at {offsets[0]}")
+                    problems.append(f"{value} acked at offset {a.offset} is stored at {offsets}")
                 other = claimed.setdefault((partition, a.offset), value)
                 if other != value and a.offset >= 0:
                     conflicting += 1
@@ -182,15 +188,21 @@ def compute_outcome(recipe: str, fault: str, fault_at: float, failback_at: float
         rto_produce[site] = (first_after - fault_at if first_after is not None
                              and first_after < failback_at else None)
     duplicated = sum(len(offsets) - 1 for offsets in where.values())
+    epochs: dict[str, set[int]] = {}
+    for records in final.values():
+        for r in records:
+            epochs.setdefault(r.value, set()).add(r.epoch)
+    across_epochs = sum(len(where[v]) - 1 for v, e in epochs.items() if len(e) > 1)
     if duplicated:
-        problems.extend(f"{v} stored {len(o)} times (offsets {o[:5]})"
-                        for v, o in where.items() if len(o) > 1)
+        problems.extend(f"{v} stored {len(o)} times (offsets {o[:5]}, producer epochs "
+                        f"{sorted(epochs[v])})" for v, o in where.items() if len(o) > 1)
     rto_consume: dict[str, float | None] = {}
     for site, site_reads in reads.items():
         after = [r.at for r in site_reads if r.created_ms / 1000.0 > fault_at and r.at < failback_at]
         rto_consume[site] = min(after) - fault_at if after else None
     two_sided = sorted(p for p, s in sides.items() if len(s) > 1)
-    return Outcome(recipe, fault, acked, missing, misplaced, duplicated, conflicting, two_sided,
+    return Outcome(recipe, fault, acked, missing, misplaced, duplicated, across_epochs,
+                   conflicting, two_sided,
                    rto_produce, rto_consume, writes, failback_s, problems[:20])
 
 
@@ -275,6 +287,29 @@ class Workload:
                 proc.wait(timeout=10)
 
 
+def producer_epochs(data_dir: Path, topic: str, partition: int) -> dict[int, int]:
+    """offset -> producer epoch of its batch, from one replica's segment files (read only)."""
+    from kafkapy.records.reader import iter_batches, iter_records
+
+    out: dict[int, int] = {}
+    for path in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
+        for header, batch in iter_batches(path.read_bytes()):
+            out.update((rec.offset, header.producer_epoch) for rec in iter_records(batch))
+    return out
+
+
+def with_epochs(cluster: StretchCluster, topic: str,
+                final: Mapping[int, Sequence[Stored]]) -> dict[int, list[Stored]]:
+    """``final`` with each record's producer epoch, read from its partition leader's files."""
+    parts = cluster.partitions(topic)
+    out = {}
+    for partition, records in final.items():
+        epochs = producer_epochs(cluster.data_dir(parts[partition][0]), topic, partition)
+        out[partition] = [Stored(r.offset, r.value, r.created_ms, epochs.get(r.offset, -1))
+                          for r in records]
+    return out
+
+
 def read_final_log(bootstrap: str, topic: str, partitions: int,
                    timeout: float = 60.0) -> dict[int, list[Stored]]:
     """Every partition of ``topic`` from the beginning up to its high watermark, read by a
@@ -332,11 +367,13 @@ def run_scenario(cluster: StretchCluster, fault: Fault, directory: str | os.Path
             expect = recipe.writable_without(fault.sites[0])
         else:
             expect = recipe.writable_in_split(*fault.sites)
-        fault_at = time.time()
         if fault.kind == "lose":
             cluster.kill_site(fault.sites[0])
         else:
             cluster.split(*fault.sites)
+        # T is when the fault is complete (every process of the site gone, the link cut): a
+        # record created while the kill was under way may still have been replicated there.
+        fault_at = time.time()
         alive = [s for s in recipe.main_sites if fault.kind != "lose" or s != fault.sites[0]]
 
         def recovered(site: str) -> bool:
@@ -365,7 +402,8 @@ def run_scenario(cluster: StretchCluster, fault: Fault, directory: str | os.Path
         eventually(lambda: all(work.ack_count(s) > 0 for s in alive), 30, "acks after fail-back")
     finally:
         work.stop()
-    final = read_final_log(cluster.all_bootstrap(), topic, recipe.partitions)
+    final = with_epochs(cluster, topic,
+                        read_final_log(cluster.all_bootstrap(), topic, recipe.partitions))
     outcome = compute_outcome(
         recipe.name, fault.name, fault_at, failback_at,
         {s: work.acks(s) for s in recipe.main_sites}, {s: work.reads(s) for s in alive}, final,
