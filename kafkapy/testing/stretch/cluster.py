@@ -16,10 +16,10 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from kafkapy.cli.cluster import (
     BROKER_LISTENER,
@@ -31,10 +31,9 @@ from kafkapy.cli.cluster import (
 )
 from kafkapy.cli.cluster_probe import wait_ready
 from kafkapy.cli.cluster_processes import config_path, log_path, log_tail, node_dir
+from kafkapy.testing.cluster import eventually
 from kafkapy.testing.sites.network import Site, SiteNetwork
 from kafkapy.testing.stretch.recipes import Recipe
-
-T = TypeVar("T")
 
 #: Listener ports: every site has its own network stack, so fixed ones cannot collide.
 FIRST_PORT = 19092
@@ -45,24 +44,6 @@ REPO = Path(__file__).resolve().parents[3]
 
 class StretchError(AssertionError):
     """The stretch cluster did not do what a step waited for; the message says what and why."""
-
-
-def eventually(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.25) -> T:
-    """``check()``'s first truthy result within ``timeout`` seconds (exceptions count as not
-    yet), or StretchError naming ``what`` and the last exception."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while True:
-        try:
-            result = check()
-        except Exception as exc:  # noqa: BLE001 - a node that is still starting or gone
-            last, result = exc, None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise StretchError(f"gave up after {timeout:.0f}s waiting for {what}"
-                               + (f" (last error: {last!r})" if last else ""))
-        time.sleep(interval)
 
 
 class StretchCluster:
@@ -268,7 +249,7 @@ class StretchCluster:
             if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 raise StretchError(f"CreateTopics {topic}: {result.error_code} {result.error_message}")
             return True
-        eventually(created, timeout, f"topic {topic} to be created")
+        eventually(created, timeout=timeout, what=f"topic {topic} to be created")
         eventually(lambda: (len(parts := self.partitions(topic)) == partitions
                             and all(leader >= 0 for leader, _, _ in parts.values())),
-                   timeout, f"every partition of {topic} to have a leader")
+                   timeout=timeout, what=f"every partition of {topic} to have a leader")
