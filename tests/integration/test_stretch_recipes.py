@@ -20,14 +20,18 @@ import pytest
 from kafkapy.testing.sites.network import SiteNetwork, unavailable_reason
 from kafkapy.testing.stretch.cluster import StretchCluster
 from kafkapy.testing.stretch.measure import Fault, Outcome, lose, run_scenario, split
-from kafkapy.testing.stretch.recipes import TWO_AND_A_HALF_DC, TWO_DC, Recipe
+from kafkapy.testing.stretch.recipes import TWO_AND_A_HALF_DC, TWO_DC, TWO_DC_DYNAMIC, Recipe
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None,
                                 reason=unavailable_reason() or "")
 pytest.importorskip("confluent_kafka")
 
 
-@pytest.fixture(scope="module", params=[TWO_DC, TWO_AND_A_HALF_DC], ids=lambda r: r.name)
+both_recipes = pytest.mark.parametrize("stretch", [TWO_DC, TWO_AND_A_HALF_DC], indirect=True,
+                                       ids=lambda r: r.name)
+
+
+@pytest.fixture(scope="module")
 def stretch(request, tmp_path_factory):
     recipe: Recipe = request.param
     directory = tmp_path_factory.mktemp(f"stretch-{recipe.name}")
@@ -35,8 +39,9 @@ def stretch(request, tmp_path_factory):
         yield cluster, directory
 
 
-def check(cluster: StretchCluster, fault: Fault, directory) -> Outcome:
-    outcome = run_scenario(cluster, fault, directory)
+def check(cluster: StretchCluster, fault: Fault, directory,
+          expected: tuple[str, ...] | None = None) -> Outcome:
+    outcome = run_scenario(cluster, fault, directory, expect_writable=expected)
     print(outcome.line())
     recipe = cluster.recipe
     assert outcome.rpo == 0, outcome.problems
@@ -45,8 +50,9 @@ def check(cluster: StretchCluster, fault: Fault, directory) -> Outcome:
     # failure. Within one epoch the broker must recognise every retry.
     assert outcome.duplicated == outcome.duplicated_across_epochs, outcome.problems
     assert outcome.two_sided_partitions == [] and outcome.conflicting_acks == 0, "split brain"
-    expected = (recipe.writable_without(fault.sites[0]) if fault.kind == "lose"
-                else recipe.writable_in_split(*fault.sites))
+    if expected is None:
+        expected = (recipe.writable_without(fault.sites[0]) if fault.kind == "lose"
+                    else recipe.writable_in_split(*fault.sites))
     writable = outcome.writable_sites()
     assert set(writable) <= set(expected), f"{writable} wrote during {fault.name}; expected {expected}"
     if expected:
@@ -56,12 +62,14 @@ def check(cluster: StretchCluster, fault: Fault, directory) -> Outcome:
     return outcome
 
 
+@both_recipes
 def test_losing_the_east_site_keeps_writes_going_in_the_west(stretch):
     cluster, directory = stretch
     outcome = check(cluster, lose("east"), directory)
     assert outcome.writable_sites() == ["west"]
 
 
+@both_recipes
 def test_a_split_between_west_and_east_never_leaves_two_writable_sides(stretch):
     cluster, directory = stretch
     outcome = check(cluster, split("west", "east"), directory)
@@ -69,6 +77,7 @@ def test_a_split_between_west_and_east_never_leaves_two_writable_sides(stretch):
         assert outcome.writable_sites() == ["west"]  # the side with the controller majority
 
 
+@both_recipes
 def test_losing_the_west_site(stretch):
     """2.5 DC: the east goes on (the tie-breaker keeps the controller majority). 2 DC: the
     controller majority is gone with the west, so writes stop everywhere, and nothing acked is
@@ -79,3 +88,18 @@ def test_losing_the_west_site(stretch):
         assert outcome.writable_sites() == [] and outcome.rto_produce["east"] is None
     else:
         assert outcome.writable_sites() == ["east"]
+
+
+@pytest.mark.parametrize("stretch", [TWO_DC_DYNAMIC], indirect=True, ids=lambda r: r.name)
+def test_moving_the_controller_majority_east_with_kip853_lets_the_east_survive_losing_the_west(stretch):
+    """2 DC on a dynamic quorum: voters 1, 2 (west) and 3 (east), and a spare controller 4 in the
+    east. AddRaftVoter(4) then RemoveRaftVoter(2) leave the east with two voters of three, so
+    losing the whole west no longer stops the cluster (docs/multi-dc.md: the procedure)."""
+    cluster, directory = stretch
+    assert cluster.quorum().voter_ids == [1, 2, 3]
+    cluster.add_voter(4)
+    assert cluster.quorum().voter_ids == [1, 2, 3, 4]
+    cluster.remove_voter(2)
+    assert cluster.quorum().voter_ids == [1, 3, 4]
+    outcome = check(cluster, lose("west"), directory, expected=("east",))
+    assert outcome.writable_sites() == ["east"]

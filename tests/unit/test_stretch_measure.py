@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkapy.testing.ledger import Ack
 from kafkapy.testing.stretch.measure import Read, Stored, compute_outcome, value_of
-from kafkapy.testing.stretch.recipes import RECIPES, TWO_AND_A_HALF_DC, TWO_DC
+from kafkapy.testing.stretch.recipes import RECIPES, TWO_AND_A_HALF_DC, TWO_DC, TWO_DC_DYNAMIC
 
 
 def test_recipes_say_which_sites_keep_writing():
@@ -17,6 +17,9 @@ def test_recipes_say_which_sites_keep_writing():
     assert TWO_AND_A_HALF_DC.writable_in_split("west", "east") == ("west", "east")
     assert all(r.sync_replicas == 2 for r in RECIPES.values())
     assert len(TWO_AND_A_HALF_DC.layout.roles()) == 5  # processes on a 2-core machine
+    # The spare controller is no voter until added: the west still holds the majority.
+    assert (TWO_DC_DYNAMIC.voters_in("west"), TWO_DC_DYNAMIC.voters_in("east")) == (2, 1)
+    assert TWO_DC_DYNAMIC.writable_without("west") == ()
 
 
 def final(*records: tuple[int, str, float]) -> dict[int, list[Stored]]:

@@ -23,10 +23,13 @@ from typing import Any
 
 from kafkapy.cli.cluster import (
     BROKER_LISTENER,
+    CONTROLLER_LISTENER,
     ClusterState,
     NodeState,
+    node_properties,
     plan_cluster,
     prepare_node,
+    render_properties,
     save_state,
 )
 from kafkapy.cli.cluster_probe import wait_ready
@@ -62,6 +65,8 @@ class StretchCluster:
         self.ready_timeout = ready_timeout
         self.state: ClusterState | None = None
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
+        #: Controllers' metadata directory ids (a dynamic quorum names voters by them).
+        self.directory_ids: dict[int, str] = {}
 
     def __enter__(self) -> StretchCluster:
         try:
@@ -90,8 +95,42 @@ class StretchCluster:
                                   itertools.count(FIRST_PORT), self.recipe.overrides, hosts)
         self.directory.mkdir(parents=True, exist_ok=True)
         for node in self.state.nodes:
-            prepare_node(self.directory, self.state, node)
+            if self.recipe.dynamic_quorum:
+                self._prepare_dynamic(node)
+            else:
+                prepare_node(self.directory, self.state, node)
         self._start_nodes(self.state.nodes)
+
+    def _prepare_dynamic(self, node: NodeState) -> None:
+        """A KIP-853 node: ``controller.quorum.bootstrap.servers`` instead of the voters, and
+        storage formatted with the initial voters (``--no-initial-controllers`` for a spare)."""
+        from kafkapy.storage import random_kafka_uuid
+
+        state = self._state()
+        controllers = [n for n in state.nodes if n.is_controller]
+        if not self.directory_ids:
+            self.directory_ids = {n.id: random_kafka_uuid() for n in controllers}
+        ndir = node_dir(self.directory, node)
+        (ndir / "data").mkdir(parents=True, exist_ok=True)
+        props = node_properties(state, node, ndir)
+        del props["controller.quorum.voters"]
+        props["controller.quorum.bootstrap.servers"] = ",".join(
+            n.address(CONTROLLER_LISTENER) for n in controllers)
+        config = config_path(self.directory, node)
+        config.write_text(render_properties(props, header=f"node {node.id}, dynamic quorum"))
+        flags: list[str] = []
+        if node.id in self.recipe.spare_controllers:
+            flags = ["--no-initial-controllers"]
+        elif node.is_controller:
+            flags = ["--initial-controllers", ",".join(
+                f"{n.id}@{n.address(CONTROLLER_LISTENER)}:{self.directory_ids[n.id]}"
+                for n in controllers if n.id not in self.recipe.spare_controllers)]
+        done = subprocess.run([sys.executable, "-m", "kafkapy", "storage", "format", "--cluster-id",
+                               state.cluster_id, "--config", str(config), *flags],
+                              capture_output=True, text=True, timeout=60, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        if done.returncode != 0:
+            raise StretchError(f"formatting node {node.id}: {done.stderr}")
 
     def close(self) -> None:
         """Kill every node (and every client) in the recipe's sites; reap what was started here."""
@@ -150,6 +189,49 @@ class StretchCluster:
 
     def heal(self, a: str, b: str) -> None:
         self.net.heal(a, b)
+
+    # -- the voters (KIP-853, dynamic quorums only) -------------------------------------------
+
+    def _controller_addresses(self) -> list[tuple[str, int]]:
+        return [(n.host, n.ports[CONTROLLER_LISTENER]) for n in self._state().nodes
+                if n.is_controller and self.running(n.id)]
+
+    def quorum(self) -> Any:
+        """DescribeQuorum from the leader (``kafkapy.quorum.admin.QuorumInfo``)."""
+        import trio
+
+        from kafkapy.quorum.admin import describe_quorum
+
+        return trio.run(lambda: describe_quorum(self._controller_addresses(), timeout=10))
+
+    def add_voter(self, node_id: int, timeout: float = 60.0) -> None:
+        """AddRaftVoter for a running spare controller, once it has caught up as an observer."""
+        import trio
+
+        from kafkapy.cli.cluster_processes import checked_config
+        from kafkapy.config import parse_properties
+        from kafkapy.quorum.admin import add_controller, controller_identity
+
+        node = self._state().node(node_id)
+        eventually(lambda: any(o.replica_id == node_id and o.log_end_offset >= q.high_watermark > 0
+                               for q in [self.quorum()] for o in q.observers),
+                   timeout=timeout, what=f"controller {node_id} to catch up as an observer")
+        config = checked_config(parse_properties(config_path(self.directory, node).read_text()),
+                                f"node {node_id}")
+        voter = controller_identity(config)
+        trio.run(lambda: add_controller(self._controller_addresses(), voter,
+                                        cluster_id=self._state().cluster_id, timeout=timeout))
+
+    def remove_voter(self, node_id: int, timeout: float = 60.0) -> None:
+        """RemoveRaftVoter: ``node_id`` keeps running, as an observer of the quorum."""
+        import trio
+
+        from kafkapy.quorum.admin import remove_controller
+        from kafkapy.storage import kafka_uuid_to_uuid
+
+        directory = kafka_uuid_to_uuid(self.directory_ids[node_id])
+        trio.run(lambda: remove_controller(self._controller_addresses(), node_id, directory,
+                                           cluster_id=self._state().cluster_id, timeout=timeout))
 
     # -- the cluster's shape ------------------------------------------------------------------
 

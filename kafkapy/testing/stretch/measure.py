@@ -350,9 +350,11 @@ def settled(cluster: StretchCluster, topic: str) -> bool:
 
 def run_scenario(cluster: StretchCluster, fault: Fault, directory: str | os.PathLike[str], *,
                  steady_s: float = 2.0, recovery_timeout: float = 30.0, stopped_window: float = 12.0,
-                 failback_timeout: float = 60.0, rdkafka_debug: str = "") -> Outcome:
+                 failback_timeout: float = 60.0, rdkafka_debug: str = "",
+                 expect_writable: tuple[str, ...] | None = None) -> Outcome:
     """One fault on a running, settled cluster, with fail-back: see the module docstring.
-    ``rdkafka_debug``: librdkafka debug contexts for the producers (their ``*.producer.out``)."""
+    ``rdkafka_debug``: librdkafka debug contexts for the producers (their ``*.producer.out``);
+    ``expect_writable``: the sites expected to write on (default: as the recipe's voters say)."""
     recipe = cluster.recipe
     topic = f"{recipe.name.replace('.', '_')}-{fault.name}"
     cluster.create_topic(topic, recipe.partitions)
@@ -362,7 +364,9 @@ def run_scenario(cluster: StretchCluster, fault: Fault, directory: str | os.Path
         eventually(lambda: all(work.ack_count(s) >= STEADY_ACKS and len(work.reads(s)) >= STEADY_ACKS
                                for s in recipe.main_sites), timeout=60, what=f"steady state on {topic}")
         time.sleep(steady_s)
-        if fault.kind == "lose":
+        if expect_writable is not None:
+            expect = expect_writable
+        elif fault.kind == "lose":
             expect = recipe.writable_without(fault.sites[0])
         else:
             expect = recipe.writable_in_split(*fault.sites)

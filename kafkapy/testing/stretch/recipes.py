@@ -62,6 +62,11 @@ class Recipe:
     overrides: tuple[tuple[str, str], ...] = FAST_OVERRIDES
     main_sites: tuple[str, ...] = MAIN_SITES
     partitions: int = 2
+    #: A KIP-853 dynamic quorum (``controller.quorum.bootstrap.servers``, formatted with
+    #: ``--initial-controllers``) instead of a static ``controller.quorum.voters``.
+    dynamic_quorum: bool = False
+    #: Controller node ids formatted with ``--no-initial-controllers``: not voters until added.
+    spare_controllers: tuple[int, ...] = ()
     notes: str = field(default="", compare=False)
 
     @property
@@ -69,11 +74,14 @@ class Recipe:
         return Layout.of_sites(self.sites)
 
     def voters_in(self, site: str) -> int:
-        return sum(s.controllers + s.combined for s in self.sites if s.name == site)
+        """The initial voters in ``site`` (spare controllers are not voters)."""
+        layout = self.layout
+        return sum(1 for node_id, roles in layout.roles() if "controller" in roles
+                   and node_id not in self.spare_controllers and layout.site_of(node_id) == site)
 
     def quorum_survives(self, lost: str) -> bool:
         """Whether the controllers outside ``lost`` are still a majority of the voters."""
-        total = self.layout.controllers
+        total = self.layout.controllers - len(self.spare_controllers)
         return 2 * (total - self.voters_in(lost)) > total
 
     @property
@@ -115,4 +123,17 @@ TWO_AND_A_HALF_DC = Recipe(
     notes="controllers 2 + 2 + 1: any one site can be lost",
 )
 
-RECIPES = {r.name: r for r in (TWO_DC, TWO_AND_A_HALF_DC)}
+#: 2 DC on a dynamic quorum with a spare controller in the east (node 4): adding it as a voter
+#: and removing a west voter (KIP-853) moves the controller majority east before the west is
+#: lost (docs/multi-dc.md "Losing the controller majority").
+TWO_DC_DYNAMIC = Recipe(
+    name="2dc-dynamic",
+    sites=(Site("west", 0, 0, 2), Site("east", 1, 1, 1)),
+    delays_ms={("west", "east"): 5.0},
+    topic_configs={pc.CONFIG_NAME: constraints(), "min.insync.replicas": "2"},
+    dynamic_quorum=True,
+    spare_controllers=(4,),
+    notes="voters 1, 2 (west) and 3 (east) at first; controller 4 (east) is a spare",
+)
+
+RECIPES = {r.name: r for r in (TWO_DC, TWO_AND_A_HALF_DC, TWO_DC_DYNAMIC)}

@@ -23,6 +23,7 @@ from kafkapy.testing.stretch.measure import Fault, run_scenario
 from kafkapy.testing.stretch.recipes import RECIPES
 
 DEFAULT_FAULTS = "lose-east,split-west-east,lose-west"
+DEFAULT_RECIPES = ("2dc", "2.5dc")
 
 
 def parse_fault(text: str) -> Fault:
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     faults = [parse_fault(f) for f in args.faults.split(",")]
     directory = args.dir or Path(tempfile.mkdtemp(prefix="kafkapy-stretch-"))
     print(f"# files under {directory}", flush=True)
-    for name in args.recipe or sorted(RECIPES):
+    for name in args.recipe or DEFAULT_RECIPES:
         recipe = RECIPES[name]
         started = time.monotonic()
         with SiteNetwork() as net, StretchCluster(net, recipe, directory / name / "cluster") as cluster:
