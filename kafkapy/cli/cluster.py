@@ -215,10 +215,10 @@ def add_parser(sub: Any, override_type: Callable[[str], tuple[str, str]]) -> Non
                     help=f"controller-only nodes (default {DEFAULT_CONTROLLERS})")
     up.add_argument("--brokers", type=int, metavar="B", help=f"broker-only nodes (default {DEFAULT_BROKERS})")
     up.add_argument("--combined", type=int, metavar="N", help="N combined (broker,controller) nodes instead")
-    up.add_argument("--sites", metavar="NAME:C:B,...",
+    up.add_argument("--sites", metavar="NAME:C:B[:N],...",
                     help="a stretch cluster: per site its name (the brokers' broker.rack), "
-                         "controllers and brokers, e.g. west:2:2,east:2:2,tie:1:0 "
-                         "(docs/multi-dc.md)")
+                         "controllers, brokers and optionally combined nodes, e.g. "
+                         "west:2:2,east:2:2,tie:1:0 or west:0:0:2,east:0:1:1 (docs/multi-dc.md)")
     up.add_argument("--timeout", type=float, default=DEFAULT_UP_TIMEOUT_S, metavar="SECONDS",
                     help="seconds to wait for the nodes to answer (default %(default)s)")
     up.add_argument("--override", "-o", action="append", type=override_type, default=[], metavar="KEY=VALUE",
