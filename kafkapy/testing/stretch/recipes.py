@@ -22,8 +22,10 @@ MAIN_SITES = ("west", "east")
 
 #: Short timeouts so a fault is noticed in seconds (as tests/integration/helpers.py
 #: FAST_FAILOVER), and a leader rebalance check every few seconds so fail-back brings the
-#: preferred leaders home within a test.
+#: preferred leaders home within a test. Consumers read from a replica in their own site
+#: (KIP-392), as a stretch cluster's consumers should.
 FAST_OVERRIDES: tuple[tuple[str, str], ...] = (
+    ("replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector"),
     ("controller.quorum.election.timeout.ms", "1000"),
     ("controller.quorum.fetch.timeout.ms", "2000"),
     ("broker.heartbeat.interval.ms", "500"),
