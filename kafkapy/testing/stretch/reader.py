@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 METADATA_TIMEOUT_S = 10.0
+TOPIC_TIMEOUT_S = 30.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,8 +42,18 @@ def main(argv: list[str] | None = None) -> int:
         "client.rack": args.rack, "enable.auto.commit": False, "fetch.wait.max.ms": 100,
         "topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 1000,
     })
-    partitions = sorted(consumer.list_topics(args.topic, timeout=METADATA_TIMEOUT_S)
-                        .topics[args.topic].partitions)
+    # A broker may not know a topic created a moment ago: ask again (bounded) until it does, or
+    # the reader would assign nothing and read nothing for the whole run.
+    deadline = time.monotonic() + TOPIC_TIMEOUT_S
+    while True:
+        topic = consumer.list_topics(args.topic, timeout=METADATA_TIMEOUT_S).topics.get(args.topic)
+        if topic is not None and topic.error is None and topic.partitions:
+            break
+        if time.monotonic() > deadline:
+            print(f"topic {args.topic} not in the metadata after {TOPIC_TIMEOUT_S:.0f}s", file=sys.stderr)
+            return 1
+        time.sleep(0.2)
+    partitions = sorted(topic.partitions)
     consumer.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in partitions])
     with open(args.log, "w", buffering=1) as log:
         while not stop[0]:
