@@ -32,6 +32,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 SLOWEST = (
+    "tests/integration/test_stretch_recipes.py",
     "tests/integration/test_eos_harness.py",
     "tests/integration/test_replication_chaos.py",
     "compat-tests/test_groups.py",
@@ -46,6 +47,7 @@ SLOWEST = (
     "tests/integration/test_transactions.py",
     "tests/integration/test_cluster_launcher.py",
     "tests/integration/test_replication.py",
+    "tests/integration/test_elr.py",
     "compat-tests/test_roundtrip.py",
     "tests/integration/test_tiered_broker.py",
 )
