@@ -131,11 +131,12 @@ class Admin:
         self._brokers = {b.node_id: (b.host, b.port) for b in resp.brokers}
         return resp
 
-    def observers(self, topics: Iterable[str]) -> dict[tuple[str, int], list[int]]:
-        """Each partition's observers (kafkapy's tagged field in DescribeTopicPartitions); empty
-        from a broker that does not send them (Apache Kafka) or does not serve the API."""
+    def partition_details(self, topics: Iterable[str]) -> dict[tuple[str, int], dict[str, list[int]]]:
+        """Each partition's ``observers`` (kafkapy's tagged field), ``elr`` and
+        ``last_known_elr`` (KIP-966) from DescribeTopicPartitions; empty from a broker that does
+        not serve the API, and no observers from one that does not send them (Apache Kafka)."""
         Req = m.DescribeTopicPartitionsRequest
-        out: dict[tuple[str, int], list[int]] = {}
+        out: dict[tuple[str, int], dict[str, list[int]]] = {}
         cursor = None
         names = [Req.TopicRequest(name=t) for t in topics]
         if not names:
@@ -147,9 +148,10 @@ class Admin:
                 return out
             for t in resp.topics:
                 for p in t.partitions:
-                    observers = getattr(p, "observers", None)
-                    if observers:
-                        out[(t.name, p.partition_index)] = list(observers)
+                    out[(t.name, p.partition_index)] = {
+                        "observers": list(getattr(p, "observers", None) or []),
+                        "elr": list(p.eligible_leader_replicas or []),
+                        "last_known_elr": list(p.last_known_elr or [])}
             if resp.next_cursor is None:
                 return out
             cursor = Req.Cursor(topic_name=resp.next_cursor.topic_name,

@@ -123,10 +123,11 @@ def describe_topics(admin: Admin, topics: list[str] | None, *, exclude_internal:
                 "offline": list(getattr(p, "offline_replicas", []) or []),
             } for p in parts],
         })
-    observers = admin.observers([r["topic"] for r in rows])
+    details = admin.partition_details([r["topic"] for r in rows])
     for row in rows:
         for p in row["partitions"]:
-            p["observers"] = observers.get((row["topic"], p["partition"]), [])
+            p.update(details.get((row["topic"], p["partition"]),
+                                 {"observers": [], "elr": [], "last_known_elr": []}))
     configs = topic_configs(admin, [r["topic"] for r in rows])
     for row in rows:
         row["configs"] = configs.get(row["topic"], {})
@@ -150,9 +151,10 @@ def _describe(args: argparse.Namespace, out: Output) -> int:
         configs = ",".join(f"{k}={'******' if v is None else v}" for k, v in sorted(t["configs"].items()))
         out.line(f"Topic: {t['topic']}\tTopicId: {t['topic_id'] or '-'}\tPartitionCount: {t['partition_count']}"
                  f"\tReplicationFactor: {t['replication_factor']}\tConfigs: {configs}")
-        out.table(["Partition", "Leader", "Replicas", "Isr", "Observers", "Offline"],
+        out.table(["Partition", "Leader", "Replicas", "Isr", "Observers", "Elr", "LastKnownElr", "Offline"],
                   [[p["partition"], p["leader"] if p["leader"] >= 0 else "none", p["replicas"], p["isr"],
-                    p["observers"] or "-", p["offline"] or "-"] for p in t["partitions"]])
+                    p["observers"] or "-", p["elr"] or "-", p["last_known_elr"] or "-",
+                    p["offline"] or "-"] for p in t["partitions"]])
     return 0
 
 

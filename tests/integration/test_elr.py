@@ -14,6 +14,12 @@ Every wait is bounded; the cluster is stopped by the fixture.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from helpers import FAST_FAILOVER, batch, list_offsets, metadata, partition_response, produce, send_to
@@ -22,6 +28,19 @@ from kafkapy.testing.cluster import LocalCluster, eventually
 from kafkapy.testing.ledger import read_replica
 
 BROKERS = (2, 3, 4)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli_describe(cluster: LocalCluster, via: int, topic: str) -> dict:
+    """``kafkapy topics describe --json`` of ``topic``, through broker ``via``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kafkapy", "topics", "describe", "--topic", topic, "--json",
+         "--bootstrap-server", "%s:%d" % cluster.broker_address(via)],
+        capture_output=True, text=True, timeout=60, cwd=REPO, stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    [described] = json.loads(done.stdout)
+    return described
 
 
 def send(cluster: LocalCluster, via: int, request, timeout: float = 15.0):
@@ -101,6 +120,8 @@ def test_an_eligible_replica_takes_over_without_losing_an_acknowledged_record(cl
     assert produce_code(cluster, 2, topic, [b"refused"]) == ErrorCode.NOT_ENOUGH_REPLICAS
     assert produce_code(cluster, 2, topic, [b"acks-1"], acks=1) == ErrorCode.NONE
     assert high_watermark(cluster, 2, topic) == committed, "below min.insync.replicas nothing commits"
+    [shown] = cli_describe(cluster, 2, topic)["partitions"]
+    assert (shown["isr"], shown["elr"]) == ([2], [3]), "kafkapy topics describe shows the ELR"
 
     cluster.kill9(2)  # the last ISR member
     cluster.start(3)  # eligible, and it stopped cleanly
