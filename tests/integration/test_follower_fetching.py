@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import re
 import time
-import urllib.request
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from kafkapy.testing.cluster import LocalCluster, eventually
+from kafkapy.testing.fetch_counters import partition_fetch_counters
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 admin = pytest.importorskip("confluent_kafka.admin")
@@ -51,15 +50,7 @@ def _metrics_port(cluster: LocalCluster, node_id: int) -> int:
 
 def fetch_counters(port: int) -> dict[str, float]:
     """This broker's per-partition consumer fetch counters of partition 0 of the topic."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        text = resp.read().decode()
-    out = {"fetchrequests": 0.0, "bytesout": 0.0, "preferredreplicaredirects": 0.0}
-    prefix = "kafkapy_server_partitionfetchmetrics_"
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if s.name.startswith(prefix) and s.labels == {"topic": TOPIC, "partition": "0"}:
-                out[s.name[len(prefix):].removesuffix("_total")] = s.value
-    return out
+    return partition_fetch_counters("127.0.0.1", port, TOPIC)
 
 
 def _produce(bootstrap: str, values: list[bytes]) -> None:

@@ -14,14 +14,13 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from kafkapy.cli.cluster_config import Site
 from kafkapy.testing.cluster import eventually
+from kafkapy.testing.fetch_counters import partition_fetch_counters
 from kafkapy.testing.sites.network import SiteNetwork, unavailable_reason
 from kafkapy.testing.stretch.cluster import StretchCluster
 from kafkapy.testing.stretch.measure import read_reads
@@ -48,17 +47,7 @@ def counters(cluster: StretchCluster, node_id: int) -> dict[str, float]:
     """The node's per-partition consumer fetch counters for partition 0 of ``TOPIC``."""
     ports = _SERVING.findall((cluster.directory / f"node-{node_id}" / "node.log").read_text())
     assert ports, f"node {node_id} logged no metrics endpoint"
-    host = cluster.broker_address(node_id)[0]
-    with urllib.request.urlopen(f"http://{host}:{ports[-1]}/metrics", timeout=5) as resp:
-        text = resp.read().decode()
-    out = {"fetchrequests": 0.0, "bytesout": 0.0, "preferredreplicaredirects": 0.0}
-    prefix = "kafkapy_server_partitionfetchmetrics_"
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if (s.name.startswith(prefix) and s.name.endswith("_total")
-                    and s.labels.get("topic") == TOPIC and s.labels.get("partition") == "0"):
-                out[s.name[len(prefix):-len("_total")]] = s.value
-    return out
+    return partition_fetch_counters(cluster.broker_address(node_id)[0], int(ports[-1]), TOPIC)
 
 
 def isr(cluster: StretchCluster, via: list[int] | None = None) -> tuple[int, ...]:
