@@ -257,7 +257,9 @@ def test_describe_sources_at_every_level_and_after_restart(node_cluster) -> None
         assert (hours["value"], hours["source"], hours["read_only"]) == ("100", "STATIC_BROKER_CONFIG", True)
         assert br["log.dirs"]["read_only"] is True
 
-        assert set(default) == {"log.retention.ms"}
+        # A new cluster formatted with ELR (metadata.version 4.1) also holds the cluster-level
+        # min.insync.replicas its bootstrap writes, as Kafka 4.x's does (KAFKA-16540).
+        assert set(default) == {"log.retention.ms", "min.insync.replicas"}
         assert (default["log.retention.ms"]["value"], default["log.retention.ms"]["source"]) == (
             "7200000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
 

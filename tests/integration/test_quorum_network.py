@@ -423,7 +423,10 @@ async def test_a_follower_whose_metadata_log_is_full_keeps_running_and_catches_u
         obs = cluster.members[OBSERVER]
         obs.log_store = store = FullDiskLogStore()
         await cluster.start()
-        await cluster.commit([b"a"])
+        first = await cluster.commit([b"a"])
+        # The observer must hold "a" before its disk fills: on a loaded machine its fetch can
+        # lag the voters' commit.
+        await cluster.all_delivered(first, [obs])
         store.full = True
         last = await cluster.commit([b"b"])  # the voters commit it; the observer cannot write it
         with trio.fail_after(10):
