@@ -36,7 +36,6 @@ import shutil
 import signal
 import statistics
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ from typing import Any
 from benchmarks.results_io import save_result
 from benchmarks.workloads import git_describe, run_client
 from kafkapy.testing.cluster import eventually
-from kafkapy.testing.node import KafkaNode, NodeError, api_versions_round_trip, free_port
+from kafkapy.testing.node import KafkaNode, free_port, wait_answering
 from kafkapy.testing.sites.network import Site, SiteNetwork, unavailable_reason
 
 SITES = ("a", "b", "c")
@@ -84,7 +83,7 @@ def _kafkapy(base: Path, sites: list[Site], stack: contextlib.ExitStack) -> Targ
     for node in nodes:  # a quorum of three elects nobody until two run: launch all, then wait
         node._format()
         node._launch()
-    _wait_answering(nodes)
+    wait_answering(nodes, 120.0, "kafkapy")
     return Target("kafkapy", ",".join(n.bootstrap for n in nodes),
                   "3 combined nodes (KafkaNode), one per site")
 
@@ -102,20 +101,6 @@ def _apache_kafka(base: Path, sites: list[Site], stack: contextlib.ExitStack) ->
     stack.enter_context(kafka)
     return Target("apache-kafka", kafka.bootstrap,
                   f"Apache Kafka {kafka_version()}, 3 combined nodes, one per site, `{BENCH_HEAP}` each")
-
-
-def _wait_answering(nodes: list[KafkaNode], timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    pending = list(nodes)
-    while pending and time.monotonic() < deadline:
-        for node in list(pending):
-            if not node.running():
-                raise NodeError(f"{node.name} exited during startup\n{node.log_tail()}")
-            if api_versions_round_trip(node.host, node.port, timeout=1.0):
-                pending.remove(node)
-        time.sleep(0.2)
-    if pending:
-        raise NodeError(f"nodes did not answer within {timeout:.0f}s\n{pending[0].log_tail()}")
 
 
 def _create_topic(bootstrap: str) -> None:

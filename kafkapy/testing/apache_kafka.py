@@ -21,7 +21,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -32,8 +31,8 @@ from kafkapy.testing.node import (
     NodeError,
     StartedInWith,
     _ProcessNode,
-    api_versions_round_trip,
     free_port,
+    wait_answering,
 )
 
 KAFKA_HOME = REPO_ROOT / ".tools" / "apache-kafka"
@@ -265,19 +264,8 @@ class ApacheKafkaCluster(StartedInWith):
         try:
             for node in self.nodes:
                 node._launch()
-            deadline = time.monotonic() + max(node.startup_timeout for node in self.nodes)
-            pending = list(self.nodes)
-            while pending and time.monotonic() < deadline:
-                for node in list(pending):
-                    if not node.running():
-                        raise NodeError(f"Apache Kafka node {node.node_id} exited during startup\n"
-                                        f"{node.log_tail()}")
-                    if api_versions_round_trip(node.host, node.port, timeout=1.0):
-                        pending.remove(node)
-                time.sleep(0.2)
-            if pending:
-                raise NodeError(f"Apache Kafka nodes {[n.node_id for n in pending]} did not answer "
-                                f"within {self.nodes[0].startup_timeout:.0f}s\n{pending[0].log_tail()}")
+            wait_answering(self.nodes, max(node.startup_timeout for node in self.nodes),
+                           "Apache Kafka")
         except BaseException:
             self.stop(timeout=5.0)
             raise

@@ -96,6 +96,25 @@ def recv_exactly(s: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
+def wait_answering(nodes: Sequence["_ProcessNode"], timeout: float, what: str = "nodes") -> None:
+    """Wait (bounded) until every launched node answers ApiVersions: a quorum's nodes start
+    together, as none is ready until a majority runs. NodeError with a log tail when one exits
+    or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    pending = list(nodes)
+    while pending and time.monotonic() < deadline:
+        for node in list(pending):
+            if not node.running():
+                raise NodeError(f"{what}: {node.name} in {node.workdir} exited during startup\n"
+                                f"{node.log_tail()}")
+            if api_versions_round_trip(node.host, node.port, timeout=1.0):
+                pending.remove(node)
+        time.sleep(0.2)
+    if pending:
+        raise NodeError(f"{what}: {[str(n.workdir) for n in pending]} did not answer within "
+                        f"{timeout:.0f}s\n{pending[0].log_tail()}")
+
+
 class StartedInWith(abc.ABC):
     """``with thing:`` starts it and always cleans it up, also when the start itself fails
     (a half-started node or cluster leaves no process or directory behind)."""
