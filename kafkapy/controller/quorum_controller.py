@@ -36,6 +36,7 @@ from kafkapy.controller.feature_control import (
     bootstrap_records,
 )
 from kafkapy.controller.leader_election import LeaderElections
+from kafkapy.controller.link_control import ClusterLinkControlManager
 from kafkapy.controller.names import (
     CLUSTER_METADATA_TOPIC,
     topic_name_error,
@@ -133,10 +134,11 @@ class QuorumController:
             configs=self.configuration_control)
         self._reassignments = ReassignmentControl(
             image=current, replication=self.replication_control, configs=self.configuration_control)
+        self.link_control = ClusterLinkControlManager(image=current)
         self._brokers = BrokerLifecycle(cluster=self.cluster_control, elections=self._elections)
         self._replayers = ReplayRegistry((
             self.feature_control, self.cluster_control, self.configuration_control,
-            self.producer_id_control, self.replication_control))
+            self.producer_id_control, self.replication_control, self.link_control))
         self._replay_by_type = self._replayers.replayers()
 
     # -- state -----------------------------------------------------------------------------------

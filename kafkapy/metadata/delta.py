@@ -22,10 +22,14 @@ from kafkapy.metadata.image import (
     RESOURCE_TOPIC,
     BrokerRegistration,
     ClusterImage,
+    ClusterLink,
     ConfigurationsImage,
     FeaturesImage,
+    LinksImage,
     MetadataImage,
     MetadataReplayError,
+    MirrorState,
+    MirrorTopic,
     PartitionRegistration,
     ProducerIdsImage,
     TopicImage,
@@ -37,15 +41,18 @@ from kafkapy.metadata.records import (
     ZERO_UUID,
     BrokerRegistrationChangeRecord,
     ClearElrRecord,
+    ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
+    MirrorTopicRecord,
     NoOpRecord,
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveClusterLinkRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
@@ -94,6 +101,12 @@ class MetadataDelta:
         self._created_names: dict[str, uuid.UUID] = {}
         self._configs: dict[tuple[int, str], _ConfigChange] = {}
         self._producer_ids: ProducerIdsImage | None = None
+        # Cluster links and mirror topics changed in this delta (None: removed).
+        self._links: dict[uuid.UUID, ClusterLink | None] = {}
+        self._mirrors: dict[uuid.UUID, MirrorTopic | None] = {}
+        # Topics whose MirrorTopicRecord was replayed: their partitions count as changed, so
+        # the replica manager re-applies them (a mirror fetcher starts, stops or pauses).
+        self._mirror_records: set[uuid.UUID] = set()
         # Each handler takes its own record type: Any, not MetadataRecord, in the value type.
         self._handlers: dict[type, Callable[[Any], None]] = {
             TopicRecord: self._replay_topic,
@@ -109,6 +122,9 @@ class MetadataDelta:
             UnfenceBrokerRecord: self._replay_unfence,
             BrokerRegistrationChangeRecord: self._replay_broker_change,
             ProducerIdsRecord: self._replay_producer_ids,
+            ClusterLinkRecord: self._replay_cluster_link,
+            RemoveClusterLinkRecord: self._replay_remove_cluster_link,
+            MirrorTopicRecord: self._replay_mirror_topic,
             NoOpRecord: lambda rec: None,
         }
 
@@ -146,6 +162,10 @@ class MetadataDelta:
                 changed_partitions[topic_id] = frozenset(change.partitions)
             elif change.partitions:
                 changed_partitions[topic_id] = frozenset(change.partitions)
+        for topic_id in self._mirror_records:
+            topic = image.topics.by_id.get(topic_id)
+            if topic is not None:
+                changed_partitions[topic_id] = frozenset(topic.partitions)
         changed_brokers = frozenset(
             broker_id for broker_id, reg in self._brokers.items()
             if base.cluster.brokers.get(broker_id) != reg)
@@ -158,6 +178,7 @@ class MetadataDelta:
             changed_brokers=changed_brokers,
             features_changed=image.features is not base.features,
             producer_ids_changed=image.producer_ids is not base.producer_ids,
+            links_changed=image.links is not base.links,
         )
 
     def _build(self) -> tuple[MetadataImage, frozenset[tuple[int, str]]]:
@@ -171,6 +192,7 @@ class MetadataDelta:
             topics=self._apply_topics(),
             configs=configs,
             producer_ids=self._producer_ids if self._producer_ids is not None else base.producer_ids,
+            links=self._apply_links(),
         )
         return image, changed_configs
 
@@ -246,6 +268,10 @@ class MetadataDelta:
             self._deleted_topics[rec.topic_id] = change.name
         # A topic's configs die with it (Kafka drops them when it replays the removal).
         self._configs[(RESOURCE_TOPIC, change.name)] = _ConfigChange(cleared=True)
+        # So does its mirror entry.
+        self._mirror_records.discard(rec.topic_id)
+        if self._mirror(rec.topic_id) is not None:
+            self._mirrors[rec.topic_id] = None
 
     def _replay_clear_elr(self, rec: ClearElrRecord) -> None:
         if rec.topic_name:
@@ -337,6 +363,70 @@ class MetadataDelta:
                 f"{current.next_producer_id}")
         self._producer_ids = ProducerIdsImage(rec.next_producer_id, rec.broker_id, rec.broker_epoch)
 
+    # -- cluster links and mirror topics -------------------------------------------------------
+
+    def _link(self, link_id: uuid.UUID) -> ClusterLink | None:
+        if link_id in self._links:
+            return self._links[link_id]
+        return self.image.links.by_id.get(link_id)
+
+    def _mirror(self, topic_id: uuid.UUID) -> MirrorTopic | None:
+        if topic_id in self._mirrors:
+            return self._mirrors[topic_id]
+        return self.image.links.mirrors.get(topic_id)
+
+    def _live_links(self) -> list[ClusterLink]:
+        live = [link for link_id, link in self.image.links.by_id.items() if link_id not in self._links]
+        live.extend(link for link in self._links.values() if link is not None)
+        return live
+
+    def _live_mirrors(self) -> list[MirrorTopic]:
+        live = [m for topic_id, m in self.image.links.mirrors.items() if topic_id not in self._mirrors]
+        live.extend(m for m in self._mirrors.values() if m is not None)
+        return live
+
+    def _topic_id_live(self, topic_id: uuid.UUID) -> bool:
+        if topic_id in self._topics:
+            return True  # created here, or a base topic touched and not removed
+        return topic_id in self.image.topics.by_id and topic_id not in self._deleted_topics
+
+    def _replay_cluster_link(self, rec: ClusterLinkRecord) -> None:
+        for link in self._live_links():
+            if link.name == rec.link_name and link.id != rec.link_id:
+                raise MetadataReplayError(
+                    f"cluster link {rec.link_name!r} already exists with id {link.id}")
+        configs = {c.name: c.value for c in rec.configs}
+        self._links[rec.link_id] = ClusterLink(rec.link_id, rec.link_name, rec.source_cluster_id,
+                                               frozen_map(dict(sorted(configs.items()))))
+
+    def _replay_remove_cluster_link(self, rec: RemoveClusterLinkRecord) -> None:
+        if self._link(rec.link_id) is None:
+            raise MetadataReplayError(f"RemoveClusterLinkRecord for unknown link id {rec.link_id}")
+        mirrors = [m for m in self._live_mirrors() if m.link_id == rec.link_id]
+        running = [m.source_topic for m in mirrors if m.state != MirrorState.STOPPED]
+        if running:
+            # The controller stops a link's mirrors (in the same batch) before removing it.
+            raise MetadataReplayError(
+                f"cluster link {rec.link_id} removed while mirrors of {running} still run")
+        # Its stopped mirrors are plain topics from here on: nothing refers to the link.
+        for m in mirrors:
+            self._mirrors[m.topic_id] = None
+        self._links[rec.link_id] = None
+
+    def _replay_mirror_topic(self, rec: MirrorTopicRecord) -> None:
+        if not self._topic_id_live(rec.topic_id):
+            raise MetadataReplayError(f"MirrorTopicRecord for unknown topic id {rec.topic_id}")
+        if self._link(rec.link_id) is None:
+            raise MetadataReplayError(f"MirrorTopicRecord for unknown link id {rec.link_id}")
+        try:
+            state = MirrorState(rec.state)
+        except ValueError:
+            raise MetadataReplayError(f"MirrorTopicRecord with unknown state {rec.state}") from None
+        self._mirrors[rec.topic_id] = MirrorTopic(
+            topic_id=rec.topic_id, link_id=rec.link_id, source_topic=rec.source_topic,
+            source_topic_id=rec.source_topic_id, state=state, epoch_ceiling=rec.epoch_ceiling)
+        self._mirror_records.add(rec.topic_id)
+
     # -- apply ---------------------------------------------------------------------------------
 
     def _apply_features(self) -> FeaturesImage:
@@ -362,6 +452,12 @@ class MetadataDelta:
             else:
                 brokers[broker_id] = reg
         return ClusterImage(frozen_map(dict(sorted(brokers.items()))))
+
+    def _apply_links(self) -> LinksImage:
+        base = self.image.links
+        if not self._links and not self._mirrors:
+            return base
+        return LinksImage(_merged(base.by_id, self._links), _merged(base.mirrors, self._mirrors))
 
     def _apply_topics(self) -> TopicsImage:
         base = self.image.topics
@@ -414,6 +510,20 @@ class MetadataDelta:
             return base, frozenset()
         resources = sharded(base.resources).updated(updates, removed=removed)
         return ConfigurationsImage(resources), frozenset(updates) | frozenset(removed)
+
+
+def _merged(base: Mapping[Any, Any], changes: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    """``base`` with ``changes`` applied (a None value removes its key); ``base`` itself when
+    there are none."""
+    if not changes:
+        return base
+    merged = dict(base)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return frozen_map(merged)
 
 
 def replay_all(image: MetadataImage,

@@ -10,6 +10,7 @@ topic copies a small part of them rather than the whole; their iteration order i
 
 from __future__ import annotations
 
+import enum
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -259,6 +260,70 @@ class ProducerIdsImage:
 
 
 # --------------------------------------------------------------------------------------------
+# Cluster links and mirror topics (kafkapy's own records, types 10000-10002)
+
+class MirrorState(enum.IntEnum):
+    """A mirror topic's state (MirrorTopicRecord.State)."""
+
+    ACTIVE = 0
+    PAUSED = 1
+    STOPPED = 2
+
+
+@dataclass(frozen=True)
+class ClusterLink:
+    """A link from this (destination) cluster to a source cluster."""
+
+    id: uuid.UUID
+    name: str
+    source_cluster_id: str
+    configs: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAP)
+
+
+@dataclass(frozen=True)
+class MirrorTopic:
+    """A topic of this cluster that mirrors ``source_topic`` over link ``link_id``.
+
+    ``epoch_ceiling``: the highest partition leader epoch a mirrored batch may carry, so that
+    the leader epochs given out when the mirror is stopped are above every one in its logs.
+    """
+
+    topic_id: uuid.UUID
+    link_id: uuid.UUID
+    source_topic: str
+    source_topic_id: uuid.UUID
+    state: MirrorState
+    epoch_ceiling: int
+
+    @property
+    def read_only(self) -> bool:
+        """Producers may not write to it until it is stopped (promoted)."""
+        return self.state != MirrorState.STOPPED
+
+
+@dataclass(frozen=True)
+class LinksImage:
+    """Cluster links by id, and mirror topics by the (destination) topic's id."""
+
+    by_id: Mapping[uuid.UUID, ClusterLink] = field(default_factory=lambda: EMPTY_MAP)
+    mirrors: Mapping[uuid.UUID, MirrorTopic] = field(default_factory=lambda: EMPTY_MAP)
+
+    def by_name(self, name: str) -> ClusterLink | None:
+        # A cluster has a handful of links: a scan beats keeping a second map in step.
+        for link in self.by_id.values():
+            if link.name == name:
+                return link
+        return None
+
+    def mirror(self, topic_id: uuid.UUID) -> MirrorTopic | None:
+        return self.mirrors.get(topic_id)
+
+    def mirrors_of(self, link_id: uuid.UUID) -> list[MirrorTopic]:
+        """The mirror topics of one link, in no particular order."""
+        return [m for m in self.mirrors.values() if m.link_id == link_id]
+
+
+# --------------------------------------------------------------------------------------------
 # The whole image
 
 @dataclass(frozen=True)
@@ -276,6 +341,7 @@ class MetadataImage:
     topics: TopicsImage = field(default_factory=TopicsImage)
     configs: ConfigurationsImage = field(default_factory=ConfigurationsImage)
     producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
+    links: LinksImage = field(default_factory=LinksImage)
 
     @classmethod
     def empty(cls, cluster_id: str = "") -> "MetadataImage":
@@ -294,8 +360,9 @@ class MetadataImage:
 
 
 __all__ = [
-    "BrokerRegistration", "ClusterImage", "ConfigurationsImage", "FeaturesImage",
-    "METADATA_VERSION_FEATURE", "MetadataImage", "MetadataReplayError", "NO_LEADER",
+    "BrokerRegistration", "ClusterImage", "ClusterLink", "ConfigurationsImage", "FeaturesImage",
+    "LinksImage", "METADATA_VERSION_FEATURE", "MetadataImage", "MetadataReplayError",
+    "MirrorState", "MirrorTopic", "NO_LEADER",
     "PartitionRegistration", "ProducerIdsImage", "RESOURCE_BROKER", "RESOURCE_BROKER_LOGGER",
     "RESOURCE_CLIENT_METRICS", "RESOURCE_TOPIC", "RESOURCE_UNKNOWN", "TopicImage", "TopicsImage",
     "frozen_map",

@@ -266,6 +266,55 @@ class NoOpRecord(MetadataRecord):
     version: int = 0
 
 
+# --------------------------------------------------------------------------------------------
+# kafkapy's own record types (cluster links). Kafka numbers its types below 100; ours start at
+# 10000 so a future Kafka type never takes one of their keys.
+
+@dataclass(frozen=True, slots=True)
+class LinkConfig:
+    """One config of a cluster link (ClusterLinkRecord.Configs)."""
+
+    name: str
+    value: str
+
+
+@_register(10000, 0)
+@dataclass(frozen=True, slots=True)
+class ClusterLinkRecord(MetadataRecord):
+    """A cluster link was created, or its configs replaced (same ``link_id``)."""
+
+    link_id: uuid.UUID
+    link_name: str
+    source_cluster_id: str = ""
+    configs: tuple[LinkConfig, ...] = ()
+    version: int = 0
+    _NESTED: ClassVar[dict[str, type]] = {"configs": LinkConfig}
+
+
+@_register(10001, 0)
+@dataclass(frozen=True, slots=True)
+class RemoveClusterLinkRecord(MetadataRecord):
+    """A cluster link was deleted."""
+
+    link_id: uuid.UUID
+    version: int = 0
+
+
+@_register(10002, 0)
+@dataclass(frozen=True, slots=True)
+class MirrorTopicRecord(MetadataRecord):
+    """Topic ``topic_id`` mirrors ``source_topic`` over link ``link_id``, in ``state`` (0 ACTIVE,
+    1 PAUSED, 2 STOPPED); a record for the same topic replaces the entry."""
+
+    topic_id: uuid.UUID
+    link_id: uuid.UUID
+    source_topic: str
+    source_topic_id: uuid.UUID = ZERO_UUID
+    state: int = 0
+    epoch_ceiling: int = 0
+    version: int = 0
+
+
 ALL_RECORD_TYPES: tuple[type[MetadataRecord], ...] = tuple(_BY_KEY[k] for k in sorted(_BY_KEY))
 
 
@@ -361,9 +410,10 @@ class MetadataRecordCodec:
 
 __all__ = [
     "ALL_RECORD_TYPES", "BrokerEndpoint", "BrokerFeature", "BrokerRegistrationChangeRecord",
-    "ClearElrRecord", "ConfigRecord", "FeatureLevelRecord", "FenceBrokerRecord", "MetadataRecord",
-    "MetadataRecordCodec", "NoOpRecord",
-    "PartitionChangeRecord", "PartitionRecord", "ProducerIdsRecord", "RegisterBrokerRecord",
-    "RemoveTopicRecord", "TopicRecord", "UnfenceBrokerRecord", "UnregisterBrokerRecord",
+    "ClearElrRecord", "ClusterLinkRecord", "ConfigRecord", "FeatureLevelRecord",
+    "FenceBrokerRecord", "LinkConfig", "MetadataRecord", "MetadataRecordCodec",
+    "MirrorTopicRecord", "NoOpRecord", "PartitionChangeRecord", "PartitionRecord",
+    "ProducerIdsRecord", "RegisterBrokerRecord", "RemoveClusterLinkRecord", "RemoveTopicRecord",
+    "TopicRecord", "UnfenceBrokerRecord", "UnregisterBrokerRecord",
     "ZERO_UUID", "decode_record", "encode_record", "encode_records", "record_type",
 ]

@@ -31,9 +31,12 @@ from kafkapy.metadata.image import (
     PartitionRegistration,
 )
 from kafkapy.metadata.records import (
+    ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
+    LinkConfig,
     MetadataRecord,
+    MirrorTopicRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
@@ -135,12 +138,33 @@ def _partition_record(topic_id: uuid.UUID, index: int, p: PartitionRegistration,
     )
 
 
+def _link_records(image: MetadataImage) -> list[MetadataRecord]:
+    """Every cluster link (by name), then every mirror topic (by its topic's name): a mirror
+    needs its topic and its link to replay."""
+    links = image.links
+    out: list[MetadataRecord] = [
+        ClusterLinkRecord(link.id, link.name, link.source_cluster_id,
+                          tuple(LinkConfig(k, v) for k, v in sorted(link.configs.items())))
+        for link in sorted(links.by_id.values(), key=lambda link: link.name)]
+    by_id = image.topics.by_id
+
+    def topic_name(topic_id: uuid.UUID) -> str:
+        topic = by_id.get(topic_id)
+        return topic.name if topic is not None else ""
+
+    for m in sorted(links.mirrors.values(), key=lambda m: (topic_name(m.topic_id), m.topic_id)):
+        out.append(MirrorTopicRecord(m.topic_id, m.link_id, m.source_topic, m.source_topic_id,
+                                     int(m.state), m.epoch_ceiling))
+    return out
+
+
 def image_records(image: MetadataImage) -> list[MetadataRecord]:
     """The records that rebuild ``image`` from empty, in the order of Kafka's
     ``MetadataImage.write``: features (metadata.version first, because it decides how every later
     record is read), brokers, topics each followed by its partitions, configs, then the producer
-    id block. Client quotas, ACLs, SCRAM credentials, delegation tokens and controller
-    registrations would have their places too, but our image holds none of them.
+    id block; kafkapy's cluster links and mirror topics follow the topics. Client quotas, ACLs,
+    SCRAM credentials, delegation tokens and controller registrations would have their places
+    too, but our image holds none of them.
 
     Kafka walks hash maps; we sort (features and topics by name, brokers and partitions by id,
     configs by resource then key) so the same image always gives the same bytes. Record versions
@@ -162,6 +186,7 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
         out.append(TopicRecord(topic.name, topic.id))
         out.extend(_partition_record(topic.id, index, p, part_version)
                    for index, p in sorted(topic.partitions.items()))
+    out.extend(_link_records(image))
     for (rtype, rname), configs in sorted(image.configs.resources.items()):
         out.extend(ConfigRecord(rtype, rname, key, value) for key, value in sorted(configs.items()))
     pids = image.producer_ids

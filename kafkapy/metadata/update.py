@@ -27,6 +27,8 @@ class MetadataUpdate:
     new id here and its old id in ``deleted_topics``). ``deleted_topics``: id -> name of topics of
     ``previous`` that ``image`` no longer has. ``changed_configs``: config resources whose
     settings differ. ``changed_brokers``: registrations added, changed or removed.
+    ``links_changed``: a cluster link or mirror topic was created, changed or removed (a replayed
+    MirrorTopicRecord also puts every partition of its topic in ``changed_partitions``).
     """
 
     previous: MetadataImage
@@ -39,6 +41,7 @@ class MetadataUpdate:
     changed_brokers: frozenset[int] = frozenset()
     features_changed: bool = False
     producer_ids_changed: bool = False
+    links_changed: bool = False
 
     @classmethod
     def whole(cls, image: MetadataImage, previous: MetadataImage | None = None) -> "MetadataUpdate":
@@ -59,7 +62,7 @@ class MetadataUpdate:
         """Nothing but the offset moved (NoOp records, heartbeats that changed nothing)."""
         return not (self.full or self.changed_partitions or self.deleted_topics
                     or self.changed_configs or self.changed_brokers or self.features_changed
-                    or self.producer_ids_changed)
+                    or self.producer_ids_changed or self.links_changed)
 
 
 __all__ = ["MetadataUpdate"]

@@ -10,6 +10,7 @@ from kafkapy.controller.cluster_control import ClusterControlManager
 from kafkapy.controller.configuration_control import ConfigurationControlManager
 from kafkapy.controller.control_manager import ControlManager, ReplayRegistry
 from kafkapy.controller.feature_control import FeatureControlManager
+from kafkapy.controller.link_control import ClusterLinkControlManager
 from kafkapy.controller.producer_id_control import ProducerIdControlManager
 from kafkapy.controller.replication_control import ReplicationControlManager
 from kafkapy.metadata.delta import MetadataDelta
@@ -18,15 +19,18 @@ from kafkapy.metadata.records import (
     ALL_RECORD_TYPES,
     BrokerRegistrationChangeRecord,
     ClearElrRecord,
+    ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
+    MirrorTopicRecord,
     NoOpRecord,
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveClusterLinkRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
@@ -46,6 +50,8 @@ OWNERS = {
     ConfigRecord: ConfigurationControlManager,
     ProducerIdsRecord: ProducerIdControlManager,
     FeatureLevelRecord: FeatureControlManager,
+    ClusterLinkRecord: ClusterLinkControlManager, RemoveClusterLinkRecord: ClusterLinkControlManager,
+    MirrorTopicRecord: ClusterLinkControlManager,
 }
 
 

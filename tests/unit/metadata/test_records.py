@@ -13,14 +13,18 @@ from kafkapy.metadata.records import (
     BrokerFeature,
     ClearElrRecord,
     BrokerRegistrationChangeRecord,
+    ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
+    LinkConfig,
+    MirrorTopicRecord,
     NoOpRecord,
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveClusterLinkRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
@@ -139,12 +143,34 @@ EXAMPLES = [
     BrokerRegistrationChangeRecord(1, 2, fenced=1, in_controlled_shutdown=1, version=1),
     BrokerRegistrationChangeRecord(1, 2, fenced=-1, log_dirs=(U,), version=2),
     NoOpRecord(),
+    ClusterLinkRecord(U, "to-east", "src-cluster",
+                      (LinkConfig("bootstrap.servers", "east:9092"), LinkConfig("a", ""))),
+    ClusterLinkRecord(U2, "l", ""),
+    RemoveClusterLinkRecord(U),
+    MirrorTopicRecord(U, U2, "orders", U2, state=1, epoch_ceiling=1_000_007),
+    MirrorTopicRecord(U, U2, "orders"),
 ]
 
 
 @pytest.mark.parametrize("rec", EXAMPLES, ids=lambda r: type(r).__name__)
 def test_round_trip(rec) -> None:
     assert decode_record(encode_record(rec)) == rec
+
+
+def test_cluster_link_records_bytes() -> None:
+    # Our own types 10000-10002: api keys as two-byte unsigned varints, flexible v0 bodies.
+    link = ClusterLinkRecord(U, "l", "c", (LinkConfig("k", "v"),))
+    assert encode_record(link) == (
+        b"\x01\x90\x4e\x00" + U.bytes + b"\x02l" + b"\x02c"
+        + b"\x02" + b"\x02k\x02v\x00"     # one config (with its own empty tag section)
+        + b"\x00")
+    assert encode_record(RemoveClusterLinkRecord(U)) == b"\x01\x91\x4e\x00" + U.bytes + b"\x00"
+    mirror = MirrorTopicRecord(U, U2, "s", ZERO_UUID, state=2, epoch_ceiling=5)
+    assert encode_record(mirror) == (
+        b"\x01\x92\x4e\x00" + U.bytes + U2.bytes + b"\x02s" + ZERO_UUID.bytes
+        + b"\x02" + i32(5) + b"\x00")
+    for rec in (link, RemoveClusterLinkRecord(U), mirror):
+        assert decode_record(encode_record(rec)) == rec
 
 
 def test_every_type_has_an_example() -> None:
