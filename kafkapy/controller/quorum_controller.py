@@ -11,7 +11,8 @@ replay before it starts the next. With the single-voter ``LocalQuorum`` that is 
 image and replaying its own record types: ``ClusterControlManager`` (brokers and their
 sessions), ``ReplicationControlManager`` (topics and partitions, with the elections,
 AlterPartition, reassignment and broker-event helpers over it), ``ConfigurationControlManager``,
-``ProducerIdControlManager`` and ``FeatureControlManager``. Validation follows Apache Kafka 3.9:
+``ProducerIdControlManager``, ``FeatureControlManager`` and kafkapy's own
+``ClusterLinkControlManager`` (cluster links and mirror topics). Validation follows Apache Kafka 3.9:
 same error codes, messages worded as Kafka words them.
 """
 
@@ -63,11 +64,14 @@ from kafkapy.controller.types import (
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
+    ClusterLinkResult,
     ControllerResult,
     CreatePartitionsResult,
     CreatePartitionsTopic,
     DeleteTopicResult,
     ElectionType,
+    MirrorTopicResult,
+    MirrorTopicSpec,
     NewTopic,
     PartitionResult,
     ProducerIdsBlock,
@@ -134,7 +138,8 @@ class QuorumController:
             configs=self.configuration_control)
         self._reassignments = ReassignmentControl(
             image=current, replication=self.replication_control, configs=self.configuration_control)
-        self.link_control = ClusterLinkControlManager(image=current)
+        self.link_control = ClusterLinkControlManager(
+            image=current, replication=self.replication_control, uuid_source=uuid_source)
         self._brokers = BrokerLifecycle(cluster=self.cluster_control, elections=self._elections)
         self._replayers = ReplayRegistry((
             self.feature_control, self.cluster_control, self.configuration_control,
@@ -310,6 +315,42 @@ class QuorumController:
     def unregister_broker(self, broker_id: int) -> ControllerResult[BrokerRegistrationReply]:
         """UnregisterBroker: leaderships and ISR memberships go, then the registration."""
         return self._brokers.unregister_broker(broker_id)
+
+    # -- cluster links and mirror topics (ClusterLinkControlManager) ------------------------------
+
+    def create_cluster_link(self, name: str, source_cluster_id: str, configs: Mapping[str, str],
+                            *, validate_only: bool = False) -> ControllerResult[ClusterLinkResult]:
+        """A new cluster link to the source cluster ``configs`` point at."""
+        return self.link_control.create_cluster_link(name, source_cluster_id, configs,
+                                                     validate_only=validate_only)
+
+    def alter_cluster_link_configs(self, name: str, configs: Mapping[str, str], *,
+                                   validate_only: bool = False) -> ControllerResult[ClusterLinkResult]:
+        """Replace a link's configs."""
+        return self.link_control.alter_cluster_link_configs(name, configs,
+                                                            validate_only=validate_only)
+
+    def delete_cluster_link(self, name: str, *, force: bool = False
+                            ) -> ControllerResult[ClusterLinkResult]:
+        """Delete a link (``force``: stopping its running mirrors first)."""
+        return self.link_control.delete_cluster_link(name, force=force)
+
+    def create_mirror_topics(self, specs: Sequence[MirrorTopicSpec], *, validate_only: bool = False
+                             ) -> ControllerResult[list[MirrorTopicResult]]:
+        """Create or restore mirror topics; one result per distinct name, in request order."""
+        return self.link_control.create_mirror_topics(specs, validate_only=validate_only)
+
+    def pause_mirrors(self, names: Sequence[str]) -> ControllerResult[list[MirrorTopicResult]]:
+        """ACTIVE -> PAUSED."""
+        return self.link_control.pause_mirrors(names)
+
+    def resume_mirrors(self, names: Sequence[str]) -> ControllerResult[list[MirrorTopicResult]]:
+        """PAUSED -> ACTIVE."""
+        return self.link_control.resume_mirrors(names)
+
+    def stop_mirrors(self, names: Sequence[str]) -> ControllerResult[list[MirrorTopicResult]]:
+        """ACTIVE or PAUSED -> STOPPED: writable, leader epochs above the mirror's ceiling."""
+        return self.link_control.stop_mirrors(names)
 
     # -- producer ids (ProducerIdControlManager) ---------------------------------------------------
 

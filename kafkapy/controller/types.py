@@ -7,6 +7,7 @@ format. Error codes are ``kafkapy.protocol.errors.ErrorCode`` values (ints on th
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Generic, TypeVar
@@ -289,12 +290,57 @@ class AlterPartitionReply:
     error_message: str | None = None
 
 
+# --------------------------------------------------------------------------------------------
+# Cluster links and mirror topics (kafkapy's own operations)
+
+@dataclass(frozen=True)
+class MirrorTopicSpec:
+    """One mirror topic to create over link ``link_name``.
+
+    Not ``restore``: topic ``name`` is created as CreateTopics would create it
+    (``num_partitions``, ``replication_factor`` -1 for the default, ``configs`` already filtered
+    to the synced keys) and becomes an ACTIVE mirror. ``restore``: topic ``name`` exists with
+    the source's partition count and becomes an ACTIVE mirror again (its configs untouched).
+    ``source_max_leader_epoch``: the highest partition leader epoch the source reported.
+    """
+
+    name: str
+    link_name: str
+    source_topic: str
+    source_topic_id: uuid.UUID = uuid.UUID(int=0)
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = field(default_factory=dict)
+    source_max_leader_epoch: int = 0
+    restore: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterLinkResult:
+    """The outcome of creating, altering or deleting one cluster link."""
+
+    link_name: str
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    link_id: uuid.UUID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True)
+class MirrorTopicResult:
+    """The outcome for one topic of creating, pausing, resuming or stopping mirrors."""
+
+    name: str
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    topic_id: uuid.UUID = uuid.UUID(int=0)
+
+
 __all__ = [
     "AlterConfigOp", "AlterConfigsResource", "AlterConfigsResult", "AlterPartitionPartition",
     "AlterPartitionPartitionResult", "AlterPartitionReply", "AlterPartitionTopic",
-    "AlterPartitionTopicResult", "BrokerHeartbeatReply",
+    "AlterPartitionTopicResult", "BrokerHeartbeatReply", "ClusterLinkResult",
     "BrokerHeartbeatRequest", "BrokerRegistrationReply", "BrokerRegistrationRequest",
     "ControllerResult", "CreatePartitionsResult", "CreatePartitionsTopic", "DeleteTopicResult",
-    "ElectionType", "PartitionResult",
+    "ElectionType", "MirrorTopicResult", "MirrorTopicSpec", "PartitionResult",
     "NewTopic", "OpType", "ProducerIdsBlock", "TopicConfigEntry", "TopicDefaults", "TopicResult",
 ]
