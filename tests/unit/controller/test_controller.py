@@ -39,6 +39,7 @@ from kafkapy.metadata.records import (
 from kafkapy.protocol.errors import ErrorCode as E
 
 from kafkapy.controller.feature_control import bootstrap_records
+from kafkapy.controller.producer_id_control import producer_id_base
 
 from .conftest import CLUSTER_ID, make_harness
 
@@ -516,9 +517,10 @@ def test_allocate_producer_ids() -> None:
     c = h.controller
     b1 = h.commit(c.allocate_producer_ids(1, e1))
     b2 = h.commit(c.allocate_producer_ids(1, e1))
-    assert (b1.first_producer_id, b1.size) == (0, 1000)
-    assert (b2.first_producer_id, b2.size) == (1000, 1000)
-    assert h.log[-1][0] == ProducerIdsRecord(1, e1, 2000)
+    base = producer_id_base(CLUSTER_ID)
+    assert (b1.first_producer_id, b1.size) == (base, 1000)
+    assert (b2.first_producer_id, b2.size) == (base + 1000, 1000)
+    assert h.log[-1][0] == ProducerIdsRecord(1, e1, base + 2000)
     assert c.allocate_producer_ids(1, e1 + 1).response.error_code == E.STALE_BROKER_EPOCH
     assert c.allocate_producer_ids(9, 0).response.error_code == E.STALE_BROKER_EPOCH
 

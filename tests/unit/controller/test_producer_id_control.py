@@ -10,6 +10,7 @@ from kafkapy.controller.producer_id_control import (
     LONG_MAX,
     PRODUCER_ID_BLOCK_SIZE,
     ProducerIdControlManager,
+    producer_id_base,
 )
 from kafkapy.metadata.image import ProducerIdsImage
 from kafkapy.metadata.records import ProducerIdsRecord
@@ -33,21 +34,41 @@ def make(images: Images) -> ProducerIdControlManager:
 
 def test_blocks_follow_each_other_once_replayed(images: Images) -> None:
     manager = make(images)
+    base = producer_id_base(CLUSTER_ID)
     assert manager.next_producer_id == -1
     first = manager.allocate_producer_ids(1, 10)
     assert first.response.error_code == ErrorCode.NONE
-    assert (first.response.first_producer_id, first.response.size) == (0, PRODUCER_ID_BLOCK_SIZE)
+    assert (first.response.first_producer_id, first.response.size) == (base, PRODUCER_ID_BLOCK_SIZE)
     assert first.records == (ProducerIdsRecord(broker_id=1, broker_epoch=10,
-                                               next_producer_id=PRODUCER_ID_BLOCK_SIZE),)
+                                               next_producer_id=base + PRODUCER_ID_BLOCK_SIZE),)
     # Making the result changes nothing: only replay does.
-    assert manager.allocate_producer_ids(2, 11).response.first_producer_id == 0
+    assert manager.allocate_producer_ids(2, 11).response.first_producer_id == base
     images.commit(manager, first.records)
-    assert manager.next_producer_id == PRODUCER_ID_BLOCK_SIZE
-    assert images.image.producer_ids == ProducerIdsImage(PRODUCER_ID_BLOCK_SIZE, 1, 10)
+    assert manager.next_producer_id == base + PRODUCER_ID_BLOCK_SIZE
+    assert images.image.producer_ids == ProducerIdsImage(base + PRODUCER_ID_BLOCK_SIZE, 1, 10)
     second = manager.allocate_producer_ids(2, 11)
-    assert second.response.first_producer_id == PRODUCER_ID_BLOCK_SIZE
+    assert second.response.first_producer_id == base + PRODUCER_ID_BLOCK_SIZE
     images.commit(manager, second.records)
-    assert manager.next_producer_id == 2 * PRODUCER_ID_BLOCK_SIZE
+    assert manager.next_producer_id == base + 2 * PRODUCER_ID_BLOCK_SIZE
+
+
+def test_a_new_clusters_ids_start_at_a_base_from_its_cluster_id() -> None:
+    # ((crc32 % 2**22) + 1) << 32: above every id an Apache Kafka cluster (counting from 0) hands
+    # out for its first 2**32 ids, and different for (almost all) different cluster ids.
+    assert producer_id_base("") == 1 << 32
+    bases = {producer_id_base(c) for c in (CLUSTER_ID, "MkU3OEVBNTcwNTJENDM2Qg", "other", "x")}
+    assert len(bases) == 4
+    for base in bases:
+        assert base % (1 << 32) == 0 and 1 << 32 <= base <= 1 << 54
+    assert producer_id_base(CLUSTER_ID) == producer_id_base(CLUSTER_ID)
+
+
+def test_a_cluster_that_handed_out_ids_keeps_counting_from_there(images: Images) -> None:
+    # An existing cluster (its first block from 0, before bases) goes on where it is.
+    manager = make(images)
+    images.commit(manager, [ProducerIdsRecord(1, 10, 3 * PRODUCER_ID_BLOCK_SIZE)])
+    result = manager.allocate_producer_ids(1, 10)
+    assert result.response.first_producer_id == 3 * PRODUCER_ID_BLOCK_SIZE
 
 
 @pytest.mark.parametrize("broker_id, epoch, message", [
