@@ -45,12 +45,14 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 EPOCH_CEILING_MARGIN = 1_000_000
 
 _RUNNING = (MirrorState.ACTIVE, MirrorState.PAUSED)
+# Leader epochs are int32; the stop hands out the ceiling + 1.
+_MAX_CEILING = (1 << 31) - 2
 
 
 def epoch_ceiling(source_max_leader_epoch: int, topic: TopicImage | None) -> int:
     """The ceiling of a mirror created now: above the source's epochs and the topic's own."""
     local = max((p.leader_epoch for p in topic.partitions.values()), default=0) if topic else 0
-    return max(source_max_leader_epoch, local, 0) + EPOCH_CEILING_MARGIN
+    return min(max(source_max_leader_epoch, local, 0) + EPOCH_CEILING_MARGIN, _MAX_CEILING)
 
 
 def _mirror_record(m: MirrorTopic) -> MirrorTopicRecord:

@@ -269,6 +269,14 @@ def test_stop_keeps_a_leader_epoch_already_above_the_ceiling_growing(h: Harness)
     assert c.image.topics.by_id[tid].partitions[0].leader_epoch == ceiling + 10
 
 
+def test_the_ceiling_stays_an_int32_leader_epoch(h: Harness) -> None:
+    link(h)
+    tid = mirror_topic(h, "m", partitions=1, epoch=(1 << 31) - 10)
+    assert h.controller.image.links.mirrors[tid].epoch_ceiling == (1 << 31) - 2
+    h.commit(h.controller.stop_mirrors(["m"]))
+    assert h.controller.image.topics.by_id[tid].partitions[0].leader_epoch == (1 << 31) - 1
+
+
 def test_deleting_a_mirror_topic_drops_its_mirror(h: Harness) -> None:
     link(h)
     tid = mirror_topic(h, "m")

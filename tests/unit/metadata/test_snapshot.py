@@ -17,6 +17,7 @@ from kafkapy.controller import (
     BrokerRegistrationRequest,
     CreatePartitionsTopic,
     ElectionType,
+    MirrorTopicSpec,
     NewTopic,
     OpType,
     TopicDefaults,
@@ -33,8 +34,10 @@ from kafkapy.metadata.image import (
 from kafkapy.metadata.records import (
     BrokerEndpoint,
     BrokerFeature,
+    ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
+    MirrorTopicRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
@@ -207,10 +210,11 @@ def test_image_records_order_follows_kafka() -> None:
     image = h.controller.image
     recs = image_records(image)
     assert recs[0] == FeatureLevelRecord("metadata.version", 26)
+    # kafkapy's cluster links, then mirror topics, follow the topics.
     rank = {FeatureLevelRecord: 0, RegisterBrokerRecord: 1, TopicRecord: 2, PartitionRecord: 2,
-            ConfigRecord: 3, ProducerIdsRecord: 4}
+            ClusterLinkRecord: 3, MirrorTopicRecord: 4, ConfigRecord: 5, ProducerIdsRecord: 6}
     ranks = [rank[type(r)] for r in recs]
-    assert ranks == sorted(ranks)
+    assert ranks == sorted(ranks) and 3 in ranks and 4 in ranks
     # Each topic's partitions follow its TopicRecord, in partition order.
     current = None
     for r in recs:
@@ -341,14 +345,45 @@ def _random_step(h: Harness, rng: random.Random, names: list[str]) -> None:
         _commit(h, c.alter_partition_reassignments([(t, 0, list(reversed(part.replicas)))]))
 
 
+def _random_link_step(h: Harness, rng: random.Random) -> None:
+    """Cluster links and mirror topics, from their own random stream (so the other steps keep
+    theirs)."""
+    c = h.controller
+    image = c.image
+    links = sorted(link.name for link in image.links.by_id.values())
+    topics = sorted(image.topics.by_name)
+    op = rng.randrange(8)
+    if op == 0 or not links:
+        configs = {"bootstrap.servers": f"src{rng.randrange(3)}:9092"}
+        _commit(h, c.create_cluster_link(rng.choice(["east", "west"]), "src", configs))
+    elif op == 1:
+        _commit(h, c.alter_cluster_link_configs(rng.choice(links), {
+            "bootstrap.servers": "other:9092", "x": str(rng.randrange(9))}))
+    elif op == 2 and rng.random() < 0.3:
+        _commit(h, c.delete_cluster_link(rng.choice(links), force=rng.random() < 0.5))
+    elif op in (3, 4):
+        restore = bool(topics) and rng.random() < 0.3
+        name = rng.choice(topics) if restore else f"m{rng.randrange(4)}"
+        count = image.topics.by_name[name].num_partitions if restore else rng.randrange(1, 4)
+        _commit(h, c.create_mirror_topics([MirrorTopicSpec(
+            name, rng.choice(links), "src-" + name, uuid.UUID(int=rng.getrandbits(64) + 1), count,
+            source_max_leader_epoch=rng.randrange(50), restore=restore)]))
+    elif topics:
+        change = rng.choice([c.pause_mirrors, c.resume_mirrors, c.stop_mirrors])
+        _commit(h, change([rng.choice(topics)]))
+
+
 def _random_harness(seed: int, steps: int = 60) -> Harness:
     rng = random.Random(seed)
+    link_rng = random.Random(-seed - 1)
     h = make_harness(seed=seed, defaults=TopicDefaults(num_partitions=2, replication_factor=1))
     for b in range(1, rng.randrange(2, 5)):
         h.add_broker(b, rack=f"r{b % 2}")
     names = [f"t{i}" for i in range(6)]
     for _ in range(steps):
         _random_step(h, rng, names)
+        if link_rng.random() < 0.3:
+            _random_link_step(h, link_rng)
     return h
 
 
