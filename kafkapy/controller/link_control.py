@@ -152,7 +152,8 @@ class ClusterLinkControlManager(ControlManager):
             names = ", ".join(self._topic_name(m) for m in running)
             return ControllerResult((), ClusterLinkResult(
                 name, ErrorCode.INVALID_REQUEST,
-                f"Cluster link '{name}' still has {len(running)} active mirror topic(s): {names}. "
+                f"Cluster link '{name}' still has {len(running)} ACTIVE or PAUSED mirror topic(s): "
+                f"{names}. "
                 "Stop them first, or delete the link with force.", link.id))
         records: list[MetadataRecord] = []
         for m in running:
@@ -185,7 +186,7 @@ class ClusterLinkControlManager(ControlManager):
                 if spec.restore:
                     topic = self._restorable(spec)
                     topic_ids[spec.name] = topic.id
-                    records.append(self._new_mirror(spec, links[spec.name], topic))
+                    records.append(self._new_mirror(spec, links[spec.name], topic.id, topic))
                 else:
                     to_create.append(spec)
             except KafkaError as e:
@@ -200,8 +201,7 @@ class ClusterLinkControlManager(ControlManager):
                     errors[spec.name] = (result.error_code, result.error_message)
                     continue
                 topic_ids[spec.name] = result.topic_id
-                records.append(dataclasses.replace(
-                    self._new_mirror(spec, links[spec.name], None), topic_id=result.topic_id))
+                records.append(self._new_mirror(spec, links[spec.name], result.topic_id, None))
         results = [MirrorTopicResult(name, *errors[name]) if name in errors
                    else MirrorTopicResult(name, topic_id=topic_ids[name])
                    for name in dict.fromkeys(s.name for s in specs)]
@@ -223,10 +223,11 @@ class ClusterLinkControlManager(ControlManager):
         return topic
 
     @staticmethod
-    def _new_mirror(spec: MirrorTopicSpec, link: ClusterLink, topic: TopicImage | None
-                    ) -> MirrorTopicRecord:
+    def _new_mirror(spec: MirrorTopicSpec, link: ClusterLink, topic_id: uuid.UUID,
+                    topic: TopicImage | None) -> MirrorTopicRecord:
+        """An ACTIVE mirror; ``topic`` is the existing topic restored (None: a new one)."""
         return MirrorTopicRecord(
-            topic.id if topic is not None else ZERO_UUID, link.id, spec.source_topic,
+            topic_id, link.id, spec.source_topic,
             spec.source_topic_id, int(MirrorState.ACTIVE),
             epoch_ceiling(spec.source_max_leader_epoch, topic))
 
