@@ -34,6 +34,7 @@ __all__ = [
     "ApiMessage",
     "ApiVersionRange",
     "ApiVersionsTable",
+    "OWN_API_KEYS",
     "all_message_classes",
     "is_flexible",
     "load_schema_class",
@@ -144,6 +145,13 @@ class ApiKey(IntEnum):
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
+    # kafkapy's own APIs (cluster links, issue 23): Kafka has no public ones. Served to kafkapy's
+    # own tools only and never advertised in ApiVersions (see ``OWN_API_KEYS``).
+    CREATE_CLUSTER_LINKS = 20000
+    DELETE_CLUSTER_LINKS = 20001
+    DESCRIBE_CLUSTER_LINKS = 20002
+    CREATE_MIRROR_TOPICS = 20003
+    ALTER_MIRRORS = 20004
 
     # The protocol guide's (and kafka-python's) names for the same keys.
     Produce = 0
@@ -239,6 +247,11 @@ class ApiKey(IntEnum):
     DescribeShareGroupOffsets = 90
     AlterShareGroupOffsets = 91
     DeleteShareGroupOffsets = 92
+    CreateClusterLinks = 20000
+    DeleteClusterLinks = 20001
+    DescribeClusterLinks = 20002
+    CreateMirrorTopics = 20003
+    AlterMirrors = 20004
 
     @property
     def message_name(self) -> str:
@@ -267,9 +280,17 @@ _OWN_SCHEMAS = tuple(
     f"{api}{kind}"
     for api in ("Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "AlterPartition", "FetchSnapshot",
                 "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker", "ControllerRegistration",
-                "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter")
+                "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter",
+                "CreateClusterLinks", "DeleteClusterLinks", "DescribeClusterLinks",
+                "CreateMirrorTopics", "AlterMirrors")
     for kind in ("Request", "Response")
 )
+#: kafkapy's own API keys: served, but left out of ApiVersions answers, so stock clients and
+#: Kafka's tools see exactly Apache Kafka's list (our CLI knows the server is kafkapy).
+OWN_API_KEYS = frozenset({
+    ApiKey.CREATE_CLUSTER_LINKS, ApiKey.DELETE_CLUSTER_LINKS, ApiKey.DESCRIBE_CLUSTER_LINKS,
+    ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS,
+})
 # Our own versions of schemas kafka-python has, with kafkapy's tagged fields added (clients skip
 # tags they do not know): they replace kafka-python's classes.
 _EXTENDED_SCHEMAS = ("DescribeTopicPartitionsResponse",)
@@ -444,7 +465,7 @@ class ApiVersionsTable:
         ``finalized_features_epoch``, ``finalized_features``, ``zk_migration_ready``).
         """
         cls = _RESPONSES[ApiKey.ApiVersions]
-        rows = list(self)
+        rows = [r for r in self if r.api_key not in OWN_API_KEYS]
         if not self.supports(ApiKey.ApiVersions, version):
             # As Kafka: only the ApiVersions range, for the client to retry at a version we serve.
             version, error_code = 0, ErrorCode.UNSUPPORTED_VERSION
