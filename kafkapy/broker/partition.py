@@ -27,7 +27,7 @@ from kafkapy.broker.replica_results import AppendResult, ReadResult, RemoteRead
 from kafkapy.broker.replica_selector import FollowerView
 from kafkapy.log.partition_log import FetchSlice, PartitionLog
 from kafkapy.log.storage_errors import LogStorageError, storage_error
-from kafkapy.metadata.image import PartitionRegistration
+from kafkapy.metadata.image import MirrorTopic, PartitionRegistration
 from kafkapy.metadata.placement_constraints import ConstraintError
 from kafkapy.metadata.placement_constraints import parse as parse_constraints
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
@@ -96,6 +96,9 @@ class Partition:
         # The high watermark consumers reading this follower last could see: its fetcher's
         # progress wakes their long polls only when it moves.
         self._follower_hw = -1
+        # The mirror entry while the partition is a read-only mirror topic's (a cluster link
+        # fills it; clients may not write), None otherwise.
+        self._mirror: MirrorTopic | None = None
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.index}, leader={self._leader_id}, "
@@ -173,9 +176,11 @@ class Partition:
     # -- the metadata: registrations and leadership -----------------------------------------------
 
     def apply_registration(self, reg: PartitionRegistration, now_ms: int, *, new: bool,
-                           offline: bool = False) -> None:
-        """Take what the metadata image now says of this partition: lead, follow or stay."""
+                           offline: bool = False, mirror: MirrorTopic | None = None) -> None:
+        """Take what the metadata image now says of this partition: lead, follow or stay.
+        ``mirror``: the topic's mirror entry when it is a cluster link's mirror topic."""
         changed = new or reg.leader != self._leader_id or reg.leader_epoch != self._leader_epoch
+        self._mirror = mirror if mirror is not None and mirror.read_only else None
         self._leader_id, self._leader_epoch = reg.leader, reg.leader_epoch
         self._replicas, self._isr = list(reg.replicas), list(reg.isr)
         self._observers = reg.observers
@@ -203,14 +208,29 @@ class Partition:
         self._host.follow(self.key, None)
         leo = plog.log_end_offset
         # A new leader epoch starts at our log end: followers ahead of it in an older epoch
-        # will find their tail diverges from here and truncate.
-        try:
-            plog.leader_epoch_cache.assign(self._leader_epoch, leo)
-        except OSError as exc:
-            # The cache holds the new epoch; only its checkpoint file is behind, and it is
-            # written again with the next epoch. A full disk must not stop the leadership.
-            self._host.storage_fault(self.topic, self.index,
-                                     storage_error(exc, "write the leader epoch checkpoint of", plog.dir))
+        # will find their tail diverges from here and truncate. Not on a mirror: its log holds
+        # the source's epochs, batch by batch, and ours would break their order (a stopped
+        # mirror leads at an epoch above every source epoch, see MirrorTopic.epoch_ceiling).
+        if self._mirror is None:
+            try:
+                plog.leader_epoch_cache.assign(self._leader_epoch, leo)
+            except OSError as exc:
+                # The cache holds the new epoch; only its checkpoint file is behind, and it is
+                # written again with the next epoch. A full disk must not stop the leadership.
+                self._host.storage_fault(self.topic, self.index,
+                                         storage_error(exc, "write the leader epoch checkpoint of", plog.dir))
+        self._start_leader_state(now_ms)
+        # A brand-new partition taking its first leader is not news; a leader change is.
+        log.log(logging.INFO if self._leader_epoch > 0 or leo > 0 else logging.DEBUG,
+                "Leading %s-%d at leader epoch %d from offset %d (high watermark %d, ISR %s)",
+                self.topic, self.index, self._leader_epoch, leo, plog.high_watermark, self._isr)
+        self.wake()
+        self._host.wake_fetches()
+
+    def _start_leader_state(self, now_ms: int) -> None:
+        """The leader's view of its followers, starting from this replica's log end."""
+        plog = self.log
+        leo = plog.log_end_offset
         state = PartitionLeaderState(
             node_id=self._node_id, replicas=self._replicas, isr=self._isr,
             leader_epoch=self._leader_epoch, partition_epoch=self._partition_epoch,
@@ -218,14 +238,8 @@ class Partition:
             leader_epoch_start_offset=leo, now_ms=now_ms, observers=self._observers,
             observer_policy=self._observer_policy)
         self._leader_state = state
-        # A brand-new partition taking its first leader is not news; a leader change is.
-        log.log(logging.INFO if self._leader_epoch > 0 or leo > 0 else logging.DEBUG,
-                "Leading %s-%d at leader epoch %d from offset %d (high watermark %d, ISR %s)",
-                self.topic, self.index, self._leader_epoch, leo, plog.high_watermark, self._isr)
         if state.high_watermark > plog.high_watermark:
             plog.maybe_increment_high_watermark(state.high_watermark)
-        self.wake()
-        self._host.wake_fetches()
 
     def _observer_policy(self) -> ObserverPolicy:
         """The topic's observer promotion policy and min.insync.replicas, read when needed: both
@@ -270,6 +284,10 @@ class Partition:
         state = self._leader_state
         if state is None or not self.is_leader() or self._host.leadership_suspended:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if self._mirror is not None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Cannot append records to {self.topic}: it is a read-only mirror topic "
+                             "(promote or fail it over to write to it)")
         try:
             result = self.log.append_as_leader(records, now_ms=now_ms, leader_epoch=self._leader_epoch,
                                                from_client=from_client)
@@ -300,6 +318,10 @@ class Partition:
         """DeleteRecords on this leader (Kafka's deleteRecordsOnLeader): move the log start to
         ``offset`` (-1: the high watermark) and return the offset the low watermark must reach."""
         plog = self.log
+        if self._mirror is not None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Cannot delete records of {self.topic}: it is a read-only mirror topic "
+                             "(it follows its source's log start)")
         if not plog.config.delete:
             raise KafkaError(ErrorCode.POLICY_VIOLATION,
                              f"Records of partition {self.topic}-{self.index} can not be deleted "
@@ -362,6 +384,76 @@ class Partition:
         if advanced:
             self._advance_high_watermark(state.high_watermark)
         self.wake()  # the ISR size decides NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    # -- a mirror topic's leader: its cluster link writes the source's batches -----------------------
+
+    def mirror_log(self, leader_epoch: int) -> PartitionLog | None:
+        """The log while this replica leads ``leader_epoch`` of a read-only mirror; None once
+        it no longer does (a retargeted or stopped mirror drops what its fetch brought)."""
+        if (self._mirror is None or self._leader_state is None or self._leader_epoch != leader_epoch
+                or self._host.leadership_suspended):
+            return None
+        return self.log
+
+    @property
+    def mirror_epoch_ceiling(self) -> int:
+        """The highest source leader epoch this mirror may hold (-1: not a mirror)."""
+        return -1 if self._mirror is None else self._mirror.epoch_ceiling
+
+    def append_mirrored(self, records: bytes | memoryview, *, now_ms: int) -> None:
+        """Append the source's batches byte for byte at their own offsets, as a follower
+        would, and move the high watermark as a leader does after an append."""
+        state = self._leader_state
+        assert state is not None and self._mirror is not None
+        try:
+            result = self.log.append_as_follower(records, now_ms=now_ms)
+        except LogStorageError as exc:
+            self._host.storage_fault(self.topic, self.index, exc)
+            raise
+        self._host.storage_ok(self.topic, self.index)
+        if result is not None:
+            if state.on_leader_append(self.log.log_end_offset):
+                self._advance_high_watermark(state.high_watermark)
+            self._host.wake_fetches()
+
+    def truncate_mirrored(self, offset: int, *, now_ms: int, why: str) -> None:
+        """Drop this mirror's tail from ``offset`` (the source truncated it, e.g. after an
+        unclean election there, or this topic was a writable one restored as a mirror), or, for
+        ``offset`` below the log start, restart the log empty there."""
+        plog = self.log
+        leo, hw = plog.log_end_offset, plog.high_watermark
+        if offset < plog.log_start_offset:
+            plog.truncate_fully_and_start_at(offset if offset >= 0 else leo, now_ms=now_ms)
+        elif not plog.truncate_to(offset, now_ms=now_ms):
+            return
+        log.warning("Mirror %s-%d truncated from %d to %d (%d records dropped%s): %s", self.topic,
+                    self.index, leo, plog.log_end_offset, leo - plog.log_end_offset,
+                    f", {hw - plog.log_end_offset} below the high watermark"
+                    if hw > plog.log_end_offset else "", why)
+        # Followers find the cut through the leader epochs of their next fetch.
+        self._start_leader_state(now_ms)
+        self.wake()
+        self._host.wake_fetches()
+
+    def restart_mirrored_at(self, offset: int, *, now_ms: int, why: str) -> None:
+        """Restart this mirror's log empty at ``offset`` (the source no longer has the
+        records between our log end and it)."""
+        plog = self.log
+        log.warning("Mirror %s-%d restarts at offset %d (log was %d-%d): %s", self.topic,
+                    self.index, offset, plog.log_start_offset, plog.log_end_offset, why)
+        plog.truncate_fully_and_start_at(offset, now_ms=now_ms)
+        self._start_leader_state(now_ms)
+        self.wake()
+        self._host.wake_fetches()
+
+    def follow_source_log_start(self, offset: int) -> None:
+        """The source's log start moved (retention, DeleteRecords): so does the mirror's, up
+        to what it has committed."""
+        plog = self.log
+        target = min(offset, plog.high_watermark)
+        if target > plog.log_start_offset and plog.maybe_increment_log_start_offset(target):
+            log.info("Mirror %s-%d follows its source's log start to %d", self.topic, self.index,
+                     target)
 
     def _advance_high_watermark(self, hw: int) -> None:
         if _raise_high_watermark(self, hw):

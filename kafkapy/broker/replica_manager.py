@@ -143,6 +143,10 @@ class ReplicaManager:
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
 
+    def mirror_replica(self, topic: str, partition: int) -> Partition | None:
+        """The hosted partition, for a cluster link's mirror fetcher."""
+        return self._partitions.get((topic, partition))
+
     def get(self, topic: str, partition: int) -> Partition:
         hosted = self._partitions.get((topic, partition))
         if hosted is None:
@@ -405,8 +409,10 @@ class ReplicaManager:
 
     def _apply_registration(self, hosted: Partition, reg: PartitionRegistration, now_ms: int,
                             new: bool) -> None:
+        image = self._applied
         hosted.apply_registration(reg, now_ms, new=new,
-                                  offline=self._log_manager.is_offline(hosted.topic, hosted.index))
+                                  offline=self._log_manager.is_offline(hosted.topic, hosted.index),
+                                  mirror=image.links.mirror(hosted.topic_id) if image is not None else None)
 
     def _drop(self, key: tuple[str, int]) -> None:
         hosted = self._partitions.pop(key)
