@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafkapy.broker.edges import GroupService, ProducerIds, RemoteLog, TopicStats, TransactionService
+from kafkapy.broker.edges import GroupService, LinkService, ProducerIds, RemoteLog, TopicStats, TransactionService
 from kafkapy.broker.fetch_session import FetchSessionCache
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.broker.txn_verification import TxnVerifier
@@ -70,6 +70,9 @@ class BrokerContext:
     transactions: TransactionService | None = None
     # Verifies transactional writes with their coordinator (KIP-890 part 1), None: not verified.
     txn_verifier: TxnVerifier | None = None
+    # The cluster links this broker runs (kafkapy.link.manager), None where none run (the
+    # controller's admin context, tests).
+    links: LinkService | None = None
 
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised

@@ -38,6 +38,13 @@ from kafkapy.broker.handlers.groups import (
     handle_sync_group,
 )
 from kafkapy.broker.handlers.leader_epochs import handle_offset_for_leader_epoch
+from kafkapy.broker.handlers.links import (
+    handle_alter_mirrors,
+    handle_create_cluster_links,
+    handle_create_mirror_topics,
+    handle_delete_cluster_links,
+    handle_describe_cluster_links,
+)
 from kafkapy.broker.handlers.list_offsets import handle_list_offsets
 from kafkapy.broker.handlers.log_dirs import handle_alter_replica_log_dirs, handle_describe_log_dirs
 from kafkapy.broker.handlers.offsets import (
@@ -124,6 +131,12 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.END_TXN, 0, 4, handle_end_txn),
     (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, handle_describe_transactions),
     (ApiKey.LIST_TRANSACTIONS, 0, 2, handle_list_transactions),
+    # kafkapy's own cluster-link APIs (served, never advertised: protocol.apis.OWN_API_KEYS).
+    (ApiKey.CREATE_CLUSTER_LINKS, 0, 0, handle_create_cluster_links),
+    (ApiKey.DELETE_CLUSTER_LINKS, 0, 0, handle_delete_cluster_links),
+    (ApiKey.DESCRIBE_CLUSTER_LINKS, 0, 0, handle_describe_cluster_links),
+    (ApiKey.CREATE_MIRROR_TOPICS, 0, 0, handle_create_mirror_topics),
+    (ApiKey.ALTER_MIRRORS, 0, 0, handle_alter_mirrors),
 ]
 API_VERSIONS_RANGE = (0, 4)
 
@@ -132,13 +145,18 @@ API_VERSIONS_RANGE = (0, 4)
 FORWARDED_TO_CONTROLLER = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.CREATE_CLUSTER_LINKS, ApiKey.DELETE_CLUSTER_LINKS,
+    ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS,
 })
 
 #: Of those, the ones whose broker handler runs first and forwards itself: a config change of one
 #: broker's entry is checked by the broker it names (Kafka's ConfigAdminManager.preprocess), so
 #: only the rest of the request goes to the controller.
-FORWARDED_BY_HANDLER = frozenset({ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
+#: The cluster-link requests first do, on the broker, what needs the source cluster.
+FORWARDED_BY_HANDLER = frozenset({
+    ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.CREATE_CLUSTER_LINKS,
+    ApiKey.DELETE_CLUSTER_LINKS, ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS,
+})
 
 
 class BrokerDispatcher:

@@ -1,14 +1,15 @@
 """What the broker uses of the packages beside it, as Protocols (never ``Any``).
 
-The group coordinator, the remote log manager (tiered storage), the producer-id blocks and the
-per-topic counters are built by the node and handed to the broker's context; these Protocols say
+The group coordinator, the remote log manager (tiered storage), the producer-id blocks, the
+per-topic counters and the cluster links are built by the node and handed to the broker's context; these Protocols say
 which of their methods the handlers and the replica manager call, so the import graph shows the
 edge and a test can hand in a small fake.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -114,4 +115,44 @@ class TransactionService(Protocol):
         ...
 
     def loaded_shards(self) -> Sequence[TransactionShard]:
+        ...
+
+
+class SourceTopicFacts(Protocol):
+    """What a link's source says of one of its topics (for making its mirror)."""
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+
+    @property
+    def num_partitions(self) -> int: ...
+
+    @property
+    def max_leader_epoch(self) -> int: ...
+
+    @property
+    def configs(self) -> Mapping[str, str]:
+        """The topic configs a mirror takes from it."""
+        ...
+
+
+class LinkService(Protocol):
+    """What the cluster-link handlers ask of the links this broker runs (kafkapy.link.manager):
+    everything that needs the source cluster or this cluster as a client."""
+
+    async def source_cluster_id(self, link_name: str, configs: Mapping[str, str]) -> str:
+        """Reach the source ``configs`` name and return its cluster id (raises if it cannot)."""
+        ...
+
+    async def read_source_topic(self, link_name: str, topic: str) -> SourceTopicFacts:
+        """Read source topic ``topic`` over link ``link_name``."""
+        ...
+
+    async def wait_caught_up(self, topic: str, timeout_s: float) -> None:
+        """Return once mirror ``topic`` holds what its source held on entry (raises
+        KafkaError(REQUEST_TIMED_OUT) after ``timeout_s``)."""
+        ...
+
+    def state(self, link_id: uuid.UUID) -> str:
+        """ACTIVE while this broker reaches the link's source, else UNAVAILABLE."""
         ...

@@ -46,6 +46,7 @@ from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import GroupCoordinator
 from kafkapy.coordinator.transaction import TRANSACTION_STATE_TOPIC
 from kafkapy.coordinator.transaction_service import TransactionCoordinator
+from kafkapy.link.manager import ClusterLinkManager
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
 from kafkapy.metadata.image import MetadataImage
@@ -146,13 +147,18 @@ class BrokerRuntime(Runtime):
             image=lambda: loader.image, connect=self._connect_to_broker)
         self.txn_verifier = TxnVerifier(self._connect_to_broker, lambda: loader.image,
                                         self.transactions.request_timeout_ms / 1000.0)
+        # Cluster links: mirror partitions led here are filled from their sources; the link's
+        # admin-client work goes to this cluster through this broker's own listener.
+        self.links = ClusterLinkManager(
+            node_id, self.replicas, clock.now_ms, image=lambda: loader.image,
+            local_bootstrap=(advertised[0].host, advertised[0].port))
         self.context = BrokerContext(
             node_id=node_id, cluster_id=cluster_id, config=config, clock=clock,
             replicas=self.replicas, image=lambda: loader.image,
             controller=None, advertised=advertised, controller_request=self.controller_request,
             producer_ids=producer_ids, groups=self.groups,
             remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
-            txn_verifier=self.txn_verifier,
+            txn_verifier=self.txn_verifier, links=self.links,
         )
         self._dir_ids = self._directory_ids()
         self.lifecycle = BrokerLifecycleManager(
@@ -229,6 +235,7 @@ class BrokerRuntime(Runtime):
         nursery.start_soon(self.tasks.cleaner_loop)
         if self.remote_log_manager is not None:
             await nursery.start(self.remote_log_manager.run)
+        await nursery.start(self.links.run)
 
     def close(self) -> bool:
         """Close tiered storage and every partition log; False when a log could not be closed
@@ -257,6 +264,10 @@ class BrokerRuntime(Runtime):
             # A log that cannot be opened must not take the broker down with it.
             log.error("Applying metadata offset %d failed: %s", update.image.offset, exc)
         self._tiering_follow(update, f"metadata offset {update.image.offset}")
+        try:
+            self.links.on_update(update)
+        except Exception:  # noqa: BLE001 - links must not stop the broker following its metadata
+            log.exception("Cluster links could not follow metadata offset %d", update.image.offset)
         for name in update.deleted_topics.values():
             self._topic_stats.forget(name)  # a deleted topic's series go with it
         if update.topic_touched(OFFSETS_TOPIC):

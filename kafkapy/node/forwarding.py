@@ -1,6 +1,7 @@
 """What a forwarded admin request's answer promises a client about the broker's image.
 
-A broker forwards CreateTopics, DeleteTopics and CreatePartitions to the active controller and
+A broker forwards CreateTopics, DeleteTopics and CreatePartitions (and the cluster-link requests)
+to the active controller and
 answers its client only once its own image shows what succeeded, so a client that creates a
 topic and asks for metadata next sees it (the order a combined node gives for free).
 """
@@ -35,7 +36,27 @@ def visible_effects(body: Any, response: Any) -> Callable[[Any], bool] | None:
                     return False
             return True
         return grown if done else None
+    if key == ApiKey.CREATE_CLUSTER_LINKS and not body.validate_only:
+        links = [r.link_name for r in response.results if r.error_code == ErrorCode.NONE]
+        return (lambda image: all(image.links.by_name(n) is not None for n in links)) if links else None
+    if key == ApiKey.DELETE_CLUSTER_LINKS:
+        links = [r.link_name for r in response.results if r.error_code == ErrorCode.NONE]
+        return (lambda image: all(image.links.by_name(n) is None for n in links)) if links else None
+    if key == ApiKey.CREATE_MIRROR_TOPICS and not body.validate_only:
+        names = [r.name for r in response.results if r.error_code == ErrorCode.NONE]
+        return (lambda image: all(_mirror_state(image, n) is not None for n in names)) if names else None
+    if key == ApiKey.ALTER_MIRRORS:
+        names = [r.name for r in response.results if r.error_code == ErrorCode.NONE]
+        # pause -> PAUSED (1), resume -> ACTIVE (0), failover and promote -> STOPPED (2)
+        state = {0: 1, 1: 0}.get(body.op, 2)
+        return (lambda image: all(_mirror_state(image, n) == state for n in names)) if names else None
     return None
+
+
+def _mirror_state(image: Any, name: str) -> int | None:
+    topic = image.topics.by_name.get(name)
+    mirror = image.links.mirror(topic.id) if topic is not None else None
+    return None if mirror is None else int(mirror.state)
 
 
 __all__ = ["visible_effects"]
