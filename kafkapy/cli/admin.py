@@ -20,6 +20,7 @@ from kafkapy.net.client import KafkaClientError, UnsupportedByPeer
 from kafkapy.net.sync_client import SyncKafkaClient
 from kafkapy.protocol import ApiKey
 from kafkapy.protocol import messages as m
+from kafkapy.protocol.apis import OWN_API_KEYS
 
 #: ListOffsets timestamps with a special meaning (KIP-734 and KIP-405 add more).
 LATEST = -1
@@ -108,7 +109,8 @@ class Admin:
         target = client or (self.node(node) if node is not None else self.bootstrap)
         key = request.API_KEY
         try:
-            version = target.version_for(key)
+            # kafkapy's own APIs are never advertised: a kafkapy broker serves their version 0.
+            version = 0 if key in OWN_API_KEYS else target.version_for(key)
         except UnsupportedByPeer:
             raise CliError("UNSUPPORTED_VERSION",
                            f"the broker does not serve {ApiKey.name_of(key)}") from None

@@ -16,6 +16,7 @@ ADMIN_COMMANDS: dict[str, str] = {
     "topics": "topics", "groups": "groups", "configs": "configs", "offsets": "offsets",
     "delete-records": "delete_records", "produce": "produce", "consume": "consume", "quorum": "quorum",
     "log-dirs": "log_dirs", "reassign": "reassign", "elect": "elect", "dump-log": "dump_log",
+    "link": "links", "mirror": "mirrors",
 }
 
 
