@@ -226,7 +226,12 @@ class MirrorFetcher:
                     continue
                 try:
                     await self._validate(leader, keys)
-                    await self._fetch(leader, keys)
+                    if not await self._fetch(leader, keys):
+                        # Nothing to ask for now (no log here any more, a check failed): wait
+                        # for a change rather than spin.
+                        changed = self._changed
+                        with trio.move_on_after(backoff):
+                            await changed.wait()
                 except Exception as exc:  # noqa: BLE001 - a lost source broker must not end the task
                     log.info("Cluster link %s: fetching from source broker %d failed: %s; retrying in %d ms",
                              self.link_name, leader, exc or type(exc).__name__,
@@ -291,7 +296,8 @@ class MirrorFetcher:
 
     # -- fetching --------------------------------------------------------------------------------------
 
-    async def _fetch(self, leader: int, keys: list[tuple[str, int]]) -> None:
+    async def _fetch(self, leader: int, keys: list[tuple[str, int]]) -> bool:
+        """One Fetch for ``keys``; False when there was nothing to fetch."""
         s = self.settings
         Req = m.FetchRequest
         by_topic: dict[str, list[Any]] = {}
@@ -311,7 +317,7 @@ class MirrorFetcher:
                 partition_max_bytes=s.fetch_max_bytes))
             sent[key] = (state.assignment.leader_epoch, leo, state.assignment.source_topic)
         if not sent:
-            return
+            return False
         request = Req(
             replica_id=CONSUMER_REPLICA_ID, max_wait_ms=s.fetch_wait_max_ms, min_bytes=s.fetch_min_bytes,
             max_bytes=s.fetch_response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
@@ -339,6 +345,7 @@ class MirrorFetcher:
                 except Exception:  # noqa: BLE001 - other partitions keep mirroring
                     log.exception("Cluster link %s: mirroring %s-%d failed", self.link_name, *key)
                     self._delay(state)
+        return True
 
     async def _apply(self, key: tuple[str, int], state: _Mirrored, plog: PartitionLog, p: Any) -> None:
         replica = self._replica(key)

@@ -280,9 +280,7 @@ _OWN_SCHEMAS = tuple(
     f"{api}{kind}"
     for api in ("Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "AlterPartition", "FetchSnapshot",
                 "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker", "ControllerRegistration",
-                "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter",
-                "CreateClusterLinks", "DeleteClusterLinks", "DescribeClusterLinks",
-                "CreateMirrorTopics", "AlterMirrors")
+                "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter")
     for kind in ("Request", "Response")
 )
 #: kafkapy's own API keys: served, but left out of ApiVersions answers, so stock clients and
@@ -291,6 +289,11 @@ OWN_API_KEYS = frozenset({
     ApiKey.CREATE_CLUSTER_LINKS, ApiKey.DELETE_CLUSTER_LINKS, ApiKey.DESCRIBE_CLUSTER_LINKS,
     ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS,
 })
+# kafkapy's own APIs, in their own schema package (nothing of Kafka's describes them).
+_KAFKAPY_SCHEMAS = tuple(f"{api}{kind}" for api in (
+    "CreateClusterLinks", "DeleteClusterLinks", "DescribeClusterLinks", "CreateMirrorTopics", "AlterMirrors")
+    for kind in ("Request", "Response"))
+_KAFKAPY_SCHEMA_PACKAGE = "kafkapy.protocol.schemas.links"
 # Our own versions of schemas kafka-python has, with kafkapy's tagged fields added (clients skip
 # tags they do not know): they replace kafka-python's classes.
 _EXTENDED_SCHEMAS = ("DescribeTopicPartitionsResponse",)
@@ -326,6 +329,8 @@ def _build_registry() -> None:
         if name.endswith("Response") and ApiKey[name[: -len("Response")]] in _RESPONSES:
             continue
         _register(load_schema_class(name))
+    for name in _KAFKAPY_SCHEMAS:
+        _register(load_schema_class(name, _KAFKAPY_SCHEMA_PACKAGE))
     for name in _EXTENDED_SCHEMAS:
         cls = load_schema_class(name)
         (_REQUESTS if cls.is_request() else _RESPONSES)[cls.API_KEY] = cls

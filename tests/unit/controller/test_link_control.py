@@ -84,7 +84,7 @@ def test_link_names_are_unique(h: Harness) -> None:
 
 def test_alter_replaces_the_configs(h: Harness) -> None:
     link_id = link(h)
-    new = {"bootstrap.servers": "other:9092", "x": "1"}
+    new = {"bootstrap.servers": "other:9092", "consumer.offset.sync.ms": "1000"}
     assert h.commit(h.controller.alter_cluster_link_configs("east", new)).error_code == 0
     got = h.controller.image.links.by_id[link_id]
     assert got.configs == new and got.name == "east" and got.source_cluster_id == "src-cluster"

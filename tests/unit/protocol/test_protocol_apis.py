@@ -23,7 +23,8 @@ def test_api_keys_have_kafka_and_message_names() -> None:
     assert ApiKey(18).name == "API_VERSIONS" and ApiKey(18).message_name == "ApiVersions"
     assert ApiKey.BROKER_HEARTBEAT == 63 and ApiKey.DELETE_SHARE_GROUP_OFFSETS == 92
     assert ApiKey.VOTE == 52 and ApiKey.FETCH_SNAPSHOT == 59 and ApiKey.ADD_RAFT_VOTER == 80
-    assert len(ApiKey) == 93
+    # Kafka's 93, and kafkapy's own five (cluster links, never advertised).
+    assert len(ApiKey) == 98 and ApiKey.CREATE_CLUSTER_LINKS == ApiKey.CreateClusterLinks == 20000
     assert ApiKey.name_of(500) == "ApiKey(500)"
 
 
