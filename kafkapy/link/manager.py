@@ -185,6 +185,10 @@ class ClusterLinkManager(SourceAdmin):
             return "UNAVAILABLE"
         return "ACTIVE"
 
+    def states(self) -> dict[str, str]:
+        """link name -> ``state`` of every link this broker runs."""
+        return {r.link.name: self.state(r.link.id) for r in self._links.values()}
+
     def lags(self) -> dict[str, dict[tuple[str, int], MirrorLag]]:
         """link name -> mirror partition led here -> its progress."""
         return {r.link.name: r.fetcher.lags() for r in self._links.values()}

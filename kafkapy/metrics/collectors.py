@@ -347,6 +347,45 @@ class GroupCoordinatorCollector(SnapshotCollector):
         yield generation
 
 
+class ClusterLinkCollector(SnapshotCollector):
+    """Each cluster link this broker runs (kafkapy's own: Kafka has none): whether it reaches
+    its source, and the lag of each mirror partition this broker leads."""
+
+    def __init__(self, links: Source) -> None:
+        self.links = links
+
+    def snapshot(self) -> tuple[list[tuple[str, int]], list[tuple[str, str, int, int, int]]] | None:
+        manager = self.links()
+        if manager is None:
+            return None
+        states = sorted((name, int(state == "ACTIVE")) for name, state in manager.states().items())
+        lags = sorted((link, topic, index, lag.lag, int(lag.stopped is not None))
+                      for link, parts in manager.lags().items() for (topic, index), lag in parts.items())
+        return states, lags
+
+    def families(self, snap: Any) -> Iterator[Any]:
+        if snap is None:
+            return
+        states, lags = snap
+        up = GaugeMetricFamily("kafkapy_cluster_link_available",
+                               "1 while this broker reaches the link's source cluster.", labels=["link"])
+        for name, value in states:
+            up.add_metric([name], value)
+        yield up
+        lag = GaugeMetricFamily("kafkapy_cluster_link_mirror_lag",
+                                "Records the mirror partition is behind its source's high watermark "
+                                "(-1: not known yet), for partitions this broker leads.",
+                                labels=["link", "topic", "partition"])
+        stopped = GaugeMetricFamily("kafkapy_cluster_link_mirror_stopped",
+                                    "1 when the mirror partition stopped on an error (see the log).",
+                                    labels=["link", "topic", "partition"])
+        for link, topic, index, value, is_stopped in lags:
+            lag.add_metric([link, topic, str(index)], value)
+            stopped.add_metric([link, topic, str(index)], is_stopped)
+        yield lag
+        yield stopped
+
+
 class ControllerCollector(SnapshotCollector):
     """``kafka.controller:type=KafkaController``: what the active controller knows; the other
     controllers report 0 for all but the active count, as in Kafka."""

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from kafkapy.metrics.collectors import (
     BrokerStateCollector,
+    ClusterLinkCollector,
     ControllerCollector,
     GroupCoordinatorCollector,
     ProcessMetricsCollector,
@@ -55,6 +56,7 @@ class NodeMetrics:
                                         self._offline_dirs),
                 BrokerStateCollector(lambda: node.lifecycle, self._applied_offset),
                 GroupCoordinatorCollector(lambda: getattr(node, "groups", None)),
+                ClusterLinkCollector(lambda: getattr(node, "links", None)),
             ]
         if node.is_controller:
             collectors.append(ControllerCollector(

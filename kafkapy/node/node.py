@@ -45,6 +45,7 @@ from kafkapy.config import BrokerConfig, Listener
 from kafkapy.config_views import BrokerSettings, ControllerSettings, NodeSettings
 from kafkapy.controller import QuorumController
 from kafkapy.coordinator.service import GroupCoordinator
+from kafkapy.link.manager import ClusterLinkManager
 from kafkapy.log import files as log_files
 from kafkapy.log.config import LogConfig
 from kafkapy.log.dir_lock import lock_dirs
@@ -152,6 +153,10 @@ class Node:
     @property
     def groups(self) -> GroupCoordinator[Partition] | None:
         return None if self.broker_runtime is None else self.broker_runtime.groups
+
+    @property
+    def links(self) -> ClusterLinkManager | None:
+        return None if self.broker_runtime is None else self.broker_runtime.links
 
     @property
     def remote_log_manager(self) -> RemoteLogManager | None:

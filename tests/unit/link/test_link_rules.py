@@ -69,3 +69,21 @@ def test_kafkapys_own_apis_are_served_but_not_advertised() -> None:
     assert all(table.supports(key, 0) for key in OWN_API_KEYS)
     advertised = {k.api_key for k in table.response(3).api_keys}
     assert advertised == {ApiKey.API_VERSIONS}
+
+
+def test_link_metrics_show_reachability_and_lag_per_mirror_partition() -> None:
+    from types import SimpleNamespace
+
+    from kafkapy.link.mirror_fetcher import MirrorLag
+    from kafkapy.metrics.collectors import ClusterLinkCollector
+
+    manager = SimpleNamespace(states=lambda: {"from-tokyo": "ACTIVE", "from-kafka": "UNAVAILABLE"},
+                              lags=lambda: {"from-tokyo": {("orders", 0): MirrorLag(90, 100, None),
+                                                           ("orders", 1): MirrorLag(5, 5, "epoch ceiling")}})
+    families = {f.name: f for f in ClusterLinkCollector(lambda: manager).collect()}
+    samples = {(f, tuple(s.labels.values())): s.value for f, fam in families.items() for s in fam.samples}
+    assert samples[("kafkapy_cluster_link_available", ("from-tokyo",))] == 1
+    assert samples[("kafkapy_cluster_link_available", ("from-kafka",))] == 0
+    assert samples[("kafkapy_cluster_link_mirror_lag", ("from-tokyo", "orders", "0"))] == 10
+    assert samples[("kafkapy_cluster_link_mirror_stopped", ("from-tokyo", "orders", "1"))] == 1
+    assert list(ClusterLinkCollector(lambda: None).collect()) == []
