@@ -54,6 +54,9 @@ RECORDS = 3000
 CONSUMED_SHARE = {0: 1.0, 1: 0.5, 2: 0.8, 3: None}
 BROKER_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
 COMPRESSION = {"kafkapy": "lz4", "kafka": "zstd"}
+#: Set on the source topics; MM2 gives the remote topics the same (three days of retention keeps
+#: the test's hour-old records).
+TOPIC_CONFIGS = {"retention.ms": "259200000", "max.message.bytes": "2000000"}
 CALL_TIMEOUT = 30.0
 
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -70,10 +73,13 @@ class Side:
     committed: dict[int, int]
 
 
-def _records(side: str, first_timestamp: int) -> list[tuple[int, Record]]:
-    rng = random.Random(f"mm2-{side}")
+def _records(side: str, first: int, count: int) -> list[tuple[int, Record]]:
+    """Records ``first`` to ``first + count - 1`` of ``side``, each with its partition. Their
+    timestamps are recent: records older than retention.ms would be deleted under the test."""
+    rng = random.Random(f"mm2-{side}-{first}")
+    base_ts = int(time.time() * 1000) - 3_600_000
     out = []
-    for i in range(RECORDS):
+    for i in range(first, first + count):
         key = None if i % 97 == 0 else f"{side}-key-{i}".encode()
         value = None if i % 211 == 0 else rng.randbytes(rng.randrange(0, 400))
         headers: list[tuple[str, bytes | None]] = [("seq", str(i).encode()), ("side", side.encode())]
@@ -81,7 +87,7 @@ def _records(side: str, first_timestamp: int) -> list[tuple[int, Record]]:
             headers += [("dup", b"1"), ("dup", b"2")]
         if i % 17 == 0:
             headers.append(("nil", None))
-        out.append((i % PARTITIONS, (key, value, tuple(headers), first_timestamp + i)))
+        out.append((i % PARTITIONS, (key, value, tuple(headers), base_ts + i)))
     return out
 
 
@@ -89,19 +95,22 @@ def _as_record(msg: Any) -> Record:
     return (msg.key(), msg.value(), tuple(msg.headers() or ()), msg.timestamp()[1])
 
 
-def _seed(side: str, bootstrap: str) -> dict[int, list[Record]]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(CALL_TIMEOUT)
+def _produce(side: str, bootstrap: str, first: int, count: int) -> dict[int, list[Record]]:
     producer = Producer({"bootstrap.servers": bootstrap, "compression.type": COMPRESSION[side],
                          "linger.ms": 20})
     by_partition: dict[int, list[Record]] = {p: [] for p in range(PARTITIONS)}
-    # Recent timestamps: records older than retention.ms (7 days) would be deleted under the test.
-    for partition, (key, value, headers, ts) in _records(side, int(time.time() * 1000) - 3_600_000):
+    for partition, (key, value, headers, ts) in _records(side, first, count):
         producer.produce(TOPIC, key=key, value=value, headers=list(headers), partition=partition,
                          timestamp=ts)
         by_partition[partition].append((key, value, headers, ts))
     assert producer.flush(CALL_TIMEOUT) == 0
     return by_partition
+
+
+def _seed(side: str, bootstrap: str) -> dict[int, list[Record]]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1, config=TOPIC_CONFIGS)])[TOPIC].result(CALL_TIMEOUT)
+    return _produce(side, bootstrap, 0, RECORDS)
 
 
 def _consume_part(bootstrap: str, counts: dict[int, int]) -> dict[int, int]:
@@ -272,3 +281,31 @@ def test_mirrormakers_own_topics_are_the_same_on_kafkapy_and_on_apache_kafka(mir
         assert end_offsets(bootstrap, remote_topic(source, "heartbeats"))[0] > 0
         assert end_offsets(bootstrap, checkpoints_topic(source))[0] > 0
         assert end_offsets(mm2.clusters[source], f"mm2-offset-syncs.{target}.internal")[0] > 0
+
+
+@pytest.mark.parametrize("source,target", FLOWS, ids=[f"{s}-to-{t}" for s, t in FLOWS])
+def test_the_remote_topic_takes_the_source_topics_configs(mirrored, source, target):
+    """MM2 reads the source topic's non-default configs (DescribeConfigs and its config
+    sources) and sets them on the remote topic (CreateTopics, IncrementalAlterConfigs)."""
+    mm2, _ = mirrored
+    admin = AdminClient({"bootstrap.servers": mm2.clusters[target]})
+    resource = ConfigResource("topic", remote_topic(source, TOPIC))
+    configs = admin.describe_configs([resource])[resource].result(CALL_TIMEOUT)
+    assert {name: configs[name].value for name in TOPIC_CONFIGS} == TOPIC_CONFIGS
+
+
+def test_a_restarted_mirrormaker_resumes_where_it_stopped(mirrored):
+    """MM2 keeps its position in Connect's compacted offsets topic on each target (kafkapy's for
+    kafka->kafkapy): restarted after more records were written, it copies just those, once.
+    Last in the module: it adds records the tests above do not expect."""
+    mm2, sides = mirrored
+    mm2.stop()
+    more = {name: _produce(name, side.node.bootstrap, RECORDS, RECORDS // 4) for name, side in sides.items()}
+    mm2.start()
+    for source, target in FLOWS:
+        expected = {p: sides[source].records[p] + more[source][p] for p in range(PARTITIONS)}
+        remote = remote_topic(source, TOPIC)
+        mm2.wait_records(target, remote, {p: len(r) for p, r in expected.items()}, timeout=90)
+        got = _read_all(mm2.clusters[target], remote)
+        for p in range(PARTITIONS):
+            assert [r for _, r in got[p]] == expected[p], f"{source}->{target} partition {p}"
