@@ -8,7 +8,8 @@ flows, kafkapy->kafka and kafka->kafkapy, so each broker is at once a source (co
 offset-syncs topic written and read) and a target (remote topics created, Connect's compacted
 config/offset/status topics, heartbeats, checkpoints, group offsets written by the checkpoint
 task). The tests check what a user of MM2 relies on: every record arrives, a group can move to
-the target without skipping a record, and MM2's own topics look the same on both brokers.
+the target without skipping a record, topic configs follow, a restarted MM2 resumes where it
+stopped, and MM2's own topics look the same on both brokers.
 """
 
 from __future__ import annotations
