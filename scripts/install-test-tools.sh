@@ -70,6 +70,20 @@ if [ "$(cat "$TOOLS/apache-kafka/VERSION" 2>/dev/null)" != "$KAFKA_VERSION" ] ||
   echo "$KAFKA_VERSION" > "$TOOLS/apache-kafka/VERSION"
 fi
 
+# MirrorMaker 2 (connect-mirror), pinned in scripts/apache-kafka/mirrormaker/pom.xml, on its own
+# release's Connect runtime and clients (no 4.4.0 is served): kafkapy/testing/mirrormaker.py.
+MIRROR_POM=scripts/apache-kafka/mirrormaker/pom.xml
+MIRROR_VERSION=$(sed -n 's:.*<kafka.mirror.version>\(.*\)</kafka.mirror.version>.*:\1:p' "$MIRROR_POM")
+if [ "$(cat "$TOOLS/mirrormaker/VERSION" 2>/dev/null)" != "$MIRROR_VERSION" ] ||
+   [ ! -e "$TOOLS/mirrormaker/libs/connect-mirror-$MIRROR_VERSION.jar" ] ||
+   [ ! -e "$TOOLS/mirrormaker/libs/connect-mirror-client-$MIRROR_VERSION.jar" ]; then
+  command -v mvn >/dev/null || { echo "mvn is missing: MirrorMaker 2 cannot be fetched" >&2; exit 1; }
+  rm -rf "$TOOLS/mirrormaker"
+  mvn -q -B -Dstyle.color=never -f "$MIRROR_POM" dependency:copy-dependencies \
+      -DoutputDirectory="$PWD/$TOOLS/mirrormaker/libs" -DincludeScope=runtime
+  echo "$MIRROR_VERSION" > "$TOOLS/mirrormaker/VERSION"
+fi
+
 # The report card's suites (librdkafka from its Debian source package, franz-go and kafka-go from
 # the Go module proxy) are built by scripts/test.sh in the background while the unit and node
 # tests run, and by each suite's run.sh when missing; `go` must be on PATH or in /usr/local/go.
