@@ -226,7 +226,7 @@ class MirrorFetcher:
                     continue
                 try:
                     await self._validate(leader, keys)
-                    await self._fetch(leader, keys)
+                    fetched = await self._fetch(leader, keys)
                 except Exception as exc:  # noqa: BLE001 - a lost source broker must not end the task
                     log.info("Cluster link %s: fetching from source broker %d failed: %s; retrying in %d ms",
                              self.link_name, leader, exc or type(exc).__name__,
@@ -234,6 +234,14 @@ class MirrorFetcher:
                     self._stale = True
                     self._wake()
                     await trio.sleep(backoff)
+                    continue
+                if not fetched:
+                    # No partition's log to fill yet (leadership suspended, or not yet leading
+                    # the assigned epoch): going round at once would never yield, and would
+                    # starve every other task of the broker, its heartbeats included.
+                    changed = self._changed
+                    with trio.move_on_after(backoff):
+                        await changed.wait()
         finally:
             self._leader_tasks.discard(leader)
 
@@ -291,7 +299,8 @@ class MirrorFetcher:
 
     # -- fetching --------------------------------------------------------------------------------------
 
-    async def _fetch(self, leader: int, keys: list[tuple[str, int]]) -> None:
+    async def _fetch(self, leader: int, keys: list[tuple[str, int]]) -> bool:
+        """Fetch ``keys`` from ``leader`` and apply the answer; False when none could be asked."""
         s = self.settings
         Req = m.FetchRequest
         by_topic: dict[str, list[Any]] = {}
@@ -311,7 +320,7 @@ class MirrorFetcher:
                 partition_max_bytes=s.fetch_max_bytes))
             sent[key] = (state.assignment.leader_epoch, leo, state.assignment.source_topic)
         if not sent:
-            return
+            return False
         request = Req(
             replica_id=CONSUMER_REPLICA_ID, max_wait_ms=s.fetch_wait_max_ms, min_bytes=s.fetch_min_bytes,
             max_bytes=s.fetch_response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
@@ -339,6 +348,7 @@ class MirrorFetcher:
                 except Exception:  # noqa: BLE001 - other partitions keep mirroring
                     log.exception("Cluster link %s: mirroring %s-%d failed", self.link_name, *key)
                     self._delay(state)
+        return True
 
     async def _apply(self, key: tuple[str, int], state: _Mirrored, plog: PartitionLog, p: Any) -> None:
         replica = self._replica(key)
