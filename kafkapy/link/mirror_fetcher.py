@@ -176,7 +176,8 @@ class MirrorFetcher:
             changed = self._changed
             topics = sorted({s.assignment.source_topic for s in self._partitions.values()})
             meta = self.source.metadata
-            if topics and (self._stale or meta is None or trio.current_time() - meta.fetched_at > max_age
+            if topics and (self._stale or self._leaderless() or meta is None
+                           or trio.current_time() - meta.fetched_at > max_age
                            or any(t not in meta.topics for t in topics)):
                 try:
                     await self.source.refresh(topics)
@@ -192,8 +193,13 @@ class MirrorFetcher:
                 if leader >= 0 and self._nursery is not None:
                     self._leader_tasks.add(leader)
                     self._nursery.start_soon(self._leader_loop, leader)
-            with trio.move_on_after(backoff if self._stale else max_age):
+            # A partition whose source leader is unknown (an election there) has no task to
+            # fill it until the metadata names one: ask again soon, not in max_age.
+            with trio.move_on_after(backoff if self._stale or self._leaderless() else max_age):
                 await changed.wait()
+
+    def _leaderless(self) -> bool:
+        return any(self._source_leader(k)[0] < 0 for k in self._partitions)
 
     def _source_leader(self, key: tuple[str, int]) -> tuple[int, int]:
         """(leader id, leader epoch) of the source partition of mirror ``key``; -1s if unknown."""
