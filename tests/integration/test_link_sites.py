@@ -64,6 +64,7 @@ def test_tokyo_lost_under_load_fails_over_to_osaka_and_comes_back_as_its_mirror(
     # only if the link had not copied it when tokyo died.
     assert out.misplaced == []
     assert out.rpo <= out.lag_at_kill, out.missing
+    assert out.rpo <= out.rpo_bound, out.missing  # the lag sampled before the kill, and acks since
     # The group moved with nothing skipped, re-reading no more than since the last sync.
     assert out.switch is not None and out.switch.skipped == {}
     assert out.switch.duplicated_count <= out.rereads_bound

@@ -167,6 +167,8 @@ class DisasterOutcome:
 
     #: Link lag sampled just before the kill (source HW minus mirror HW, all partitions).
     lag_before: int
+    #: Records the source acknowledged after that sample: the lag can have grown by as many.
+    acked_after_sample: int
     #: What the source had acknowledged beyond the mirror's end when the mirror was failed over.
     lag_at_kill: int
     acked_source: int
@@ -194,6 +196,13 @@ class DisasterOutcome:
         return len(self.missing) + len(self.misplaced)
 
     @property
+    def rpo_bound(self) -> int:
+        """What the sampled lag allows to be lost: an acked record is below the source's high
+        watermark when acked, and the mirror ended at or above the high watermark it had when
+        sampled; so only the lag, and what was acked after the sample, can be missing."""
+        return self.lag_before + self.acked_after_sample
+
+    @property
     def rereads_bound(self) -> int:
         return rereads_bound(self.source_read_end, self.synced_before_kill)
 
@@ -203,7 +212,8 @@ class DisasterOutcome:
         consumer = ("" if self.switch is None else
                     f" consumer_duplicates={self.switch.duplicated_count} (bound {self.rereads_bound}) "
                     f"consumer_skipped={self.switch.skipped_count}")
-        return (f"lag_before={self.lag_before} lag_at_kill={self.lag_at_kill} rpo={self.rpo} "
+        return (f"lag_before={self.lag_before} (+{self.acked_after_sample} acked after) "
+                f"lag_at_kill={self.lag_at_kill} rpo={self.rpo} "
                 f"rto={seconds(self.rto_s)} failover={seconds(self.failover_s)} "
                 f"failback_catch_up={seconds(self.catch_up_s)} "
                 f"identical_after_failback={'yes' if self.identical_after_failback else 'NO'} "

@@ -249,6 +249,7 @@ def run_disaster(dc: LinkedClusters, directory: Path, topic: str = "orders", gro
         # The lag as an operator would read it just before the fault (mirror first: what
         # arrives meanwhile counts as lag, never as copied).
         mirror_hw = high_watermarks(dc.osaka, topic)
+        sampled_at = time.time()
         lag_before = link_lag(high_watermarks(dc.tokyo, topic), mirror_hw)
         dc.tokyo.kill_site(TOKYO)
         killed_at = time.time()
@@ -291,6 +292,7 @@ def run_disaster(dc: LinkedClusters, directory: Path, topic: str = "orders", gro
     ends = acked_end(tokyo_acks)
     outcome = DisasterOutcome(
         lag_before=lag_before,
+        acked_after_sample=sum(1 for acked in tokyo_acks.values() for a in acked if a.at > sampled_at),
         lag_at_kill=sum(max(0, end - mirror_end.get(p, 0)) for p, end in ends.items()),
         acked_source=sum(map(len, tokyo_acks.values())), acked_destination=sum(map(len, osaka_acks.values())),
         missing=missing, misplaced=misplaced, lost_on_destination=lost_here + moved_here,

@@ -73,9 +73,9 @@ def test_raw_logs_are_compared_batch_for_batch_and_read_back_as_records():
 
 
 def test_a_disaster_prints_its_numbers_on_one_line():
-    out = DisasterOutcome(lag_before=7, lag_at_kill=3, acked_source=500, acked_destination=1200,
-                          missing=["a", "b"], misplaced=[], lost_on_destination=[], failover_s=1.2,
-                          rto_s=2.6, catch_up_s=None, identical_after_failback=True)
-    assert out.rpo == 2
-    assert out.line() == ("lag_before=7 lag_at_kill=3 rpo=2 rto=2.6s failover=1.2s failback_catch_up=none "
-                          "identical_after_failback=yes acked_tokyo=500 acked_osaka=1200")
+    out = DisasterOutcome(lag_before=7, acked_after_sample=2, lag_at_kill=3, acked_source=500,
+                          acked_destination=1200, missing=["a", "b"], misplaced=[], lost_on_destination=[],
+                          failover_s=1.2, rto_s=2.6, catch_up_s=None, identical_after_failback=True)
+    assert out.rpo == 2 and out.rpo_bound == 9
+    assert out.line() == ("lag_before=7 (+2 acked after) lag_at_kill=3 rpo=2 rto=2.6s failover=1.2s "
+                          "failback_catch_up=none identical_after_failback=yes acked_tokyo=500 acked_osaka=1200")
