@@ -128,10 +128,8 @@ def ensure_link(dest: StretchCluster, name: str, source: StretchCluster) -> None
 def read_past(clients: Clients, name: str, ends: dict[int, int], timeout: float, what: str) -> None:
     """Wait until consumer ``name`` read up to ``ends`` (partition -> offset) in every partition."""
     def done() -> bool:
-        last: dict[int, int] = {}
-        for r in clients.reads(name):
-            last[r.partition] = max(last.get(r.partition, -1), r.offset)
-        return all(last.get(p, -1) + 1 >= end for p, end in ends.items())
+        read = read_ends(clients.reads(name))
+        return all(read.get(p, 0) >= end for p, end in ends.items())
     eventually(done, timeout=timeout, what=what)
 
 
