@@ -162,7 +162,10 @@ class ClusterClient:
     # -- metadata ---------------------------------------------------------------------------------
 
     async def refresh(self, topics: list[str] | None) -> ClusterMetadata:
-        """Ask the cluster for its brokers and ``topics`` (None: every topic)."""
+        """Ask the cluster for its brokers and ``topics`` (None: every topic). Topics known from
+        earlier answers and not asked about are kept: one link's tasks share this client, and
+        one asking for no topic (to list the brokers) must not make the partitions another
+        fetches from look leaderless."""
         async with self._lock:
             request = m.MetadataRequest(
                 topics=None if topics is None else [m.MetadataRequest.MetadataRequestTopic(
@@ -176,6 +179,8 @@ class ClusterClient:
                 parts = {p.partition_index: PartitionInfo(p.leader_id, p.leader_epoch, p.error_code)
                          for p in t.partitions}
                 out[t.name] = TopicInfo(t.name, t.topic_id, parts, t.error_code)
+            if topics is not None and self.metadata is not None:
+                out = {**self.metadata.topics, **out}
             meta = ClusterMetadata(response.cluster_id or "", brokers, out, trio.current_time())
             # Connections to brokers that left the cluster are dropped.
             for node_id in [n for n in self._clients if n not in brokers]:

@@ -45,7 +45,11 @@ class _RunningLink:
 
     link: ClusterLink
     settings: LinkSettings
+    #: The mirror fetcher's connections to the source.
     source: ClusterClient
+    #: Everything else's (the coordinator's syncs, admin requests): kept off the fetcher's
+    #: connections, where each request would queue behind a long-polling Fetch.
+    admin: ClusterClient
     fetcher: MirrorFetcher
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     coordinating: bool = False
@@ -114,10 +118,11 @@ class ClusterLinkManager(SourceAdmin):
         except ValueError as e:
             log.error("Cluster link %s has unusable configs (%s): not started", link.name, e)
             return None
-        source = ClusterClient(f"cluster link {link.name}", settings.bootstrap,
-                               timeout_s=settings.request_timeout_ms / 1000.0,
-                               client_id=settings.client_id or f"kafkapy-link-{link.name}-{self.node_id}")
-        running = _RunningLink(link, settings, source,
+        source, admin = (ClusterClient(f"cluster link {link.name}", settings.bootstrap,
+                                       timeout_s=settings.request_timeout_ms / 1000.0,
+                                       client_id=settings.client_id or f"kafkapy-link-{link.name}-{self.node_id}")
+                         for _ in range(2))
+        running = _RunningLink(link, settings, source, admin,
                                MirrorFetcher(link.name, source, settings, self.host, self._now_ms))
         self._links[link.id] = running
         if self._nursery is not None:
@@ -138,10 +143,13 @@ class ClusterLinkManager(SourceAdmin):
         return out
 
     async def _run_link(self, running: _RunningLink) -> None:
-        with running.scope:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(running.fetcher.run)
-                nursery.start_soon(self._coordinate, running)
+        try:
+            with running.scope:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(running.fetcher.run)
+                    nursery.start_soon(self._coordinate, running)
+        finally:
+            await running.admin.aclose()
 
     async def _coordinate(self, running: _RunningLink) -> None:
         """The link's periodic work, while this broker is its coordinator."""
@@ -155,11 +163,11 @@ class ClusterLinkManager(SourceAdmin):
             if now >= next_topics:
                 next_topics = now + s.topic_config_sync_ms / 1000.0
                 await self._step(running, "syncing topics", sync_topics(
-                    running.link, running.source, self.local, self._image()))
+                    running.link, running.admin, self.local, self._image()))
             if s.offset_sync_enable and now >= next_offsets:
                 next_offsets = now + s.offset_sync_ms / 1000.0
                 await self._step(running, "syncing consumer offsets", sync_offsets(
-                    running.link, s.group_filter, running.source, self.local, self._image()))
+                    running.link, s.group_filter, running.admin, self.local, self._image()))
             wake = min(next_topics, next_offsets if s.offset_sync_enable else next_topics)
             with trio.move_on_at(wake):
                 await running.coordination_changed.wait()
@@ -181,7 +189,8 @@ class ClusterLinkManager(SourceAdmin):
         running = self._links.get(link_id)
         if running is None:
             return "UNAVAILABLE"
-        if trio.current_time() - running.source.last_contact > UNAVAILABLE_AFTER_S:
+        last_contact = max(running.source.last_contact, running.admin.last_contact)
+        if trio.current_time() - last_contact > UNAVAILABLE_AFTER_S:
             return "UNAVAILABLE"
         return "ACTIVE"
 
@@ -195,7 +204,7 @@ class ClusterLinkManager(SourceAdmin):
 
     def source(self, link_id: uuid.UUID) -> ClusterClient | None:
         running = self._links.get(link_id)
-        return None if running is None else running.source
+        return None if running is None else running.admin
 
 
 def _coordinators(image: MetadataImage) -> Callable[[uuid.UUID], int]:

@@ -176,7 +176,8 @@ class MirrorFetcher:
             changed = self._changed
             topics = sorted({s.assignment.source_topic for s in self._partitions.values()})
             meta = self.source.metadata
-            if topics and (self._stale or meta is None or trio.current_time() - meta.fetched_at > max_age
+            if topics and (self._stale or self._leaderless() or meta is None
+                           or trio.current_time() - meta.fetched_at > max_age
                            or any(t not in meta.topics for t in topics)):
                 try:
                     await self.source.refresh(topics)
@@ -192,8 +193,13 @@ class MirrorFetcher:
                 if leader >= 0 and self._nursery is not None:
                     self._leader_tasks.add(leader)
                     self._nursery.start_soon(self._leader_loop, leader)
-            with trio.move_on_after(backoff if self._stale else max_age):
+            # A partition whose source leader is unknown (an election there) has no task to
+            # fill it until the metadata names one: ask again soon, not in max_age.
+            with trio.move_on_after(backoff if self._stale or self._leaderless() else max_age):
                 await changed.wait()
+
+    def _leaderless(self) -> bool:
+        return any(self._source_leader(k)[0] < 0 for k in self._partitions)
 
     def _source_leader(self, key: tuple[str, int]) -> tuple[int, int]:
         """(leader id, leader epoch) of the source partition of mirror ``key``; -1s if unknown."""
@@ -226,12 +232,7 @@ class MirrorFetcher:
                     continue
                 try:
                     await self._validate(leader, keys)
-                    if not await self._fetch(leader, keys):
-                        # Nothing to ask for now (no log here any more, a check failed): wait
-                        # for a change rather than spin.
-                        changed = self._changed
-                        with trio.move_on_after(backoff):
-                            await changed.wait()
+                    fetched = await self._fetch(leader, keys)
                 except Exception as exc:  # noqa: BLE001 - a lost source broker must not end the task
                     log.info("Cluster link %s: fetching from source broker %d failed: %s; retrying in %d ms",
                              self.link_name, leader, exc or type(exc).__name__,
@@ -239,6 +240,14 @@ class MirrorFetcher:
                     self._stale = True
                     self._wake()
                     await trio.sleep(backoff)
+                    continue
+                if not fetched:
+                    # No partition's log to fill yet (leadership suspended, or not yet leading
+                    # the assigned epoch): going round at once would never yield, and would
+                    # starve every other task of the broker, its heartbeats included.
+                    changed = self._changed
+                    with trio.move_on_after(backoff):
+                        await changed.wait()
         finally:
             self._leader_tasks.discard(leader)
 
@@ -297,7 +306,7 @@ class MirrorFetcher:
     # -- fetching --------------------------------------------------------------------------------------
 
     async def _fetch(self, leader: int, keys: list[tuple[str, int]]) -> bool:
-        """One Fetch for ``keys``; False when there was nothing to fetch."""
+        """Fetch ``keys`` from ``leader`` and apply the answer; False when none could be asked."""
         s = self.settings
         Req = m.FetchRequest
         by_topic: dict[str, list[Any]] = {}

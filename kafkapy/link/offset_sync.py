@@ -57,31 +57,44 @@ async def sync_offsets(link: ClusterLink, selected: Callable[[str], bool], sourc
     if not names:
         return
     groups = [g for g in await list_groups(source) if selected(g)]
-    high_watermarks: dict[tuple[str, int], int] | None = None
+    high_watermarks: dict[tuple[str, int], int] = {}
+    failures: list[str] = []
     for group in groups:
-        committed = await fetch_offsets(source, group)
-        wanted = {(names[t], p): c for (t, p), c in committed.items() if t in names}
-        if not wanted:
-            continue
-        if high_watermarks is None:
-            high_watermarks = {}
-            for topic in sorted(set(names.values())):
-                for index, hw in (await end_offsets(local, topic)).items():
-                    high_watermarks[(topic, index)] = hw
-        wanted = clamp(wanted, high_watermarks)
-        current = await fetch_offsets(local, group)
-        changed = {k: c for k, c in wanted.items() if current.get(k, CommittedOffset(-1, -1, None)).offset != c.offset}
-        if not changed:
-            continue
-        errors = await commit_offsets(local, group, changed)
-        failed = {k: e for k, e in errors.items() if e != ErrorCode.NONE}
-        if failed and all(e in _GROUP_ACTIVE for e in failed.values()):
-            log.debug("Cluster link %s: group %s is active here; its offsets are not synced", link.name, group)
-        elif failed:
-            log.warning("Cluster link %s: committing group %s's offsets failed for %s", link.name, group,
-                        {f"{t}-{p}": error_name(e) for (t, p), e in failed.items()})
-        else:
-            log.debug("Cluster link %s: synced %d offsets of group %s", link.name, len(changed), group)
+        # One group that cannot be synced (its coordinator loading or moving on either side)
+        # must not hold the others back; the round reports it once it is done.
+        try:
+            await _sync_group(link, group, names, source, local, high_watermarks)
+        except Exception as exc:  # noqa: BLE001 - reported below, tried again next round
+            failures.append(f"group {group}: {exc or type(exc).__name__}")
+    if failures:
+        raise RuntimeError("; ".join(failures))
 
+
+async def _sync_group(link: ClusterLink, group: str, names: dict[str, str], source: ClusterClient,
+                      local: ClusterClient, high_watermarks: dict[tuple[str, int], int]) -> None:
+    """Commit ``group``'s source offsets of the mirrored topics here. ``high_watermarks``: the
+    mirrors' (read on first need, shared by the round's groups)."""
+    committed = await fetch_offsets(source, group)
+    wanted = {(names[t], p): c for (t, p), c in committed.items() if t in names}
+    if not wanted:
+        return
+    if not high_watermarks:
+        for topic in sorted(set(names.values())):
+            for index, hw in (await end_offsets(local, topic)).items():
+                high_watermarks[(topic, index)] = hw
+    wanted = clamp(wanted, high_watermarks)
+    current = await fetch_offsets(local, group)
+    changed = {k: c for k, c in wanted.items() if current.get(k, CommittedOffset(-1, -1, None)).offset != c.offset}
+    if not changed:
+        return
+    errors = await commit_offsets(local, group, changed)
+    failed = {k: e for k, e in errors.items() if e != ErrorCode.NONE}
+    if failed and all(e in _GROUP_ACTIVE for e in failed.values()):
+        log.debug("Cluster link %s: group %s is active here; its offsets are not synced", link.name, group)
+    elif failed:
+        log.warning("Cluster link %s: committing group %s's offsets failed for %s", link.name, group,
+                    {f"{t}-{p}": error_name(e) for (t, p), e in failed.items()})
+    else:
+        log.debug("Cluster link %s: synced %d offsets of group %s", link.name, len(changed), group)
 
 __all__ = ["clamp", "sync_offsets"]

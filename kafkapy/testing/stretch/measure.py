@@ -270,20 +270,23 @@ class Workload:
         return read_reads(self.read_log(site))
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
-        """SIGTERM every client still running (producers flush what is in flight), bounded;
-        SIGKILL what outlives ``timeout``."""
-        procs = [*self.producers.values(), *self.readers.values()]
-        for proc in procs:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for proc in procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop_clients([*self.producers.values(), *self.readers.values()], timeout)
+
+
+def stop_clients(procs: Sequence[subprocess.Popen[bytes]], timeout: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM every client still running (producers flush what is in flight, group members
+    commit), bounded; SIGKILL what outlives ``timeout``."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 def producer_epochs(data_dir: Path, topic: str, partition: int) -> dict[int, int]:

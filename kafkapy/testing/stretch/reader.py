@@ -1,11 +1,17 @@
 """A stock consumer (librdkafka via confluent-kafka) that writes down what it reads, and when.
 
     python -m kafkapy.testing.stretch.reader --bootstrap HOST:PORT --topic T --rack SITE --log FILE
+        [--group G [--commit-interval-ms MS]]
 
 Reads every partition of ``T`` from the beginning (assigned, no group membership, no commits:
 it depends on no group coordinator) with ``client.rack`` = its site, and writes one line per
 record ``partition offset create_time_ms read_time value`` (flushed as it goes) until
 SIGTERM/SIGINT. The stretch measurements take the consumer's recovery time from it.
+
+With ``--group`` it is a member of consumer group ``G`` instead: subscribed to ``T``, resuming
+at the group's committed offsets (the earliest offset where there are none), committing what it
+read every ``--commit-interval-ms`` (librdkafka's auto-commit) and on a clean stop. The
+cluster-link tests move such a group from one cluster to another.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topic", required=True)
     ap.add_argument("--rack", required=True)
     ap.add_argument("--log", required=True)
+    ap.add_argument("--group", help="join this consumer group and commit (default: no group)")
+    ap.add_argument("--commit-interval-ms", type=int, default=200)
     args = ap.parse_args(argv)
 
     stop = [False]
@@ -38,9 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     consumer = Consumer({
-        "bootstrap.servers": args.bootstrap, "group.id": f"stretch-reader-{args.rack}",
-        "client.rack": args.rack, "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+        "bootstrap.servers": args.bootstrap, "group.id": args.group or f"stretch-reader-{args.rack}",
+        "client.rack": args.rack, "fetch.wait.max.ms": 100,
         "topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 1000,
+        **({"enable.auto.commit": True, "auto.commit.interval.ms": args.commit_interval_ms,
+            "auto.offset.reset": "earliest"} if args.group else {"enable.auto.commit": False}),
     })
     # A broker may not know a topic created a moment ago: ask again (bounded) until it does, or
     # the reader would assign nothing and read nothing for the whole run.
@@ -53,8 +63,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"topic {args.topic} not in the metadata after {TOPIC_TIMEOUT_S:.0f}s", file=sys.stderr)
             return 1
         time.sleep(0.2)
-    partitions = sorted(topic.partitions)
-    consumer.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in partitions])
+    if args.group:
+        consumer.subscribe([args.topic])
+    else:
+        consumer.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in sorted(topic.partitions)])
     with open(args.log, "w", buffering=1) as log:
         while not stop[0]:
             msg = consumer.poll(0.2)
