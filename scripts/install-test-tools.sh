@@ -57,32 +57,31 @@ KAFKA_POM=scripts/apache-kafka/pom.xml
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM")
 KAFKA_SHELL_VERSION=$(sed -n 's:.*<kafka.shell.version>\(.*\)</kafka.shell.version>.*:\1:p' "$KAFKA_POM")
 KAFKA_STORAGE_TEST_VERSION=$(sed -n 's:.*<kafka.storage.test.version>\(.*\)</kafka.storage.test.version>.*:\1:p' "$KAFKA_POM")
-# The shell and storage-test jars are checked too: a cache made before the pom listed them would
-# otherwise stay as it was.
-if [ "$(cat "$TOOLS/apache-kafka/VERSION" 2>/dev/null)" != "$KAFKA_VERSION" ] ||
-   [ ! -e "$TOOLS/apache-kafka/libs/kafka-shell-$KAFKA_SHELL_VERSION.jar" ] ||
-   [ ! -e "$TOOLS/apache-kafka/libs/kafka-storage-$KAFKA_STORAGE_TEST_VERSION-test.jar" ] ||
-   [ ! -e "$TOOLS/apache-kafka/libs/kafka-streams-$KAFKA_VERSION.jar" ]; then
-  command -v mvn >/dev/null || { echo "mvn is missing: Apache Kafka cannot be fetched" >&2; exit 1; }
-  rm -rf "$TOOLS/apache-kafka"
-  mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
-      -DoutputDirectory="$PWD/$TOOLS/apache-kafka/libs" -DincludeScope=runtime
-  echo "$KAFKA_VERSION" > "$TOOLS/apache-kafka/VERSION"
-fi
+# maven_fetch NAME POM VERSION JAR...: the POM's runtime jars into $TOOLS/NAME/libs, fetched again
+# when the VERSION stamp differs or any listed jar is missing (a cache made before the pom listed
+# a jar would otherwise stay as it was).
+maven_fetch() {
+  local name=$1 pom=$2 version=$3 jar
+  shift 3
+  local stale=0
+  [ "$(cat "$TOOLS/$name/VERSION" 2>/dev/null)" = "$version" ] || stale=1
+  for jar in "$@"; do [ -e "$TOOLS/$name/libs/$jar" ] || stale=1; done
+  [ "$stale" = 1 ] || return 0
+  command -v mvn >/dev/null || { echo "mvn is missing: $name cannot be fetched" >&2; exit 1; }
+  rm -rf "${TOOLS:?}/$name"
+  mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
+      -DoutputDirectory="$PWD/$TOOLS/$name/libs" -DincludeScope=runtime
+  echo "$version" > "$TOOLS/$name/VERSION"
+}
+maven_fetch apache-kafka "$KAFKA_POM" "$KAFKA_VERSION" "kafka-shell-$KAFKA_SHELL_VERSION.jar" \
+    "kafka-storage-$KAFKA_STORAGE_TEST_VERSION-test.jar" "kafka-streams-$KAFKA_VERSION.jar"
 
 # MirrorMaker 2 (connect-mirror), pinned in scripts/apache-kafka/mirrormaker/pom.xml, on its own
 # release's Connect runtime and clients (no 4.4.0 is served): kafkapy/testing/mirrormaker.py.
 MIRROR_POM=scripts/apache-kafka/mirrormaker/pom.xml
 MIRROR_VERSION=$(sed -n 's:.*<kafka.mirror.version>\(.*\)</kafka.mirror.version>.*:\1:p' "$MIRROR_POM")
-if [ "$(cat "$TOOLS/mirrormaker/VERSION" 2>/dev/null)" != "$MIRROR_VERSION" ] ||
-   [ ! -e "$TOOLS/mirrormaker/libs/connect-mirror-$MIRROR_VERSION.jar" ] ||
-   [ ! -e "$TOOLS/mirrormaker/libs/connect-mirror-client-$MIRROR_VERSION.jar" ]; then
-  command -v mvn >/dev/null || { echo "mvn is missing: MirrorMaker 2 cannot be fetched" >&2; exit 1; }
-  rm -rf "$TOOLS/mirrormaker"
-  mvn -q -B -Dstyle.color=never -f "$MIRROR_POM" dependency:copy-dependencies \
-      -DoutputDirectory="$PWD/$TOOLS/mirrormaker/libs" -DincludeScope=runtime
-  echo "$MIRROR_VERSION" > "$TOOLS/mirrormaker/VERSION"
-fi
+maven_fetch mirrormaker "$MIRROR_POM" "$MIRROR_VERSION" "connect-mirror-$MIRROR_VERSION.jar" \
+    "connect-mirror-client-$MIRROR_VERSION.jar"
 
 # The report card's suites (librdkafka from its Debian source package, franz-go and kafka-go from
 # the Go module proxy) are built by scripts/test.sh in the background while the unit and node
