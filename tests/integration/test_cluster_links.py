@@ -247,3 +247,14 @@ def test_a_link_from_apache_kafka_preserves_offsets_and_transactions(osaka) -> N
             ours = call(osaka, fetch("payments", p, 0), version=12).responses[0].partitions[0]
             theirs = call(kafka, fetch("payments", p, 0), version=12).responses[0].partitions[0]
             assert (ours.high_watermark, ours.last_stable_offset) == (theirs.high_watermark, theirs.last_stable_offset)
+
+
+def test_a_link_with_running_mirrors_is_deleted_only_with_force(tokyo, osaka) -> None:
+    # tokyo's "events" mirrors osaka since the fail-back above.
+    refused = kafkapy("link", "delete", "from-osaka", "--bootstrap-server", bootstrap(tokyo), ok=False)
+    assert refused.returncode == 1 and "INVALID_REQUEST" in refused.stderr and "events" in refused.stderr
+    assert write(tokyo, "events", 0, [b"still a mirror"]) == 42
+    kafkapy("link", "delete", "from-osaka", "--force", "--bootstrap-server", bootstrap(tokyo))
+    assert write(tokyo, "events", 0, [b"writable again"]) == 0
+    listed = json.loads(kafkapy("link", "list", "--bootstrap-server", bootstrap(tokyo), "--json").stdout)
+    assert listed == []
