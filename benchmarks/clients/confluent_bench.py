@@ -7,7 +7,8 @@ runner or the broker. Ops:
     delete     delete topics (best effort)
     produce    throughput: `count` records of `size` bytes round-robin over the partitions
     consume    throughput: assign() every partition from the beginning, read `count` records
-    latency    send->delivery-report latency at a fixed rate with linger.ms=0
+    latency    send->delivery-report latency at a fixed rate with linger.ms=0 (optionally
+               round robin over `partitions`)
     partitions time to create N topics x M partitions, then time to fetch full metadata
     group      time from subscribe() to the first record of a brand-new consumer group
 
@@ -262,6 +263,8 @@ def op_latency(job: dict) -> dict:
     conf["on_delivery"] = on_delivery
     producer = Producer(conf)
     topic = job["topic"]
+    # Round robin over this many partitions (default: partition 0 alone).
+    partitions = job.get("partitions", 1)
     value = payload(size)
     producer.list_topics(topic, timeout=10)
     total = int(rate * seconds)
@@ -276,7 +279,7 @@ def op_latency(job: dict) -> dict:
             # time.sleep, not poll(wait): poll() takes whole milliseconds, so a sub-millisecond
             # wait becomes poll(0) in a loop and the client burns a core it shares with the broker.
             time.sleep(wait)
-        producer.produce(topic, value, partition=0)
+        producer.produce(topic, value, partition=i % partitions)
         producer.poll(0)  # serve delivery reports
     left = producer.flush(deadline.remaining())
     elapsed = time.perf_counter() - t0
