@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SLOWEST = (
     "tests/integration/test_stretch_recipes.py",
+    "tests/integration/test_multi_dc_recipes.py",
     "tests/integration/test_eos_harness.py",
+    "tests/integration/test_mirrormaker2.py",
     "tests/integration/test_replication_chaos.py",
     "compat-tests/test_groups.py",
     "tests/integration/test_bulk_create.py",
