@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 import trio
-
 from helpers import batch, fetch, list_offsets, produce, wait_for
+
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.records.reader import iter_batches
@@ -75,9 +75,9 @@ def end_offset(node: Any, topic: str, partition: int) -> int:
 
 
 def raw_log(node: Any, topic: str, partition: int) -> list[bytes]:
-    """Every batch of the partition up to its high watermark, as bytes."""
+    """Every batch of the partition from its log start up to its high watermark, as bytes."""
     out: list[bytes] = []
-    offset = 0
+    offset = call(node, list_offsets(topic, partition, -2)).topics[0].partitions[0].offset
     while True:
         p = call(node, fetch(topic, partition, offset), version=12).responses[0].partitions[0]
         assert p.error_code == 0, p
@@ -181,6 +181,21 @@ def test_a_group_offset_on_the_source_appears_on_the_mirror(tokyo, osaka) -> Non
         got = {r["partition"]: r["current_offset"] for r in rows if r["topic"] == "orders"}
         return got if got == {0: 10, 1: 11, 2: 12} else None
     wait_for("the group's offsets on osaka", on_osaka, timeout=30, interval=0.5)
+
+
+def test_records_deleted_on_the_source_go_from_the_mirror_too(tokyo, osaka) -> None:
+    kafkapy("delete-records", "--topic", "orders", "--partition", "1", "--offset", "20",
+            "--bootstrap-server", bootstrap(tokyo))
+    # The mirror refuses DeleteRecords of its own, and follows its source's log start.
+    assert kafkapy("delete-records", "--topic", "orders", "--partition", "2", "--offset", "5",
+                   "--bootstrap-server", bootstrap(osaka), ok=False).returncode != 0
+    assert write(tokyo, "orders", 1, [b"after the deletion"]) == 0  # a fetch brings the new log start
+
+    def log_start() -> bool:
+        p = call(osaka, list_offsets("orders", 1, -2)).topics[0].partitions[0]
+        return p.error_code == 0 and p.offset == 20
+    wait_for("the mirror's log start to follow", log_start, timeout=30, interval=0.5)
+    wait_for("the mirror to catch up", lambda: same_logs(tokyo, osaka, "orders", 3), timeout=30)
 
 
 def test_promote_makes_the_mirror_writable_after_the_sources_records(tokyo, osaka) -> None:
