@@ -420,6 +420,7 @@ class Partition:
         """Drop this mirror's tail from ``offset`` (the source truncated it, e.g. after an
         unclean election there, or this topic was a writable one restored as a mirror), or, for
         ``offset`` below the log start, restart the log empty there."""
+        _require_mirror(self, self._mirror, "truncate")
         plog = self.log
         leo, hw = plog.log_end_offset, plog.high_watermark
         if offset < plog.log_start_offset:
@@ -438,6 +439,7 @@ class Partition:
     def restart_mirrored_at(self, offset: int, *, now_ms: int, why: str) -> None:
         """Restart this mirror's log empty at ``offset`` (the source no longer has the
         records between our log end and it)."""
+        _require_mirror(self, self._mirror, "restart")
         plog = self.log
         log.warning("Mirror %s-%d restarts at offset %d (log was %d-%d): %s", self.topic,
                     self.index, offset, plog.log_start_offset, plog.log_end_offset, why)
@@ -567,6 +569,14 @@ class Partition:
         if fslice is None or fslice.size <= 0:
             return None
         return fslice
+
+
+def _require_mirror(hosted: Partition, mirror: MirrorTopic | None, what: str) -> None:
+    """Only a link's read-only mirror led here may have its log cut by the link: once stopped,
+    the topic takes acknowledged writes of its own."""
+    if mirror is None or hosted.leader_state is None:
+        raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                         f"{hosted.topic}-{hosted.index} is no longer a mirror led here: not {what}ing its log")
 
 
 def _raise_high_watermark(hosted: Partition, hw: int) -> bool:

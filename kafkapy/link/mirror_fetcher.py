@@ -394,9 +394,13 @@ class MirrorFetcher:
     async def _out_of_range(self, key: tuple[str, int], state: _Mirrored, plog: PartitionLog,
                             replica: MirrorReplica) -> None:
         """Our log end is outside the source's log: restart at its start, or cut down to its end."""
+        leo = plog.log_end_offset
         earliest = await self._list_offset(key, state, -2)
         latest = await self._list_offset(key, state, -1)
-        leo = plog.log_end_offset
+        # The mirror may have been stopped (promoted, failed over) or retargeted while we asked:
+        # then its log is no longer the link's to cut.
+        if self._log(key, state) is not plog or plog.log_end_offset != leo:
+            return
         if earliest is not None and leo < earliest:
             replica.restart_mirrored_at(earliest, now_ms=self._now_ms(),
                                         why=f"the source deleted offsets {leo}-{earliest - 1} before "

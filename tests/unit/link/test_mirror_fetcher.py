@@ -188,3 +188,22 @@ def test_records_the_source_deleted_before_they_were_mirrored_restart_the_log(tm
     assert replica.cuts[0].startswith("restart 20")
     assert log.log_start_offset == 20
     log.close()
+
+
+def test_a_mirror_stopped_while_the_source_is_asked_is_not_cut(tmp_path) -> None:
+    source = FakeSource([batch(20, 5, 0)], log_start=20)
+    log = open_log(tmp_path)
+    replica = Replica(log)
+    stopped = {"now": False}
+    asked = source.send_to
+
+    async def send_to(node_id: int, request: Any, version: int | None = None, timeout: float | None = None) -> Any:
+        if request.API_KEY == ApiKey.LIST_OFFSETS:
+            stopped["now"] = True  # promoted while the answer is on its way
+        return await asked(node_id, request, version, timeout)
+
+    source.send_to = send_to  # type: ignore[method-assign]
+    replica.mirror_log = lambda epoch: None if stopped["now"] else log  # type: ignore[method-assign]
+    run_until(source, replica, lambda: source.requests.count(ApiKey.LIST_OFFSETS) >= 2)
+    assert replica.cuts == [] and log.log_end_offset == 0
+    log.close()
