@@ -50,6 +50,7 @@ from kafkapy.protocol import (
     frame_parts,
 )
 from kafkapy.protocol.events import Part, Reply
+from kafkapy.security.session import Session
 
 __all__ = [
     "ConnectionInfo",
@@ -81,8 +82,9 @@ _SENDFILE_CHUNK: Final = 1 << 30
 class ConnectionInfo:
     """Who is on the other end of a connection; passed to every ``handle`` call.
 
-    ``state`` is per-connection scratch space for the dispatcher (SASL state, the client software
-    name from ApiVersions v3+); it lives as long as the connection.
+    ``state`` is per-connection scratch space for the dispatcher (the client software name from
+    ApiVersions v3+); it lives as long as the connection. ``session`` is who the peer is (its
+    principal) and how it authenticated; the edge fills it in, handlers read it.
     """
 
     connection_id: str
@@ -90,6 +92,7 @@ class ConnectionInfo:
     peer: tuple[Any, ...] | None = None
     local: tuple[Any, ...] | None = None
     state: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    session: Session = field(default_factory=Session, compare=False)
 
 
 class Dispatcher(Protocol):
