@@ -14,8 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
 
+from kafkapy.config_defs import ConfigDef as ConfigDef
+from kafkapy.config_defs import ConfigSource as ConfigSource
+from kafkapy.config_defs import ConfigType as ConfigType
+from kafkapy.config_defs import config_defs as _defs
+from kafkapy.config_security import SECURITY_CONFIGS
 from kafkapy.config_sources import DEFAULT_PROTOCOL_MAP, is_security_key
 
 # Re-exported: the CLI, storage and tests import these from kafkapy.config.
@@ -41,89 +45,6 @@ log = logging.getLogger(__name__)
 
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
-
-
-class ConfigType(IntEnum):
-    """DescribeConfigs' config_type values."""
-
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigs' config_source values."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-
-
-@dataclass(frozen=True)
-class ConfigDef:
-    """One configuration key: its type, default (as Kafka prints it), and validation."""
-
-    name: str
-    type: ConfigType
-    default: str | None
-    doc: str = ""
-    validator: Validator | None = None
-    sensitive: bool = False
-    # Kafka's internal configs: settable, but DescribeConfigs lists them only when set.
-    internal: bool = False
-
-    def parse(self, raw: str) -> object:
-        """Typed value of ``raw``; raises KafkaError(INVALID_CONFIG) with Kafka's wording."""
-        text = raw.strip()
-        try:
-            if self.type == ConfigType.BOOLEAN:
-                if text.lower() not in ("true", "false"):
-                    raise ValueError
-                value: object = text.lower() == "true"
-            elif self.type in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG):
-                value = int(text)
-                bound = {ConfigType.INT: 1 << 31, ConfigType.SHORT: 1 << 15, ConfigType.LONG: 1 << 63}[self.type]
-                if not -bound <= value < bound:
-                    raise ValueError
-            elif self.type == ConfigType.DOUBLE:
-                value = float(text)
-            elif self.type == ConfigType.LIST:
-                value = [item.strip() for item in text.split(",") if item.strip()]
-            else:
-                value = raw
-        except ValueError:
-            kind = self.type.name  # Kafka prints ConfigDef.Type's name: "Not a number of type LONG"
-            raise KafkaError(
-                ErrorCode.INVALID_CONFIG,
-                f"Invalid value {raw} for configuration {self.name}: Not a number of type {kind}"
-                if self.type not in (ConfigType.BOOLEAN,)
-                else f"Invalid value {raw} for configuration {self.name}: Expected value to be either true or false",
-            ) from None
-        if self.validator is not None:
-            problem = self.validator(value)
-            if problem:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw} for configuration {self.name}: {problem}")
-        return value
-
-    @property
-    def default_value(self) -> object:
-        return None if self.default is None else self.parse(self.default)
-
-
-def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
-    return {d.name: d for d in defs}
-
 
 T = ConfigType
 _CLEANUP = one_of("delete", "compact")
@@ -405,7 +326,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("remote.log.metadata.topic.retention.ms", T.LONG, "-1", "retention.ms of __remote_log_metadata."),
     # kafkapy's own: the HTTP endpoint serving /metrics (Prometheus), /health and /ready.
     ConfigDef("kafkapy.metrics.listener", T.STRING, None, "http://HOST:PORT of the metrics and health endpoint; unset: off."),
-)
+) | SECURITY_CONFIGS
 
 # Broker settings that may change at runtime, as Kafka's DynamicBrokerConfig lists them: every
 # primary broker synonym of a topic config (except the ignored message format), the log cleaner's,
