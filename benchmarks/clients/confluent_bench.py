@@ -56,7 +56,8 @@ def payload(size: int) -> bytes:
 
 
 def _admin(job: dict) -> AdminClient:
-    return AdminClient({"bootstrap.servers": job["bootstrap"], "socket.nagle.disable": True})
+    return AdminClient({"bootstrap.servers": job["bootstrap"], "socket.nagle.disable": True,
+                        **job.get("config", {})})
 
 
 def _wait_leaders(admin: AdminClient, topics: dict[str, int], deadline: Deadline) -> None:
