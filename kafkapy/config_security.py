@@ -7,8 +7,41 @@ per-listener overrides); the edge that opens a listener resolves those.
 
 from __future__ import annotations
 
-from kafkapy.config_defs import ConfigDef, config_defs
+from kafkapy.config_defs import ConfigDef, ConfigType, config_defs
+from kafkapy.config_validators import one_of
+from kafkapy.security.tls_settings import CLIENT_AUTH_VALUES, TLS_DEFAULTS
+
+T = ConfigType
+
+# -- TLS --
+_TLS_TYPES: dict[str, ConfigType] = {
+    "ssl.enabled.protocols": T.LIST, "ssl.cipher.suites": T.LIST, "ssl.keystore.password": T.PASSWORD,
+    "ssl.key.password": T.PASSWORD, "ssl.keystore.certificate.chain": T.PASSWORD,
+    "ssl.keystore.key": T.PASSWORD, "ssl.truststore.password": T.PASSWORD,
+    "ssl.truststore.certificates": T.PASSWORD, "ssl.engine.factory.class": T.CLASS,
+}
+_TLS_DOCS: dict[str, str] = {
+    "ssl.protocol": "TLS protocol when ssl.enabled.protocols is empty.",
+    "ssl.enabled.protocols": "TLS versions a connection may use.",
+    "ssl.cipher.suites": "TLS 1.2 cipher suites (IANA or OpenSSL names); empty: OpenSSL's defaults.",
+    "ssl.client.auth": "Client certificates on a listener: none, requested or required (mTLS).",
+    "ssl.endpoint.identification.algorithm": "https checks the server's host name; empty disables.",
+    "ssl.principal.mapping.rules": "Certificate DN to principal name rules.",
+    "ssl.keystore.type": "PEM or PKCS12 (JKS is refused).",
+    "ssl.keystore.location": "Key and certificate chain file.",
+    "ssl.truststore.type": "PEM or PKCS12 (JKS is refused).",
+    "ssl.truststore.location": "Trusted CA certificates file.",
+}
+_TLS_VALIDATORS = {"ssl.client.auth": one_of(*CLIENT_AUTH_VALUES)}
+_SENSITIVE = ("password", "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates")
 
 SECURITY_CONFIGS: dict[str, ConfigDef] = config_defs(
     # Each part of the security work adds its keys in its own block below.
+    # -- TLS --
+    ConfigDef("security.inter.broker.protocol", T.STRING, "PLAINTEXT",
+              "Protocol brokers use among themselves when inter.broker.listener.name is unset.",
+              one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
+    *(ConfigDef(name, _TLS_TYPES.get(name, T.STRING), default, _TLS_DOCS.get(name, ""),
+                _TLS_VALIDATORS.get(name), sensitive=any(s in name for s in _SENSITIVE))
+      for name, default in TLS_DEFAULTS.items()),
 )

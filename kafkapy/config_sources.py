@@ -1,9 +1,9 @@
 """What a node's configuration sources hold besides typed settings: Java ``.properties`` text,
 ``NAME://host:port`` listeners, and the security settings kafkapy refuses to start with.
 
-kafkapy implements neither TLS, SASL nor ACL authorization yet. Ignoring their settings would
-serve every client unauthenticated in plaintext while the operator believes the node secured,
-so a configuration naming any of them stops the node (it fails closed).
+kafkapy implements TLS (``ssl.*``, SSL listeners) but neither SASL nor ACL authorization yet.
+Ignoring their settings would serve every client unauthenticated while the operator believes the
+node secured, so a configuration naming any of them stops the node (it fails closed).
 """
 
 from __future__ import annotations
@@ -14,14 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.security.listener_protocols import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, protocol_map
 
 if TYPE_CHECKING:
     from kafkapy.config import BrokerConfig
-
-#: listener.security.protocol.map's default (Kafka's, plus the CONTROLLER listener).
-DEFAULT_PROTOCOL_MAP = ("PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,"
-                        "CONTROLLER:PLAINTEXT")
-
 
 def parse_properties(text: str) -> dict[str, str]:
     """Parse Java `.properties` text: `key=value` or `key: value`, `#`/`!` comments, `\\` continuations."""
@@ -108,16 +104,18 @@ class Listener:
         return out
 
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-
-# Settings that only mean something with TLS, SASL or ACL authorization, none of which kafkapy
-# implements yet. Ignoring them would serve every client unauthenticated in plaintext while the
-# operator believes the node is secured, so a node given any of them refuses to start.
-_REFUSED_PREFIXES = ("sasl.", "ssl.")
+# Settings that only mean something with SASL or ACL authorization, which kafkapy does not
+# implement yet. Ignoring them would serve every client unauthenticated while the operator
+# believes the node is secured, so a node given any of them refuses to start.
+_REFUSED_PREFIXES = ("sasl.",)
 _REFUSED_KEYS = ("authorizer.class.name", "allow.everyone.if.no.acl.found", "super.users")
-# Kafka's per-listener security settings: listener.name.<listener>.ssl.*, .sasl.* and
+# Kafka's per-listener SASL settings: listener.name.<listener>.sasl.* and
 # .<mechanism>.sasl.jaas.config (and the other per-mechanism SASL settings).
-_LISTENER_SECURITY_KEY = re.compile(r"listener\.name\.[^.]+\.(?:[^.]+\.)?(?:sasl|ssl)\.")
+_LISTENER_SASL_KEY = re.compile(r"listener\.name\.[^.]+\.(?:[^.]+\.)?sasl\.")
+# The TLS ones, which kafkapy honours (kafkapy.net.tls).
+_LISTENER_SSL_KEY = re.compile(r"listener\.name\.[^.]+\.ssl\.")
+#: Listener protocols kafkapy serves.
+SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL")
 
 
 class UnsupportedSecurityConfig(ValueError):
@@ -126,33 +124,18 @@ class UnsupportedSecurityConfig(ValueError):
     def __init__(self, settings: list[str]) -> None:
         self.settings = settings
         super().__init__(
-            "refusing to start: kafkapy does not implement TLS, SASL or ACL authorization yet, and "
+            "refusing to start: kafkapy does not implement SASL or ACL authorization yet, and "
             f"these settings need them: {', '.join(settings)} (without them the node serves every "
-            "client unauthenticated in plaintext)")
-
-
-def _protocol_map(props: Mapping[str, str]) -> dict[str, str]:
-    raw = props.get("listener.security.protocol.map")
-    if raw is None:
-        raw = DEFAULT_PROTOCOL_MAP
-    mapping: dict[str, str] = {}
-    for entry in raw.split(","):
-        if not entry.strip():
-            continue
-        name, sep, protocol = entry.partition(":")
-        if not sep or not name.strip():
-            raise ValueError(f"listener.security.protocol.map: {entry.strip()!r} is not LISTENER:PROTOCOL")
-        mapping[name.strip().upper()] = protocol.strip().upper()
-    return mapping
+            "client unauthenticated)")
 
 
 def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
-    """The settings in ``props`` that need TLS, SASL or authorization, described for an operator
+    """The settings in ``props`` that need SASL or authorization, described for an operator
     (empty when the node can honour its configuration). Raises ValueError for a malformed
     ``listeners`` or protocol map, or a listener the map does not cover: their protocols cannot
     be told."""
     refused: list[str] = []
-    mapping = _protocol_map(props)
+    mapping = protocol_map(props)
     map_is_set = "listener.security.protocol.map" in props
     controller_names = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",")}
     names: dict[str, None] = {}
@@ -177,11 +160,11 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
             else:
                 # Kafka refuses these too: the listener's protocol cannot be told.
                 raise ValueError(f"listener.security.protocol.map has no security protocol for listener {name}")
-        if protocol != "PLAINTEXT":
+        if protocol not in SUPPORTED_PROTOCOLS:
             where = "listeners and listener.security.protocol.map" if name in mapping and map_is_set else "listeners"
             refused.append(f"{where} ({name} is {protocol})")
     inter_broker = props.get("security.inter.broker.protocol", "").strip().upper()
-    if inter_broker not in ("", "PLAINTEXT"):
+    if inter_broker not in ("", *SUPPORTED_PROTOCOLS):
         refused.append(f"security.inter.broker.protocol ({inter_broker})")
     # An empty value is Kafka's "unset".
     refused.extend(key for key, value in props.items() if value.strip() and refused_key(key))
@@ -189,11 +172,14 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
 
 
 def refused_key(key: str) -> bool:
-    return key.startswith(_REFUSED_PREFIXES) or key in _REFUSED_KEYS or _LISTENER_SECURITY_KEY.match(key) is not None
+    return key.startswith(_REFUSED_PREFIXES) or key in _REFUSED_KEYS or _LISTENER_SASL_KEY.match(key) is not None
 
 
 def is_security_key(key: str) -> bool:
-    return refused_key(key) or key == "security.inter.broker.protocol"
+    """A security setting, refused or not (not "unknown" even when absent from the config defs,
+    like the per-listener overrides)."""
+    return refused_key(key) or key.startswith("ssl.") or _LISTENER_SSL_KEY.match(key) is not None \
+        or key == "security.inter.broker.protocol"
 
 
 def single_node_voters(config: BrokerConfig) -> str | None:

@@ -18,6 +18,8 @@ from typing import Any, Final
 
 import trio
 
+from kafkapy.net import sasl_client
+from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import (
     ApiKey,
     ApiVersionRange,
@@ -80,14 +82,34 @@ class KafkaClient:
 
     @classmethod
     async def connect(cls, host: str, port: int, *, client_id: str = "kafkapy",
-                      timeout: float = DEFAULT_TIMEOUT, api_versions: bool = True) -> KafkaClient:
-        """Connect and (unless ``api_versions=False``) negotiate versions with ApiVersions."""
+                      timeout: float = DEFAULT_TIMEOUT, api_versions: bool = True,
+                      security: ClientSecurity | None = None) -> KafkaClient:
+        """Connect and (unless ``api_versions=False``) negotiate versions with ApiVersions.
+
+        ``security``: TLS before the first request, SASL after ApiVersions (see
+        :class:`~kafkapy.net.client_security.ClientSecurity`); None is PLAINTEXT.
+        """
         with trio.fail_after(timeout):
-            stream = await trio.open_tcp_stream(host, port)
+            tcp = await trio.open_tcp_stream(host, port)
+        stream: trio.abc.Stream = tcp
+        if security is not None and security.ssl_context is not None:
+            stream = trio.SSLStream(tcp, security.ssl_context,
+                                    server_hostname=security.server_hostname or host)
+            try:
+                with trio.fail_after(timeout):
+                    await stream.do_handshake()
+            except BaseException as exc:
+                await trio.aclose_forcefully(tcp)
+                if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
+                    raise KafkaClientError(f"TLS handshake with {host}:{port} failed: "
+                                           f"{exc.__cause__ or exc}") from exc
+                raise
         client = cls(stream, client_id=client_id)
-        if api_versions:
+        if api_versions or (security is not None and security.sasl is not None):
             try:
                 await client.negotiate(timeout=timeout)
+                if security is not None and security.sasl is not None:
+                    await sasl_client.authenticate(client, security.sasl, timeout=timeout)
             except BaseException:
                 await client.aclose()
                 raise

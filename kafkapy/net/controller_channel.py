@@ -37,6 +37,7 @@ from typing import Any, Final
 import trio
 
 from kafkapy.net.client import KafkaClient, KafkaClientError, UnsupportedByPeer
+from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import ApiKey, ErrorCode, KafkaError
 
 __all__ = ["ControllerChannel"]
@@ -75,7 +76,10 @@ class ControllerChannel:
                  leader_hint: Callable[[], int] = lambda: -1,
                  client_id: str = "kafkapy-controller-channel", connect_timeout: float = 5.0,
                  retry_backoff: float = 0.1, retry_backoff_max: float = 1.0,
-                 monotonic: Callable[[], float] = trio.current_time) -> None:
+                 monotonic: Callable[[], float] = trio.current_time,
+                 security: ClientSecurity | None = None) -> None:
+        # The controller listener's TLS/SASL (None: PLAINTEXT).
+        self.security = security
         self._monotonic = monotonic  # the node's clock (Trio's: MockClock moves it)
         self.voters = voters
         self.leader_hint = leader_hint
@@ -218,7 +222,8 @@ class ControllerChannel:
                 host, port = address
                 try:
                     client = await KafkaClient.connect(host, port, client_id=self.client_id,
-                                                       timeout=self.connect_timeout)
+                                                       timeout=self.connect_timeout,
+                                                       security=self.security)
                 except (OSError, KafkaClientError, trio.TooSlowError) as exc:
                     raise _AttemptFailed(f"cannot connect to {host}:{port}: "
                                          f"{exc or type(exc).__name__}") from exc

@@ -33,6 +33,8 @@ from typing import Any, Final, Protocol
 
 import trio
 
+from kafkapy.net.tls import ListenerTls
+from kafkapy.net.tls_handshake import DEFAULT_HANDSHAKE_TIMEOUT, tls_handshake
 from kafkapy.protocol import (
     CLOSED,
     DEFAULT_MAX_REQUEST_BYTES,
@@ -449,7 +451,10 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
                 send_timeout: float = DEFAULT_SEND_TIMEOUT,
                 handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
                 backlog: int | None = None,
-                on_connection: Callable[[int], None] | None = None) -> None:
+                on_connection: Callable[[int], None] | None = None,
+                security_protocol: str = "PLAINTEXT",
+                tls: ListenerTls | None = None,
+                handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT) -> None:
     """Listen on ``host:port`` and serve Kafka connections until cancelled.
 
     ``host=None`` listens on every interface (IPv4 and IPv6 where available); with ``port=0`` give a
@@ -459,7 +464,13 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
     bound port through ``task_status`` (``port = await nursery.start(serve, d, "127.0.0.1", 0)``).
     ``on_connection`` is called with +1 when a connection is accepted and -1 when it ends
     (connection metrics).
+
+    ``security_protocol`` is the listener's (it goes into each connection's ``Session``); with
+    ``tls`` (SSL and SASL_SSL listeners) every connection is a TLS server stream, its handshake
+    bounded by ``handshake_timeout``, and the zero-copy write path is off.
     """
+    if (tls is None) == (security_protocol in ("SSL", "SASL_SSL")):
+        raise ValueError(f"listener {listener_name}: {security_protocol} needs tls= exactly when it is TLS")
     if supported is None:
         supported = getattr(dispatcher, "versions", None)
         if supported is None:  # (not `or`: an empty table is falsy)
@@ -482,13 +493,21 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
         except OSError:
             pass
         local, peer = _addr(sock, False), _addr(sock, True)
+        session = Session(security_protocol=security_protocol,
+                          authenticated=security_protocol not in ("SASL_PLAINTEXT", "SASL_SSL"))
         info = ConnectionInfo(f"{_fmt(local)}-{_fmt(peer)}-{next(counter)}", listener_name, peer,
-                              local)
+                              local, session=session)
         log.debug("Accepted connection %s", info.connection_id)
         if on_connection is not None:
             on_connection(1)
         try:
-            await serve_stream(stream, dispatcher, supported, info, max_request_bytes=max_request_bytes,
+            served: trio.abc.Stream = stream
+            if tls is not None:
+                secured = await tls_handshake(stream, tls, info, handshake_timeout)
+                if secured is None:
+                    return
+                served = secured
+            await serve_stream(served, dispatcher, supported, info, max_request_bytes=max_request_bytes,
                                idle_timeout=idle_timeout, send_timeout=send_timeout,
                                handler_timeout=handler_timeout)
         finally:

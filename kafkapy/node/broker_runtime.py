@@ -53,6 +53,7 @@ from kafkapy.metadata.image import MetadataImage
 from kafkapy.metadata.loader import MetadataLoader
 from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.net.client import KafkaClient
+from kafkapy.net.client_security import NodeClientSecurity
 from kafkapy.net.controller_channel import ControllerChannel
 from kafkapy.node.forwarding import visible_effects
 from kafkapy.node.log_tasks import LogTasks
@@ -62,6 +63,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum.clock import NodeClock
 from kafkapy.replication.alter_partition import AlterPartitionManager
 from kafkapy.replication.fetcher import FetcherSettings, ReplicaFetcherManager
+from kafkapy.security.listener_protocols import inter_broker_listener_name
 from kafkapy.storage import MetaProperties, StorageError, kafka_uuid_to_uuid
 from kafkapy.tiered.manager import RemoteLogManager
 from kafkapy.tiered.metadata_log import MetadataLog
@@ -91,8 +93,11 @@ class BrokerRuntime(Runtime):
                  channel: ControllerChannel, advertised: list[Listener],
                  client_listeners: list[Listener], serve_listener: ServeListener,
                  metadata_offset: Callable[[], int], previous_epoch: int, topic_stats: Any,
-                 lone_voter: bool, disk_full: Callable[[], str | None]) -> None:
+                 lone_voter: bool, disk_full: Callable[[], str | None],
+                 client_security: NodeClientSecurity | None = None) -> None:
         self.node_id = node_id
+        # TLS/SASL of connections to other brokers, per listener (None: all PLAINTEXT).
+        self.client_security = client_security
         self.cluster_id = cluster_id
         self.config = config
         self.settings = settings
@@ -357,15 +362,21 @@ class BrokerRuntime(Runtime):
         reg = image.cluster.brokers.get(broker_id)
         if reg is None:
             raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not registered")
-        wanted = self.settings.inter_broker_listener_name
+        wanted = self.settings.inter_broker_listener_name or inter_broker_listener_name(self.config.props)
         endpoint = next((e for e in reg.listeners if e.name == wanted), None) if wanted else None
         if endpoint is None:
             controller_names = set(self.config.get_list("controller.listener.names"))
             endpoint = next((e for e in reg.listeners if e.name not in controller_names), None)
         if endpoint is None:
             raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} has no broker listener")
+        try:
+            security = (self.client_security.for_listener(endpoint.name)
+                        if self.client_security is not None else None)
+        except ValueError as exc:
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id}: {exc}") from None
         client = await KafkaClient.connect(endpoint.host, endpoint.port,
-                                           client_id=f"broker-{self.node_id}-fetcher-{broker_id}")
+                                           client_id=f"broker-{self.node_id}-fetcher-{broker_id}",
+                                           api_versions=False, security=security)
         try:
             await client.negotiate()
         except BaseException:

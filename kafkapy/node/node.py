@@ -63,6 +63,7 @@ from kafkapy.node.controller_runtime import (
     ControllerRuntime,
     new_quorum_controller,
 )
+from kafkapy.node.listener_security import NodeSecurity
 from kafkapy.node.metadata_log import METADATA_PARTITION_DIR, PartitionLogStore
 from kafkapy.node.snapshots import MetadataSnapshotter, SnapshotJob, encode_in_thread
 from kafkapy.protocol.errors import KafkaError
@@ -117,6 +118,8 @@ class Node:
         self.is_broker = self.settings.is_broker
         self.is_controller = self.settings.is_controller
         self.controller_listener_names = set(self.settings.controller_listener_names)
+        self.security = NodeSecurity.from_config(config, is_broker=self.is_broker,
+                                                 is_controller=self.is_controller)
         self.bound_ports: dict[str, int] = {}
         self.broker_epoch = -1
         self.controller_runtime: ControllerRuntime | None = None
@@ -226,6 +229,7 @@ class Node:
             on_commit=lambda event: self.loader.handle(event, clock.now_ms()),
             listener_name=min(self.controller_listener_names),
             own_voter=lambda: self._voter,
+            security=self.security.controller_client,
         )
         # Every node snapshots its own metadata (KIP-630): the log before a snapshot goes, and
         # a restart loads the newest snapshot and replays only the tail.
@@ -252,23 +256,27 @@ class Node:
             settings=BrokerSettings.from_config(self.config), clock=self.clock, loader=self.loader,
             channel=ControllerChannel(self.voters, leader_hint=self.active_controller_id,
                                       client_id=f"broker-{self.node_id}-to-controller",
-                                      monotonic=self.clock.monotonic),
+                                      monotonic=self.clock.monotonic,
+                                      security=self.security.controller_client),
             advertised=self.config.advertised_listeners or client_listeners,
             client_listeners=client_listeners, serve_listener=self._listen,
             metadata_offset=lambda: driver.committed_end - 1,
             previous_epoch=_clean_shutdown_epoch(self.config.log_dirs),
             topic_stats=self.metrics.topics, lone_voter=self._lone_voter,
             disk_full=lambda: driver.disk_full if single else None,
+            client_security=self.security.clients,
         )
 
     async def _listen(self, nursery: trio.Nursery, listener: Listener, target: Any) -> None:
         host = listener.host or None
+        protocol, tls = self.security.listener(listener.name)
         port = await nursery.start(
             lambda task_status: serve(
                 self.metrics.metered(target), host, listener.port, task_status=task_status,
                 max_request_bytes=self.settings.socket_request_max_bytes,
                 listener_name=listener.name,
                 on_connection=self.metrics.connections.tracker(listener.name),
+                security_protocol=protocol, tls=tls,
             )
         )
         self.bound_ports[listener.name] = port

@@ -19,6 +19,7 @@ import trio
 
 from kafkapy.config import BrokerConfig
 from kafkapy.net.client import KafkaClient, KafkaClientError
+from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import ErrorCode
 from kafkapy.protocol import messages as m
 from kafkapy.raft import wire
@@ -82,7 +83,8 @@ def controller_identity(config: BrokerConfig) -> Voter:
 
 
 async def _to_leader(controllers: Sequence[Address], body: object, *, version: int,
-                     timeout: float, client_id: str = "kafkapy-quorum-admin") -> object:
+                     timeout: float, client_id: str = "kafkapy-quorum-admin",
+                     security: ClientSecurity | None = None) -> object:
     """Send ``body`` to each controller in turn until one answers with anything but
     NOT_LEADER_OR_FOLLOWER (or a broken connection); retried until ``timeout``."""
     deadline = trio.current_time() + timeout
@@ -94,7 +96,7 @@ async def _to_leader(controllers: Sequence[Address], body: object, *, version: i
                 raise QuorumAdminError(ErrorCode.REQUEST_TIMED_OUT, last)
             try:
                 client = await KafkaClient.connect(host, port, client_id=client_id,
-                                                   timeout=min(remaining, 5.0))
+                                                   timeout=min(remaining, 5.0), security=security)
             except (OSError, KafkaClientError, trio.TooSlowError) as exc:
                 last = f"{host}:{port}: {exc}"
                 continue
@@ -133,7 +135,7 @@ def _error_of(response: object) -> ErrorCode:
 
 
 async def add_controller(controllers: Sequence[Address], voter: Voter, *, cluster_id: str | None = None,
-                         timeout: float = 60.0) -> None:
+                         timeout: float = 60.0, security: ClientSecurity | None = None) -> None:
     """AddRaftVoter: make ``voter`` (a running controller, caught up as an observer) a voter.
     Returns once the change committed; QuorumAdminError otherwise."""
     req = m.AddRaftVoterRequest(
@@ -141,7 +143,7 @@ async def add_controller(controllers: Sequence[Address], voter: Voter, *, cluste
         voter_directory_id=voter.directory_id,
         listeners=[m.AddRaftVoterRequest.Listener(version=0, name=name, host=host, port=port)
                    for name, (host, port) in sorted(voter.endpoints.items())])
-    response = await _to_leader(controllers, req, version=0, timeout=timeout)
+    response = await _to_leader(controllers, req, version=0, timeout=timeout, security=security)
     code = _error_of(response)
     if code != ErrorCode.NONE:
         raise QuorumAdminError(code, getattr(response, "error_message", None) or "")
@@ -149,23 +151,25 @@ async def add_controller(controllers: Sequence[Address], voter: Voter, *, cluste
 
 async def remove_controller(controllers: Sequence[Address], voter_id: int,
                             directory_id: uuid.UUID = NO_DIRECTORY_ID, *,
-                            cluster_id: str | None = None, timeout: float = 60.0) -> None:
+                            cluster_id: str | None = None, timeout: float = 60.0,
+                            security: ClientSecurity | None = None) -> None:
     """RemoveRaftVoter: take ``voter_id`` out of the voters (the leader too: it resigns once
     the change commits). Returns once the change committed; QuorumAdminError otherwise."""
     req = m.RemoveRaftVoterRequest(version=0, cluster_id=cluster_id, voter_id=voter_id,
                                    voter_directory_id=directory_id)
-    response = await _to_leader(controllers, req, version=0, timeout=timeout)
+    response = await _to_leader(controllers, req, version=0, timeout=timeout, security=security)
     code = _error_of(response)
     if code != ErrorCode.NONE:
         raise QuorumAdminError(code, getattr(response, "error_message", None) or "")
 
 
-async def describe_quorum(controllers: Sequence[Address], *, timeout: float = 30.0) -> QuorumInfo:
+async def describe_quorum(controllers: Sequence[Address], *, timeout: float = 30.0,
+                          security: ClientSecurity | None = None) -> QuorumInfo:
     """DescribeQuorum from the leader."""
     r = m.DescribeQuorumRequest
     req = r(version=2, topics=[r.TopicData(version=2, topic_name=wire.METADATA_TOPIC, partitions=[
         r.TopicData.PartitionData(version=2, partition_index=wire.METADATA_PARTITION)])])
-    response = await _to_leader(controllers, req, version=2, timeout=timeout)
+    response = await _to_leader(controllers, req, version=2, timeout=timeout, security=security)
     code = _error_of(response)
     if code != ErrorCode.NONE:
         raise QuorumAdminError(code, "")

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import trio
 
 from kafkapy.net.client import KafkaClient, KafkaClientError
+from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import ErrorCode, KafkaError
 from kafkapy.protocol import messages as m
 from kafkapy.quorum.clock import TrioClock
@@ -145,7 +146,8 @@ class QuorumDriver:
                  on_commit: Callable[[CommitEvent], None] | None = None,
                  listener_name: str = "CONTROLLER", connect_timeout: float = 5.0,
                  reconnect_backoff_max: float = 1.0,
-                 own_voter: Callable[[], Voter | None] = lambda: None) -> None:
+                 own_voter: Callable[[], Voter | None] = lambda: None,
+                 security: ClientSecurity | None = None) -> None:
         if replica.node_id != node_id:
             raise ValueError(f"the replica is node {replica.node_id}, not {node_id}")
         if replica.cluster_id != cluster_id:
@@ -163,7 +165,7 @@ class QuorumDriver:
                              connect_timeout=connect_timeout,
                              reconnect_backoff=max(replica.retry_backoff_ms, 10) / 1000,
                              reconnect_backoff_max=reconnect_backoff_max,
-                             listener_name=listener_name)
+                             listener_name=listener_name, security=security)
         self._tokens = itertools.count(1)
         self._answers: dict[int, _Answer] = {}
         self._commit_waiters: list[_CommitWaiter] = []
@@ -588,7 +590,8 @@ class QuorumDriver:
                      max_supported_version=voter.max_kraft_version))
         try:
             with trio.fail_after(UPDATE_VOTER_INTERVAL_S * 10):
-                client = await KafkaClient.connect(*address, client_id=f"raft-client-{self.node_id}")
+                client = await KafkaClient.connect(*address, client_id=f"raft-client-{self.node_id}",
+                                                   security=self.peers.security)
                 try:
                     response = await client.send(body, version=0)
                 finally:

@@ -23,6 +23,7 @@ from typing import Any, cast
 import trio
 
 from kafkapy.net.client import KafkaClient, KafkaClientError
+from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import ApiKey
 from kafkapy.raft import wire
 from kafkapy.raft.messages import Outbound, RaftRequest, RaftResponse
@@ -60,7 +61,7 @@ class _Peer:
             try:
                 self.client = await KafkaClient.connect(
                     host, port, client_id=self.owner.client_id,
-                    timeout=self.owner.connect_timeout)
+                    timeout=self.owner.connect_timeout, security=self.owner.security)
             except (OSError, KafkaClientError, trio.TooSlowError) as exc:
                 log.debug("node %d: cannot connect to voter %d at %s:%d: %s",
                           self.owner.node_id, self.node_id, host, port, exc)
@@ -132,7 +133,10 @@ class PeerSet:
     def __init__(self, node_id: int, addresses: Mapping[int, tuple[str, int]], deliver: Deliver,
                  *, request_timeout: float, connect_timeout: float = 5.0,
                  reconnect_backoff: float = 0.05, reconnect_backoff_max: float = 1.0,
-                 listener_name: str = "CONTROLLER", client_id: str | None = None) -> None:
+                 listener_name: str = "CONTROLLER", client_id: str | None = None,
+                 security: ClientSecurity | None = None) -> None:
+        #: The controller listener's TLS/SASL (None: PLAINTEXT).
+        self.security = security
         self.node_id = node_id
         self.addresses = addresses
         self.deliver = deliver

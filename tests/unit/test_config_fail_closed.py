@@ -57,23 +57,18 @@ def test_the_issues_sasl_and_authorizer_config_is_refused_naming_every_setting()
 
 
 @pytest.mark.parametrize("extra, named", [
-    ({"listeners": "SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}, "listeners (SSL is SSL)"),
     ({"listeners": "SASL_SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}, "listeners (SASL_SSL is SASL_SSL)"),
     ({"listeners": "CLIENTS://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
       "listener.security.protocol.map": "CLIENTS:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"},
      "listeners and listener.security.protocol.map (CLIENTS is SASL_PLAINTEXT)"),
-    ({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
-     "listeners and listener.security.protocol.map (CONTROLLER is SSL)"),
     # A broker-only node does not listen on the controller listener but connects over it.
     ({"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092",
       "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"},
      "listeners and listener.security.protocol.map (CONTROLLER is SASL_SSL)"),
     ({"advertised.listeners": "SASL_SSL://broker.example:9092"}, "listeners (SASL_SSL is SASL_SSL)"),
-    ({"security.inter.broker.protocol": "SSL"}, "security.inter.broker.protocol (SSL)"),
+    ({"security.inter.broker.protocol": "SASL_SSL"}, "security.inter.broker.protocol (SASL_SSL)"),
+    ({"listener.name.external.sasl.enabled.mechanisms": "PLAIN"}, "listener.name.external.sasl.enabled.mechanisms"),
     ({"sasl.jaas.config": "x required;"}, "sasl.jaas.config"),
-    ({"ssl.keystore.location": "/etc/kafka/keystore.jks"}, "ssl.keystore.location"),
-    ({"ssl.client.auth": "required"}, "ssl.client.auth"),
-    ({"listener.name.external.ssl.keystore.location": "/k.jks"}, "listener.name.external.ssl.keystore.location"),
     ({"listener.name.internal.scram-sha-512.sasl.jaas.config": "x;"},
      "listener.name.internal.scram-sha-512.sasl.jaas.config"),
     ({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"),
@@ -84,6 +79,20 @@ def test_each_security_setting_is_refused(extra, named):
     with pytest.raises(UnsupportedSecurityConfig) as info:
         BrokerConfig.from_sources({**PLAIN, **extra})
     assert named in str(info.value)
+
+
+@pytest.mark.parametrize("extra", [
+    {"listeners": "SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"},
+    {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
+    {"security.inter.broker.protocol": "SSL"},
+    {"ssl.keystore.type": "PEM", "ssl.keystore.location": "/etc/kafka/broker.pem", "ssl.client.auth": "required"},
+    {"listener.name.external.ssl.keystore.location": "/k.pem"},
+])
+def test_tls_settings_are_honoured_not_refused(extra, caplog):
+    # Whether the key files are usable is checked when the node opens its listeners (test_tls_config).
+    caplog.set_level(logging.INFO, logger="kafkapy.config")
+    BrokerConfig.from_sources({**PLAIN, **extra})
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_overrides_are_checked_too():
