@@ -303,14 +303,14 @@ def _load_truststore(context: ssl.SSLContext, s: _Settings) -> None:
                 raise s.error("ssl.truststore.location", "must not be set with ssl.truststore.certificates")
             context.load_verify_locations(cadata=inline)
         elif location:
+            if store_type not in ("PEM", "PKCS12"):
+                raise s.error("ssl.truststore.type", f"{store_type} truststores are not supported by kafkapy: "
+                              "use PEM or PKCS12")
             data = _read(s, "ssl.truststore.location", location)
             if store_type == "PEM":
                 context.load_verify_locations(cadata=data.decode("ascii", "replace"))
-            elif store_type == "PKCS12":
-                context.load_verify_locations(cadata=_pkcs12_certificates(s, data))
             else:
-                raise s.error("ssl.truststore.type", f"{store_type} truststores are not supported by kafkapy: "
-                              "use PEM or PKCS12")
+                context.load_verify_locations(cadata=_pkcs12_certificates(s, data))
         else:
             server_side = context.protocol == ssl.PROTOCOL_TLS_SERVER
             context.load_default_certs(ssl.Purpose.CLIENT_AUTH if server_side else ssl.Purpose.SERVER_AUTH)
