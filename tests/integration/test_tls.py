@@ -1,0 +1,140 @@
+"""A real node with TLS listeners, driven by stock clients (confluent-kafka, kcat).
+
+The node listens on PLAINTEXT (for the harness's readiness probe), SSL (server TLS only) and MTLS
+(``ssl.client.auth=required``, principals mapped from the certificate DN); the certificates come
+from a throwaway trustme CA. Every wait is bounded and the node is stopped by the fixture.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import struct
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+from kafkapy.testing.clients import run_kcat
+from kafkapy.testing.node import KafkaNode, free_port
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+admin_api = pytest.importorskip("confluent_kafka.admin")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    d = tmp_path_factory.mktemp("pki")
+    ca = trustme.CA()
+    paths = {name: str(d / f"{name}.pem") for name in ("ca", "server", "client", "client_key", "client_cert")}
+    ca.cert_pem.write_to_path(paths["ca"])
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(paths["server"])
+    client = ca.issue_cert("app.example", common_name="orders-app", organization_unit_name="Apps")
+    client.private_key_and_cert_chain_pem.write_to_path(paths["client"])
+    client.private_key_pem.write_to_path(paths["client_key"])
+    client.cert_chain_pems[0].write_to_path(paths["client_cert"])
+    return paths
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory, pki: dict[str, str]) -> Any:
+    n = KafkaNode(tmp_path_factory.mktemp("tls-node"))
+    n.ssl_port, n.mtls_port = free_port(), free_port()
+    n.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{n.port},SSL://127.0.0.1:{n.ssl_port},"
+                     f"MTLS://127.0.0.1:{n.mtls_port},CONTROLLER://127.0.0.1:{n.controller_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": pki["server"],
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": pki["ca"],
+        "listener.name.mtls.ssl.client.auth": "required",
+        "listener.name.mtls.ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=Apps,.*$/$1/,DEFAULT",
+    })
+    with n:
+        yield n
+
+
+def ssl_conf(pki: dict[str, str], port: int, *, cert: bool = False) -> dict[str, Any]:
+    conf: dict[str, Any] = {"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL",
+                            "ssl.ca.location": pki["ca"], "socket.timeout.ms": 10000}
+    if cert:
+        conf |= {"ssl.certificate.location": pki["client_cert"], "ssl.key.location": pki["client_key"]}
+    return conf
+
+
+def produce_and_consume(conf: dict[str, Any], topic: str, values: list[bytes]) -> list[bytes]:
+    producer = confluent_kafka.Producer({**conf, "acks": "all", "message.timeout.ms": 20000})
+    for v in values:
+        producer.produce(topic, v)
+    assert producer.flush(30) == 0
+    consumer = confluent_kafka.Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    got: list[bytes] = []
+    try:
+        consumer.subscribe([topic])
+        for _ in range(300):
+            if len(got) >= len(values):
+                break
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    return got
+
+
+def test_confluent_kafka_produces_and_consumes_over_ssl(node, pki):
+    values = [f"ssl-{i}".encode() for i in range(20)]
+    assert produce_and_consume(ssl_conf(pki, node.ssl_port), "tls-orders", values) == values
+
+
+def test_kcat_over_ssl(node, pki):
+    ssl_args = ["-X", "security.protocol=ssl", "-X", f"ssl.ca.location={pki['ca']}"]
+    bootstrap = f"127.0.0.1:{node.ssl_port}"
+    done = run_kcat(["-b", bootstrap, "-P", "-t", "tls-kcat", "-p", "0", *ssl_args], input=b"a\nb\nc\n")
+    assert done.returncode == 0, done.describe()
+    done = run_kcat(["-b", bootstrap, "-C", "-t", "tls-kcat", "-p", "0", "-o", "beginning", "-e", "-q", *ssl_args])
+    assert done.returncode == 0, done.describe()
+    assert done.text.split() == ["a", "b", "c"]
+
+
+def test_mtls_client_gets_its_mapped_principal(node, pki):
+    values = [b"m1", b"m2"]
+    assert produce_and_consume(ssl_conf(pki, node.mtls_port, cert=True), "tls-mtls", values) == values
+    lines = re.findall(r"on listener MTLS authenticated by its certificate (CN=orders-app,OU=Apps,.*?) as (\S+) \(",
+                       node.log_tail(200_000))
+    assert lines and all(principal == "User:orders-app" for _, principal in lines)
+
+
+def test_mtls_refuses_a_client_without_a_certificate(node, pki):
+    admin = admin_api.AdminClient(ssl_conf(pki, node.mtls_port))
+    with pytest.raises(confluent_kafka.KafkaException):
+        admin.list_topics(timeout=5)
+    assert re.search(r"Failed authentication with 127.0.0.1 on listener MTLS .*SSL handshake failed",
+                     node.log_tail(200_000))
+
+
+def test_plaintext_to_the_tls_port_is_refused_and_the_node_keeps_serving(node, pki):
+    body = struct.pack(">hhih", 18, 0, 1, 4) + b"test"
+    with socket.create_connection(("127.0.0.1", node.ssl_port), timeout=10) as s:
+        s.settimeout(10)
+        s.sendall(struct.pack(">i", len(body)) + body)
+        try:
+            answer = s.recv(100)
+        except ConnectionResetError:
+            answer = b""
+    assert answer == b"" or answer[0] == 21  # nothing, or a TLS alert: never a Kafka answer
+    admin = admin_api.AdminClient(ssl_conf(pki, node.ssl_port))
+    assert admin.list_topics(timeout=10).brokers
+    assert node.running()
+
+
+def test_tls_settings_are_described_with_secrets_hidden(node, pki, tmp_path: Path):
+    admin = admin_api.AdminClient({"bootstrap.servers": node.bootstrap})
+    resource = admin_api.ConfigResource("BROKER", "1")
+    configs = admin.describe_configs([resource])[resource].result(timeout=10)
+    assert configs["ssl.keystore.location"].value == pki["server"]
+    assert configs["ssl.enabled.protocols"].value == "TLSv1.2,TLSv1.3"
+    assert configs["ssl.keystore.key"].is_sensitive
