@@ -16,8 +16,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from kafkapy.cli.output import CliError, check, group_by_topic, parse_host_ports
+from kafkapy.config import parse_properties
 from kafkapy.net.client import KafkaClientError, UnsupportedByPeer
+from kafkapy.net.client_security import ClientSecurity, from_client_properties
 from kafkapy.net.sync_client import SyncKafkaClient
+from kafkapy.net.tls import TlsConfigError
 from kafkapy.protocol import ApiKey
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import OWN_API_KEYS
@@ -45,11 +48,28 @@ def resource_label(rtype: int, name: str) -> str:
     return "the broker default" if name == "" else f"broker {name}"
 
 
+def command_config_security(path: str | None) -> ClientSecurity | None:
+    """``--command-config FILE``: Kafka's client security properties, as its tools read them."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            props = parse_properties(f.read())
+    except OSError as exc:
+        raise CliError("INVALID_CONFIG", f"cannot read --command-config {path}: {exc.strerror}") from None
+    try:
+        return from_client_properties(props)
+    except (TlsConfigError, ValueError) as exc:
+        raise CliError("INVALID_CONFIG", f"--command-config {path}: {exc}") from None
+
+
 class Admin:
     """Connections to one cluster (use as a context manager)."""
 
-    def __init__(self, bootstrap: str, *, timeout: float = 30.0, client_id: str = "kafkapy-admin") -> None:
+    def __init__(self, bootstrap: str, *, timeout: float = 30.0, client_id: str = "kafkapy-admin",
+                 security: ClientSecurity | None = None) -> None:
         self.addresses = parse_host_ports(bootstrap)
+        self.security = security
         self.timeout = timeout
         self.client_id = client_id
         self._bootstrap: SyncKafkaClient | None = None
@@ -58,7 +78,8 @@ class Admin:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Admin:
-        return cls(args.bootstrap_server, timeout=args.command_timeout)
+        return cls(args.bootstrap_server, timeout=args.command_timeout,
+                   security=command_config_security(getattr(args, "command_config", None)))
 
     def __enter__(self) -> Admin:
         return self
@@ -76,7 +97,8 @@ class Admin:
 
     def _connect(self, host: str, port: int) -> SyncKafkaClient:
         try:
-            return SyncKafkaClient.connect(host, port, client_id=self.client_id, timeout=self.timeout)
+            return SyncKafkaClient.connect(host, port, client_id=self.client_id, timeout=self.timeout,
+                                           security=self.security)
         except KafkaClientError as exc:
             raise CliError("CONNECTION_ERROR", str(exc)) from None
 

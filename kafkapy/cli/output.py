@@ -273,6 +273,8 @@ def add_bootstrap_options(parser: argparse.ArgumentParser) -> None:
                         help=f"a broker to connect to (default {DEFAULT_BOOTSTRAP})")
     parser.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="how long to wait for each request (default 30)")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties (security.protocol=SSL, ssl.truststore.*, ssl.keystore.*)")
     add_output_options(parser)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import struct
 from typing import Any
 
@@ -23,6 +24,7 @@ from kafkapy.net.client import (
     encode_request,
     expects_response,
 )
+from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import ApiKey, ApiVersionRange, ApiVersionsTable
 
 __all__ = ["SyncKafkaClient"]
@@ -43,13 +45,22 @@ class SyncKafkaClient:
 
     @classmethod
     def connect(cls, host: str, port: int, *, client_id: str = "kafkapy",
-                timeout: float = DEFAULT_TIMEOUT) -> SyncKafkaClient:
-        """Connect and negotiate API versions; raises :class:`KafkaClientError` on failure."""
+                timeout: float = DEFAULT_TIMEOUT, security: ClientSecurity | None = None) -> SyncKafkaClient:
+        """Connect and negotiate API versions; raises :class:`KafkaClientError` on failure.
+        ``security``: TLS as the Trio client does it (SASL is not offered here yet)."""
+        if security is not None and security.sasl is not None:
+            raise KafkaClientError("SASL is not supported by the blocking client yet")
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
             raise KafkaClientError(f"cannot connect to {host}:{port}: {exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if security is not None and security.ssl_context is not None:
+            try:
+                sock = security.ssl_context.wrap_socket(sock, server_hostname=security.server_hostname or host)
+            except (OSError, ssl.SSLError) as exc:
+                sock.close()
+                raise KafkaClientError(f"TLS handshake with {host}:{port} failed: {exc}") from exc
         client = cls(sock, client_id=client_id)
         try:
             handshake = ApiVersionsHandshake(ApiVersionsTable.everything())

@@ -138,3 +138,21 @@ def test_tls_settings_are_described_with_secrets_hidden(node, pki, tmp_path: Pat
     assert configs["ssl.keystore.location"].value == pki["server"]
     assert configs["ssl.enabled.protocols"].value == "TLSv1.2,TLSv1.3"
     assert configs["ssl.keystore.key"].is_sensitive
+
+
+def test_cli_reaches_a_tls_listener_with_command_config(node, pki, tmp_path: Path, capsys):
+    from kafkapy.cli.main import main
+
+    produce_and_consume(ssl_conf(pki, node.ssl_port), "tls-cli", [b"x"])
+    config = tmp_path / "client.properties"
+    config.write_text(f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={pki['ca']}\n")
+    assert main(["topics", "list", "--bootstrap-server", f"127.0.0.1:{node.ssl_port}",
+                 "--command-config", str(config)]) == 0
+    assert "tls-cli" in capsys.readouterr().out
+    # mTLS: the client's key and certificate from the same file.
+    config.write_text(config.read_text() + f"ssl.keystore.type=PEM\nssl.keystore.location={pki['client']}\n")
+    assert main(["topics", "list", "--bootstrap-server", f"127.0.0.1:{node.mtls_port}",
+                 "--command-config", str(config)]) == 0
+    # Without the file, the TLS port gives no answer the CLI could read.
+    assert main(["topics", "list", "--bootstrap-server", f"127.0.0.1:{node.ssl_port}",
+                 "--command-timeout", "5"]) != 0
