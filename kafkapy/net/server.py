@@ -78,6 +78,9 @@ _RECV_INTO_MIN: Final = 16 * 1024
 # Linux caps writev at IOV_MAX (1024) buffers and a single sendfile at ~2 GiB.
 _IOV_MAX: Final = 1024
 _SENDFILE_CHUNK: Final = 1 << 30
+# Streams without a socket (TLS): responses go out in writes of about this size.
+_STREAM_CHUNK: Final = 256 * 1024
+_STREAM_MIN_READ: Final = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,18 +163,36 @@ async def write_parts(stream: trio.abc.SendStream, parts: Sequence[Part], *,
 
 
 async def _write_parts_stream(stream: trio.abc.SendStream, parts: Sequence[Part]) -> None:
-    pending: list[bytes | bytearray | memoryview] = []
+    # TLS (and test) streams: bytes and file regions are gathered into one buffer and written in
+    # _STREAM_CHUNK pieces, so a fetch of many partitions costs a few large TLS records and
+    # sends instead of several per partition, and memory stays bounded whatever its size.
+    buf = bytearray()
     for part in parts:
         if isinstance(part, FileRegion):
-            if pending:
-                await stream.send_all(b"".join(pending))
-                pending = []
-            if part.count:
-                await _send_region_copy(stream, part)
+            if not part.count:
+                continue
+            fd, offset, remaining = part.fileno(), part.offset, part.count
+            while remaining:
+                start = len(buf)
+                want = min(remaining, max(_STREAM_CHUNK - start, _STREAM_MIN_READ))
+                buf.extend(bytes(want))
+                with memoryview(buf) as view, view[start:] as tail:
+                    got = os.preadv(fd, [tail], offset)
+                del buf[start + got:]
+                if got == 0:
+                    raise _RegionTruncated(part, remaining)
+                offset += got
+                remaining -= got
+                if len(buf) >= _STREAM_CHUNK:
+                    await stream.send_all(buf)
+                    buf = bytearray()
         elif len(part):
-            pending.append(part)
-    if pending:
-        await stream.send_all(pending[0] if len(pending) == 1 else b"".join(pending))
+            buf += part
+            if len(buf) >= _STREAM_CHUNK:
+                await stream.send_all(buf)
+                buf = bytearray()
+    if buf:
+        await stream.send_all(buf)
 
 
 # errnos that mean the peer is gone (Python ignores SIGPIPE, so a closed peer gives EPIPE).
@@ -228,18 +249,6 @@ async def _sendfile(out_fd: int, region: FileRegion) -> None:
         remaining -= sent
         # Let other connections run between chunks of a large region.
         await trio.lowlevel.checkpoint()
-
-
-async def _send_region_copy(stream: trio.abc.SendStream, region: FileRegion) -> None:
-    in_fd = region.fileno()
-    offset, remaining = region.offset, region.count
-    while remaining:
-        chunk = os.pread(in_fd, min(remaining, 1 << 20), offset)
-        if not chunk:
-            raise _RegionTruncated(region, remaining)
-        await stream.send_all(chunk)
-        offset += len(chunk)
-        remaining -= len(chunk)
 
 
 def _release_regions(parts: Sequence[Part] | None) -> None:

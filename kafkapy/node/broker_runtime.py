@@ -63,7 +63,11 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum.clock import NodeClock
 from kafkapy.replication.alter_partition import AlterPartitionManager
 from kafkapy.replication.fetcher import FetcherSettings, ReplicaFetcherManager
-from kafkapy.security.listener_protocols import inter_broker_listener_name
+from kafkapy.security.listener_protocols import (
+    SECURITY_PROTOCOL_IDS,
+    inter_broker_listener_name,
+    listener_protocol,
+)
 from kafkapy.storage import MetaProperties, StorageError, kafka_uuid_to_uuid
 from kafkapy.tiered.manager import RemoteLogManager
 from kafkapy.tiered.metadata_log import MetadataLog
@@ -71,7 +75,6 @@ from kafkapy.tiered.storage import remote_storage_from_config
 
 log = logging.getLogger("kafkapy.node")
 
-PLAINTEXT = 0  # SecurityProtocol id of PLAINTEXT in RegisterBrokerRecord endpoints
 #: How long a broker request to the active controller may take (its commit included).
 CONTROLLER_REQUEST_TIMEOUT_S = 30.0
 #: How long a single-voter node waits to elect itself and register before giving up.
@@ -171,7 +174,8 @@ class BrokerRuntime(Runtime):
             broker_id=node_id,
             cluster_id=cluster_id,
             incarnation_id=uuid.uuid4(),
-            listeners=[(lst.name, lst.host, lst.port, PLAINTEXT) for lst in advertised],
+            listeners=[(lst.name, lst.host, lst.port,
+                        SECURITY_PROTOCOL_IDS[listener_protocol(config.props, lst.name)]) for lst in advertised],
             rack=settings.rack,
             features=sorted((name, lo, hi) for name, (lo, hi) in SUPPORTED_FEATURES.items()),
             log_dirs=list(self._dir_ids.values()),

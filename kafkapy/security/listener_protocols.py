@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Final
 
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: Kafka's SecurityProtocol ids, as BrokerRegistration and RegisterBrokerRecord endpoints carry them.
+SECURITY_PROTOCOL_IDS: Final = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 #: listener.security.protocol.map's default (Kafka's, plus the CONTROLLER listener).
 DEFAULT_PROTOCOL_MAP: Final = ("PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,"

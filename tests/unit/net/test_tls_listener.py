@@ -5,6 +5,7 @@ server), each leaving the listener serving."""
 from __future__ import annotations
 
 import functools
+import os
 import logging
 import socket
 import struct
@@ -19,7 +20,7 @@ import trustme
 from kafkapy.net import ConnectionInfo, KafkaClient, KafkaClientError, serve
 from kafkapy.net.client_security import ClientSecurity, NodeClientSecurity, from_client_properties
 from kafkapy.net.tls import server_tls
-from kafkapy.protocol import ApiKey, ApiVersionsTable
+from kafkapy.protocol import ApiKey, ApiVersionsTable, FileRegion
 from kafkapy.protocol import messages as m
 
 DEADLINE = 15.0
@@ -205,3 +206,42 @@ def test_node_client_security_follows_the_listener_map(pki):
     assert inter.ssl_context.check_hostname is False  # the listener's own override
     assert security.controller.protocol == "PLAINTEXT" and security.controller.ssl_context is None
     assert inter.sasl is None
+
+
+class RegionServer(WhoAmI):
+    """Fetch answers carry file regions (log segment slices), as the broker's do."""
+
+    def __init__(self, f: Any, size: int) -> None:
+        super().__init__()
+        self.versions = ApiVersionsTable([(ApiKey.API_VERSIONS, 0, 4), (ApiKey.FETCH, 4, 12)])
+        self.f, self.size = f, size
+
+    async def handle(self, request: Any, conn: ConnectionInfo) -> Any:
+        if request.api_key == ApiKey.API_VERSIONS:
+            return self.versions.response(request.api_version)
+        F = m.FetchResponse
+        T = F.FetchableTopicResponse
+        half = self.size // 2
+        regions = [FileRegion(self.f.fileno(), 0, half), FileRegion(self.f.fileno(), half, self.size - half)]
+        return F(throttle_time_ms=0, error_code=0, session_id=0, responses=[T(topic="t", partitions=[
+            T.PartitionData(partition_index=i, error_code=0, high_watermark=1, records=r)
+            for i, r in enumerate(regions)])])
+
+
+def test_file_regions_are_sent_whole_over_tls(pki, tmp_path):
+    size = 3 * 256 * 1024 + 12345  # several write chunks, not a multiple of any
+    data = os.urandom(size)
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+
+    async def go() -> list[bytes]:
+        with open(path, "rb") as f:
+            async with trio.open_nursery() as nursery:
+                port = await _start(nursery, server_props(pki), RegionServer(f, size))
+                async with await KafkaClient.connect("127.0.0.1", port, security=client(pki), timeout=5) as c:
+                    F = m.FetchRequest
+                    resp = await c.send(F(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 30,
+                                          isolation_level=0, topics=[]), version=4)
+                nursery.cancel_scope.cancel()
+        return [bytes(p.records) for p in resp.responses[0].partitions]
+    assert b"".join(run(go)) == data
