@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from kafkapy.net.client import KafkaClient
+from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
@@ -60,8 +61,9 @@ class ClusterClient:
     """Connections to one cluster (see the module docstring). ``name`` names it in log lines."""
 
     def __init__(self, name: str, bootstrap: tuple[tuple[str, int], ...], *, client_id: str,
-                 timeout_s: float) -> None:
+                 timeout_s: float, security: ClientSecurity | None = None) -> None:
         self.name = name
+        self.security = security
         self.bootstrap = bootstrap
         self.client_id = client_id
         self.timeout = timeout_s
@@ -94,7 +96,7 @@ class ClusterClient:
         for host, port in self.bootstrap:
             try:
                 self._bootstrap_client = await KafkaClient.connect(
-                    host, port, client_id=self.client_id, timeout=self.timeout)
+                    host, port, client_id=self.client_id, timeout=self.timeout, security=self.security)
                 return self._bootstrap_client
             except (OSError, trio.TooSlowError, KafkaError, Exception) as exc:  # noqa: BLE001
                 errors.append(f"{host}:{port}: {exc or type(exc).__name__}")
@@ -112,7 +114,7 @@ class ClusterClient:
             raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE,
                              f"{self.name}: broker {node_id} is not in the metadata")
         client = await KafkaClient.connect(address[0], address[1], client_id=self.client_id,
-                                           timeout=self.timeout)
+                                           timeout=self.timeout, security=self.security)
         self._clients[node_id] = client
         return client
 

@@ -32,6 +32,7 @@ from kafkapy.link.topic_sync import sync_topics
 from kafkapy.metadata.image import ClusterLink, MetadataImage, MirrorState
 from kafkapy.metadata.link_configs import LinkSettings
 from kafkapy.metadata.update import MetadataUpdate
+from kafkapy.net.client_security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +63,14 @@ class ClusterLinkManager(SourceAdmin):
     ``LinkService`` it also does the admin requests' work with the sources (``SourceAdmin``)."""
 
     def __init__(self, node_id: int, host: MirrorHost, now_ms: Callable[[], int], *,
-                 local_bootstrap: tuple[str, int], image: Callable[[], MetadataImage]) -> None:
+                 local_bootstrap: tuple[str, int], image: Callable[[], MetadataImage],
+                 local_security: ClientSecurity | None = None) -> None:
         self.node_id = node_id
         self.host = host
         self._now_ms = now_ms
         super().__init__(image, ClusterClient("this cluster", (local_bootstrap,),
-                                              client_id=f"link-admin-{node_id}", timeout_s=30.0))
+                                              client_id=f"link-admin-{node_id}", timeout_s=30.0,
+                                              security=local_security))
         self._links: dict[uuid.UUID, _RunningLink] = {}
         self._nursery: trio.Nursery | None = None
 

@@ -159,7 +159,8 @@ class BrokerRuntime(Runtime):
         # admin-client work goes to this cluster through this broker's own listener.
         self.links = ClusterLinkManager(
             node_id, self.replicas, clock.now_ms, image=lambda: loader.image,
-            local_bootstrap=(advertised[0].host, advertised[0].port))
+            local_bootstrap=(advertised[0].host, advertised[0].port),
+            local_security=client_security.for_listener(advertised[0].name) if client_security else None)
         self.context = BrokerContext(
             node_id=node_id, cluster_id=cluster_id, config=config, clock=clock,
             replicas=self.replicas, image=lambda: loader.image,
