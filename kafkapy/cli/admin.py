@@ -63,6 +63,14 @@ def command_config_security(path: str | None) -> ClientSecurity | None:
         raise CliError("INVALID_CONFIG", f"--command-config {path}: {exc}") from None
 
 
+def kafka_python_security(args: argparse.Namespace) -> dict[str, Any]:
+    """kafka-python client keywords (``produce``/``consume``) for ``--command-config``."""
+    security = command_config_security(getattr(args, "command_config", None))
+    if security is None:
+        return {}
+    return {"security_protocol": security.protocol, "ssl_context": security.ssl_context}
+
+
 class Admin:
     """Connections to one cluster (use as a context manager)."""
 

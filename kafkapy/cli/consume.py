@@ -19,6 +19,7 @@ import sys
 import time
 from typing import Any
 
+from kafkapy.cli.admin import kafka_python_security
 from kafkapy.cli.output import CliError, Output, add_bootstrap_options, format_timestamp, run_guarded, usage
 
 
@@ -91,7 +92,8 @@ def _consume(args: argparse.Namespace, out: Output) -> int:
                              client_id="kafkapy-consume", enable_auto_commit=False,
                              auto_offset_reset="earliest" if args.from_beginning else "latest",
                              isolation_level=args.isolation_level,
-                             request_timeout_ms=max(int(args.command_timeout * 1000), 31000))
+                             request_timeout_ms=max(int(args.command_timeout * 1000), 31000),
+                             **kafka_python_security(args))
     printed = 0
     consumed: dict[Any, int] = {}
     try:

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import IO
 
+from kafkapy.cli.admin import kafka_python_security
 from kafkapy.cli.output import (
     CliError,
     Output,
@@ -110,7 +111,8 @@ def _produce(args: argparse.Namespace, out: Output, stdin: IO[str] | None = None
     producer = KafkaProducer(bootstrap_servers=args.bootstrap_server, acks=acks, client_id="kafkapy-produce",
                              compression_type=None if args.compression == "none" else args.compression,
                              request_timeout_ms=int(args.command_timeout * 1000),
-                             max_block_ms=int(args.command_timeout * 1000), linger_ms=5)
+                             max_block_ms=int(args.command_timeout * 1000), linger_ms=5,
+                             **kafka_python_security(args))
     futures = []
     source = stdin or sys.stdin
     try:

@@ -14,8 +14,9 @@ import argparse
 import time
 from typing import Any
 
-from kafkapy.cli.admin import Admin
+from kafkapy.cli.admin import Admin, command_config_security
 from kafkapy.cli.output import CliError, Output, add_bootstrap_options, check, format_timestamp, run_guarded
+from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import ErrorCode
 from kafkapy.protocol import messages as m
 
@@ -35,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     describe.set_defaults(admin_run=lambda args: run_guarded(_describe, args))
 
 
-def describe_quorum(targets: list[str], timeout: float) -> dict[str, Any]:
+def describe_quorum(targets: list[str], timeout: float, security: ClientSecurity | None = None) -> dict[str, Any]:
     """The leader's view of the quorum, asking each of ``targets`` until the leader answers."""
     Req = m.DescribeQuorumRequest
     request = Req(topics=[Req.TopicData(topic_name=METADATA_TOPIC,
@@ -43,7 +44,7 @@ def describe_quorum(targets: list[str], timeout: float) -> dict[str, Any]:
     last: CliError | None = None
     for target in targets:
         try:
-            with Admin(target, timeout=timeout) as admin:
+            with Admin(target, timeout=timeout, security=security) as admin:
                 resp = admin.send(request)
         except CliError as exc:
             if exc.name == "UNSUPPORTED_VERSION":
@@ -96,12 +97,12 @@ def voter_addresses(text: str) -> list[str]:
     return [part.split("@", 1)[-1].strip() for part in text.split(",") if part.strip()]
 
 
-def controllers_of(bootstrap: str, timeout: float) -> list[str]:
+def controllers_of(bootstrap: str, timeout: float, security: ClientSecurity | None = None) -> list[str]:
     """The controller listeners a broker is configured with (its static quorum configs)."""
     from kafkapy.cli.admin import RESOURCE_BROKER
     from kafkapy.cli.configs import describe_configs
 
-    with Admin(bootstrap, timeout=timeout) as admin:
+    with Admin(bootstrap, timeout=timeout, security=security) as admin:
         for broker in sorted(admin.brokers()):
             configs = {c["name"]: c["value"] for c in
                        describe_configs(admin, RESOURCE_BROKER, str(broker), everything=True)}
@@ -112,21 +113,22 @@ def controllers_of(bootstrap: str, timeout: float) -> list[str]:
 
 
 def _describe(args: argparse.Namespace, out: Output) -> int:
+    security = command_config_security(args.command_config)
     if args.bootstrap_controller:
         targets = [t for t in args.bootstrap_controller.split(",") if t.strip()]
-        view = describe_quorum(targets, args.command_timeout)
+        view = describe_quorum(targets, args.command_timeout, security)
     else:
         try:
-            view = describe_quorum([args.bootstrap_server], args.command_timeout)
+            view = describe_quorum([args.bootstrap_server], args.command_timeout, security)
         except CliError as exc:
             if exc.name != "UNSUPPORTED_VERSION":
                 raise
             # A broker listener: find the controllers in the broker's quorum configs (Kafka's
             # brokers would forward the request; ours do not yet).
-            targets = controllers_of(args.bootstrap_server, args.command_timeout)
+            targets = controllers_of(args.bootstrap_server, args.command_timeout, security)
             if not targets:
                 raise
-            view = describe_quorum(targets, args.command_timeout)
+            view = describe_quorum(targets, args.command_timeout, security)
     if args.replication:
         rows = view["voters"] + view["observers"]
         out.result(rows, ["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"],

@@ -156,3 +156,20 @@ def test_cli_reaches_a_tls_listener_with_command_config(node, pki, tmp_path: Pat
     # Without the file, the TLS port gives no answer the CLI could read.
     assert main(["topics", "list", "--bootstrap-server", f"127.0.0.1:{node.ssl_port}",
                  "--command-timeout", "5"]) != 0
+
+
+def test_cli_produce_and_consume_over_mtls(node, pki, tmp_path: Path):
+    import subprocess
+    import sys
+
+    config = tmp_path / "client.properties"
+    config.write_text(f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={pki['ca']}\n"
+                      f"ssl.keystore.type=PEM\nssl.keystore.location={pki['client']}\n")
+    common = ["--bootstrap-server", f"127.0.0.1:{node.mtls_port}", "--command-config", str(config)]
+    done = subprocess.run([sys.executable, "-m", "kafkapy", "produce", "--topic", "tls-cli-mtls", *common],
+                          input=b"one\ntwo\n", capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "kafkapy", "consume", "--topic", "tls-cli-mtls", "--from-beginning",
+                           "--max-messages", "2", "--timeout-ms", "20000", *common], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [b"one", b"two"]
