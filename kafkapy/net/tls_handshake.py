@@ -40,7 +40,7 @@ async def tls_handshake(stream: trio.SocketStream, tls: ListenerTls, info: Conne
         with trio.move_on_after(timeout) as scope:
             await secured.do_handshake()
         if scope.cancelled_caught:
-            reason = f"no TLS handshake within {timeout:.0f} s"
+            reason = f"no TLS handshake within {timeout:g} s"
     except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
         cause = exc.__cause__
         reason = (cause.reason or str(cause)) if isinstance(cause, ssl.SSLError) else str(cause or exc)

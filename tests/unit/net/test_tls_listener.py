@@ -245,3 +245,21 @@ def test_file_regions_are_sent_whole_over_tls(pki, tmp_path):
                 nursery.cancel_scope.cancel()
         return [bytes(p.records) for p in resp.responses[0].partitions]
     assert b"".join(run(go)) == data
+
+
+def test_a_silent_peer_is_dropped_after_the_handshake_timeout(pki, caplog):
+    caplog.set_level(logging.INFO, logger="kafkapy.net.tls")
+
+    async def go() -> bytes:
+        async with trio.open_nursery() as nursery:
+            tls = server_tls(server_props(pki), "SSL", "SSL")
+            port = await nursery.start(functools.partial(
+                serve, WhoAmI(), "127.0.0.1", 0, listener_name="SSL", security_protocol="SSL", tls=tls,
+                handshake_timeout=0.2))
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            got = await stream.receive_some(100)  # returns once the listener closes the connection
+            await stream.aclose()
+            nursery.cancel_scope.cancel()
+        return bytes(got)
+    assert run(go) == b""
+    assert "no TLS handshake within 0.2 s" in caplog.text
