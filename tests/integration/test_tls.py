@@ -35,6 +35,12 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     client.private_key_and_cert_chain_pem.write_to_path(paths["client"])
     client.private_key_pem.write_to_path(paths["client_key"])
     client.cert_chain_pems[0].write_to_path(paths["client_cert"])
+    # Java's PEM keystores read PKCS#8 keys only.
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, load_pem_private_key
+    key = load_pem_private_key(client.private_key_pem.bytes(), None)
+    paths["client_pkcs8"] = str(d / "client_pkcs8.pem")
+    Path(paths["client_pkcs8"]).write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+                                            + b"".join(c.bytes() for c in client.cert_chain_pems))
     return paths
 
 
@@ -173,3 +179,30 @@ def test_cli_produce_and_consume_over_mtls(node, pki, tmp_path: Path):
                            "--max-messages", "2", "--timeout-ms", "20000", *common], capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [b"one", b"two"]
+
+
+def _mtls_client_config(client: str, pki: dict[str, str]) -> dict[str, str]:
+    if client == "java":
+        return {"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": pki["ca"],
+                "ssl.keystore.type": "PEM", "ssl.keystore.location": pki["client_pkcs8"]}
+    return {"security_protocol": "SSL", "ssl_cafile": pki["ca"], "ssl_certfile": pki["client_cert"],
+            "ssl_keyfile": pki["client_key"]}
+
+
+@pytest.mark.parametrize("client", ["java", "kafka_python"])
+def test_other_stock_clients_over_mtls(node, pki, client):
+    import base64
+
+    from kafkapy.testing.clients import ok, run_driver
+
+    topic = f"tls-{client.replace('_', '-')}"
+    config = _mtls_client_config(client, pki)
+    bootstrap = f"127.0.0.1:{node.mtls_port}"
+    values = [f"{client}-{i}".encode() for i in range(5)]
+    records = [{"key": None, "value": base64.b64encode(v).decode()} for v in values]
+    produced = ok(run_driver(client, {"op": "produce", "bootstrap": bootstrap, "topic": topic, "records": records,
+                                      "config": config}, timeout=120))
+    assert all("error" not in d for d in produced["deliveries"]), produced
+    consumed = ok(run_driver(client, {"op": "consume", "bootstrap": bootstrap, "topic": topic, "partition": 0,
+                                      "offset": 0, "max_records": 5, "config": config}, timeout=120))
+    assert [base64.b64decode(r["value"]) for r in consumed["records"]] == values
