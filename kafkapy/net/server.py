@@ -363,13 +363,19 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                     else:
                         conn.received_into(got)
                     continue
-                data = None
+                received = False
                 with trio.move_on_after(idle_timeout):
-                    data = await stream.receive_some(receive_size)
-                if data is None:
+                    while True:
+                        data = await stream.receive_some(receive_size)
+                        received = True
+                        conn.receive_data(data)
+                        # A TLS stream hands over one TLS record (often a few KiB) per call:
+                        # gather a whole frame under one timeout instead of one per record.
+                        if not data or sock is not None or conn.buffered_frames:
+                            break
+                if not received:
                     log.info("Closing connection %s: idle for %.0f s", info.connection_id, idle_timeout)
                     return
-                conn.receive_data(data)
                 continue
             if event is CLOSED:
                 return
