@@ -258,8 +258,12 @@ def _load_keystore(context: ssl.SSLContext, s: _Settings) -> bool:
 
 
 def _load_chain(context: ssl.SSLContext, s: _Settings, key: str, path: str, password: str | None) -> None:
+    def no_password() -> str:
+        # Without this OpenSSL would prompt on the terminal for an encrypted key's password.
+        raise s.error("ssl.key.password", "the private key is encrypted: set ssl.key.password")
+
     try:
-        context.load_cert_chain(path, password=password)
+        context.load_cert_chain(path, password=password if password is not None else no_password)
     except ssl.SSLError as exc:
         hint = " (is ssl.key.password right?)" if password or "PASSWORD" in str(exc).upper() else ""
         raise s.error(key, f"no usable private key and certificate chain: {exc.reason or exc}{hint}") from None

@@ -142,3 +142,14 @@ def test_node_startup_fails_on_a_bad_listener_setting(pki, tmp_path: Path):
     config.props["ssl.keystore.type"] = "PEM"
     security = NodeSecurity.from_config(config, is_broker=True, is_controller=True)
     assert security.listener("SSL")[0] == "SSL" and security.listener("CONTROLLER") == ("PLAINTEXT", None)
+
+
+def test_an_encrypted_key_without_its_password_is_an_error_not_a_prompt(pki, tmp_path):
+    key = load_pem_private_key(pki["cert"].private_key_pem.bytes(), None)
+    pem = tmp_path / "encrypted.pem"
+    pem.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(b"pw"))
+                    + b"".join(b.bytes() for b in pki["cert"].cert_chain_pems))
+    props = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(pem)}
+    with pytest.raises(TlsConfigError, match=r"^ssl.key.password \(listener SSL\): the private key is encrypted"):
+        server_tls(props, "SSL", "SSL")
+    assert server_tls({**props, "ssl.key.password": "pw"}, "SSL", "SSL").client_auth == "none"
