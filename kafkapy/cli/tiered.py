@@ -17,7 +17,10 @@ from typing import Any
 
 import trio
 
-from kafkapy.net.client import KafkaClient
+from kafkapy.cli.admin import command_config_security
+from kafkapy.cli.output import CliError
+from kafkapy.net.client import KafkaClient, KafkaClientError
+from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import messages as m
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.tiered.metadata_cache import RemoteLogMetadataCache, RemoteLogMetadataError
@@ -51,14 +54,16 @@ def _bootstrap(text: str) -> tuple[str, int]:
 
 
 class _Clients:
-    def __init__(self, brokers: dict[int, tuple[str, int]]) -> None:
+    def __init__(self, brokers: dict[int, tuple[str, int]], security: ClientSecurity | None) -> None:
         self.brokers = brokers
+        self.security = security
         self.open: dict[int, KafkaClient] = {}
 
     async def get(self, broker_id: int) -> KafkaClient:
         client = self.open.get(broker_id)
         if client is None:
-            client = await KafkaClient.connect(*self.brokers[broker_id], client_id="kafkapy-tiered")
+            client = await KafkaClient.connect(*self.brokers[broker_id], client_id="kafkapy-tiered",
+                                               security=self.security)
             await client.negotiate()
             self.open[broker_id] = client
         return client
@@ -106,15 +111,17 @@ async def _remote_segments(clients: _Clients,
     return caches
 
 
-async def describe(bootstrap: str, topics: list[str] | None) -> list[PartitionRow]:
+async def describe(bootstrap: str, topics: list[str] | None,
+                   security: ClientSecurity | None = None) -> list[PartitionRow]:
     """The rows for ``topics`` (every topic but the internal ones when None)."""
-    async with await KafkaClient.connect(*_bootstrap(bootstrap), client_id="kafkapy-tiered") as first:
+    async with await KafkaClient.connect(*_bootstrap(bootstrap), client_id="kafkapy-tiered",
+                                         security=security) as first:
         await first.negotiate()
         meta = await first.send(m.MetadataRequest(
             topics=None if topics is None else [m.MetadataRequest.MetadataRequestTopic(name=t)
                                                 for t in [*topics, REMOTE_LOG_METADATA_TOPIC]],
             allow_auto_topic_creation=False, include_topic_authorized_operations=False), timeout=TIMEOUT_S)
-    clients = _Clients({b.node_id: (b.host, b.port) for b in meta.brokers})
+    clients = _Clients({b.node_id: (b.host, b.port) for b in meta.brokers}, security)
     try:
         by_topic = {t.name: t for t in meta.topics if t.error_code == 0}
         rlm = by_topic.get(REMOTE_LOG_METADATA_TOPIC)
@@ -162,12 +169,17 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     d.add_argument("--topic", action="append", default=None, help="only this topic (repeatable)")
     d.add_argument("--json", action="store_true", help="print the rows as JSON")
+    d.add_argument("--command-config", metavar="FILE", help="client properties (security.protocol=SSL, ssl.*)")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        rows = trio.run(describe, args.bootstrap_server, args.topic)
-    except (OSError, trio.TooSlowError, ValueError) as exc:
+        security = command_config_security(args.command_config)
+        rows = trio.run(describe, args.bootstrap_server, args.topic, security)
+    except CliError as exc:
+        print(f"kafkapy tiered: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, trio.TooSlowError, ValueError, KafkaClientError) as exc:
         print(f"kafkapy tiered: {exc}", file=sys.stderr)
         return 1
     if args.json:
