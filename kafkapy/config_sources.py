@@ -164,6 +164,9 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
             where = "listeners and listener.security.protocol.map" if name in mapping and map_is_set else "listeners"
             refused.append(f"{where} ({name} is {protocol})")
     inter_broker = props.get("security.inter.broker.protocol", "").strip().upper()
+    if inter_broker and props.get("inter.broker.listener.name", "").strip():
+        # Kafka's own check: the two name the inter-broker listener two ways.
+        raise ValueError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
     if inter_broker not in ("", *SUPPORTED_PROTOCOLS):
         refused.append(f"security.inter.broker.protocol ({inter_broker})")
     # An empty value is Kafka's "unset".

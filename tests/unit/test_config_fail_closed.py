@@ -130,6 +130,8 @@ def test_unknown_settings_are_warned_about_without_their_values(caplog):
     # As in Kafka: a listener whose protocol cannot be told does not start.
     ({"listeners": "CLIENTS://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"},
      "listener.security.protocol.map has no security protocol for listener CLIENTS"),
+    ({"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT"},
+     "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."),
 ])
 def test_listeners_whose_protocol_cannot_be_told_are_config_errors(extra, message):
     with pytest.raises(ValueError, match=re.escape(message)) as info:
