@@ -263,3 +263,32 @@ def test_a_silent_peer_is_dropped_after_the_handshake_timeout(pki, caplog):
         return bytes(got)
     assert run(go) == b""
     assert "no TLS handshake within 0.2 s" in caplog.text
+
+
+def test_tls_garbage_never_reaches_the_dispatcher(pki):
+    import random
+
+    rng = random.Random(24)
+    d = WhoAmI()
+
+    async def go() -> None:
+        async with trio.open_nursery() as nursery:
+            port = await _start(nursery, server_props(pki), d)
+            for i in range(30):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                # Random bytes, and random bytes behind a TLS handshake record header.
+                junk = rng.randbytes(rng.randrange(1, 20_000))
+                if i % 2:
+                    junk = b"\x16\x03\x01" + len(junk).to_bytes(2, "big")[-2:] + junk
+                try:
+                    await stream.send_all(junk)
+                    with trio.move_on_after(5):
+                        while await stream.receive_some(65536):
+                            pass
+                except trio.BrokenResourceError:
+                    pass
+                await stream.aclose()
+            assert await _whoami(port, client(pki)) == "User:ANONYMOUS"
+            nursery.cancel_scope.cancel()
+    run(go)
+    assert len(d.sessions) == 1
