@@ -5,8 +5,8 @@ server), each leaving the listener serving."""
 from __future__ import annotations
 
 import functools
-import os
 import logging
+import os
 import socket
 import struct
 from dataclasses import replace
