@@ -147,12 +147,8 @@ def _common(context: ssl.SSLContext, s: _Settings) -> None:
     if not enabled:
         key = "ssl.protocol"
         protocol = (s.get("ssl.protocol") or "TLSv1.3").strip()
-        if protocol == "TLS":
-            enabled = ["TLSv1.2", "TLSv1.3"]
-        elif protocol == "TLSv1.3":
-            enabled = ["TLSv1.2", "TLSv1.3"]
-        else:
-            enabled = [protocol]
+        # A TLSv1.3 context (Kafka's default) also speaks TLSv1.2, as Java's does.
+        enabled = ["TLSv1.2", "TLSv1.3"] if protocol in ("TLS", "TLSv1.3") else [protocol]
     unknown = [p for p in enabled if p not in _VERSIONS]
     if unknown:
         raise s.error(key, f"unknown protocol {unknown[0]!r} (known: {', '.join(_VERSIONS)})")
