@@ -206,3 +206,27 @@ def test_other_stock_clients_over_mtls(node, pki, client):
     consumed = ok(run_driver(client, {"op": "consume", "bootstrap": bootstrap, "topic": topic, "partition": 0,
                                       "offset": 0, "max_records": 5, "config": config}, timeout=120))
     assert [base64.b64decode(r["value"]) for r in consumed["records"]] == values
+
+
+def test_kafkas_own_tools_over_mtls_with_command_config(node, pki, tmp_path: Path):
+    import subprocess
+
+    from kafkapy.testing.apache_kafka import java_command
+    from kafkapy.testing.node import NodeError
+
+    config = tmp_path / "client.properties"
+    config.write_text("\n".join(f"{k}={v}" for k, v in _mtls_client_config("java", pki).items()) + "\n")
+    bootstrap = f"127.0.0.1:{node.mtls_port}"
+    try:
+        create = java_command("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
+                              "--command-config", str(config), "--create", "--topic", "tls-tools",
+                              "--partitions", "2")
+    except NodeError as exc:
+        pytest.skip(str(exc))
+    done = subprocess.run(create, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    listed = subprocess.run(java_command("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
+                                         "--command-config", str(config), "--list"),
+                            capture_output=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr.decode()[-3000:]
+    assert "tls-tools" in listed.stdout.decode().split()
