@@ -60,3 +60,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     test_files = {item.path for item in session.items}
     lines = _recorder.selection(test_files)
     Path(_RECORD).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored():
+    """Tests that run the CLI in-process let it set up logging (one handler on the root logger,
+    writing to that test's captured stderr). Put the root logger back afterwards, so a later
+    test neither writes to a closed stream nor sees the CLI's levels."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
