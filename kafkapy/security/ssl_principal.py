@@ -148,6 +148,12 @@ _RFC2253_KEYWORDS: Final = {
     "0.9.2342.19200300.100.1.1": "UID",
 }
 _STRING_ENCODINGS: Final = {30: "utf-16-be", 28: "utf-32-be", 12: "utf-8"}
+# The ASN.1 string type of an attribute without an RFC 2253 keyword, which Java prints as the hex
+# of its DER encoding. cryptography keeps the type it parsed private, so this is the type
+# certificate tools write for these attributes (IA5String for emailAddress, PrintableString for
+# serialNumber, UTF8String for the rest); a certificate that chose another type maps differently.
+_STRING_TAG_BY_OID: Final = {"1.2.840.113549.1.9.1": 22, "2.5.4.5": 19}
+_UTF8_STRING: Final = 12
 
 
 def _der_hex(tag: int, value: str) -> str:
@@ -178,7 +184,7 @@ def certificate_dn(der: bytes) -> str:
                 text = attr.rfc4514_string()
                 parts.append(keyword + text[text.index("="):])
             else:
-                tag = getattr(getattr(attr, "_type", None), "value", 12)
-                parts.append(f"{dotted}={_der_hex(int(tag), str(attr.value))}")
+                tag = _STRING_TAG_BY_OID.get(dotted, _UTF8_STRING)
+                parts.append(f"{dotted}={_der_hex(tag, str(attr.value))}")
         rdns.append("+".join(parts))
     return ",".join(rdns)
