@@ -11,7 +11,7 @@ replay before it starts the next. With the single-voter ``LocalQuorum`` that is 
 image and replaying its own record types: ``ClusterControlManager`` (brokers and their
 sessions), ``ReplicationControlManager`` (topics and partitions, with the elections,
 AlterPartition, reassignment and broker-event helpers over it), ``ConfigurationControlManager``,
-``ProducerIdControlManager``, ``FeatureControlManager`` and kafkapy's own
+``ProducerIdControlManager``, ``FeatureControlManager``, ``AclControlManager`` and kafkapy's own
 ``ClusterLinkControlManager`` (cluster links and mirror topics). Validation follows Apache Kafka 3.9:
 same error codes, messages worded as Kafka words them.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from kafkapy.controller.acl_control import AclControlManager, AclCreateResult, AclDeleteResult
 from kafkapy.controller.alter_partition import AlterPartitionControl
 from kafkapy.controller.broker_lifecycle import BrokerLifecycle
 from kafkapy.controller.cluster_control import (
@@ -82,6 +83,7 @@ from kafkapy.controller.types import (
 from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import MetadataImage, PartitionRegistration
 from kafkapy.metadata.records import MetadataRecord
+from kafkapy.security.acl import AclBinding, AclBindingFilter
 
 
 class QuorumController:
@@ -140,10 +142,11 @@ class QuorumController:
             image=current, replication=self.replication_control, configs=self.configuration_control)
         self.link_control = ClusterLinkControlManager(
             image=current, replication=self.replication_control, uuid_source=uuid_source)
+        self.acl_control = AclControlManager(image=current, uuid_source=uuid_source)
         self._brokers = BrokerLifecycle(cluster=self.cluster_control, elections=self._elections)
         self._replayers = ReplayRegistry((
             self.feature_control, self.cluster_control, self.configuration_control,
-            self.producer_id_control, self.replication_control, self.link_control))
+            self.producer_id_control, self.replication_control, self.link_control, self.acl_control))
         self._replay_by_type = self._replayers.replayers()
 
     # -- state -----------------------------------------------------------------------------------
@@ -358,6 +361,16 @@ class QuorumController:
                               ) -> ControllerResult[ProducerIdsBlock]:
         """AllocateProducerIds: the next block of 1000 ids (Kafka's block size)."""
         return self.producer_id_control.allocate_producer_ids(broker_id, broker_epoch)
+
+    # -- ACLs (AclControlManager) ------------------------------------------------------------------
+
+    def create_acls(self, acls: Sequence[AclBinding]) -> ControllerResult[list[AclCreateResult]]:
+        """CreateAcls: one result per ACL; existing ACLs are kept and reported created."""
+        return self.acl_control.create_acls(acls)
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> ControllerResult[list[AclDeleteResult]]:
+        """DeleteAcls: per filter, the ACLs it matched (each deleted once)."""
+        return self.acl_control.delete_acls(filters)
 
 
 __all__ = [

@@ -20,6 +20,7 @@ from kafkapy.metadata.image import (
     EMPTY_MAP,
     METADATA_VERSION_FEATURE,
     RESOURCE_TOPIC,
+    AclsImage,
     BrokerRegistration,
     ClusterImage,
     ClusterLink,
@@ -34,11 +35,13 @@ from kafkapy.metadata.image import (
     ProducerIdsImage,
     TopicImage,
     TopicsImage,
+    acl_from_record,
     frozen_map,
 )
 from kafkapy.metadata.pmap import sharded
 from kafkapy.metadata.records import (
     ZERO_UUID,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ClearElrRecord,
     ClusterLinkRecord,
@@ -52,6 +55,7 @@ from kafkapy.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveClusterLinkRecord,
     RemoveTopicRecord,
     TopicRecord,
@@ -59,6 +63,7 @@ from kafkapy.metadata.records import (
     UnregisterBrokerRecord,
 )
 from kafkapy.metadata.update import MetadataUpdate
+from kafkapy.security.acl import AclBinding
 
 _REMOVED = None  # marks a broker removed in ``MetadataDelta._brokers``
 
@@ -107,6 +112,8 @@ class MetadataDelta:
         # Topics whose MirrorTopicRecord was replayed: their partitions count as changed, so
         # the replica manager re-applies them (a mirror fetcher starts, stops or pauses).
         self._mirror_records: set[uuid.UUID] = set()
+        # ACLs created (AclBinding) or removed (None) in this delta, by id.
+        self._acls: dict[uuid.UUID, AclBinding | None] = {}
         # Each handler takes its own record type: Any, not MetadataRecord, in the value type.
         self._handlers: dict[type, Callable[[Any], None]] = {
             TopicRecord: self._replay_topic,
@@ -125,6 +132,8 @@ class MetadataDelta:
             ClusterLinkRecord: self._replay_cluster_link,
             RemoveClusterLinkRecord: self._replay_remove_cluster_link,
             MirrorTopicRecord: self._replay_mirror_topic,
+            AccessControlEntryRecord: self._replay_acl,
+            RemoveAccessControlEntryRecord: self._replay_remove_acl,
             NoOpRecord: lambda rec: None,
         }
 
@@ -179,6 +188,7 @@ class MetadataDelta:
             features_changed=image.features is not base.features,
             producer_ids_changed=image.producer_ids is not base.producer_ids,
             links_changed=image.links is not base.links,
+            acls_changed=image.acls is not base.acls,
         )
 
     def _build(self) -> tuple[MetadataImage, frozenset[tuple[int, str]]]:
@@ -193,6 +203,7 @@ class MetadataDelta:
             configs=configs,
             producer_ids=self._producer_ids if self._producer_ids is not None else base.producer_ids,
             links=self._apply_links(),
+            acls=self._apply_acls(),
         )
         return image, changed_configs
 
@@ -426,6 +437,22 @@ class MetadataDelta:
             topic_id=rec.topic_id, link_id=rec.link_id, source_topic=rec.source_topic,
             source_topic_id=rec.source_topic_id, state=state, epoch_ceiling=rec.epoch_ceiling)
         self._mirror_records.add(rec.topic_id)
+
+    # -- ACLs ----------------------------------------------------------------------------------
+
+    def _replay_acl(self, rec: AccessControlEntryRecord) -> None:
+        self._acls[rec.id] = acl_from_record(rec)
+
+    def _replay_remove_acl(self, rec: RemoveAccessControlEntryRecord) -> None:
+        known = self._acls[rec.id] if rec.id in self._acls else self.image.acls.by_id.get(rec.id)
+        if known is None:
+            raise MetadataReplayError(f"RemoveAccessControlEntryRecord for unknown ACL id {rec.id}")
+        self._acls[rec.id] = None
+
+    def _apply_acls(self) -> AclsImage:
+        if not self._acls:
+            return self.image.acls
+        return AclsImage(_merged(self.image.acls.by_id, self._acls))
 
     # -- apply ---------------------------------------------------------------------------------
 

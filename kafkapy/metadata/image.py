@@ -19,12 +19,14 @@ from typing import Any
 
 from kafkapy.metadata.pmap import EMPTY_SHARDED, ShardedMap
 from kafkapy.metadata.records import (
+    AccessControlEntryRecord,
     BrokerEndpoint,
     BrokerFeature,
     PartitionChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
 )
+from kafkapy.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 
 # ConfigResource.Type ids as Kafka numbers them (DescribeConfigs, ConfigRecord.ResourceType).
 RESOURCE_UNKNOWN = 0
@@ -324,6 +326,27 @@ class LinksImage:
 
 
 # --------------------------------------------------------------------------------------------
+# ACLs (AccessControlEntryRecord / RemoveAccessControlEntryRecord)
+
+def acl_from_record(rec: AccessControlEntryRecord) -> AclBinding:
+    return AclBinding(ResourceType.from_code(rec.resource_type), rec.resource_name,
+                      PatternType.from_code(rec.pattern_type), rec.principal, rec.host,
+                      AclOperation.from_code(rec.operation), AclPermissionType.from_code(rec.permission_type))
+
+
+def acl_record(acl_id: uuid.UUID, acl: AclBinding) -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(acl_id, int(acl.resource_type), acl.resource_name, int(acl.pattern_type),
+                                    acl.principal, acl.host, int(acl.operation), int(acl.permission))
+
+
+@dataclass(frozen=True)
+class AclsImage:
+    """Every ACL of the cluster by its id (Kafka's AclsImage)."""
+
+    by_id: Mapping[uuid.UUID, AclBinding] = field(default_factory=lambda: EMPTY_MAP)
+
+
+# --------------------------------------------------------------------------------------------
 # The whole image
 
 @dataclass(frozen=True)
@@ -342,6 +365,7 @@ class MetadataImage:
     configs: ConfigurationsImage = field(default_factory=ConfigurationsImage)
     producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
     links: LinksImage = field(default_factory=LinksImage)
+    acls: AclsImage = field(default_factory=AclsImage)
 
     @classmethod
     def empty(cls, cluster_id: str = "") -> "MetadataImage":
@@ -360,10 +384,10 @@ class MetadataImage:
 
 
 __all__ = [
-    "BrokerRegistration", "ClusterImage", "ClusterLink", "ConfigurationsImage", "FeaturesImage",
+    "AclsImage", "BrokerRegistration", "ClusterImage", "ClusterLink", "ConfigurationsImage", "FeaturesImage",
     "LinksImage", "METADATA_VERSION_FEATURE", "MetadataImage", "MetadataReplayError",
     "MirrorState", "MirrorTopic", "NO_LEADER",
     "PartitionRegistration", "ProducerIdsImage", "RESOURCE_BROKER", "RESOURCE_BROKER_LOGGER",
     "RESOURCE_CLIENT_METRICS", "RESOURCE_TOPIC", "RESOURCE_UNKNOWN", "TopicImage", "TopicsImage",
-    "frozen_map",
+    "acl_from_record", "acl_record", "frozen_map",
 ]

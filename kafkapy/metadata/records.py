@@ -266,6 +266,32 @@ class NoOpRecord(MetadataRecord):
     version: int = 0
 
 
+@_register(18, 0)
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord(MetadataRecord):
+    """An ACL was created; ``id`` names it for its removal. The enums are Kafka's codes
+    (kafkapy.security.acl)."""
+
+    id: uuid.UUID
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    version: int = 0
+
+
+@_register(19, 0)
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord(MetadataRecord):
+    """The ACL ``id`` was deleted."""
+
+    id: uuid.UUID
+    version: int = 0
+
+
 # --------------------------------------------------------------------------------------------
 # kafkapy's own record types (cluster links). Kafka numbers its types below 100; ours start at
 # 10000 so a future Kafka type never takes one of their keys.
@@ -409,11 +435,12 @@ class MetadataRecordCodec:
 
 
 __all__ = [
-    "ALL_RECORD_TYPES", "BrokerEndpoint", "BrokerFeature", "BrokerRegistrationChangeRecord",
+    "ALL_RECORD_TYPES", "AccessControlEntryRecord", "BrokerEndpoint", "BrokerFeature", "BrokerRegistrationChangeRecord",
     "ClearElrRecord", "ClusterLinkRecord", "ConfigRecord", "FeatureLevelRecord",
     "FenceBrokerRecord", "LinkConfig", "MetadataRecord", "MetadataRecordCodec",
     "MirrorTopicRecord", "NoOpRecord", "PartitionChangeRecord", "PartitionRecord",
-    "ProducerIdsRecord", "RegisterBrokerRecord", "RemoveClusterLinkRecord", "RemoveTopicRecord",
+    "ProducerIdsRecord", "RegisterBrokerRecord", "RemoveAccessControlEntryRecord",
+    "RemoveClusterLinkRecord", "RemoveTopicRecord",
     "TopicRecord", "UnfenceBrokerRecord", "UnregisterBrokerRecord",
     "ZERO_UUID", "decode_record", "encode_record", "encode_records", "record_type",
 ]

@@ -29,6 +29,7 @@ from kafkapy.metadata.image import (
     MetadataImage,
     MetadataReplayError,
     PartitionRegistration,
+    acl_record,
 )
 from kafkapy.metadata.records import (
     ClusterLinkRecord,
@@ -162,8 +163,8 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
     """The records that rebuild ``image`` from empty, in the order of Kafka's
     ``MetadataImage.write``: features (metadata.version first, because it decides how every later
     record is read), brokers, topics each followed by its partitions, configs, then the producer
-    id block; kafkapy's cluster links and mirror topics follow the topics. Client quotas, ACLs,
-    SCRAM credentials, delegation tokens and controller registrations would have their places
+    id block and the ACLs (by id); kafkapy's cluster links and mirror topics follow the topics.
+    Client quotas, SCRAM credentials, delegation tokens and controller registrations would have their places
     too, but our image holds none of them.
 
     Kafka walks hash maps; we sort (features and topics by name, brokers and partitions by id,
@@ -194,6 +195,8 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
         # Kafka's ProducerIdsImage keeps only the next id, so its snapshot names no broker.
         out.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
                                      next_producer_id=pids.next_producer_id))
+    # Kafka writes the ACLs after the client quotas and producer ids.
+    out.extend(acl_record(acl_id, acl) for acl_id, acl in sorted(image.acls.by_id.items()))
     return out
 
 

@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from kafkapy.controller.acl_control import AclControlManager
 from kafkapy.controller.cluster_control import ClusterControlManager
 from kafkapy.controller.configuration_control import ConfigurationControlManager
 from kafkapy.controller.control_manager import ControlManager, ReplayRegistry
@@ -17,6 +18,7 @@ from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import MetadataReplayError
 from kafkapy.metadata.records import (
     ALL_RECORD_TYPES,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ClearElrRecord,
     ClusterLinkRecord,
@@ -30,6 +32,7 @@ from kafkapy.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveClusterLinkRecord,
     RemoveTopicRecord,
     TopicRecord,
@@ -52,6 +55,7 @@ OWNERS = {
     FeatureLevelRecord: FeatureControlManager,
     ClusterLinkRecord: ClusterLinkControlManager, RemoveClusterLinkRecord: ClusterLinkControlManager,
     MirrorTopicRecord: ClusterLinkControlManager,
+    AccessControlEntryRecord: AclControlManager, RemoveAccessControlEntryRecord: AclControlManager,
 }
 
 

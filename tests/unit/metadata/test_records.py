@@ -9,6 +9,7 @@ import pytest
 from kafkapy.metadata.records import (
     ALL_RECORD_TYPES,
     ZERO_UUID,
+    AccessControlEntryRecord,
     BrokerEndpoint,
     BrokerFeature,
     ClearElrRecord,
@@ -24,6 +25,7 @@ from kafkapy.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveClusterLinkRecord,
     RemoveTopicRecord,
     TopicRecord,
@@ -149,6 +151,8 @@ EXAMPLES = [
     RemoveClusterLinkRecord(U),
     MirrorTopicRecord(U, U2, "orders", U2, state=1, epoch_ceiling=1_000_007),
     MirrorTopicRecord(U, U2, "orders"),
+    AccessControlEntryRecord(U, 2, "orders", 4, "User:alice", "*", 3, 3),
+    RemoveAccessControlEntryRecord(U),
 ]
 
 
@@ -171,6 +175,15 @@ def test_cluster_link_records_bytes() -> None:
         + b"\x02" + i32(5) + b"\x00")
     for rec in (link, RemoveClusterLinkRecord(U), mirror):
         assert decode_record(encode_record(rec)) == rec
+
+
+def test_acl_records_bytes() -> None:
+    # Kafka's types 18 and 19: id, then int8 enums and compact strings in schema order.
+    rec = AccessControlEntryRecord(U, 2, "t", 4, "User:a", "*", 3, 2)
+    assert encode_record(rec) == (
+        b"\x01\x12\x00" + U.bytes + b"\x02" + b"\x02t" + b"\x04" + b"\x07User:a" + b"\x02*"
+        + b"\x03\x02" + b"\x00")
+    assert encode_record(RemoveAccessControlEntryRecord(U)) == b"\x01\x13\x00" + U.bytes + b"\x00"
 
 
 def test_every_type_has_an_example() -> None:
