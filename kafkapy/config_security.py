@@ -44,4 +44,14 @@ SECURITY_CONFIGS: dict[str, ConfigDef] = config_defs(
     *(ConfigDef(name, _TLS_TYPES.get(name, T.STRING), default, _TLS_DOCS.get(name, ""),
                 _TLS_VALIDATORS.get(name), sensitive=any(s in name for s in _SENSITIVE))
       for name, default in TLS_DEFAULTS.items()),
+    # -- authorizer --
+    ConfigDef("authorizer.class.name", ConfigType.STRING, "",
+              "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the "
+              "metadata log; kafka.security.authorizer.AclAuthorizer is taken as its alias), or empty for none."),
+    # StandardAuthorizer's own settings: Kafka lists them only when they are set.
+    ConfigDef("super.users", ConfigType.STRING, None,
+              "Principals allowed every operation, separated by semicolons (User:admin;User:broker).",
+              internal=True),
+    ConfigDef("allow.everyone.if.no.acl.found", ConfigType.BOOLEAN, "false",
+              "Allow an operation on a resource that has no ACL at all.", internal=True),
 )

@@ -1,8 +1,8 @@
 """What a node's configuration sources hold besides typed settings: Java ``.properties`` text,
 ``NAME://host:port`` listeners, and the security settings kafkapy refuses to start with.
 
-kafkapy implements TLS (``ssl.*``, SSL listeners) but neither SASL nor ACL authorization yet.
-Ignoring their settings would serve every client unauthenticated while the operator believes the
+kafkapy implements TLS (``ssl.*``, SSL listeners) and ACL authorization but not SASL yet.
+Ignoring its settings would serve every client unauthenticated while the operator believes the
 node secured, so a configuration naming any of them stops the node (it fails closed).
 """
 
@@ -104,11 +104,11 @@ class Listener:
         return out
 
 
-# Settings that only mean something with SASL or ACL authorization, which kafkapy does not
-# implement yet. Ignoring them would serve every client unauthenticated while the operator
-# believes the node is secured, so a node given any of them refuses to start.
+# Settings that only mean something with SASL, which kafkapy does not implement yet. Ignoring
+# them would serve every client unauthenticated while the operator believes the node is secured,
+# so a node given any of them refuses to start.
 _REFUSED_PREFIXES = ("sasl.",)
-_REFUSED_KEYS = ("authorizer.class.name", "allow.everyone.if.no.acl.found", "super.users")
+_REFUSED_KEYS: tuple[str, ...] = ()
 # Kafka's per-listener SASL settings: listener.name.<listener>.sasl.* and
 # .<mechanism>.sasl.jaas.config (and the other per-mechanism SASL settings).
 _LISTENER_SASL_KEY = re.compile(r"listener\.name\.[^.]+\.(?:[^.]+\.)?sasl\.")
@@ -124,13 +124,13 @@ class UnsupportedSecurityConfig(ValueError):
     def __init__(self, settings: list[str]) -> None:
         self.settings = settings
         super().__init__(
-            "refusing to start: kafkapy does not implement SASL or ACL authorization yet, and "
+            "refusing to start: kafkapy does not implement SASL yet, and "
             f"these settings need them: {', '.join(settings)} (without them the node serves every "
             "client unauthenticated)")
 
 
 def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
-    """The settings in ``props`` that need SASL or authorization, described for an operator
+    """The settings in ``props`` that need SASL, described for an operator
     (empty when the node can honour its configuration). Raises ValueError for a malformed
     ``listeners`` or protocol map, or a listener the map does not cover: their protocols cannot
     be told."""

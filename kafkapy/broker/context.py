@@ -12,12 +12,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kafkapy.broker.authorization import BrokerAuthorizer, request_host, request_principal
 from kafkapy.broker.edges import GroupService, LinkService, ProducerIds, RemoteLog, TopicStats, TransactionService
 from kafkapy.broker.fetch_session import FetchSessionCache
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
 from kafkapy.metadata.image import MetadataImage
+from kafkapy.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 
 class Clock(Protocol):
@@ -73,6 +75,28 @@ class BrokerContext:
     # The cluster links this broker runs (kafkapy.link.manager), None where none run (the
     # controller's admin context, tests).
     links: LinkService | None = None
+    # The ACL authorizer (authorizer.class.name), None: every request is allowed.
+    authorizer: BrokerAuthorizer | None = None
+
+    def authorize(self, op: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME) -> bool:
+        """Whether the principal of the request being handled may perform ``op`` on the resource
+        (always, without an authorizer)."""
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize(request_principal.get(), request_host(client_address.get()), op,
+                                         resource_type, name)
+
+    def authorized_names(self, op: AclOperation, resource_type: ResourceType, names: Any) -> set[str]:
+        """The distinct names among ``names`` the request's principal may perform ``op`` on."""
+        return {name for name in set(names) if self.authorize(op, resource_type, name)}
+
+    def authorize_any(self, op: AclOperation, resource_type: ResourceType) -> bool:
+        """Whether the principal may perform ``op`` on some resource of the type (Kafka's
+        authorizeByResourceType)."""
+        if self.authorizer is None:
+            return True
+        return self.authorizer.current().authorize_by_resource_type(
+            request_principal.get(), request_host(client_address.get()), op, resource_type)
 
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from kafkapy.broker.authorization import request_principal
 from kafkapy.broker.context import BrokerContext, client_address, request_listener
 from kafkapy.broker.features import api_versions_feature_fields
 from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
@@ -69,9 +70,11 @@ from kafkapy.broker.handlers.transactions import (
     handle_list_transactions,
 )
 from kafkapy.broker.handlers.txn_markers import handle_write_txn_markers
+from kafkapy.broker.request_authorization import authorized_call
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import KafkaError
+from kafkapy.security.principal import ANONYMOUS
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +105,7 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, handle_alter_replica_log_dirs),
     (ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, handle_alter_partition_reassignments),
     (ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, handle_list_partition_reassignments),
-    # No authorizer yet: SECURITY_DISABLED, as a Kafka broker without authorizer.class.name.
+    # Without authorizer.class.name: SECURITY_DISABLED, as a Kafka broker.
     (ApiKey.DESCRIBE_ACLS, 1, 3, handle_describe_acls),
     (ApiKey.CREATE_ACLS, 1, 3, handle_create_acls),
     (ApiKey.DELETE_ACLS, 1, 3, handle_delete_acls),
@@ -146,16 +149,18 @@ FORWARDED_TO_CONTROLLER = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
     ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.CREATE_CLUSTER_LINKS, ApiKey.DELETE_CLUSTER_LINKS,
-    ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS,
+    ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
 })
 
 #: Of those, the ones whose broker handler runs first and forwards itself: a config change of one
 #: broker's entry is checked by the broker it names (Kafka's ConfigAdminManager.preprocess), so
 #: only the rest of the request goes to the controller.
 #: The cluster-link requests first do, on the broker, what needs the source cluster.
+#: The ACL requests need the authorizer, which the controller's side does not run.
 FORWARDED_BY_HANDLER = frozenset({
     ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.CREATE_CLUSTER_LINKS,
     ApiKey.DELETE_CLUSTER_LINKS, ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS,
+    ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
 })
 
 
@@ -180,12 +185,22 @@ class BrokerDispatcher:
         handler = self._handlers[request.api_key]
         client_address.set(getattr(conn, "peer", None))
         request_listener.set(getattr(conn, "listener", None))
+        session = getattr(conn, "session", None)
+        request_principal.set(session.principal if session is not None else ANONYMOUS)
         try:
             if (request.api_key in FORWARDED_TO_CONTROLLER and request.api_key not in FORWARDED_BY_HANDLER
                     and self.ctx.controller_request is not None):
-                forwarded: object = await self.ctx.controller_request(request.body, request.api_version)
-                return forwarded
-            return await handler(self.ctx, request)
+                forward = self.ctx.controller_request
+
+                async def run(req: Request) -> object:
+                    return await forward(req.body, req.api_version)
+            else:
+                async def run(req: Request) -> object:
+                    return await handler(self.ctx, req)
+            # The caller's ACLs are checked here, on its own connection, also for what the
+            # controller carries out: the forwarded request is the part the caller may do.
+            response: object | None = await authorized_call(self.ctx, request, run)
+            return response
         except KafkaError as exc:
             # Handlers turn expected failures into per-entry codes; one escaping here is a
             # request-level failure, answered with the request's error response by the edge.

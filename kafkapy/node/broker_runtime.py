@@ -27,6 +27,7 @@ from typing import Any
 
 import trio
 
+from kafkapy.broker.authorization import BrokerAuthorizer
 from kafkapy.broker.config_view import BrokerLayers
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BrokerDispatcher
@@ -168,6 +169,7 @@ class BrokerRuntime(Runtime):
             producer_ids=producer_ids, groups=self.groups,
             remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
             txn_verifier=self.txn_verifier, links=self.links,
+            authorizer=BrokerAuthorizer.from_config(config.props, lambda: loader.image),
         )
         self._dir_ids = self._directory_ids()
         self.lifecycle = BrokerLifecycleManager(

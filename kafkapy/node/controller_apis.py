@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BROKER_APIS, FORWARDED_TO_CONTROLLER
+from kafkapy.broker.handlers.acls import handle_controller_create_acls, handle_controller_delete_acls
 from kafkapy.broker.handlers.cluster import ENDPOINT_TYPE_CONTROLLER, describe_cluster_endpoint_error
 from kafkapy.broker.handlers.configs import (
     handle_forwarded_alter_configs,
@@ -62,6 +63,9 @@ Handler = Callable[[BrokerContext, Request], Awaitable[object]]
 _CONTROLLER_SIDE: dict[int, Handler] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_forwarded_incremental_alter_configs,
     ApiKey.ALTER_CONFIGS: handle_forwarded_alter_configs,
+    # The broker checked the caller's ALTER on the cluster before it forwarded these.
+    ApiKey.CREATE_ACLS: handle_controller_create_acls,
+    ApiKey.DELETE_ACLS: handle_controller_delete_acls,
 }
 
 #: The admin APIs a broker forwards to the active controller, served with the broker

@@ -47,9 +47,11 @@ def test_the_issues_sasl_and_authorizer_config_is_refused_naming_every_setting()
     message = str(info.value)
     for setting in ("listeners and listener.security.protocol.map (SASL_PLAINTEXT is SASL_PLAINTEXT)",
                     "sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol",
-                    "listener.name.sasl_plaintext.plain.sasl.jaas.config", "authorizer.class.name",
-                    "allow.everyone.if.no.acl.found", "super.users"):
+                    "listener.name.sasl_plaintext.plain.sasl.jaas.config"):
         assert setting in message
+    # The authorizer's settings are honoured: only what still is not implemented is named.
+    for setting in ("authorizer.class.name", "allow.everyone.if.no.acl.found", "super.users"):
+        assert setting not in message
     assert "does not implement" in message
     assert "\n" not in message
     # The JAAS secret is named, never printed.
@@ -71,9 +73,6 @@ def test_the_issues_sasl_and_authorizer_config_is_refused_naming_every_setting()
     ({"sasl.jaas.config": "x required;"}, "sasl.jaas.config"),
     ({"listener.name.internal.scram-sha-512.sasl.jaas.config": "x;"},
      "listener.name.internal.scram-sha-512.sasl.jaas.config"),
-    ({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"),
-    ({"allow.everyone.if.no.acl.found": "true"}, "allow.everyone.if.no.acl.found"),
-    ({"super.users": "User:admin"}, "super.users"),
 ])
 def test_each_security_setting_is_refused(extra, named):
     with pytest.raises(UnsupportedSecurityConfig) as info:
@@ -96,8 +95,16 @@ def test_tls_settings_are_honoured_not_refused(extra, caplog):
 
 
 def test_overrides_are_checked_too():
-    with pytest.raises(UnsupportedSecurityConfig, match="authorizer.class.name"):
-        BrokerConfig.from_sources(PLAIN, [("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer")])
+    with pytest.raises(UnsupportedSecurityConfig, match="sasl.enabled.mechanisms"):
+        BrokerConfig.from_sources(PLAIN, [("sasl.enabled.mechanisms", "PLAIN")])
+
+
+def test_the_authorizer_settings_start_quietly(caplog):
+    caplog.set_level(logging.INFO, logger="kafkapy.config")
+    config = BrokerConfig.from_sources({**PLAIN, "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                        "super.users": "User:admin", "allow.everyone.if.no.acl.found": "true"})
+    assert config.get("allow.everyone.if.no.acl.found") is True and config.get("super.users") == "User:admin"
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 @pytest.mark.parametrize("extra", [
@@ -185,7 +192,7 @@ def test_server_refuses_the_sasl_config_before_touching_the_data_dir(tmp_path, c
     assert main(["server", "--config", str(config)]) != 0
     err = capsys.readouterr().err.strip()
     assert err.startswith("kafkapy: refusing to start: kafkapy does not implement")
-    assert "sasl.enabled.mechanisms" in err and "authorizer.class.name" in err
+    assert "sasl.enabled.mechanisms" in err and "authorizer.class.name" not in err
     assert "\n" not in err and "Traceback" not in err
     assert not data.exists()
 

@@ -13,6 +13,7 @@ from typing import Any
 from kafkapy.broker.authorized_operations import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
+    allowed_operations,
     as_int32,
     authorized,
 )
@@ -23,6 +24,7 @@ from kafkapy.metadata.image import MetadataImage, PartitionRegistration
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 
 MResp = m.MetadataResponse
+DESCRIBE, CREATE = AclOperation.DESCRIBE, AclOperation.CREATE
+TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 
 
 def _alive_brokers(ctx: BrokerContext, image: MetadataImage) -> list[tuple[int, str, int, str | None]]:
@@ -64,23 +68,43 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
     # v0 used an empty list for "all topics"; later versions use null.
     all_topics = body.topics is None or (version == 0 and not body.topics)
     names: list[str | None] = []
+    # Topics the caller may not describe (TOPIC_AUTHORIZATION_FAILED) and the ones named by id
+    # among them (answered without their name, which the caller may not learn).
+    refused: set[str] = set()
+    by_id: set[str] = set()
     if not all_topics:
         for t in body.topics:
             name = t.name
             if name is None and version >= 10 and t.topic_id is not None:
                 topic = image.topics.by_id.get(t.topic_id)
                 name = topic.name if topic is not None else None
+                if name is not None:
+                    by_id.add(name)
             names.append(name)
-        missing = [n for n in names if n is not None and n not in image.topics.by_name]
+        refused = {n for n in names if n is not None and not ctx.authorize(DESCRIBE, TOPIC, n)}
+        missing = [n for n in names if n is not None and n not in image.topics.by_name and n not in refused]
         allow = body.allow_auto_topic_creation if version >= 4 else True
         if missing and allow and ctx.config.get("auto.create.topics.enable"):
-            await auto_create_topics(ctx, missing)
-            image = ctx.image()
+            # Auto-creation needs CREATE on the cluster or on the topic, as a CreateTopics would.
+            if not ctx.authorize(CREATE, CLUSTER):
+                refused.update(n for n in missing if not ctx.authorize(CREATE, TOPIC, n))
+                missing = [n for n in missing if n not in refused]
+            if missing:
+                await auto_create_topics(ctx, missing)
+                image = ctx.image()
     else:
-        names.extend(sorted(image.topics.by_name))  # names is still empty here
+        # Topics the caller may not describe are left out, as if they did not exist.
+        names.extend(n for n in sorted(image.topics.by_name) if ctx.authorize(DESCRIBE, TOPIC, n))
+    want_ops = version >= 8 and bool(body.include_topic_authorized_operations)
     topics = []
     for name in names:
         topic = image.topics.by_name.get(name) if name is not None else None
+        if name in refused:
+            topics.append(MResp.MetadataResponseTopic(
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None if name in by_id else name,
+                topic_id=topic.id if topic is not None and name in by_id else None, partitions=[],
+                is_internal=False))
+            continue
         if topic is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if name is not None and not _valid_name(name):
@@ -96,14 +120,16 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
                 error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.id,
                 is_internal=topic.name in INTERNAL_TOPICS, partitions=parts,
                 authorized_operations=authorized(
-                    TOPIC_OPERATIONS, version >= 8 and bool(body.include_topic_authorized_operations)),
+                    allowed_operations(ctx, TOPIC_OPERATIONS, TOPIC, topic.name) if want_ops else frozenset(),
+                    want_ops),
             )
         )
     brokers = [MResp.MetadataResponseBroker(node_id=i, host=h, port=p, rack=r)
                for i, h, p, r in _alive_brokers(ctx, image)]
     # Only v8-v10 carry the cluster's operations (v11 moved them to DescribeCluster).
     extra = {"authorized_operations": authorized(
-        CLUSTER_OPERATIONS, bool(body.include_cluster_authorized_operations))} if 8 <= version <= 10 else {}
+        allowed_operations(ctx, CLUSTER_OPERATIONS, CLUSTER), bool(body.include_cluster_authorized_operations)),
+    } if 8 <= version <= 10 else {}
     return MResp(
         throttle_time_ms=0, brokers=brokers, cluster_id=ctx.cluster_id,
         controller_id=_controller_id_for_clients(ctx, image), topics=topics,
@@ -181,7 +207,7 @@ async def handle_describe_cluster(ctx: BrokerContext, request: Request) -> objec
     return Resp(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=ctx.cluster_id,
         controller_id=_controller_id_for_clients(ctx, image), brokers=brokers,
-        authorized_operations=authorized(CLUSTER_OPERATIONS,
+        authorized_operations=authorized(allowed_operations(ctx, CLUSTER_OPERATIONS, CLUSTER),
                                          bool(request.body.include_cluster_authorized_operations)),
     )
 
@@ -193,8 +219,11 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
     Resp = m.DescribeTopicPartitionsResponse
     TopicOut = Resp.DescribeTopicPartitionsResponseTopic
     PartOut = TopicOut.DescribeTopicPartitionsResponsePartition
-    names = [t.name for t in body.topics] if body.topics else sorted(image.topics.by_name)
-    names = sorted(set(names))
+    named = bool(body.topics)
+    names = [t.name for t in body.topics] if named else sorted(image.topics.by_name)
+    # Topics the caller may not describe: refused when named, left out of "all topics".
+    refused = {n for n in names if not ctx.authorize(DESCRIBE, TOPIC, n)}
+    names = sorted(set(names) if named else set(names) - refused)
     budget = max(1, body.response_partition_limit)
     start_topic, start_part = None, 0
     if body.cursor is not None:
@@ -204,12 +233,17 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
         if start_topic is not None and name < start_topic:
             continue
         topic = image.topics.by_name.get(name)
+        if name in refused:
+            out.append(TopicOut(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=None,
+                                is_internal=False, partitions=[], topic_authorized_operations=0))
+            continue
         if topic is None:
             # Kafka answers the operations for a topic that does not exist too (DescribeTopicPartitions
             # has no flag to ask for them: they always come).
             out.append(TopicOut(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=None,
                                 is_internal=False, partitions=[],
-                                topic_authorized_operations=as_int32(TOPIC_OPERATIONS)))
+                                topic_authorized_operations=as_int32(allowed_operations(
+                                    ctx, TOPIC_OPERATIONS, TOPIC, name))))
             continue
         first = start_part if name == start_topic else 0
         parts = []
@@ -228,7 +262,8 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
         if parts or next_cursor is None:
             # A page that ends exactly before this topic leaves it wholly to the next page.
             out.append(TopicOut(error_code=0, name=name, topic_id=topic.id, is_internal=name in INTERNAL_TOPICS,
-                                partitions=parts, topic_authorized_operations=as_int32(TOPIC_OPERATIONS)))
+                                partitions=parts, topic_authorized_operations=as_int32(allowed_operations(
+                                    ctx, TOPIC_OPERATIONS, TOPIC, name))))
         if next_cursor is not None:
             break
     return Resp(throttle_time_ms=0, topics=out, next_cursor=next_cursor)

@@ -50,6 +50,7 @@ from kafkapy.protocol.fetch_response import (
     FetchTopicResult,
     fetch_response_parts,
 )
+from kafkapy.security.acl import AclOperation, ResourceType
 
 Resp = m.FetchResponse
 
@@ -67,6 +68,9 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
     version = request.api_version
     replica_id = _replica_id(body, version)
     if replica_id >= 0:
+        if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+            # Only brokers replicate: anyone else claiming a replica id reads nothing.
+            return _unauthorized_replica_fetch(request)
         return await _handle_replica_fetch(ctx, request, replica_id)
     wanted: list[FetchPartitionRequest] = []
     for topic in body.topics:
@@ -104,9 +108,16 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
     params = FetchParams(read_committed=version >= 4 and body.isolation_level == READ_COMMITTED,
                          now_ms=now_ms, client_rack=(body.rack_id or "") if version >= 11 else None,
                          listener=ctx.listener_name())
-    readable = any(p.topic for p in session.partitions)
+    # Topics the caller may not READ are answered TOPIC_AUTHORIZATION_FAILED and never read.
+    allowed = ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC,
+                                   (p.topic for p in session.partitions if p.topic))
+    refused = [p for p in session.partitions if p.topic and p.topic not in allowed]
+    partitions = [p for p in session.partitions if not p.topic or p.topic in allowed] if refused \
+        else session.partitions
+    readable = any(p.topic for p in partitions)
     while True:
-        results, total = _read_all(ctx, session.partitions, params, max_bytes)
+        results, total = _read_all(ctx, partitions, params, max_bytes)
+        results.update((p.key, ReadResult.failed(ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for p in refused)
         if ctx.remote is not None:
             total = await _read_remote(ctx, results, max_bytes, total, params.read_committed)
         # As in Kafka, an unknown topic id does not cut the long poll short; nothing to read does,
@@ -218,6 +229,18 @@ def _topic_names(ctx: BrokerContext) -> Callable[[uuid.UUID], str | None]:
         topic = ctx.image().topics.by_id.get(topic_id)
         return None if topic is None else topic.name
     return name
+
+
+def _unauthorized_replica_fetch(request: Request) -> object:
+    """A replica fetch without CLUSTER_ACTION: TOPIC_AUTHORIZATION_FAILED for every partition."""
+    T, P = Resp.FetchableTopicResponse, Resp.FetchableTopicResponse.PartitionData
+    return Resp(version=request.api_version, throttle_time_ms=0, error_code=0, session_id=0, responses=[
+        T(topic=t.topic, topic_id=t.topic_id, partitions=[
+            P(partition_index=p.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, high_watermark=-1,
+              last_stable_offset=-1, log_start_offset=-1, aborted_transactions=[], preferred_read_replica=-1,
+              records=b"")
+            for p in t.partitions])
+        for t in request.body.topics])
 
 
 def _replica_id(body: object, version: int) -> int:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from kafkapy.broker.authorized_operations import GROUP_OPERATIONS, authorized
+from kafkapy.broker.authorized_operations import GROUP_OPERATIONS, allowed_operations, authorized
 from kafkapy.broker.context import BrokerContext, client_address
 from kafkapy.broker.handlers.coordinator import served_shard
 from kafkapy.coordinator.group import GroupState, JoinRequest, JoinResult, SyncResult
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security.acl import ResourceType
 
 if TYPE_CHECKING:
     from kafkapy.coordinator.group import GroupShard
@@ -197,7 +198,8 @@ async def handle_describe_groups(ctx: BrokerContext, request: Request) -> object
         item = G(version=version, error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
                  protocol_type="", protocol_data="", members=[],
                  authorized_operations=authorized(
-                     GROUP_OPERATIONS, version >= 3 and bool(body.include_authorized_operations)))
+                     allowed_operations(ctx, GROUP_OPERATIONS, ResourceType.GROUP, group_id),
+                     version >= 3 and bool(body.include_authorized_operations)))
         shard, code = _coordinator_error(ctx, group_id)
         group = shard.groups.get(group_id) if shard is not None else None
         if shard is None:

@@ -49,6 +49,7 @@ from kafkapy.records.format import (
     TRANSACTIONAL_MASK,
 )
 from kafkapy.records.record_checks import RecordValidationError
+from kafkapy.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,12 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
         # (the id is what ACLs and the coordinator's verification check), else nothing is taken.
         log.info("%s rejected: transactional records without a transactional id", request.describe())
         return _refused(request, None, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if body.transactional_id is not None and not ctx.authorize(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+        return _refused(request, None, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    # Topics the caller may not WRITE: TOPIC_AUTHORIZATION_FAILED per partition, nothing appended.
+    writable = ctx.authorized_names(AclOperation.WRITE, ResourceType.TOPIC,
+                                    (n for t in body.topic_data if (n := ctx.topic_name(t, version)) is not None))
     acks = body.acks
     verdicts: Verdicts = {}
     if body.transactional_id is not None and acks in VALID_ACKS:
@@ -102,6 +109,8 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                 if name is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID if version >= 13
                                      else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                if name not in writable:
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 if (_topic_key(topic_data, version), pdata.index) in duplicates:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
                                      f"Partition {name}-{pdata.index} appears more than once in the request")

@@ -1,0 +1,253 @@
+"""Which ACL each request needs, checked before its handler runs (or the broker forwards it).
+
+Each API's rule is Kafka's KafkaApis/ControllerApis check, written as data:
+
+* ``whole``: checks of the request as a whole (the group of a JoinGroup, the transactional id of
+  an EndTxn, the cluster for inter-broker and cluster-wide admin APIs); the first that fails
+  answers the whole request with its error code;
+* ``items``: a per-item check (each topic of a Produce, each resource of a DescribeConfigs):
+  refused items are answered with their error code, the rest runs as a smaller request, and the
+  two answers are joined, so no refused item is written, read or described;
+* ``filter_response``: drops what the caller may not see from an answer (ListGroups).
+
+Produce and Fetch (whose answers are packed frames, not message objects), Metadata and
+DescribeTopicPartitions (topics left out or refused, auto-creation) and the ACL APIs check in
+their handlers. Without an authorizer nothing here runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafkapy.broker.context import BrokerContext
+from kafkapy.protocol.apis import ApiKey
+from kafkapy.protocol.connection import Request
+from kafkapy.protocol.error_responses import error_response
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+
+Op, Res, E = AclOperation, ResourceType, ErrorCode
+Run = Callable[[Request], Awaitable[Any]]
+Check = Callable[[BrokerContext, Request], int]
+ItemCheck = Callable[[BrokerContext, Request, Any], int]
+
+# ConfigResource types (DescribeConfigs, AlterConfigs): topic, broker, broker logger, client
+# metrics, group.
+_CONFIG_TOPIC, _CONFIG_GROUP = 2, 32
+
+
+@dataclass(frozen=True)
+class Rule:
+    whole: tuple[Check, ...] = ()
+    # (request field, response field, check) of the per-item check.
+    items: tuple[Callable[[Request], str], str, ItemCheck] | None = None
+    filter_response: Callable[[BrokerContext, Any], None] | None = None
+
+
+def _field(name: str) -> Callable[[Request], str]:
+    return lambda request: name
+
+
+def _on(op: AclOperation, rtype: ResourceType, name_of: Callable[[Any], Any], code: int) -> Check:
+    """Check ``op`` on the resource the request body names (nothing to check when it names none)."""
+    def check(ctx: BrokerContext, request: Request) -> int:
+        name = name_of(request.body)
+        return 0 if not name or ctx.authorize(op, rtype, str(name)) else code
+    return check
+
+
+def _cluster(op: AclOperation, code: int = E.CLUSTER_AUTHORIZATION_FAILED) -> Check:
+    return lambda ctx, request: 0 if ctx.authorize(op, Res.CLUSTER, CLUSTER_NAME) else code
+
+
+def _topic_of(ctx: BrokerContext, item: Any) -> str | None:
+    if isinstance(item, str):
+        return item
+    for attr in ("name", "topic"):
+        name = getattr(item, attr, None)
+        if isinstance(name, str):
+            return name
+    topic_id = getattr(item, "topic_id", None)
+    topic = ctx.image().topics.by_id.get(topic_id) if topic_id is not None else None
+    return None if topic is None else topic.name
+
+
+def _topic_item(op: AclOperation) -> ItemCheck:
+    def check(ctx: BrokerContext, request: Request, item: Any) -> int:
+        name = _topic_of(ctx, item)
+        # An unknown topic id names nothing to authorize: the handler answers UNKNOWN_TOPIC_ID.
+        return 0 if name is None or ctx.authorize(op, Res.TOPIC, name) else E.TOPIC_AUTHORIZATION_FAILED
+    return check
+
+
+def _resource_item(cluster_op: AclOperation) -> ItemCheck:
+    """A config resource: topics and groups by name, every other type on the cluster."""
+    def check(ctx: BrokerContext, request: Request, item: Any) -> int:
+        if item.resource_type == _CONFIG_TOPIC:
+            ok, code = ctx.authorize(cluster_op, Res.TOPIC, item.resource_name), E.TOPIC_AUTHORIZATION_FAILED
+        elif item.resource_type == _CONFIG_GROUP:
+            ok, code = ctx.authorize(cluster_op, Res.GROUP, item.resource_name), E.GROUP_AUTHORIZATION_FAILED
+        else:
+            ok, code = ctx.authorize(cluster_op, Res.CLUSTER), E.CLUSTER_AUTHORIZATION_FAILED
+        return 0 if ok else code
+    return check
+
+
+def _group_item(op: AclOperation) -> ItemCheck:
+    def check(ctx: BrokerContext, request: Request, item: Any) -> int:
+        group = item if isinstance(item, str) else item.group_id
+        return 0 if ctx.authorize(op, Res.GROUP, group) else E.GROUP_AUTHORIZATION_FAILED
+    return check
+
+
+def _coordinator_key(ctx: BrokerContext, request: Request, key: Any) -> int:
+    if request.body.key_type == 1:
+        ok = ctx.authorize(Op.DESCRIBE, Res.TRANSACTIONAL_ID, key)
+        return 0 if ok else E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return 0 if ctx.authorize(Op.DESCRIBE, Res.GROUP, key) else E.GROUP_AUTHORIZATION_FAILED
+
+
+def _single_coordinator_key(ctx: BrokerContext, request: Request) -> int:
+    key = getattr(request.body, "key", None) if request.api_version < 4 else None
+    return _coordinator_key(ctx, request, key) if key else 0
+
+
+def _init_producer_id(ctx: BrokerContext, request: Request) -> int:
+    txn_id = request.body.transactional_id
+    if txn_id:
+        return 0 if ctx.authorize(Op.WRITE, Res.TRANSACTIONAL_ID, txn_id) else E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    # Idempotence only: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679).
+    if ctx.authorize(Op.IDEMPOTENT_WRITE, Res.CLUSTER) or ctx.authorize_any(Op.WRITE, Res.TOPIC):
+        return 0
+    return E.CLUSTER_AUTHORIZATION_FAILED
+
+
+def _add_partitions_to_txn(ctx: BrokerContext, request: Request) -> int:
+    if request.api_version >= 4:  # the brokers' batched verification (KIP-890)
+        return _cluster(Op.CLUSTER_ACTION)(ctx, request)
+    return _on(Op.WRITE, Res.TRANSACTIONAL_ID, lambda b: b.v3_and_below_transactional_id,
+               E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)(ctx, request)
+
+
+def _visible_groups(ctx: BrokerContext, response: Any) -> None:
+    if not ctx.authorize(Op.DESCRIBE, Res.CLUSTER):
+        response.groups = [g for g in response.groups if ctx.authorize(Op.DESCRIBE, Res.GROUP, g.group_id)]
+
+
+def _visible_transactions(ctx: BrokerContext, response: Any) -> None:
+    response.transaction_states = [t for t in response.transaction_states
+                                   if ctx.authorize(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t.transactional_id)]
+
+
+_GROUP_READ = _on(Op.READ, Res.GROUP, lambda b: b.group_id, E.GROUP_AUTHORIZATION_FAILED)
+_TXN_WRITE = _on(Op.WRITE, Res.TRANSACTIONAL_ID, lambda b: b.transactional_id, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+_TOPICS = _field("topics")
+
+RULES: dict[int, Rule] = {
+    ApiKey.LIST_OFFSETS: Rule(items=(_TOPICS, "topics", _topic_item(Op.DESCRIBE))),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: Rule(items=(_TOPICS, "topics", _topic_item(Op.DESCRIBE))),
+    ApiKey.DELETE_RECORDS: Rule(items=(_TOPICS, "topics", _topic_item(Op.DELETE))),
+    ApiKey.DESCRIBE_PRODUCERS: Rule(items=(_TOPICS, "topics", _topic_item(Op.READ))),
+    ApiKey.CREATE_TOPICS: Rule(items=(_TOPICS, "topics", lambda ctx, r, t: 0 if ctx.authorize(
+        Op.CREATE, Res.CLUSTER) else _topic_item(Op.CREATE)(ctx, r, t))),
+    ApiKey.DELETE_TOPICS: Rule(items=(lambda r: "topics" if r.api_version >= 6 else "topic_names", "responses",
+                                      _topic_item(Op.DELETE))),
+    ApiKey.CREATE_PARTITIONS: Rule(items=(_TOPICS, "results", _topic_item(Op.ALTER))),
+    ApiKey.DESCRIBE_CONFIGS: Rule(items=(_field("resources"), "results", _resource_item(Op.DESCRIBE_CONFIGS))),
+    ApiKey.ALTER_CONFIGS: Rule(items=(_field("resources"), "responses", _resource_item(Op.ALTER_CONFIGS))),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: Rule(items=(_field("resources"), "responses",
+                                                  _resource_item(Op.ALTER_CONFIGS))),
+    # Groups (GROUP_AUTHORIZATION_FAILED); committing needs READ on the topics too.
+    ApiKey.JOIN_GROUP: Rule((_GROUP_READ,)),
+    ApiKey.SYNC_GROUP: Rule((_GROUP_READ,)),
+    ApiKey.HEARTBEAT: Rule((_GROUP_READ,)),
+    ApiKey.LEAVE_GROUP: Rule((_GROUP_READ,)),
+    ApiKey.OFFSET_COMMIT: Rule((_GROUP_READ,), (_TOPICS, "topics", _topic_item(Op.READ))),
+    ApiKey.OFFSET_DELETE: Rule((_on(Op.DELETE, Res.GROUP, lambda b: b.group_id, E.GROUP_AUTHORIZATION_FAILED),)),
+    # One group before v8 (group_id), a list of them from v8.
+    ApiKey.OFFSET_FETCH: Rule((_on(Op.DESCRIBE, Res.GROUP, lambda b: getattr(b, "group_id", None),
+                                   E.GROUP_AUTHORIZATION_FAILED),),
+                              (_field("groups"), "groups", _group_item(Op.DESCRIBE))),
+    ApiKey.DESCRIBE_GROUPS: Rule(items=(_field("groups"), "groups", _group_item(Op.DESCRIBE))),
+    ApiKey.DELETE_GROUPS: Rule(items=(_field("groups_names"), "results", _group_item(Op.DELETE))),
+    ApiKey.LIST_GROUPS: Rule(filter_response=_visible_groups),
+    # One key before v4, a list of them from v4.
+    ApiKey.FIND_COORDINATOR: Rule((_single_coordinator_key,), (_field("coordinator_keys"), "coordinators",
+                                                               _coordinator_key)),
+    # Transactions (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+    ApiKey.INIT_PRODUCER_ID: Rule((_init_producer_id,)),
+    ApiKey.ADD_PARTITIONS_TO_TXN: Rule((_add_partitions_to_txn,)),
+    ApiKey.ADD_OFFSETS_TO_TXN: Rule((_TXN_WRITE, _GROUP_READ)),
+    ApiKey.END_TXN: Rule((_TXN_WRITE,)),
+    ApiKey.TXN_OFFSET_COMMIT: Rule((_TXN_WRITE, _GROUP_READ), (_TOPICS, "topics", _topic_item(Op.READ))),
+    ApiKey.LIST_TRANSACTIONS: Rule(filter_response=_visible_transactions),
+    # Inter-broker and cluster-wide APIs.
+    ApiKey.WRITE_TXN_MARKERS: Rule((_cluster(Op.CLUSTER_ACTION),)),
+    ApiKey.DESCRIBE_LOG_DIRS: Rule((_cluster(Op.DESCRIBE),)),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: Rule((_cluster(Op.ALTER),)),
+    ApiKey.ELECT_LEADERS: Rule((_cluster(Op.ALTER),)),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: Rule((_cluster(Op.ALTER),)),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: Rule((_cluster(Op.DESCRIBE),)),
+    ApiKey.DESCRIBE_QUORUM: Rule((_cluster(Op.DESCRIBE),)),
+    ApiKey.CREATE_CLUSTER_LINKS: Rule((_cluster(Op.ALTER),)),
+    ApiKey.DELETE_CLUSTER_LINKS: Rule((_cluster(Op.ALTER),)),
+    ApiKey.DESCRIBE_CLUSTER_LINKS: Rule((_cluster(Op.DESCRIBE),)),
+    ApiKey.CREATE_MIRROR_TOPICS: Rule((_cluster(Op.ALTER),)),
+    ApiKey.ALTER_MIRRORS: Rule((_cluster(Op.ALTER),)),
+}
+
+
+def _refusal(request: Request, code: int) -> Any:
+    return error_response(request, code, None)
+
+
+def _with_items(request: Request, field: str, items: list[Any]) -> Request:
+    body = copy.copy(request.body)
+    setattr(body, field, items)
+    return dataclasses.replace(request, body=body)
+
+
+async def authorized_call(ctx: BrokerContext, request: Request, run: Run) -> Any:
+    """``run(request)`` for what the caller may do, joined with the refusals of the rest."""
+    rule = RULES.get(request.api_key)
+    if ctx.authorizer is None or rule is None:
+        return await run(request)
+    for check in rule.whole:
+        code = check(ctx, request)
+        if code:
+            return _refusal(request, code)
+    if rule.items is None:
+        response = await run(request)
+        if rule.filter_response is not None and response is not None:
+            rule.filter_response(ctx, response)
+        return response
+    field_of, response_field, item_check = rule.items
+    field = field_of(request)
+    items = getattr(request.body, field, None)
+    if not items:
+        return await run(request)
+    refused: dict[int, list[Any]] = {}
+    kept: list[Any] = []
+    for item in items:
+        code = item_check(ctx, request, item)
+        if code:
+            refused.setdefault(code, []).append(item)
+        else:
+            kept.append(item)
+    if not refused:
+        return await run(request)
+    answers = [_refusal(_with_items(request, field, refused_items), code) for code, refused_items in refused.items()]
+    if kept:
+        response = await run(_with_items(request, field, kept))
+    else:
+        response = answers.pop(0)
+    for answer in answers:
+        getattr(response, response_field).extend(getattr(answer, response_field))
+    return response
+
+
+__all__ = ["RULES", "Rule", "authorized_call"]

@@ -1,0 +1,255 @@
+"""Requests refused by ACLs, as a client sees them: Kafka's error code, nothing written, read or
+revealed. Contexts are built in memory with a chosen principal (the dispatcher sets it from the
+connection's session in a running broker)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from kafkapy.broker.authorization import BrokerAuthorizer, request_principal
+from kafkapy.broker.handlers.acls import handle_create_acls, handle_describe_acls
+from kafkapy.broker.handlers.cluster import handle_metadata
+from kafkapy.broker.handlers.fetch import handle_fetch
+from kafkapy.broker.handlers.produce import handle_produce
+from kafkapy.broker.request_authorization import authorized_call
+from kafkapy.metadata.records import AccessControlEntryRecord
+from kafkapy.protocol import ApiKey
+from kafkapy.protocol import messages as m
+from kafkapy.protocol.connection import Request, RequestHeader
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security import KafkaPrincipal
+from kafkapy.security.acl import AclOperation as Op
+from kafkapy.security.acl import AclPermissionType as Perm
+from kafkapy.security.acl import PatternType as Pat
+from kafkapy.security.acl import ResourceType as Res
+from tests.unit.broker.fakes import InMemoryBroker
+from tests.unit.broker.test_fetch_handler import decode as decode_fetch
+from tests.unit.broker.test_fetch_handler import request as fetch_request
+from tests.unit.broker.test_produce_handler import answers, records
+
+ALICE = KafkaPrincipal.user("alice")
+BOB = KafkaPrincipal.user("bob")
+ORDERS, SECRET = uuid.UUID(int=1), uuid.UUID(int=2)
+
+
+def acl(n: int, rtype: Res, name: str, op: Op, perm: Perm = Perm.ALLOW, pattern: Pat = Pat.LITERAL,
+        principal: str = "User:alice") -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(uuid.UUID(int=1000 + n), rtype, name, pattern, principal, "*", op, perm)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    b = InMemoryBroker(tmp_path)
+    b.create("orders", ORDERS, partitions=1)
+    b.create("secret", SECRET, partitions=1)
+    b.ctx.authorizer = BrokerAuthorizer(lambda: b.image, super_users=frozenset({"User:admin"}),
+                                        allow_if_no_acl=False)
+    yield b
+    b.close()
+
+
+def request(key: ApiKey, version: int, body: Any) -> Request:
+    return Request(key, version, 7, "t", RequestHeader(key, version, 7, "t", 2), body, 0)
+
+
+def as_(principal: KafkaPrincipal, fn: Any, *args: Any) -> Any:
+    async def main() -> Any:
+        request_principal.set(principal)
+        return await fn(*args)
+    return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def produce_request(*topics: str, transactional_id: str | None = None) -> Request:
+    P = m.ProduceRequest
+    body = P(transactional_id=transactional_id, acks=1, timeout_ms=5000, topic_data=[
+        P.TopicProduceData(name=t, partition_data=[P.TopicProduceData.PartitionProduceData(index=0, records=records())])
+        for t in topics])
+    return request(ApiKey.PRODUCE, 9, body)
+
+
+def end(broker: InMemoryBroker, topic: str) -> int:
+    return broker.replicas.get(topic, 0).log.log_end_offset
+
+
+def test_produce_needs_write_on_each_topic_and_writes_nothing_refused(broker) -> None:
+    broker.step(acl(1, Res.TOPIC, "orders", Op.WRITE))
+    got = answers(as_(ALICE, handle_produce, broker.ctx, produce_request("orders", "secret")))
+    assert got == [("orders", 0, 0, 0), ("secret", 0, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)]
+    assert end(broker, "secret") == 0 and end(broker, "orders") == 2
+    # The same request from someone without the ACL writes nothing at all.
+    got = answers(as_(BOB, handle_produce, broker.ctx, produce_request("orders")))
+    assert got == [("orders", 0, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)] and end(broker, "orders") == 2
+
+
+def test_a_prefixed_deny_beats_a_literal_allow_for_produce(broker) -> None:
+    broker.step(acl(1, Res.TOPIC, "orders", Op.WRITE), acl(2, Res.TOPIC, "ord", Op.WRITE, Perm.DENY, Pat.PREFIXED))
+    got = answers(as_(ALICE, handle_produce, broker.ctx, produce_request("orders")))
+    assert got == [("orders", 0, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)] and end(broker, "orders") == 0
+
+
+def test_transactional_produce_needs_write_on_the_transactional_id(broker) -> None:
+    broker.step(acl(1, Res.TOPIC, "orders", Op.WRITE))
+    got = answers(as_(ALICE, handle_produce, broker.ctx, produce_request("orders", transactional_id="tx")))
+    assert got == [("orders", 0, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)] and end(broker, "orders") == 0
+
+
+def test_super_users_need_no_acl(broker) -> None:
+    got = answers(as_(KafkaPrincipal.user("admin"), handle_produce, broker.ctx, produce_request("secret")))
+    assert got == [("secret", 0, 0, 0)]
+
+
+def test_fetch_needs_read_and_reads_nothing_refused(broker) -> None:
+    broker.produce("orders", 0, b"o")
+    broker.produce("secret", 0, b"s")
+    broker.step(acl(1, Res.TOPIC, "orders", Op.READ))
+    reply = as_(ALICE, handle_fetch, broker.ctx, fetch_request(("orders", 0, 0), ("secret", 0, 0)))
+    got = decode_fetch(reply)
+    assert got[("orders", 0)].error_code == 0 and got[("orders", 0)].records
+    assert got[("secret", 0)].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert not got[("secret", 0)].records and got[("secret", 0)].high_watermark == -1
+
+
+def test_a_replica_fetch_needs_cluster_action(broker) -> None:
+    broker.produce("orders", 0, b"o")
+    reply = as_(ALICE, handle_fetch, broker.ctx, fetch_request(("orders", 0, 0), replica_id=2))
+    [topic] = reply.responses
+    assert [(p.error_code, p.records) for p in topic.partitions] == [(ErrorCode.TOPIC_AUTHORIZATION_FAILED, b"")]
+
+
+def metadata(broker: InMemoryBroker, principal: KafkaPrincipal, names: list[str] | None) -> Any:
+    M = m.MetadataRequest
+    body = M(topics=None if names is None else [M.MetadataRequestTopic(name=n, topic_id=None) for n in names],
+             allow_auto_topic_creation=True, include_topic_authorized_operations=True)
+    return as_(principal, handle_metadata, broker.ctx, request(ApiKey.METADATA, 12, body))
+
+
+def test_metadata_lists_only_describable_topics_and_refuses_named_ones(broker) -> None:
+    broker.step(acl(1, Res.TOPIC, "orders", Op.READ))
+    every = metadata(broker, ALICE, None)
+    assert [t.name for t in every.topics] == ["orders"]
+    # READ implies DESCRIBE; the operations are what alice may do.
+    assert every.topics[0].authorized_operations == {Op.READ, Op.DESCRIBE}
+    named = metadata(broker, ALICE, ["orders", "secret", "missing"])
+    codes = {t.name: t.error_code for t in named.topics}
+    assert codes == {"orders": 0, "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                     "missing": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    assert [p for t in named.topics if t.name == "secret" for p in t.partitions] == []
+    assert metadata(broker, BOB, None).topics == []
+
+
+async def _never(req: Request) -> Any:
+    raise AssertionError("a refused request must not run")
+
+
+def test_group_apis_need_read_on_the_group(broker) -> None:
+    J = m.JoinGroupRequest
+    body = J(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="", group_instance_id=None,
+             protocol_type="consumer", protocols=[], reason=None)
+    resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.JOIN_GROUP, 5, body), _never)
+    assert resp.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_offset_commit_needs_the_group_then_each_topic(broker) -> None:
+    C = m.OffsetCommitRequest
+    T, P = C.OffsetCommitRequestTopic, C.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    body = C(group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None, topics=[
+        T(name=n, partitions=[P(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                                committed_metadata="")]) for n in ("orders", "secret")])
+    req = request(ApiKey.OFFSET_COMMIT, 8, body)
+    refused = as_(ALICE, authorized_call, broker.ctx, req, _never)
+    assert {t.name: t.partitions[0].error_code for t in refused.topics} == {
+        "orders": ErrorCode.GROUP_AUTHORIZATION_FAILED, "secret": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    broker.step(acl(1, Res.GROUP, "g", Op.READ), acl(2, Res.TOPIC, "orders", Op.READ))
+    ran: list[list[str]] = []
+
+    async def commit(r: Request) -> Any:
+        ran.append([t.name for t in r.body.topics])
+        Resp = m.OffsetCommitResponse
+        return Resp(version=8, throttle_time_ms=0, topics=[Resp.OffsetCommitResponseTopic(name=t.name, partitions=[
+            Resp.OffsetCommitResponseTopic.OffsetCommitResponsePartition(partition_index=0, error_code=0)])
+            for t in r.body.topics])
+
+    mixed = as_(ALICE, authorized_call, broker.ctx, req, commit)
+    assert ran == [["orders"]]
+    assert {t.name: t.partitions[0].error_code for t in mixed.topics} == {
+        "orders": 0, "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+
+
+def test_create_topics_forwards_only_what_the_caller_may_create(broker) -> None:
+    C = m.CreateTopicsRequest
+    body = C(timeout_ms=1000, validate_only=False, topics=[
+        C.CreatableTopic(name=n, num_partitions=1, replication_factor=1, assignments=[], configs=[])
+        for n in ("app-a", "other")])
+    broker.step(acl(1, Res.TOPIC, "app-", Op.CREATE, pattern=Pat.PREFIXED))
+    forwarded: list[list[str]] = []
+
+    async def forward(r: Request) -> Any:
+        forwarded.append([t.name for t in r.body.topics])
+        R = m.CreateTopicsResponse
+        return R(version=5, throttle_time_ms=0, topics=[R.CreatableTopicResult(
+            name=t.name, error_code=0, error_message=None, num_partitions=1, replication_factor=1, configs=[])
+            for t in r.body.topics])
+
+    resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.CREATE_TOPICS, 5, body), forward)
+    assert forwarded == [["app-a"]]
+    assert {t.name: t.error_code for t in resp.topics} == {"app-a": 0, "other": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    # CREATE on the cluster covers every topic.
+    broker.step(acl(2, Res.CLUSTER, "kafka-cluster", Op.CREATE))
+    as_(ALICE, authorized_call, broker.ctx, request(ApiKey.CREATE_TOPICS, 5, body), forward)
+    assert forwarded[-1] == ["app-a", "other"]
+
+
+def test_configs_are_checked_per_resource_with_its_own_error(broker) -> None:
+    D = m.DescribeConfigsRequest
+    body = D(resources=[D.DescribeConfigsResource(resource_type=t, resource_name=n, configuration_keys=None)
+                        for t, n in ((2, "orders"), (2, "secret"), (4, "1"))],
+             include_synonyms=False, include_documentation=False)
+    broker.step(acl(1, Res.TOPIC, "orders", Op.ALTER_CONFIGS))
+
+    async def describe(r: Request) -> Any:
+        R = m.DescribeConfigsResponse
+        return R(version=4, throttle_time_ms=0, results=[R.DescribeConfigsResult(
+            error_code=0, error_message=None, resource_type=x.resource_type, resource_name=x.resource_name,
+            configs=[]) for x in r.body.resources])
+
+    resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.DESCRIBE_CONFIGS, 4, body), describe)
+    assert {(r.resource_type, r.resource_name): r.error_code for r in resp.results} == {
+        (2, "orders"): 0, (2, "secret"): ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        (4, "1"): ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+
+
+def test_idempotent_producers_need_write_on_some_topic(broker) -> None:
+    Init = m.InitProducerIdRequest
+    req = request(ApiKey.INIT_PRODUCER_ID, 4, Init(transactional_id=None, transaction_timeout_ms=1000,
+                                                   producer_id=-1, producer_epoch=-1))
+    assert as_(ALICE, authorized_call, broker.ctx, req, _never).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    broker.step(acl(1, Res.TOPIC, "app-", Op.WRITE, pattern=Pat.PREFIXED))
+
+    async def ok(r: Request) -> Any:
+        return "ran"
+    assert as_(ALICE, authorized_call, broker.ctx, req, ok) == "ran"
+
+
+def test_the_acl_apis_need_the_cluster(broker) -> None:
+    D = m.DescribeAclsRequest
+    describe = request(ApiKey.DESCRIBE_ACLS, 3, D(resource_type_filter=1, resource_name_filter=None,
+                                                  pattern_type_filter=1, principal_filter=None, host_filter=None,
+                                                  operation=1, permission_type=1))
+    assert as_(ALICE, handle_describe_acls, broker.ctx, describe).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    broker.step(acl(1, Res.CLUSTER, "kafka-cluster", Op.DESCRIBE))
+    listed = as_(ALICE, handle_describe_acls, broker.ctx, describe)
+    assert listed.error_code == 0
+    assert [(r.resource_type, r.resource_name, [a.operation for a in r.acls]) for r in listed.resources] == [
+        (Res.CLUSTER, "kafka-cluster", [Op.DESCRIBE])]
+    C = m.CreateAclsRequest
+    create = request(ApiKey.CREATE_ACLS, 3, C(creations=[C.AclCreation(
+        resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:bob", host="*", operation=3,
+        permission_type=3)]))
+    resp = as_(ALICE, handle_create_acls, broker.ctx, create)
+    assert [r.error_code for r in resp.results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+    assert len(broker.image.acls.by_id) == 1
