@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.broker.context import BrokerContext
+from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiKey
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.error_responses import error_response
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 Op, Res, E = AclOperation, ResourceType, ErrorCode
@@ -202,7 +203,25 @@ RULES: dict[int, Rule] = {
 
 
 def _refusal(request: Request, code: int) -> Any:
-    return error_response(request, code, None)
+    if request.api_key == ApiKey.WRITE_TXN_MARKERS:
+        return _markers_refusal(request, code)
+    response = error_response(request, code, None)
+    if response is None:
+        # No place for an error in this answer: the edge closes the connection, as Kafka does.
+        raise KafkaError(ErrorCode(code))
+    return response
+
+
+def _markers_refusal(request: Request, code: int) -> Any:
+    R = m.WriteTxnMarkersResponse
+    M = R.WritableTxnMarkerResult
+    T = M.WritableTxnMarkerTopicResult
+    P = T.WritableTxnMarkerPartitionResult
+    version = request.response_version
+    return R(version=version, markers=[M(version=version, producer_id=marker.producer_id, topics=[
+        T(version=version, name=t.name, partitions=[P(version=version, partition_index=i, error_code=code)
+                                                     for i in t.partition_indexes])
+        for t in marker.topics]) for marker in request.body.markers])
 
 
 def _with_items(request: Request, field: str, items: list[Any]) -> Request:

@@ -253,3 +253,108 @@ def test_the_acl_apis_need_the_cluster(broker) -> None:
     resp = as_(ALICE, handle_create_acls, broker.ctx, create)
     assert [r.error_code for r in resp.results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
     assert len(broker.image.acls.by_id) == 1
+
+
+def _codes(obj: Any) -> set[int]:
+    """Every error code anywhere in a response object."""
+    found: set[int] = set()
+    if isinstance(obj, list):
+        for item in obj:
+            found |= _codes(item)
+    elif hasattr(obj, "__dict__") or hasattr(obj, "__slots__"):
+        for name in dir(obj):
+            if name.startswith("_") or name.isupper():
+                continue
+            value = getattr(obj, name, None)
+            if name in ("error_code", "partition_error_code") and isinstance(value, int):
+                found.add(value)
+            elif isinstance(value, list):
+                found |= _codes(value)
+    return found
+
+
+def _topic_partitions(cls: Any, version: int, partition_cls: Any, **partition: Any) -> list[Any]:
+    return [cls(version=version, name="orders", partitions=[partition_cls(version=version, **partition)])]
+
+
+R = m.DeleteRecordsRequest
+L = m.ListOffsetsRequest
+T = m.TxnOffsetCommitRequest
+# (API, version, body, the error a caller without any ACL gets everywhere in the answer)
+REFUSALS = [
+    (ApiKey.HEARTBEAT, 4, m.HeartbeatRequest(version=4, group_id="g"), ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    (ApiKey.SYNC_GROUP, 5, m.SyncGroupRequest(version=5, group_id="g"), ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    (ApiKey.LEAVE_GROUP, 5, m.LeaveGroupRequest(version=5, group_id="g"), ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    (ApiKey.OFFSET_DELETE, 0, m.OffsetDeleteRequest(version=0, group_id="g"), ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    (ApiKey.OFFSET_FETCH, 7, m.OffsetFetchRequest(version=7, group_id="g"), ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    (ApiKey.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(version=5, groups=["g"]), ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    (ApiKey.DELETE_GROUPS, 2, m.DeleteGroupsRequest(version=2, groups_names=["g"]),
+     ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    (ApiKey.FIND_COORDINATOR, 4, m.FindCoordinatorRequest(version=4, key_type=0, coordinator_keys=["g"]),
+     ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    (ApiKey.FIND_COORDINATOR, 4, m.FindCoordinatorRequest(version=4, key_type=1, coordinator_keys=["tx"]),
+     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    (ApiKey.END_TXN, 3, m.EndTxnRequest(version=3, transactional_id="tx"),
+     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    (ApiKey.ADD_OFFSETS_TO_TXN, 3, m.AddOffsetsToTxnRequest(version=3, transactional_id="tx", group_id="g"),
+     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    (ApiKey.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(version=4, transactional_id="tx"),
+     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    (ApiKey.TXN_OFFSET_COMMIT, 3, T(version=3, transactional_id="tx", group_id="g", topics=_topic_partitions(
+        T.TxnOffsetCommitRequestTopic, 3, T.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition,
+        partition_index=0)), ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    (ApiKey.LIST_OFFSETS, 7, L(version=7, topics=_topic_partitions(
+        L.ListOffsetsTopic, 7, L.ListOffsetsTopic.ListOffsetsPartition, partition_index=0)),
+     ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    (ApiKey.DELETE_RECORDS, 2, R(version=2, topics=_topic_partitions(
+        R.DeleteRecordsTopic, 2, R.DeleteRecordsTopic.DeleteRecordsPartition, partition_index=0, offset=1)),
+     ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    (ApiKey.DELETE_TOPICS, 5, m.DeleteTopicsRequest(version=5, topic_names=["orders"]),
+     ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    (ApiKey.CREATE_PARTITIONS, 3, m.CreatePartitionsRequest(version=3, topics=[
+        m.CreatePartitionsRequest.CreatePartitionsTopic(version=3, name="orders", count=3)]),
+     ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    (ApiKey.WRITE_TXN_MARKERS, 1, m.WriteTxnMarkersRequest(version=1, markers=[
+        m.WriteTxnMarkersRequest.WritableTxnMarker(version=1, producer_id=7, topics=[
+            m.WriteTxnMarkersRequest.WritableTxnMarker.WritableTxnMarkerTopic(
+                version=1, name="orders", partition_indexes=[0])])]), ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    (ApiKey.DESCRIBE_LOG_DIRS, 4, m.DescribeLogDirsRequest(version=4), ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    (ApiKey.ELECT_LEADERS, 2, m.ElectLeadersRequest(version=2), ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    (ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, m.AlterPartitionReassignmentsRequest(version=0),
+     ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    (ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, m.ListPartitionReassignmentsRequest(version=0),
+     ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+]
+
+
+@pytest.mark.parametrize(("key", "version", "body", "code"), REFUSALS,
+                         ids=[f"{ApiKey.name_of(k)}-v{v}-{ErrorCode(c).name}" for k, v, _, c in REFUSALS])
+def test_each_api_refuses_a_caller_without_acls_with_kafkas_error(broker, key, version, body, code) -> None:
+    response = as_(BOB, authorized_call, broker.ctx, request(key, version, body), _never)
+    # (A 0 is a field the answer's version does not use, such as FindCoordinator v4's top-level code.)
+    assert response is not None and code in _codes(response) and _codes(response) <= {code, 0}
+
+
+def test_list_groups_and_transactions_show_only_what_the_caller_may_describe(broker) -> None:
+    broker.step(acl(1, Res.GROUP, "mine", Op.DESCRIBE), acl(2, Res.TRANSACTIONAL_ID, "tx-", Op.DESCRIBE,
+                                                            pattern=Pat.PREFIXED))
+    G = m.ListGroupsResponse
+
+    async def groups(r: Request) -> Any:
+        return G(version=4, throttle_time_ms=0, error_code=0, groups=[
+            G.ListedGroup(version=4, group_id=g, protocol_type="consumer", group_state="Stable")
+            for g in ("mine", "theirs")])
+
+    listed = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.LIST_GROUPS, 4, m.ListGroupsRequest(version=4)),
+                 groups)
+    assert [g.group_id for g in listed.groups] == ["mine"]
+    X = m.ListTransactionsResponse
+
+    async def txns(r: Request) -> Any:
+        return X(version=1, throttle_time_ms=0, error_code=0, unknown_state_filters=[], transaction_states=[
+            X.TransactionState(version=1, transactional_id=t, producer_id=1, transaction_state="Ongoing")
+            for t in ("tx-1", "other")])
+
+    shown = as_(ALICE, authorized_call, broker.ctx,
+                request(ApiKey.LIST_TRANSACTIONS, 1, m.ListTransactionsRequest(version=1)), txns)
+    assert [t.transactional_id for t in shown.transaction_states] == ["tx-1"]
