@@ -130,8 +130,14 @@ def _init_producer_id(ctx: BrokerContext, request: Request) -> int:
 def _add_partitions_to_txn(ctx: BrokerContext, request: Request) -> int:
     if request.api_version >= 4:  # the brokers' batched verification (KIP-890)
         return _cluster(Op.CLUSTER_ACTION)(ctx, request)
-    return _on(Op.WRITE, Res.TRANSACTIONAL_ID, lambda b: b.v3_and_below_transactional_id,
-               E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)(ctx, request)
+    body = request.body
+    if not ctx.authorize(Op.WRITE, Res.TRANSACTIONAL_ID, body.v3_and_below_transactional_id):
+        return E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    # Nothing joins the transaction unless the producer may write every topic. (Kafka answers
+    # OPERATION_NOT_ATTEMPTED for the writable ones; here every partition gets the refusal.)
+    if not all(ctx.authorize(Op.WRITE, Res.TOPIC, t.name) for t in body.v3_and_below_topics or ()):
+        return E.TOPIC_AUTHORIZATION_FAILED
+    return 0
 
 
 def _visible_groups(ctx: BrokerContext, response: Any) -> None:

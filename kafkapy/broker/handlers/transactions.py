@@ -29,6 +29,7 @@ from kafkapy.coordinator.transaction import (
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from kafkapy.coordinator.transaction import TransactionShard
@@ -179,13 +180,18 @@ async def handle_describe_transactions(ctx: BrokerContext, request: Request) -> 
     S = DescribeResp.TransactionState
     out = []
     for txn_id in request.body.transactional_ids:
-        shard, error = _shard(ctx, txn_id)
-        d = DescribedTransaction(txn_id, error) if shard is None else shard.describe(txn_id)
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            d = DescribedTransaction(txn_id, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        else:
+            shard, error = _shard(ctx, txn_id)
+            d = DescribedTransaction(txn_id, error) if shard is None else shard.describe(txn_id)
         out.append(S(error_code=d.error, transactional_id=d.transactional_id, transaction_state=d.transaction_state,
                      transaction_timeout_ms=d.transaction_timeout_ms,
                      transaction_start_time_ms=d.transaction_start_time_ms, producer_id=d.producer_id,
                      producer_epoch=d.producer_epoch,
-                     topics=[S.TopicData(topic=t, partitions=list(ps)) for t, ps in d.topics]))
+                     # As Kafka: only the topics the caller may describe.
+                     topics=[S.TopicData(topic=t, partitions=list(ps)) for t, ps in d.topics
+                             if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t)]))
     return DescribeResp(throttle_time_ms=0, transaction_states=out)
 
 

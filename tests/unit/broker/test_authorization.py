@@ -16,6 +16,7 @@ from kafkapy.broker.handlers.acls import handle_create_acls, handle_describe_acl
 from kafkapy.broker.handlers.cluster import handle_metadata
 from kafkapy.broker.handlers.fetch import handle_fetch
 from kafkapy.broker.handlers.produce import handle_produce
+from kafkapy.broker.handlers.transactions import handle_describe_transactions
 from kafkapy.broker.request_authorization import authorized_call
 from kafkapy.metadata.records import AccessControlEntryRecord
 from kafkapy.protocol import ApiKey
@@ -303,6 +304,10 @@ REFUSALS = [
     (ApiKey.TXN_OFFSET_COMMIT, 3, T(version=3, transactional_id="tx", group_id="g", topics=_topic_partitions(
         T.TxnOffsetCommitRequestTopic, 3, T.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition,
         partition_index=0)), ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    (ApiKey.ADD_PARTITIONS_TO_TXN, 3, m.AddPartitionsToTxnRequest(
+        version=3, v3_and_below_transactional_id="tx", v3_and_below_topics=[
+            m.AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(version=3, name="orders", partitions=[0])]),
+     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
     (ApiKey.LIST_OFFSETS, 7, L(version=7, topics=_topic_partitions(
         L.ListOffsetsTopic, 7, L.ListOffsetsTopic.ListOffsetsPartition, partition_index=0)),
      ErrorCode.TOPIC_AUTHORIZATION_FAILED),
@@ -358,3 +363,20 @@ def test_list_groups_and_transactions_show_only_what_the_caller_may_describe(bro
     shown = as_(ALICE, authorized_call, broker.ctx,
                 request(ApiKey.LIST_TRANSACTIONS, 1, m.ListTransactionsRequest(version=1)), txns)
     assert [t.transactional_id for t in shown.transaction_states] == ["tx-1"]
+
+
+def test_describe_transactions_refuses_ids_the_caller_may_not_describe(broker) -> None:
+    body = m.DescribeTransactionsRequest(version=0, transactional_ids=["tx"])
+    resp = as_(BOB, handle_describe_transactions, broker.ctx, request(ApiKey.DESCRIBE_TRANSACTIONS, 0, body))
+    assert [(t.transactional_id, t.error_code, t.topics) for t in resp.transaction_states] == [
+        ("tx", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, [])]
+
+
+def test_add_partitions_to_txn_needs_write_on_every_topic(broker) -> None:
+    A = m.AddPartitionsToTxnRequest
+    body = A(version=3, v3_and_below_transactional_id="tx", v3_and_below_topics=[
+        A.AddPartitionsToTxnTopic(version=3, name=n, partitions=[0]) for n in ("orders", "secret")])
+    broker.step(acl(1, Res.TRANSACTIONAL_ID, "tx", Op.WRITE), acl(2, Res.TOPIC, "orders", Op.WRITE))
+    resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, body), _never)
+    codes = [p.partition_error_code for t in resp.results_by_topic_v3_and_below for p in t.results_by_partition]
+    assert codes == [ErrorCode.TOPIC_AUTHORIZATION_FAILED] * 2
