@@ -1,7 +1,7 @@
 """What a forwarded admin request's answer promises a client about the broker's image.
 
-A broker forwards CreateTopics, DeleteTopics and CreatePartitions (and the cluster-link requests)
-to the active controller and
+A broker forwards CreateTopics, DeleteTopics and CreatePartitions (and the cluster-link and ACL
+requests) to the active controller and
 answers its client only once its own image shows what succeeded, so a client that creates a
 topic and asks for metadata next sees it (the order a combined node gives for free).
 """
@@ -36,6 +36,16 @@ def visible_effects(body: Any, response: Any) -> Callable[[Any], bool] | None:
                     return False
             return True
         return grown if done else None
+    if key == ApiKey.CREATE_ACLS:
+        made = [_acl_key(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host, c.operation,
+                         c.permission_type)
+                for c, r in zip(body.creations, response.results) if r.error_code == ErrorCode.NONE]
+        return (lambda image: set(made) <= _acl_keys(image)) if made else None
+    if key == ApiKey.DELETE_ACLS:
+        gone = [_acl_key(a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation,
+                         a.permission_type)
+                for r in response.filter_results if r.error_code == ErrorCode.NONE for a in r.matching_acls]
+        return (lambda image: not set(gone) & _acl_keys(image)) if gone else None
     if key == ApiKey.CREATE_CLUSTER_LINKS and not body.validate_only:
         links = [r.link_name for r in response.results if r.error_code == ErrorCode.NONE]
         return (lambda image: all(image.links.by_name(n) is not None for n in links)) if links else None
@@ -51,6 +61,16 @@ def visible_effects(body: Any, response: Any) -> Callable[[Any], bool] | None:
         state = {0: 1, 1: 0}.get(body.op, 2)
         return (lambda image: all(_mirror_state(image, n) == state for n in names)) if names else None
     return None
+
+
+def _acl_key(*fields: Any) -> tuple[Any, ...]:
+    """An ACL as comparable plain values (enum codes as ints)."""
+    return tuple(int(f) if isinstance(f, int) else f for f in fields)
+
+
+def _acl_keys(image: Any) -> set[tuple[Any, ...]]:
+    return {_acl_key(a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation, a.permission)
+            for a in image.acls.by_id.values()}
 
 
 def _mirror_state(image: Any, name: str) -> int | None:
