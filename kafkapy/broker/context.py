@@ -88,6 +88,8 @@ class BrokerContext:
 
     def authorized_names(self, op: AclOperation, resource_type: ResourceType, names: Any) -> set[str]:
         """The distinct names among ``names`` the request's principal may perform ``op`` on."""
+        if self.authorizer is None:
+            return set(names)
         return {name for name in set(names) if self.authorize(op, resource_type, name)}
 
     def authorize_any(self, op: AclOperation, resource_type: ResourceType) -> bool:

@@ -109,11 +109,14 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
                          now_ms=now_ms, client_rack=(body.rack_id or "") if version >= 11 else None,
                          listener=ctx.listener_name())
     # Topics the caller may not READ are answered TOPIC_AUTHORIZATION_FAILED and never read.
-    allowed = ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC,
-                                   (p.topic for p in session.partitions if p.topic))
-    refused = [p for p in session.partitions if p.topic and p.topic not in allowed]
-    partitions = [p for p in session.partitions if not p.topic or p.topic in allowed] if refused \
-        else session.partitions
+    refused: list[FetchPartitionRequest] = []
+    partitions = session.partitions
+    if ctx.authorizer is not None:
+        allowed = ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC,
+                                       (p.topic for p in session.partitions if p.topic))
+        refused = [p for p in session.partitions if p.topic and p.topic not in allowed]
+        if refused:
+            partitions = [p for p in session.partitions if not p.topic or p.topic in allowed]
     readable = any(p.topic for p in partitions)
     while True:
         results, total = _read_all(ctx, partitions, params, max_bytes)

@@ -81,8 +81,9 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
             AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
         return _refused(request, None, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     # Topics the caller may not WRITE: TOPIC_AUTHORIZATION_FAILED per partition, nothing appended.
-    writable = ctx.authorized_names(AclOperation.WRITE, ResourceType.TOPIC,
-                                    (n for t in body.topic_data if (n := ctx.topic_name(t, version)) is not None))
+    writable = None if ctx.authorizer is None else ctx.authorized_names(
+        AclOperation.WRITE, ResourceType.TOPIC,
+        (n for t in body.topic_data if (n := ctx.topic_name(t, version)) is not None))
     acks = body.acks
     verdicts: Verdicts = {}
     if body.transactional_id is not None and acks in VALID_ACKS:
@@ -109,7 +110,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
                 if name is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID if version >= 13
                                      else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if name not in writable:
+                if writable is not None and name not in writable:
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 if (_topic_key(topic_data, version), pdata.index) in duplicates:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
