@@ -32,6 +32,7 @@ from confluent_kafka.admin import (
 )
 
 from kafkapy.testing.apache_kafka import java_command, kafka_home
+from kafkapy.testing.cluster import LocalCluster
 from kafkapy.testing.node import KafkaNode
 
 ANON = "User:ANONYMOUS"
@@ -79,10 +80,10 @@ def admin_of(node: KafkaNode) -> AdminClient:
     return AdminClient({"bootstrap.servers": node.bootstrap})
 
 
-def produce_error(node: KafkaNode, topic: str) -> Any:
+def produce_error(bootstrap: str, topic: str) -> Any:
     """The delivery error of one record (None when it was written)."""
     errors: list[Any] = []
-    p = Producer({"bootstrap.servers": node.bootstrap, "message.timeout.ms": 10000, "enable.idempotence": False,
+    p = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 10000, "enable.idempotence": False,
                   "retries": 0})
     p.produce(topic, b"v", on_delivery=lambda err, msg: errors.append(err))
     assert p.flush(20) == 0
@@ -139,7 +140,7 @@ def test_without_acls_every_operation_is_refused_and_then_allowed(node) -> None:
     admin = admin_of(node)
     # Metadata hides every topic ANONYMOUS may not describe.
     assert not {TOPIC, OTHER} & set(admin.list_topics(timeout=10).topics)
-    assert produce_error(node, TOPIC).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert produce_error(node.bootstrap, TOPIC).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     values, error = consume(node, TOPIC, "acl-group")
     assert values == [] and error is not None and error.code() in (
         KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED)
@@ -161,7 +162,7 @@ def test_without_acls_every_operation_is_refused_and_then_allowed(node) -> None:
         binding(ResourceType.TOPIC, "acl-new", AclOperation.CREATE)]))
     eventually(lambda: TOPIC in admin.list_topics(timeout=10).topics, what="the topic to be describable")
     assert OTHER not in admin.list_topics(timeout=10).topics
-    assert produce_error(node, TOPIC) is None
+    assert produce_error(node.bootstrap, TOPIC) is None
     values, error = consume(node, TOPIC, "acl-group")
     assert error is None and values == [b"v"]
     admin.create_topics([NewTopic("acl-new", 1, 1)])["acl-new"].result(30)
@@ -173,7 +174,7 @@ def test_a_prefixed_deny_beats_a_literal_allow(node) -> None:
                             binding(ResourceType.TOPIC, "acl-p", AclOperation.DESCRIBE)]))
     wait(admin.create_acls([binding(ResourceType.TOPIC, "acl-", AclOperation.WRITE, AclPermissionType.DENY,
                                     ResourcePatternType.PREFIXED)]))
-    assert produce_error(node, "acl-p").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert produce_error(node.bootstrap, "acl-p").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
 @pytest.mark.skipif(not (kafka_home() / "libs").is_dir() or shutil.which("java") is None,
@@ -186,3 +187,22 @@ def test_kafka_acls_lists_what_was_created(node) -> None:
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "acl-listed" in out.stdout and "principal=User:ANONYMOUS" in out.stdout and "operation=READ" in out.stdout
+
+
+def test_acls_reach_a_separate_controller_and_back(tmp_path) -> None:
+    """A broker-only node forwards CreateAcls/DeleteAcls to the controller on its own process and
+    answers DescribeAcls, and decisions, from the ACLs the metadata log brings back."""
+    settings = {**NODE_SETTINGS, "allow.everyone.if.no.acl.found": "true"}
+    with LocalCluster(tmp_path, controllers=1, brokers=1, overrides=settings) as cluster:
+        bootstrap = cluster.up()
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        wait(admin.create_topics([NewTopic("acl-split", 1, 1)]))
+        deny = binding(ResourceType.TOPIC, "acl-split", AclOperation.WRITE, AclPermissionType.DENY)
+        wait(admin.create_acls([deny]))
+        listed = admin.describe_acls(AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None,
+                                                      AclOperation.ANY, AclPermissionType.ANY)).result(30)
+        assert listed == [deny]
+        assert produce_error(bootstrap, "acl-split").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        wait(admin.delete_acls([AclBindingFilter(ResourceType.TOPIC, "acl-split", ResourcePatternType.LITERAL, None,
+                                                 None, AclOperation.ANY, AclPermissionType.ANY)]))
+        assert produce_error(bootstrap, "acl-split") is None
