@@ -8,7 +8,8 @@ Each API's rule is Kafka's KafkaApis/ControllerApis check, written as data:
 * ``items``: a per-item check (each topic of a Produce, each resource of a DescribeConfigs):
   refused items are answered with their error code, the rest runs as a smaller request, and the
   two answers are joined, so no refused item is written, read or described;
-* ``filter_response``: drops what the caller may not see from an answer (ListGroups).
+* ``filter_response``: drops what the caller may not see from an answer (ListGroups, the
+  topics of OffsetFetch).
 
 Produce and Fetch (whose answers are packed frames, not message objects), Metadata and
 DescribeTopicPartitions (topics left out or refused, auto-creation) and the ACL APIs check in
@@ -46,7 +47,7 @@ class Rule:
     whole: tuple[Check, ...] = ()
     # (request field, response field, check) of the per-item check.
     items: tuple[Callable[[Request], str], str, ItemCheck] | None = None
-    filter_response: Callable[[BrokerContext, Any], None] | None = None
+    filter_response: Callable[[BrokerContext, Request, Any], None] | None = None
 
 
 def _field(name: str) -> Callable[[Request], str]:
@@ -140,14 +141,38 @@ def _add_partitions_to_txn(ctx: BrokerContext, request: Request) -> int:
     return 0
 
 
-def _visible_groups(ctx: BrokerContext, response: Any) -> None:
+def _visible_groups(ctx: BrokerContext, request: Request, response: Any) -> None:
     if not ctx.authorize(Op.DESCRIBE, Res.CLUSTER):
         response.groups = [g for g in response.groups if ctx.authorize(Op.DESCRIBE, Res.GROUP, g.group_id)]
 
 
-def _visible_transactions(ctx: BrokerContext, response: Any) -> None:
+def _visible_transactions(ctx: BrokerContext, request: Request, response: Any) -> None:
     response.transaction_states = [t for t in response.transaction_states
                                    if ctx.authorize(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t.transactional_id)]
+
+
+def _visible_offsets(ctx: BrokerContext, request: Request, response: Any) -> None:
+    """OffsetFetch: committed offsets only of topics the caller may describe. Topics it named are
+    refused with TOPIC_AUTHORIZATION_FAILED, the rest of an all-topics answer is left out."""
+    if request.api_version >= 8:
+        named = {g.group_id: g.topics is not None for g in request.body.groups or []}
+        for group in response.groups or []:
+            group.topics = _described_offsets(ctx, group.topics or [], named.get(group.group_id, True))
+    else:
+        response.topics = _described_offsets(ctx, response.topics or [], request.body.topics is not None)
+
+
+def _described_offsets(ctx: BrokerContext, topics: list[Any], named: bool) -> list[Any]:
+    out = []
+    for topic in topics:
+        if ctx.authorize(Op.DESCRIBE, Res.TOPIC, topic.name):
+            out.append(topic)
+        elif named:
+            for p in topic.partitions:
+                p.committed_offset, p.committed_leader_epoch, p.metadata = -1, -1, ""
+                p.error_code = E.TOPIC_AUTHORIZATION_FAILED
+            out.append(topic)
+    return out
 
 
 _GROUP_READ = _on(Op.READ, Res.GROUP, lambda b: b.group_id, E.GROUP_AUTHORIZATION_FAILED)
@@ -178,7 +203,7 @@ RULES: dict[int, Rule] = {
     # One group before v8 (group_id), a list of them from v8.
     ApiKey.OFFSET_FETCH: Rule((_on(Op.DESCRIBE, Res.GROUP, lambda b: getattr(b, "group_id", None),
                                    E.GROUP_AUTHORIZATION_FAILED),),
-                              (_field("groups"), "groups", _group_item(Op.DESCRIBE))),
+                              (_field("groups"), "groups", _group_item(Op.DESCRIBE)), _visible_offsets),
     ApiKey.DESCRIBE_GROUPS: Rule(items=(_field("groups"), "groups", _group_item(Op.DESCRIBE))),
     ApiKey.DELETE_GROUPS: Rule(items=(_field("groups_names"), "results", _group_item(Op.DELETE))),
     ApiKey.LIST_GROUPS: Rule(filter_response=_visible_groups),
@@ -245,11 +270,15 @@ async def authorized_call(ctx: BrokerContext, request: Request, run: Run) -> Any
         code = check(ctx, request)
         if code:
             return _refusal(request, code)
+    response = await _run_allowed_items(ctx, request, run, rule)
+    if rule.filter_response is not None and response is not None:
+        rule.filter_response(ctx, request, response)
+    return response
+
+
+async def _run_allowed_items(ctx: BrokerContext, request: Request, run: Run, rule: Rule) -> Any:
     if rule.items is None:
-        response = await run(request)
-        if rule.filter_response is not None and response is not None:
-            rule.filter_response(ctx, response)
-        return response
+        return await run(request)
     field_of, response_field, item_check = rule.items
     field = field_of(request)
     items = getattr(request.body, field, None)

@@ -380,3 +380,51 @@ def test_add_partitions_to_txn_needs_write_on_every_topic(broker) -> None:
     resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, body), _never)
     codes = [p.partition_error_code for t in resp.results_by_topic_v3_and_below for p in t.results_by_partition]
     assert codes == [ErrorCode.TOPIC_AUTHORIZATION_FAILED] * 2
+
+
+def _offsets_answer(version: int, group_ids: list[str]) -> Any:
+    Resp = m.OffsetFetchResponse
+    if version < 8:
+        T, P = Resp.OffsetFetchResponseTopic, Resp.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+    else:
+        T = Resp.OffsetFetchResponseGroup.OffsetFetchResponseTopics
+        P = T.OffsetFetchResponsePartitions
+    topics = [T(version=version, name=n, partitions=[P(version=version, partition_index=0, committed_offset=5,
+                                                       committed_leader_epoch=1, metadata="m", error_code=0)])
+              for n in ("orders", "secret")]
+    if version < 8:
+        return Resp(version=version, throttle_time_ms=0, topics=topics, error_code=0)
+    return Resp(version=version, throttle_time_ms=0, groups=[
+        Resp.OffsetFetchResponseGroup(version=version, group_id=g, topics=topics, error_code=0) for g in group_ids])
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_offset_fetch_reveals_only_describable_topics(broker, named) -> None:
+    broker.step(acl(1, Res.GROUP, "g", Op.DESCRIBE), acl(2, Res.TOPIC, "orders", Op.DESCRIBE))
+    O = m.OffsetFetchRequest  # noqa: E741
+    topics = [O.OffsetFetchRequestTopic(version=7, name=n, partition_indexes=[0]) for n in ("orders", "secret")]
+    body = O(version=7, group_id="g", topics=topics if named else None)
+
+    async def answer(r: Request) -> Any:
+        return _offsets_answer(7, [])
+
+    resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.OFFSET_FETCH, 7, body), answer)
+    seen = {t.name: [(p.committed_offset, p.error_code) for p in t.partitions] for t in resp.topics}
+    expected = {"orders": [(5, 0)]}
+    if named:
+        expected["secret"] = [(-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    assert seen == expected
+
+
+def test_offset_fetch_v8_checks_each_group_then_its_topics(broker) -> None:
+    broker.step(acl(1, Res.GROUP, "g", Op.DESCRIBE), acl(2, Res.TOPIC, "orders", Op.DESCRIBE))
+    O = m.OffsetFetchRequest  # noqa: E741
+    body = O(version=8, groups=[O.OffsetFetchRequestGroup(version=8, group_id=g, topics=None) for g in ("g", "h")])
+
+    async def answer(r: Request) -> Any:
+        assert [g.group_id for g in r.body.groups] == ["g"]
+        return _offsets_answer(8, ["g"])
+
+    resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.OFFSET_FETCH, 8, body), answer)
+    assert {g.group_id: (g.error_code, [t.name for t in g.topics]) for g in resp.groups} == {
+        "g": (0, ["orders"]), "h": (ErrorCode.GROUP_AUTHORIZATION_FAILED, [])}
