@@ -186,8 +186,10 @@ RULES: dict[int, Rule] = {
     ApiKey.DESCRIBE_PRODUCERS: Rule(items=(_TOPICS, "topics", _topic_item(Op.READ))),
     ApiKey.CREATE_TOPICS: Rule(items=(_TOPICS, "topics", lambda ctx, r, t: 0 if ctx.authorize(
         Op.CREATE, Res.CLUSTER) else _topic_item(Op.CREATE)(ctx, r, t))),
+    # DELETE on the cluster covers every topic, as CREATE does for CreateTopics.
     ApiKey.DELETE_TOPICS: Rule(items=(lambda r: "topics" if r.api_version >= 6 else "topic_names", "responses",
-                                      _topic_item(Op.DELETE))),
+                                      lambda ctx, r, t: 0 if ctx.authorize(Op.DELETE, Res.CLUSTER)
+                                      else _topic_item(Op.DELETE)(ctx, r, t))),
     ApiKey.CREATE_PARTITIONS: Rule(items=(_TOPICS, "results", _topic_item(Op.ALTER))),
     ApiKey.DESCRIBE_CONFIGS: Rule(items=(_field("resources"), "results", _resource_item(Op.DESCRIBE_CONFIGS))),
     ApiKey.ALTER_CONFIGS: Rule(items=(_field("resources"), "responses", _resource_item(Op.ALTER_CONFIGS))),
