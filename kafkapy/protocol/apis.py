@@ -280,7 +280,7 @@ _OWN_SCHEMAS = tuple(
     f"{api}{kind}"
     for api in ("Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "AlterPartition", "FetchSnapshot",
                 "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker", "ControllerRegistration",
-                "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter")
+                "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter", "Envelope")
     for kind in ("Request", "Response")
 )
 #: kafkapy's own API keys: served, but left out of ApiVersions answers, so stock clients and

@@ -35,6 +35,8 @@ import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.AddRaftVoterRequestData;
 import org.apache.kafka.common.message.AddRaftVoterResponseData;
 import org.apache.kafka.common.message.AllocateProducerIdsRequestData;
+import org.apache.kafka.common.message.EnvelopeRequestData;
+import org.apache.kafka.common.message.EnvelopeResponseData;
 import org.apache.kafka.common.message.RemoveRaftVoterRequestData;
 import org.apache.kafka.common.message.RemoveRaftVoterResponseData;
 import org.apache.kafka.common.message.UpdateRaftVoterRequestData;
@@ -371,6 +373,19 @@ public final class KraftGolden {
             .setProducerIdStart(5_000_000_000L + v).setProducerIdLen(1000 + v);
     }
 
+    static ApiMessage envelopeRequest(short v) {
+        return new EnvelopeRequestData()
+            .setRequestData(ByteBuffer.wrap("forwarded-request".getBytes(StandardCharsets.UTF_8)))
+            .setRequestPrincipal("principal-bytes".getBytes(StandardCharsets.UTF_8))
+            .setClientHostAddress(new byte[] {10, 0, 0, (byte) (7 + v)});
+    }
+
+    static ApiMessage envelopeResponse(short v) {
+        return new EnvelopeResponseData()
+            .setResponseData(ByteBuffer.wrap("forwarded-response".getBytes(StandardCharsets.UTF_8)))
+            .setErrorCode((short) 31);
+    }
+
     static ApiMessage addRaftVoterRequest(short v) {
         AddRaftVoterRequestData.ListenerCollection listeners = new AddRaftVoterRequestData.ListenerCollection();
         listeners.add(new AddRaftVoterRequestData.Listener().setName("CONTROLLER").setHost("ctrl-4.example").setPort(9093));
@@ -562,6 +577,11 @@ public final class KraftGolden {
             sb.append('"').append(hex(raw)).append('"');
         } else if (value instanceof byte[]) {
             sb.append('"').append(hex((byte[]) value)).append('"');
+        } else if (value instanceof ByteBuffer) {
+            ByteBuffer b = ((ByteBuffer) value).duplicate();
+            byte[] raw = new byte[b.remaining()];
+            b.get(raw);
+            sb.append('"').append(hex(raw)).append('"');
         } else if (value instanceof Collection) {
             sb.append('[');
             boolean first = true;
@@ -614,6 +634,8 @@ public final class KraftGolden {
         builders.put("ControllerRegistrationResponse", KraftGolden::controllerRegistrationResponse);
         builders.put("AllocateProducerIdsRequest", KraftGolden::allocateProducerIdsRequest);
         builders.put("AllocateProducerIdsResponse", KraftGolden::allocateProducerIdsResponse);
+        builders.put("EnvelopeRequest", KraftGolden::envelopeRequest);
+        builders.put("EnvelopeResponse", KraftGolden::envelopeResponse);
         builders.put("AddRaftVoterRequest", KraftGolden::addRaftVoterRequest);
         builders.put("AddRaftVoterResponse", KraftGolden::addRaftVoterResponse);
         builders.put("RemoveRaftVoterRequest", KraftGolden::removeRaftVoterRequest);
