@@ -100,6 +100,15 @@ class BrokerContext:
         return self.authorizer.current().authorize_by_resource_type(
             request_principal.get(), request_host(client_address.get()), op, resource_type)
 
+    async def forward(self, body: Any, version: int) -> Any:
+        """Send a client's request to the active controller; with the authorizer on, in an
+        Envelope naming the client, whom the controller then authorizes (KIP-590)."""
+        assert self.controller_request is not None
+        if self.authorizer is None:
+            return await self.controller_request(body, version)
+        caller = (request_principal.get(), request_host(client_address.get()))
+        return await self.controller_request(body, version, caller=caller)
+
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised
         listener outside a request)."""

@@ -190,10 +190,8 @@ class BrokerDispatcher:
         try:
             if (request.api_key in FORWARDED_TO_CONTROLLER and request.api_key not in FORWARDED_BY_HANDLER
                     and self.ctx.controller_request is not None):
-                forward = self.ctx.controller_request
-
                 async def run(req: Request) -> object:
-                    return await forward(req.body, req.api_version)
+                    return await self.ctx.forward(req.body, req.api_version)
             else:
                 async def run(req: Request) -> object:
                     return await handler(self.ctx, req)

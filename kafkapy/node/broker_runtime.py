@@ -56,6 +56,9 @@ from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.net.client import KafkaClient
 from kafkapy.net.client_security import NodeClientSecurity
 from kafkapy.net.controller_channel import ControllerChannel
+from kafkapy.node.envelope import ENVELOPE_VERSION
+from kafkapy.node.envelope import unwrap as envelope_unwrap
+from kafkapy.node.envelope import wrap as envelope_wrap
 from kafkapy.node.forwarding import visible_effects
 from kafkapy.node.log_tasks import LogTasks
 from kafkapy.node.runtime import Runtime
@@ -69,6 +72,7 @@ from kafkapy.security.listener_protocols import (
     inter_broker_listener_name,
     listener_protocol,
 )
+from kafkapy.security.principal import KafkaPrincipal
 from kafkapy.storage import MetaProperties, StorageError, kafka_uuid_to_uuid
 from kafkapy.tiered.manager import RemoteLogManager
 from kafkapy.tiered.metadata_log import MetadataLog
@@ -315,12 +319,19 @@ class BrokerRuntime(Runtime):
 
     # -- the controller -----------------------------------------------------------------------------
 
-    async def controller_request(self, body: Any, version: int | None = None) -> Any:
+    async def controller_request(self, body: Any, version: int | None = None, *,
+                                 caller: tuple[KafkaPrincipal, str | None] | None = None) -> Any:
         """Send a request to the active controller (forwarding, internal topic creation) and
         return its answer once this broker's image shows the topics it created or deleted, so a
         client that creates a topic and asks for metadata next sees it (the same order a
-        combined node gives for free)."""
-        response = await self.channel.call(body, version=version, timeout=CONTROLLER_REQUEST_TIMEOUT_S)
+        combined node gives for free). ``caller`` (principal, address): forward in an Envelope
+        so the controller authorizes that client."""
+        if caller is not None and version is not None:
+            envelope = envelope_wrap(body, version, caller[0], caller[1], self.channel.client_id)
+            answer = await self.channel.call(envelope, version=ENVELOPE_VERSION, timeout=CONTROLLER_REQUEST_TIMEOUT_S)
+            response = envelope_unwrap(body, version, answer)
+        else:
+            response = await self.channel.call(body, version=version, timeout=CONTROLLER_REQUEST_TIMEOUT_S)
         wanted = visible_effects(body, response)
         if wanted is not None:
             with trio.move_on_after(FORWARD_VISIBILITY_TIMEOUT_S):

@@ -27,7 +27,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.authorization import request_principal
+from kafkapy.broker.context import BrokerContext, client_address
 from kafkapy.broker.dispatcher import BROKER_APIS, FORWARDED_TO_CONTROLLER
 from kafkapy.broker.handlers.acls import handle_controller_create_acls, handle_controller_delete_acls
 from kafkapy.broker.handlers.cluster import ENDPOINT_TYPE_CONTROLLER, describe_cluster_endpoint_error
@@ -44,6 +45,8 @@ from kafkapy.controller import (
 )
 from kafkapy.metadata.records import BrokerEndpoint, BrokerFeature
 from kafkapy.net.server import ConnectionInfo
+from kafkapy.node.envelope import ENVELOPE_VERSION
+from kafkapy.node.envelope import serve as serve_envelope
 from kafkapy.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiVersionsTable, request_class
@@ -117,11 +120,19 @@ class ControllerApis:
             self.versions.register(key, lo, hi)
         self._handlers[ApiKey.DESCRIBE_CLUSTER] = self._describe_cluster
         self.versions.register(ApiKey.DESCRIBE_CLUSTER, *DESCRIBE_CLUSTER_VERSIONS)
+        self.versions.register(ApiKey.ENVELOPE, ENVELOPE_VERSION, ENVELOPE_VERSION)
+        self._forwarded = {key: handler for key, (_, _, handler) in FORWARDED_APIS.items()}
 
     async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
         key = request.api_key
         if key == ApiKey.API_VERSIONS:
             return self.versions.response(request.api_version)
+        # Every request is the connection's own unless an Envelope names another caller.
+        request_principal.set(conn.session.principal)
+        client_address.set(conn.peer)
+        if key == ApiKey.ENVELOPE:
+            return await serve_envelope(self.admin_context, request, conn.session.principal, conn.peer,
+                                        self.versions, self._forwarded)
         handler = self._handlers.get(key)
         if handler is not None:
             return await handler(request)

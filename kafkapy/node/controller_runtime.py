@@ -22,6 +22,7 @@ from typing import Any
 
 import trio
 
+from kafkapy.broker.authorization import BrokerAuthorizer
 from kafkapy.broker.context import BrokerContext
 from kafkapy.config import TOPIC_SYNONYMS, BrokerConfig
 from kafkapy.config_views import ControllerSettings
@@ -245,6 +246,8 @@ class ControllerRuntime(Runtime):
             node_id=self.node_id, cluster_id=self.cluster_id, config=config, clock=self.clock,
             replicas=None,  # type: ignore[arg-type]  # admin handlers touch no logs
             image=lambda: controller.image, controller=self.controller_call, advertised=[],
+            # Forwarded requests are authorized here as the client the Envelope names.
+            authorizer=BrokerAuthorizer.from_config(config.props, lambda: controller.image),
         )
 
     # -- the active controller's timers ---------------------------------------------------------

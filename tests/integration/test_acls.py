@@ -3,8 +3,10 @@ Kafka's own kafka-acls (AclCommand), against one node running StandardAuthorizer
 
 Every connection is User:ANONYMOUS until TLS and SASL land, so the test first runs the node with
 ``super.users=User:ANONYMOUS`` to grant ANONYMOUS the right to manage ACLs (ALTER and DESCRIBE on
-the cluster), then restarts it without super users: from there on ANONYMOUS may do exactly what
-its ACLs allow, and ``allow.everyone.if.no.acl.found`` stays false.
+the cluster) and to forward requests to the controller (CLUSTER_ACTION), then restarts it without
+super users: from there on ANONYMOUS may do exactly what its ACLs allow, and
+``allow.everyone.if.no.acl.found`` stays false. Admin requests reach the controller in Envelopes
+naming the client, and the controller authorizes them again.
 """
 
 from __future__ import annotations
@@ -68,8 +70,10 @@ def node(tmp_path_factory):
     with KafkaNode(tmp_path_factory.mktemp("acls"), overrides=settings) as n:
         admin = AdminClient({"bootstrap.servers": n.bootstrap})
         wait(admin.create_topics([NewTopic(t, 1, 1) for t in (TOPIC, OTHER)]))
-        wait(admin.create_acls([binding(ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER),
-                                binding(ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE)]))
+        # CLUSTER_ACTION: the node forwards admin requests to its controller as ANONYMOUS too
+        # (in Envelopes naming the client), as inter-broker principals need it in Kafka.
+        wait(admin.create_acls([binding(ResourceType.BROKER, "kafka-cluster", op) for op in (
+            AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION)]))
         # From here on ANONYMOUS is no super user.
         n.overrides["super.users"] = ""
         n.restart()
@@ -133,7 +137,8 @@ def test_admin_client_creates_describes_and_deletes_acls(node) -> None:
     every = admin.describe_acls(AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
                                                  AclOperation.ANY, AclPermissionType.ANY)).result(30)
     assert {(b.restype, b.operation) for b in every} == {(ResourceType.BROKER, AclOperation.ALTER),
-                                                         (ResourceType.BROKER, AclOperation.DESCRIBE)}
+                                                         (ResourceType.BROKER, AclOperation.DESCRIBE),
+                                                         (ResourceType.BROKER, AclOperation.CLUSTER_ACTION)}
 
 
 def test_without_acls_every_operation_is_refused_and_then_allowed(node) -> None:

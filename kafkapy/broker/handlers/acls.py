@@ -4,8 +4,9 @@ Without ``authorizer.class.name`` a Kafka broker serves these APIs and refuses e
 with SECURITY_DISABLED ("No Authorizer is configured"), so admin tools print a clear error
 instead of failing on a closed connection. With the authorizer, DescribeAcls is answered from
 this broker's image (DESCRIBE on the cluster), CreateAcls and DeleteAcls (ALTER on the cluster)
-go to the active controller, which writes the records; a broker forwards them itself after the
-check, so the controller side (``handle_controller_*``) trusts what reaches it.
+go to the active controller, which writes the records; a broker checks, then forwards them in an
+Envelope naming the caller, and the controller side (``handle_controller_*``) checks again as
+that caller.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ async def handle_create_acls(ctx: BrokerContext, request: Request) -> object:
     if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
         return _create_response([AclCreateResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for _ in creations])
     if ctx.controller_request is not None:
-        forwarded: object = await ctx.controller_request(request.body, request.api_version)
+        forwarded: object = await ctx.forward(request.body, request.api_version)
         return forwarded
     return await handle_controller_create_acls(ctx, request)
 
@@ -98,7 +99,7 @@ async def handle_delete_acls(ctx: BrokerContext, request: Request) -> object:
     if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
         return _delete_response([AclDeleteResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for _ in filters])
     if ctx.controller_request is not None:
-        forwarded: object = await ctx.controller_request(request.body, request.api_version)
+        forwarded: object = await ctx.forward(request.body, request.api_version)
         return forwarded
     return await handle_controller_delete_acls(ctx, request)
 
@@ -106,6 +107,9 @@ async def handle_delete_acls(ctx: BrokerContext, request: Request) -> object:
 async def handle_controller_create_acls(ctx: BrokerContext, request: Request) -> object:
     """The controller's side of CreateAcls: validate, write the records, answer per creation."""
     assert ctx.controller is not None
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
+        return _create_response([AclCreateResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                                 for _ in request.body.creations])
     results: list[AclCreateResult | None] = []
     valid: list[AclBinding] = []
     for creation in request.body.creations:
@@ -122,6 +126,9 @@ async def handle_controller_create_acls(ctx: BrokerContext, request: Request) ->
 async def handle_controller_delete_acls(ctx: BrokerContext, request: Request) -> object:
     """The controller's side of DeleteAcls: per filter, the ACLs it deleted."""
     assert ctx.controller is not None
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
+        return _delete_response([AclDeleteResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                                 for _ in request.body.filters])
     filters = [_filter(f) for f in request.body.filters]
     results = await ctx.controller(lambda c: c.delete_acls(filters))
     return _delete_response(results)
