@@ -9,7 +9,7 @@ Each API's rule is Kafka's KafkaApis/ControllerApis check, written as data:
   refused items are answered with their error code, the rest runs as a smaller request, and the
   two answers are joined, so no refused item is written, read or described;
 * ``filter_response``: drops what the caller may not see from an answer (ListGroups, the
-  topics of OffsetFetch).
+  topics of OffsetFetch, the configs of topics CreateTopics made).
 
 Produce and Fetch (whose answers are packed frames, not message objects), Metadata and
 DescribeTopicPartitions (topics left out or refused, auto-creation) and the ACL APIs check in
@@ -151,6 +151,17 @@ def _visible_transactions(ctx: BrokerContext, request: Request, response: Any) -
                                    if ctx.authorize(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t.transactional_id)]
 
 
+def _creation_configs(ctx: BrokerContext, request: Request, response: Any) -> None:
+    """CreateTopics: a new topic's configs, partition count and replication factor only for a
+    caller with DESCRIBE_CONFIGS on it (else TopicConfigErrorCode says why, as Kafka's)."""
+    if request.api_version < 5:
+        return
+    for topic in response.topics:
+        if topic.error_code == 0 and not ctx.authorize(Op.DESCRIBE_CONFIGS, Res.TOPIC, topic.name):
+            topic.configs, topic.num_partitions, topic.replication_factor = [], -1, -1
+            topic.topic_config_error_code = E.TOPIC_AUTHORIZATION_FAILED
+
+
 def _visible_offsets(ctx: BrokerContext, request: Request, response: Any) -> None:
     """OffsetFetch: committed offsets only of topics the caller may describe. Topics it named are
     refused with TOPIC_AUTHORIZATION_FAILED, the rest of an all-topics answer is left out."""
@@ -185,7 +196,7 @@ RULES: dict[int, Rule] = {
     ApiKey.DELETE_RECORDS: Rule(items=(_TOPICS, "topics", _topic_item(Op.DELETE))),
     ApiKey.DESCRIBE_PRODUCERS: Rule(items=(_TOPICS, "topics", _topic_item(Op.READ))),
     ApiKey.CREATE_TOPICS: Rule(items=(_TOPICS, "topics", lambda ctx, r, t: 0 if ctx.authorize(
-        Op.CREATE, Res.CLUSTER) else _topic_item(Op.CREATE)(ctx, r, t))),
+        Op.CREATE, Res.CLUSTER) else _topic_item(Op.CREATE)(ctx, r, t)), filter_response=_creation_configs),
     # DELETE on the cluster covers every topic, as CREATE does for CreateTopics.
     ApiKey.DELETE_TOPICS: Rule(items=(lambda r: "topics" if r.api_version >= 6 else "topic_names", "responses",
                                       lambda ctx, r, t: 0 if ctx.authorize(Op.DELETE, Res.CLUSTER)

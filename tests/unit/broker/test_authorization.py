@@ -199,6 +199,14 @@ def test_create_topics_forwards_only_what_the_caller_may_create(broker) -> None:
     resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.CREATE_TOPICS, 5, body), forward)
     assert forwarded == [["app-a"]]
     assert {t.name: t.error_code for t in resp.topics} == {"app-a": 0, "other": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    # Created, but its configs are not the caller's to see without DESCRIBE_CONFIGS.
+    [made] = [t for t in resp.topics if t.name == "app-a"]
+    assert (made.topic_config_error_code, made.num_partitions, made.configs) == (
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, [])
+    broker.step(acl(3, Res.TOPIC, "app-", Op.DESCRIBE_CONFIGS, pattern=Pat.PREFIXED))
+    resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.CREATE_TOPICS, 5, body), forward)
+    [made] = [t for t in resp.topics if t.name == "app-a"]
+    assert (made.topic_config_error_code, made.num_partitions) == (0, 1)
     # CREATE on the cluster covers every topic.
     broker.step(acl(2, Res.CLUSTER, "kafka-cluster", Op.CREATE))
     as_(ALICE, authorized_call, broker.ctx, request(ApiKey.CREATE_TOPICS, 5, body), forward)
