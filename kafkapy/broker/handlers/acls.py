@@ -12,7 +12,7 @@ that caller.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from kafkapy.broker.context import BrokerContext
@@ -28,7 +28,6 @@ from kafkapy.security.acl import (
     PatternType,
     ResourceType,
 )
-from kafkapy.security.authorizer import AclIndex
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
@@ -69,7 +68,7 @@ async def handle_describe_acls(ctx: BrokerContext, request: Request) -> object:
     if problem is not None:
         return refuse(ErrorCode.INVALID_REQUEST, problem)
     groups: dict[tuple[int, str, int], list[AclBinding]] = defaultdict(list)
-    for acl in AclIndex(ctx.image().acls.by_id.values()).matching(flt):
+    for acl in ctx.authorizer.current().index.matching(flt):
         groups[(int(acl.resource_type), acl.resource_name, int(acl.pattern_type))].append(acl)
     resources = [
         Resp.DescribeAclsResource(resource_type=rtype, resource_name=name, pattern_type=ptype, acls=[
@@ -80,36 +79,41 @@ async def handle_describe_acls(ctx: BrokerContext, request: Request) -> object:
     return Resp(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, resources=resources)
 
 
+Refuse = Callable[[int, "str | None"], object]
+ControllerSide = Callable[[BrokerContext, Request], Awaitable[object]]
+
+
 async def handle_create_acls(ctx: BrokerContext, request: Request) -> object:
-    creations = request.body.creations
-    if ctx.authorizer is None:
-        return _create_response([AclCreateResult(ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER) for _ in creations])
-    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
-        return _create_response([AclCreateResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for _ in creations])
-    if ctx.controller_request is not None:
-        forwarded: object = await ctx.forward(request.body, request.api_version)
-        return forwarded
-    return await handle_controller_create_acls(ctx, request)
+    n = len(request.body.creations)
+    return await _on_controller(ctx, request, lambda code, message: _create_response(
+        [AclCreateResult(code, message)] * n), handle_controller_create_acls)
 
 
 async def handle_delete_acls(ctx: BrokerContext, request: Request) -> object:
-    filters = request.body.filters
+    n = len(request.body.filters)
+    return await _on_controller(ctx, request, lambda code, message: _delete_response(
+        [AclDeleteResult(code, message)] * n), handle_controller_delete_acls)
+
+
+async def _on_controller(ctx: BrokerContext, request: Request, refuse: Refuse, controller_side: ControllerSide
+                         ) -> object:
+    """A change of ACLs: refused without the authorizer or ALTER on the cluster, else carried
+    out by the active controller (forwarded from a broker node)."""
     if ctx.authorizer is None:
-        return _delete_response([AclDeleteResult(ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER) for _ in filters])
+        return refuse(ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
     if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
-        return _delete_response([AclDeleteResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for _ in filters])
+        return refuse(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     if ctx.controller_request is not None:
         forwarded: object = await ctx.forward(request.body, request.api_version)
         return forwarded
-    return await handle_controller_delete_acls(ctx, request)
+    return await controller_side(ctx, request)
 
 
 async def handle_controller_create_acls(ctx: BrokerContext, request: Request) -> object:
     """The controller's side of CreateAcls: validate, write the records, answer per creation."""
     assert ctx.controller is not None
     if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
-        return _create_response([AclCreateResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-                                 for _ in request.body.creations])
+        return _create_response([AclCreateResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)] * len(request.body.creations))
     results: list[AclCreateResult | None] = []
     valid: list[AclBinding] = []
     for creation in request.body.creations:
@@ -127,8 +131,7 @@ async def handle_controller_delete_acls(ctx: BrokerContext, request: Request) ->
     """The controller's side of DeleteAcls: per filter, the ACLs it deleted."""
     assert ctx.controller is not None
     if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
-        return _delete_response([AclDeleteResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-                                 for _ in request.body.filters])
+        return _delete_response([AclDeleteResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)] * len(request.body.filters))
     filters = [_filter(f) for f in request.body.filters]
     results = await ctx.controller(lambda c: c.delete_acls(filters))
     return _delete_response(results)
