@@ -230,7 +230,7 @@ async def _alter_through_controller(ctx: BrokerContext, request: Request, resp_c
     if rest and ctx.controller_request is not None:
         forwarded = copy.copy(body)
         forwarded.resources = rest
-        response = await ctx.controller_request(forwarded, request.api_version)
+        response = await ctx.forward(forwarded, request.api_version)
         for r in response.responses:
             answers[(r.resource_type, r.resource_name)] = AlterConfigsResult(
                 r.resource_type, r.resource_name, r.error_code, r.error_message)

@@ -55,7 +55,7 @@ def _failure(exc: BaseException) -> tuple[int, str]:
 
 async def _forward(ctx: BrokerContext, body: Any) -> Any:
     assert ctx.controller_request is not None
-    return await ctx.controller_request(body, 0)
+    return await ctx.forward(body, 0)
 
 
 # -- links --------------------------------------------------------------------------------------------

@@ -44,8 +44,10 @@ class ForwardingBroker:
 
     def __init__(self, node_id: int) -> None:
         self.sent: list[tuple[Any, int | None]] = []
+        # No authorizer: forwarding is a plain controller request.
         self.ctx = SimpleNamespace(node_id=node_id, image=lambda: MetadataImage.empty("c"),
-                                   controller=None, controller_request=self.controller_request)
+                                   controller=None, controller_request=self.controller_request,
+                                   forward=self.controller_request)
 
     async def controller_request(self, body: Any, version: int | None = None) -> Any:
         self.sent.append((body, version))
