@@ -134,8 +134,8 @@ def _add_partitions_to_txn(ctx: BrokerContext, request: Request) -> int:
     body = request.body
     if not ctx.authorize(Op.WRITE, Res.TRANSACTIONAL_ID, body.v3_and_below_transactional_id):
         return E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    # Nothing joins the transaction unless the producer may write every topic. (Kafka answers
-    # OPERATION_NOT_ATTEMPTED for the writable ones; here every partition gets the refusal.)
+    # Nothing joins the transaction unless the producer may write every topic (the writable
+    # ones are answered OPERATION_NOT_ATTEMPTED, see _refusal).
     if not all(ctx.authorize(Op.WRITE, Res.TOPIC, t.name) for t in body.v3_and_below_topics or ()):
         return E.TOPIC_AUTHORIZATION_FAILED
     return 0
@@ -246,14 +246,31 @@ RULES: dict[int, Rule] = {
 }
 
 
-def _refusal(request: Request, code: int) -> Any:
+def _refusal(request: Request, code: int, ctx: BrokerContext | None = None) -> Any:
     if request.api_key == ApiKey.WRITE_TXN_MARKERS:
         return _markers_refusal(request, code)
+    if request.api_key == ApiKey.ADD_PARTITIONS_TO_TXN and code == E.TOPIC_AUTHORIZATION_FAILED and ctx:
+        return _add_partitions_refusal(ctx, request)
     response = error_response(request, code, None)
     if response is None:
         # No place for an error in this answer: the edge closes the connection, as Kafka does.
         raise KafkaError(ErrorCode(code))
     return response
+
+
+def _add_partitions_refusal(ctx: BrokerContext, request: Request) -> Any:
+    """AddPartitionsToTxn v0-3 with a topic the producer may not write: that topic's partitions
+    TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED (Kafka's answer)."""
+    R = m.AddPartitionsToTxnResponse
+    T = R.AddPartitionsToTxnTopicResult
+    P = T.AddPartitionsToTxnPartitionResult
+    version = request.response_version
+    topics = []
+    for t in request.body.v3_and_below_topics or []:
+        code = E.OPERATION_NOT_ATTEMPTED if ctx.authorize(Op.WRITE, Res.TOPIC, t.name) else E.TOPIC_AUTHORIZATION_FAILED
+        topics.append(T(version=version, name=t.name, results_by_partition=[
+            P(version=version, partition_index=i, partition_error_code=code) for i in t.partitions or []]))
+    return R(version=version, throttle_time_ms=0, results_by_topic_v3_and_below=topics)
 
 
 def _markers_refusal(request: Request, code: int) -> Any:
@@ -282,7 +299,7 @@ async def authorized_call(ctx: BrokerContext, request: Request, run: Run) -> Any
     for check in rule.whole:
         code = check(ctx, request)
         if code:
-            return _refusal(request, code)
+            return _refusal(request, code, ctx)
     response = await _run_allowed_items(ctx, request, run, rule)
     if rule.filter_response is not None and response is not None:
         rule.filter_response(ctx, request, response)
