@@ -10,6 +10,7 @@ context variables the dispatcher sets from the connection's session, so handlers
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,9 @@ from kafkapy.security.principal import ANONYMOUS, KafkaPrincipal
 #: The class names that turn the authorizer on.
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 AUTHORIZER_ALIASES = frozenset({STANDARD_AUTHORIZER, "kafka.security.authorizer.AclAuthorizer"})
+
+#: Refusals, one line each (Kafka's ``kafka.authorizer.logger``).
+audit_log = logging.getLogger("kafkapy.authorizer")
 
 #: The principal of the request being handled (set by the dispatcher from ``conn.session``).
 request_principal: contextvars.ContextVar[KafkaPrincipal] = contextvars.ContextVar(
@@ -56,8 +60,13 @@ class BrokerAuthorizer:
         return self._authorizer
 
     def authorize(self, principal: KafkaPrincipal, host: str | None, op: AclOperation,
-                  resource_type: ResourceType, name: str) -> bool:
-        return self.current().authorize(principal, host, op, resource_type, name)
+                  resource_type: ResourceType, name: str, *, audit: bool = True) -> bool:
+        allowed = self.current().authorize(principal, host, op, resource_type, name)
+        if not allowed and audit:
+            # Kafka's authorizer logger line for a refused request.
+            audit_log.info("Principal = %s is Denied operation = %s from host = %s on resource = %s:%s",
+                           principal, op.name, host, resource_type.name, name)
+        return allowed
 
 
 def request_host(address: tuple[Any, ...] | None) -> str | None:

@@ -45,4 +45,4 @@ def allowed_operations(ctx: BrokerContext, operations: frozenset[int], resource_
     """The operations among ``operations`` the request's caller may perform on the resource."""
     if ctx.authorizer is None:
         return operations
-    return frozenset(op for op in operations if ctx.authorize(AclOperation(op), resource_type, name))
+    return frozenset(op for op in operations if ctx.authorize(AclOperation(op), resource_type, name, audit=False))

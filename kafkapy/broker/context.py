@@ -78,13 +78,15 @@ class BrokerContext:
     # The ACL authorizer (authorizer.class.name), None: every request is allowed.
     authorizer: BrokerAuthorizer | None = None
 
-    def authorize(self, op: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME) -> bool:
+    def authorize(self, op: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME, *,
+                  audit: bool = True) -> bool:
         """Whether the principal of the request being handled may perform ``op`` on the resource
-        (always, without an authorizer)."""
+        (always, without an authorizer). A refusal is logged unless ``audit`` is False (a check
+        that only filters what an answer shows, as Kafka's logIfDenied=false)."""
         if self.authorizer is None:
             return True
         return self.authorizer.authorize(request_principal.get(), request_host(client_address.get()), op,
-                                         resource_type, name)
+                                         resource_type, name, audit=audit)
 
     def authorized_names(self, op: AclOperation, resource_type: ResourceType, names: Any) -> set[str]:
         """The distinct names among ``names`` the request's principal may perform ``op`` on."""

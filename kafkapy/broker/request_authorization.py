@@ -123,7 +123,7 @@ def _init_producer_id(ctx: BrokerContext, request: Request) -> int:
     if txn_id:
         return 0 if ctx.authorize(Op.WRITE, Res.TRANSACTIONAL_ID, txn_id) else E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     # Idempotence only: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679).
-    if ctx.authorize(Op.IDEMPOTENT_WRITE, Res.CLUSTER) or ctx.authorize_any(Op.WRITE, Res.TOPIC):
+    if ctx.authorize(Op.IDEMPOTENT_WRITE, Res.CLUSTER, audit=False) or ctx.authorize_any(Op.WRITE, Res.TOPIC):
         return 0
     return E.CLUSTER_AUTHORIZATION_FAILED
 
@@ -142,13 +142,15 @@ def _add_partitions_to_txn(ctx: BrokerContext, request: Request) -> int:
 
 
 def _visible_groups(ctx: BrokerContext, request: Request, response: Any) -> None:
-    if not ctx.authorize(Op.DESCRIBE, Res.CLUSTER):
-        response.groups = [g for g in response.groups if ctx.authorize(Op.DESCRIBE, Res.GROUP, g.group_id)]
+    if not ctx.authorize(Op.DESCRIBE, Res.CLUSTER, audit=False):
+        response.groups = [g for g in response.groups
+                           if ctx.authorize(Op.DESCRIBE, Res.GROUP, g.group_id, audit=False)]
 
 
 def _visible_transactions(ctx: BrokerContext, request: Request, response: Any) -> None:
     response.transaction_states = [t for t in response.transaction_states
-                                   if ctx.authorize(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t.transactional_id)]
+                                   if ctx.authorize(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t.transactional_id,
+                                                    audit=False)]
 
 
 def _creation_configs(ctx: BrokerContext, request: Request, response: Any) -> None:
@@ -157,7 +159,7 @@ def _creation_configs(ctx: BrokerContext, request: Request, response: Any) -> No
     if request.api_version < 5:
         return
     for topic in response.topics:
-        if topic.error_code == 0 and not ctx.authorize(Op.DESCRIBE_CONFIGS, Res.TOPIC, topic.name):
+        if topic.error_code == 0 and not ctx.authorize(Op.DESCRIBE_CONFIGS, Res.TOPIC, topic.name, audit=False):
             topic.configs, topic.num_partitions, topic.replication_factor = [], -1, -1
             topic.topic_config_error_code = E.TOPIC_AUTHORIZATION_FAILED
 
@@ -176,7 +178,7 @@ def _visible_offsets(ctx: BrokerContext, request: Request, response: Any) -> Non
 def _described_offsets(ctx: BrokerContext, topics: list[Any], named: bool) -> list[Any]:
     out = []
     for topic in topics:
-        if ctx.authorize(Op.DESCRIBE, Res.TOPIC, topic.name):
+        if ctx.authorize(Op.DESCRIBE, Res.TOPIC, topic.name, audit=named):
             out.append(topic)
         elif named:
             for p in topic.partitions:
@@ -196,10 +198,11 @@ RULES: dict[int, Rule] = {
     ApiKey.DELETE_RECORDS: Rule(items=(_TOPICS, "topics", _topic_item(Op.DELETE))),
     ApiKey.DESCRIBE_PRODUCERS: Rule(items=(_TOPICS, "topics", _topic_item(Op.READ))),
     ApiKey.CREATE_TOPICS: Rule(items=(_TOPICS, "topics", lambda ctx, r, t: 0 if ctx.authorize(
-        Op.CREATE, Res.CLUSTER) else _topic_item(Op.CREATE)(ctx, r, t)), filter_response=_creation_configs),
+        Op.CREATE, Res.CLUSTER, audit=False) else _topic_item(Op.CREATE)(ctx, r, t)),
+        filter_response=_creation_configs),
     # DELETE on the cluster covers every topic, as CREATE does for CreateTopics.
     ApiKey.DELETE_TOPICS: Rule(items=(lambda r: "topics" if r.api_version >= 6 else "topic_names", "responses",
-                                      lambda ctx, r, t: 0 if ctx.authorize(Op.DELETE, Res.CLUSTER)
+                                      lambda ctx, r, t: 0 if ctx.authorize(Op.DELETE, Res.CLUSTER, audit=False)
                                       else _topic_item(Op.DELETE)(ctx, r, t))),
     ApiKey.CREATE_PARTITIONS: Rule(items=(_TOPICS, "results", _topic_item(Op.ALTER))),
     ApiKey.DESCRIBE_CONFIGS: Rule(items=(_field("resources"), "results", _resource_item(Op.DESCRIBE_CONFIGS))),
@@ -267,7 +270,8 @@ def _add_partitions_refusal(ctx: BrokerContext, request: Request) -> Any:
     version = request.response_version
     topics = []
     for t in request.body.v3_and_below_topics or []:
-        code = E.OPERATION_NOT_ATTEMPTED if ctx.authorize(Op.WRITE, Res.TOPIC, t.name) else E.TOPIC_AUTHORIZATION_FAILED
+        code = E.OPERATION_NOT_ATTEMPTED if ctx.authorize(Op.WRITE, Res.TOPIC, t.name, audit=False) \
+            else E.TOPIC_AUTHORIZATION_FAILED
         topics.append(T(version=version, name=t.name, results_by_partition=[
             P(version=version, partition_index=i, partition_error_code=code) for i in t.partitions or []]))
     return R(version=version, throttle_time_ms=0, results_by_topic_v3_and_below=topics)

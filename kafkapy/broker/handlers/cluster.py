@@ -86,7 +86,7 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
         allow = body.allow_auto_topic_creation if version >= 4 else True
         if missing and allow and ctx.config.get("auto.create.topics.enable"):
             # Auto-creation needs CREATE on the cluster or on the topic, as a CreateTopics would.
-            if not ctx.authorize(CREATE, CLUSTER):
+            if not ctx.authorize(CREATE, CLUSTER, audit=False):
                 refused.update(n for n in missing if not ctx.authorize(CREATE, TOPIC, n))
                 missing = [n for n in missing if n not in refused]
             if missing:
@@ -94,7 +94,7 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> object:
                 image = ctx.image()
     else:
         # Topics the caller may not describe are left out, as if they did not exist.
-        names.extend(n for n in sorted(image.topics.by_name) if ctx.authorize(DESCRIBE, TOPIC, n))
+        names.extend(n for n in sorted(image.topics.by_name) if ctx.authorize(DESCRIBE, TOPIC, n, audit=False))
     want_ops = version >= 8 and bool(body.include_topic_authorized_operations)
     topics = []
     for name in names:
@@ -222,7 +222,7 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
     named = bool(body.topics)
     names = [t.name for t in body.topics] if named else sorted(image.topics.by_name)
     # Topics the caller may not describe: refused when named, left out of "all topics".
-    refused = {n for n in names if not ctx.authorize(DESCRIBE, TOPIC, n)}
+    refused = {n for n in names if not ctx.authorize(DESCRIBE, TOPIC, n, audit=named)}
     names = sorted(set(names) if named else set(names) - refused)
     budget = max(1, body.response_partition_limit)
     start_topic, start_part = None, 0

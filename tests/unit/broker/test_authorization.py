@@ -437,3 +437,16 @@ def test_offset_fetch_v8_checks_each_group_then_its_topics(broker) -> None:
     resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.OFFSET_FETCH, 8, body), answer)
     assert {g.group_id: (g.error_code, [t.name for t in g.topics]) for g in resp.groups} == {
         "g": (0, ["orders"]), "h": (ErrorCode.GROUP_AUTHORIZATION_FAILED, [])}
+
+
+def test_refusals_are_logged_but_filtering_is_not(broker, caplog) -> None:
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="kafkapy.authorizer"):
+        as_(BOB, handle_produce, broker.ctx, produce_request("orders"))
+        denied = [r.getMessage() for r in caplog.records if r.name == "kafkapy.authorizer"]
+        assert denied == [
+            "Principal = User:bob is Denied operation = WRITE from host = None on resource = TOPIC:orders"]
+        caplog.clear()
+        metadata(broker, BOB, None)  # an all-topics listing only filters
+        assert [r for r in caplog.records if r.name == "kafkapy.authorizer"] == []
