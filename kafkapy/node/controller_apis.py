@@ -51,6 +51,7 @@ from kafkapy.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiVersionsTable, request_class
 from kafkapy.quorum.dispatcher import QuorumDispatcher
+from kafkapy.security.principal import ANONYMOUS
 
 log = logging.getLogger("kafkapy.node.controller_apis")
 
@@ -128,11 +129,13 @@ class ControllerApis:
         if key == ApiKey.API_VERSIONS:
             return self.versions.response(request.api_version)
         # Every request is the connection's own unless an Envelope names another caller.
-        request_principal.set(conn.session.principal)
-        client_address.set(conn.peer)
+        session = getattr(conn, "session", None)
+        principal = session.principal if session is not None else ANONYMOUS
+        peer = getattr(conn, "peer", None)
+        request_principal.set(principal)
+        client_address.set(peer)
         if key == ApiKey.ENVELOPE:
-            return await serve_envelope(self.admin_context, request, conn.session.principal, conn.peer,
-                                        self.versions, self._forwarded)
+            return await serve_envelope(self.admin_context, request, principal, peer, self.versions, self._forwarded)
         handler = self._handlers.get(key)
         if handler is not None:
             return await handler(request)
