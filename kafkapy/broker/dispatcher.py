@@ -192,6 +192,8 @@ class BrokerDispatcher:
                     and self.ctx.controller_request is not None):
                 async def run(req: Request) -> object:
                     return await self.ctx.forward(req.body, req.api_version)
+            elif self.ctx.authorizer is None:
+                return await handler(self.ctx, request)  # the hot paths: nothing to check
             else:
                 async def run(req: Request) -> object:
                     return await handler(self.ctx, req)
