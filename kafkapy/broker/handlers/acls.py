@@ -21,6 +21,7 @@ from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.security.acl import (
+    CLUSTER_NAME,
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -48,9 +49,14 @@ def _filter(f: Any) -> AclBindingFilter:
                             AclOperation.from_code(f.operation), AclPermissionType.from_code(f.permission_type))
 
 
-def _principal_error(principal: str) -> str | None:
-    kind, sep, name = principal.partition(":")
-    return None if sep and kind else f"Invalid principal {principal!r}: expected Type:name"
+def _creation_error(c: Any) -> str | None:
+    """Kafka's broker-side refusals of a creation (AclApis), before the controller's own."""
+    if c.resource_type == ResourceType.CLUSTER and c.resource_name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not c.resource_name:
+        return "Invalid empty resource name"
+    kind, sep, _ = c.principal.partition(":")
+    return None if sep and kind else f"Invalid principal {c.principal!r}: expected Type:name"
 
 
 async def handle_describe_acls(ctx: BrokerContext, request: Request) -> object:
@@ -117,7 +123,7 @@ async def handle_controller_create_acls(ctx: BrokerContext, request: Request) ->
     results: list[AclCreateResult | None] = []
     valid: list[AclBinding] = []
     for creation in request.body.creations:
-        problem = _principal_error(creation.principal)
+        problem = _creation_error(creation)
         if problem is not None:
             results.append(AclCreateResult(ErrorCode.INVALID_REQUEST, problem))
         else:

@@ -450,3 +450,35 @@ def test_refusals_are_logged_but_filtering_is_not(broker, caplog) -> None:
         caplog.clear()
         metadata(broker, BOB, None)  # an all-topics listing only filters
         assert [r for r in caplog.records if r.name == "kafkapy.authorizer"] == []
+
+
+def test_acl_creations_kafka_refuses_on_the_broker(broker) -> None:
+    from kafkapy.broker.handlers.acls import handle_controller_create_acls
+
+    made: list[Any] = []
+
+    async def controller(op: Any) -> Any:
+        class Fake:
+            def create_acls(self, acls: Any) -> Any:
+                made.extend(acls)
+                from kafkapy.controller.acl_control import AclCreateResult
+                return [AclCreateResult() for _ in acls]
+        return op(Fake())
+
+    broker.ctx.controller = controller
+    broker.step(acl(1, Res.CLUSTER, "kafka-cluster", Op.ALTER))
+    C = m.CreateAclsRequest
+
+    def creation(rtype: int, name: str, principal: str = "User:bob") -> Any:
+        return C.AclCreation(resource_type=rtype, resource_name=name, resource_pattern_type=3, principal=principal,
+                             host="*", operation=3, permission_type=3)
+
+    req = request(ApiKey.CREATE_ACLS, 3, C(creations=[creation(4, "other"), creation(2, ""), creation(2, "t", "bob"),
+                                                      creation(2, "t")]))
+    resp = as_(ALICE, handle_controller_create_acls, broker.ctx, req)
+    assert [(r.error_code, r.error_message) for r in resp.results] == [
+        (ErrorCode.INVALID_REQUEST, "The only valid name for the CLUSTER resource is kafka-cluster"),
+        (ErrorCode.INVALID_REQUEST, "Invalid empty resource name"),
+        (ErrorCode.INVALID_REQUEST, "Invalid principal 'bob': expected Type:name"),
+        (0, None)]
+    assert [a.resource_name for a in made] == ["t"]
