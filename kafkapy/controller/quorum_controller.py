@@ -55,6 +55,12 @@ from kafkapy.controller.replication_control import (
     DEFAULT_TOPIC_DEFAULTS,
     ReplicationControlManager,
 )
+from kafkapy.controller.scram_control import (
+    ScramAlterResult,
+    ScramControlManager,
+    ScramDeletion,
+    ScramUpsertion,
+)
 from kafkapy.controller.types import (
     AlterConfigsResource,
     AlterConfigsResult,
@@ -141,9 +147,11 @@ class QuorumController:
         self.link_control = ClusterLinkControlManager(
             image=current, replication=self.replication_control, uuid_source=uuid_source)
         self._brokers = BrokerLifecycle(cluster=self.cluster_control, elections=self._elections)
+        self.scram_control = ScramControlManager(image=current)
         self._replayers = ReplayRegistry((
             self.feature_control, self.cluster_control, self.configuration_control,
-            self.producer_id_control, self.replication_control, self.link_control))
+            self.producer_id_control, self.replication_control, self.link_control,
+            self.scram_control))
         self._replay_by_type = self._replayers.replayers()
 
     # -- state -----------------------------------------------------------------------------------
@@ -358,6 +366,14 @@ class QuorumController:
                               ) -> ControllerResult[ProducerIdsBlock]:
         """AllocateProducerIds: the next block of 1000 ids (Kafka's block size)."""
         return self.producer_id_control.allocate_producer_ids(broker_id, broker_epoch)
+
+    # -- SCRAM credentials (ScramControlManager) -----------------------------------------------
+
+    def alter_user_scram_credentials(self, deletions: Sequence[ScramDeletion],
+                                     upsertions: Sequence[ScramUpsertion]
+                                     ) -> ControllerResult[list[ScramAlterResult]]:
+        """AlterUserScramCredentials: a result per user named."""
+        return self.scram_control.alter_credentials(deletions, upsertions)
 
 
 __all__ = [

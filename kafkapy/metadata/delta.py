@@ -54,10 +54,13 @@ from kafkapy.metadata.records import (
     RegisterBrokerRecord,
     RemoveClusterLinkRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
+from kafkapy.metadata.scram_image import ScramDelta
 from kafkapy.metadata.update import MetadataUpdate
 
 _REMOVED = None  # marks a broker removed in ``MetadataDelta._brokers``
@@ -107,6 +110,7 @@ class MetadataDelta:
         # Topics whose MirrorTopicRecord was replayed: their partitions count as changed, so
         # the replica manager re-applies them (a mirror fetcher starts, stops or pauses).
         self._mirror_records: set[uuid.UUID] = set()
+        self._scram = ScramDelta()
         # Each handler takes its own record type: Any, not MetadataRecord, in the value type.
         self._handlers: dict[type, Callable[[Any], None]] = {
             TopicRecord: self._replay_topic,
@@ -125,6 +129,8 @@ class MetadataDelta:
             ClusterLinkRecord: self._replay_cluster_link,
             RemoveClusterLinkRecord: self._replay_remove_cluster_link,
             MirrorTopicRecord: self._replay_mirror_topic,
+            UserScramCredentialRecord: self._scram.replay_upsert,
+            RemoveUserScramCredentialRecord: self._scram.replay_remove,
             NoOpRecord: lambda rec: None,
         }
 
@@ -193,6 +199,7 @@ class MetadataDelta:
             configs=configs,
             producer_ids=self._producer_ids if self._producer_ids is not None else base.producer_ids,
             links=self._apply_links(),
+            scram=self._scram.apply(base.scram),
         )
         return image, changed_configs
 

@@ -25,6 +25,7 @@ from kafkapy.metadata.records import (
     PartitionRecord,
     RegisterBrokerRecord,
 )
+from kafkapy.metadata.scram_image import ScramImage
 
 # ConfigResource.Type ids as Kafka numbers them (DescribeConfigs, ConfigRecord.ResourceType).
 RESOURCE_UNKNOWN = 0
@@ -342,6 +343,7 @@ class MetadataImage:
     configs: ConfigurationsImage = field(default_factory=ConfigurationsImage)
     producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
     links: LinksImage = field(default_factory=LinksImage)
+    scram: ScramImage = field(default_factory=ScramImage)
 
     @classmethod
     def empty(cls, cluster_id: str = "") -> "MetadataImage":

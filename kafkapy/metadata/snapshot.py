@@ -194,6 +194,7 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
         # Kafka's ProducerIdsImage keeps only the next id, so its snapshot names no broker.
         out.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
                                      next_producer_id=pids.next_producer_id))
+    out.extend(image.scram.to_records())
     return out
 
 

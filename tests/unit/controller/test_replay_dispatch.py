@@ -13,6 +13,7 @@ from kafkapy.controller.feature_control import FeatureControlManager
 from kafkapy.controller.link_control import ClusterLinkControlManager
 from kafkapy.controller.producer_id_control import ProducerIdControlManager
 from kafkapy.controller.replication_control import ReplicationControlManager
+from kafkapy.controller.scram_control import ScramControlManager
 from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import MetadataReplayError
 from kafkapy.metadata.records import (
@@ -32,9 +33,11 @@ from kafkapy.metadata.records import (
     RegisterBrokerRecord,
     RemoveClusterLinkRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 from .conftest import Harness, make_harness
@@ -52,6 +55,7 @@ OWNERS = {
     FeatureLevelRecord: FeatureControlManager,
     ClusterLinkRecord: ClusterLinkControlManager, RemoveClusterLinkRecord: ClusterLinkControlManager,
     MirrorTopicRecord: ClusterLinkControlManager,
+    UserScramCredentialRecord: ScramControlManager, RemoveUserScramCredentialRecord: ScramControlManager,
 }
 
 
