@@ -1,9 +1,10 @@
 """What a node's configuration sources hold besides typed settings: Java ``.properties`` text,
 ``NAME://host:port`` listeners, and the security settings kafkapy refuses to start with.
 
-kafkapy implements neither TLS, SASL nor ACL authorization yet. Ignoring their settings would
-serve every client unauthenticated in plaintext while the operator believes the node secured,
-so a configuration naming any of them stops the node (it fails closed).
+kafkapy implements SASL on SASL_PLAINTEXT client listeners (PLAIN, SCRAM-SHA-256/512,
+OAUTHBEARER) but neither TLS nor ACL authorization yet, nor SASL on the node's own connections.
+Ignoring their settings would serve clients unauthenticated in plaintext while the operator
+believes the node secured, so a configuration naming any of them stops the node (it fails closed).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafkapy.config_security import SECURITY_CONFIGS
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -110,14 +112,20 @@ class Listener:
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
-# Settings that only mean something with TLS, SASL or ACL authorization, none of which kafkapy
-# implements yet. Ignoring them would serve every client unauthenticated in plaintext while the
-# operator believes the node is secured, so a node given any of them refuses to start.
+# Settings that only mean something with TLS or ACL authorization, which kafkapy does not
+# implement yet (and the sasl.* ones it does not implement). Ignoring them would serve clients
+# unauthenticated in plaintext while the operator believes the node is secured, so a node given
+# any of them refuses to start.
 _REFUSED_PREFIXES = ("sasl.", "ssl.")
 _REFUSED_KEYS = ("authorizer.class.name", "allow.everyone.if.no.acl.found", "super.users")
 # Kafka's per-listener security settings: listener.name.<listener>.ssl.*, .sasl.* and
 # .<mechanism>.sasl.jaas.config (and the other per-mechanism SASL settings).
 _LISTENER_SECURITY_KEY = re.compile(r"listener\.name\.[^.]+\.(?:[^.]+\.)?(?:sasl|ssl)\.")
+# listener.name.<listener>[.<mechanism>].<key>: the key a per-listener setting overrides.
+_LISTENER_KEY = re.compile(
+    r"listener\.name\.[^.]+\.(?:(?:plain|gssapi|oauthbearer|scram-sha-256|scram-sha-512)\.)?(.+)$", re.IGNORECASE)
+#: The SASL mechanisms kafkapy serves (Kafka's names).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 class UnsupportedSecurityConfig(ValueError):
@@ -126,7 +134,8 @@ class UnsupportedSecurityConfig(ValueError):
     def __init__(self, settings: list[str]) -> None:
         self.settings = settings
         super().__init__(
-            "refusing to start: kafkapy does not implement TLS, SASL or ACL authorization yet, and "
+            "refusing to start: kafkapy does not implement TLS, ACL authorization or SASL on its own "
+            "connections yet, and "
             f"these settings need them: {', '.join(settings)} (without them the node serves every "
             "client unauthenticated in plaintext)")
 
@@ -144,6 +153,23 @@ def _protocol_map(props: Mapping[str, str]) -> dict[str, str]:
             raise ValueError(f"listener.security.protocol.map: {entry.strip()!r} is not LISTENER:PROTOCOL")
         mapping[name.strip().upper()] = protocol.strip().upper()
     return mapping
+
+
+def listener_security_protocol(props: Mapping[str, str], name: str) -> str:
+    """The security protocol of listener ``name`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL);
+    ValueError when it cannot be told."""
+    protocol = _protocol_map(props).get(name)
+    if protocol is not None:
+        return protocol
+    # Kafka's rules for names missing from the map: a protocol's own name stands for itself; a
+    # controller listener is PLAINTEXT unless the operator wrote the map.
+    if name in SECURITY_PROTOCOLS:
+        return name
+    controller_names = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",")}
+    if name in controller_names and "listener.security.protocol.map" not in props:
+        return "PLAINTEXT"
+    # Kafka refuses these too: the listener's protocol cannot be told.
+    raise ValueError(f"listener.security.protocol.map has no security protocol for listener {name}")
 
 
 def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
@@ -166,18 +192,11 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
     if props.get("inter.broker.listener.name"):
         names[props["inter.broker.listener.name"].strip().upper()] = None
     for name in names:
-        protocol = mapping.get(name)
-        if protocol is None:
-            # Kafka's rules for names missing from the map: a protocol's own name stands for
-            # itself; a controller listener is PLAINTEXT unless the operator wrote the map.
-            if name in SECURITY_PROTOCOLS:
-                protocol = name
-            elif name in controller_names and not map_is_set:
-                protocol = "PLAINTEXT"
-            else:
-                # Kafka refuses these too: the listener's protocol cannot be told.
-                raise ValueError(f"listener.security.protocol.map has no security protocol for listener {name}")
-        if protocol != "PLAINTEXT":
+        protocol = listener_security_protocol(props, name)
+        own_connections = name in controller_names or name == _inter_broker_listener(props)
+        if protocol == "SASL_PLAINTEXT" and not own_connections:
+            refused.extend(_unsupported_mechanisms(props, name))
+        elif protocol != "PLAINTEXT":
             where = "listeners and listener.security.protocol.map" if name in mapping and map_is_set else "listeners"
             refused.append(f"{where} ({name} is {protocol})")
     inter_broker = props.get("security.inter.broker.protocol", "").strip().upper()
@@ -188,12 +207,52 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
     return refused
 
 
+def _inter_broker_listener(props: Mapping[str, str]) -> str:
+    """The listener brokers replicate over: the named one, else the first broker listener (as
+    the fetchers fall back to when the named one is not there)."""
+    named = props.get("inter.broker.listener.name", "").strip().upper()
+    named = named or props.get("security.inter.broker.protocol", "").strip().upper() or "PLAINTEXT"
+    controller_names = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",")}
+    try:
+        broker_listeners = [lst.name for lst in Listener.parse_list(props.get("listeners"))
+                            if lst.name not in controller_names]
+    except (KafkaError, ValueError):
+        return named
+    return named if named in broker_listeners or not broker_listeners else broker_listeners[0]
+
+
+def _unsupported_mechanisms(props: Mapping[str, str], listener: str) -> list[str]:
+    """The SASL listener's enabled mechanisms kafkapy cannot serve. GSSAPI (Kerberos), Kafka's
+    default, is one: a SASL listener must name its mechanisms."""
+    key = f"listener.name.{listener.lower()}.sasl.enabled.mechanisms"
+    if key not in props:
+        key = "sasl.enabled.mechanisms"
+    raw = props.get(key, SECURITY_CONFIGS["sasl.enabled.mechanisms"].default or "")
+    wanted = [m.strip().upper() for m in raw.split(",") if m.strip()]
+    bad = [m for m in wanted if m not in SASL_MECHANISMS]
+    if not wanted:
+        return [f"{key} (empty: listener {listener} is SASL_PLAINTEXT)"]
+    return [f"{key} ({m} on listener {listener}{': no Kerberos' if m == 'GSSAPI' else ''})" for m in bad]
+
+
 def refused_key(key: str) -> bool:
+    if key in SECURITY_CONFIGS:
+        return False
+    listener_key = _LISTENER_KEY.match(key)
+    if listener_key is not None and listener_key.group(1) in SECURITY_CONFIGS:
+        return False
     return key.startswith(_REFUSED_PREFIXES) or key in _REFUSED_KEYS or _LISTENER_SECURITY_KEY.match(key) is not None
 
 
 def is_security_key(key: str) -> bool:
-    return refused_key(key) or key == "security.inter.broker.protocol"
+    """A setting the security layer reads (per-listener ones included), known or refused."""
+    if refused_key(key):
+        return True
+    listener_key = _LISTENER_KEY.match(key)
+    return key == "security.inter.broker.protocol" or (
+        listener_key is not None and listener_key.group(1) in SECURITY_CONFIGS)
+
+
 
 
 def single_node_voters(config: BrokerConfig) -> str | None:
@@ -218,10 +277,12 @@ def single_node_voters(config: BrokerConfig) -> str | None:
 
 __all__ = [
     "DEFAULT_PROTOCOL_MAP",
+    "SASL_MECHANISMS",
     "SECURITY_PROTOCOLS",
     "Listener",
     "UnsupportedSecurityConfig",
     "is_security_key",
+    "listener_security_protocol",
     "parse_properties",
     "refused_key",
     "single_node_voters",

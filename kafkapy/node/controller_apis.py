@@ -47,6 +47,7 @@ from kafkapy.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiVersionsTable, request_class
 from kafkapy.quorum.dispatcher import QuorumDispatcher
+from kafkapy.security.sasl.exchange import SASL_AUTHENTICATE_VERSIONS, SASL_HANDSHAKE_VERSIONS
 
 log = logging.getLogger("kafkapy.node.controller_apis")
 
@@ -113,6 +114,9 @@ class ControllerApis:
             self.versions.register(key, lo, hi)
         self._handlers[ApiKey.DESCRIBE_CLUSTER] = self._describe_cluster
         self.versions.register(ApiKey.DESCRIBE_CLUSTER, *DESCRIBE_CLUSTER_VERSIONS)
+        # Answered by the network edge's SASL gate, on every listener as in Kafka.
+        self.versions.register(ApiKey.SASL_HANDSHAKE, *SASL_HANDSHAKE_VERSIONS)
+        self.versions.register(ApiKey.SASL_AUTHENTICATE, *SASL_AUTHENTICATE_VERSIONS)
 
     async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
         key = request.api_key

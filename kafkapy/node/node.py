@@ -42,6 +42,7 @@ from kafkapy.broker.lifecycle import BrokerLifecycleManager
 from kafkapy.broker.partition import Partition
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.config import BrokerConfig, Listener
+from kafkapy.config_sources import listener_security_protocol
 from kafkapy.config_views import BrokerSettings, ControllerSettings, NodeSettings
 from kafkapy.controller import QuorumController
 from kafkapy.coordinator.service import GroupCoordinator
@@ -64,6 +65,7 @@ from kafkapy.node.controller_runtime import (
     new_quorum_controller,
 )
 from kafkapy.node.metadata_log import METADATA_PARTITION_DIR, PartitionLogStore
+from kafkapy.node.sasl_settings import listener_sasl
 from kafkapy.node.snapshots import MetadataSnapshotter, SnapshotJob, encode_in_thread
 from kafkapy.protocol.errors import KafkaError
 from kafkapy.quorum import QuorumDispatcher, QuorumDriver
@@ -74,6 +76,7 @@ from kafkapy.raft.file_snapshots import FileSnapshotStore
 from kafkapy.raft.local import NotLeaderError
 from kafkapy.raft.quorum_state import FileQuorumStateStore
 from kafkapy.raft.voters import Voter
+from kafkapy.security.sasl.scram import ScramCredential
 from kafkapy.storage import (
     MetaProperties,
     ensure_formatted,
@@ -263,16 +266,25 @@ class Node:
 
     async def _listen(self, nursery: trio.Nursery, listener: Listener, target: Any) -> None:
         host = listener.host or None
+        protocol = listener_security_protocol(self.config.props, listener.name)
+        sasl = (listener_sasl(self.config, listener.name, self._scram_credential)
+                if protocol in ("SASL_PLAINTEXT", "SASL_SSL") else None)
         port = await nursery.start(
             lambda task_status: serve(
                 self.metrics.metered(target), host, listener.port, task_status=task_status,
                 max_request_bytes=self.settings.socket_request_max_bytes,
                 listener_name=listener.name,
                 on_connection=self.metrics.connections.tracker(listener.name),
+                security_protocol=protocol, sasl=sasl,
             )
         )
         self.bound_ports[listener.name] = port
         log.info("Listening for %s on %s:%d", listener.name, listener.host or "0.0.0.0", port)
+
+    def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        """A user's SCRAM credential, from the metadata this node has applied."""
+        loader = getattr(self, "loader", None)
+        return None if loader is None else loader.image.scram.credential(mechanism, user)
 
     def _own_voter(self, controller_listeners: list[Listener]) -> Voter | None:
         """This controller as a KIP-853 voter: its metadata dir's id and the endpoints it
