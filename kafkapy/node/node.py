@@ -54,6 +54,7 @@ from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.metadata.loader import MetadataLoader
 from kafkapy.metadata.records import MetadataRecordCodec
+from kafkapy.metadata.scram_bootstrap import read_bootstrap_scram
 from kafkapy.metrics import NodeMetrics
 from kafkapy.net.controller_channel import ControllerChannel
 from kafkapy.net.server import serve
@@ -239,7 +240,8 @@ class Node:
             self.controller_runtime = ControllerRuntime(
                 node_id=self.node_id, cluster_id=cluster_id, controller=controller,
                 settings=controller_settings, driver=self.driver,
-                loader=self.loader, codec=self.codec, clock=clock)
+                loader=self.loader, codec=self.codec, clock=clock,
+                bootstrap_records=read_bootstrap_scram(self.config.metadata_log_dir))
 
     def _schedule_snapshot(self, job: SnapshotJob) -> None:
         """Snapshots are encoded on a worker thread (seconds at 100k partitions)."""

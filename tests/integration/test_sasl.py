@@ -1,0 +1,252 @@
+"""SASL_PLAINTEXT with a stock client (confluent-kafka / librdkafka) against a kafkapy node:
+PLAIN, SCRAM-SHA-256/512 (users made with AlterUserScramCredentials and with `storage format
+--add-scram`), OAUTHBEARER with unsecured tokens; and the refusals, each with nothing produced."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import struct
+import subprocess
+import time
+import uuid
+
+import confluent_kafka as ck
+import pytest
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+from kafkapy.testing.node import KafkaNode, free_port
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+TIMEOUT = 20
+
+
+@pytest.fixture(scope="module")
+def sasl_node(tmp_path_factory):
+    n = KafkaNode(tmp_path_factory.mktemp("sasl"))
+    n.sasl_port = free_port()
+    n.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{n.port},SASL_PLAINTEXT://127.0.0.1:{n.sasl_port},"
+                     f"CONTROLLER://127.0.0.1:{n.controller_port}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        # Refusals are answered at once: the tests count on the answer, not the delay.
+        "connection.failed.authentication.delay.ms": "0",
+    })
+    cmd = [n.python, "-m", "kafkapy", "storage", "format",
+           "--add-scram", "SCRAM-SHA-512=[name=boot,password=boot-secret,iterations=8192]"]
+    for key, value in n._settings().items():
+        cmd += ["--override", f"{key}={value}"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=60)
+    with n:
+        yield n
+
+
+def sasl_conf(node, mechanism: str, **extra) -> dict:
+    return {"bootstrap.servers": f"127.0.0.1:{node.sasl_port}", "security.protocol": "SASL_PLAINTEXT", "log_level": 0,
+            "sasl.mechanism": mechanism, **extra}
+
+
+def produce(conf: dict, topic: str, value: bytes = b"v", timeout_ms: int = 8000) -> ck.KafkaError | None:
+    """Produce one record; the delivery error (None: delivered)."""
+    errors: list = []
+    producer = ck.Producer({**conf, "message.timeout.ms": timeout_ms, "error_cb": lambda e: errors.append(e)})
+    outcome: list = []
+    producer.produce(topic, value, on_delivery=lambda err, msg: outcome.append(err))
+    producer.flush(TIMEOUT)
+    assert outcome, "no delivery report within the timeout"
+    return outcome[0]
+
+
+def auth_error(conf: dict) -> ck.KafkaError | None:
+    """The authentication error a client gets (None when it got in)."""
+    errors: list = []
+    admin = AdminClient({**conf, "error_cb": errors.append})
+    try:
+        admin.list_topics(timeout=5)
+        return None
+    except ck.KafkaException as exc:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors):
+            admin.poll(0.2)
+        auth = [e for e in errors if e.code() == ck.KafkaError._AUTHENTICATION]
+        return auth[0] if auth else exc.args[0]
+
+
+def count(node, topic: str) -> int:
+    """How many records ``topic`` holds, read over the plaintext listener (0 if no such topic)."""
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    md = admin.list_topics(timeout=TIMEOUT)
+    if topic not in md.topics:
+        return 0
+    consumer = ck.Consumer({"bootstrap.servers": node.bootstrap, "group.id": str(uuid.uuid4())})
+    try:
+        low, high = consumer.get_watermark_offsets(ck.TopicPartition(topic, 0), timeout=TIMEOUT)
+        return high - low
+    finally:
+        consumer.close()
+
+
+def topic_name() -> str:
+    return f"sasl-{uuid.uuid4().hex[:8]}"
+
+
+# -- authentication -----------------------------------------------------------------------------
+
+def test_plain_produce_and_consume(sasl_node):
+    conf = sasl_conf(sasl_node, "PLAIN", **{"sasl.username": "alice", "sasl.password": "alice-secret"})
+    topic = topic_name()
+    assert produce(conf, topic, b"hello") is None
+    consumer = ck.Consumer({**conf, "group.id": "g-plain", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + TIMEOUT
+        msg = None
+        while time.monotonic() < deadline and (msg is None or msg.error()):
+            msg = consumer.poll(1)
+        assert msg is not None and msg.value() == b"hello"
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("user, password", [("alice", "wrong"), ("mallory", "alice-secret")])
+def test_plain_refusals_produce_nothing(sasl_node, user, password):
+    conf = sasl_conf(sasl_node, "PLAIN", **{"sasl.username": user, "sasl.password": password})
+    err = auth_error(conf)
+    assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
+    assert "Invalid username or password" in err.str()
+    topic = topic_name()
+    assert produce(conf, topic, timeout_ms=2000) is not None
+    assert count(sasl_node, topic) == 0
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_user_created_through_the_admin_api(sasl_node, mechanism):
+    admin_conf = sasl_conf(sasl_node, "PLAIN", **{"sasl.username": "admin", "sasl.password": "admin-secret"})
+    admin = AdminClient(admin_conf)
+    user = f"u{mechanism[-3:]}"
+    mech = ScramMechanism.SCRAM_SHA_256 if mechanism.endswith("256") else ScramMechanism.SCRAM_SHA_512
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion(user, ScramCredentialInfo(mech, 4096), b"scram-secret")])
+    futures[user].result(timeout=TIMEOUT)
+    described = admin.describe_user_scram_credentials([user])[user].result(timeout=TIMEOUT)
+    assert [i.mechanism for i in described.scram_credential_infos] == [mech]
+    conf = sasl_conf(sasl_node, mechanism, **{"sasl.username": user, "sasl.password": "scram-secret"})
+    topic = topic_name()
+    assert produce(conf, topic) is None
+    bad = sasl_conf(sasl_node, mechanism, **{"sasl.username": user, "sasl.password": "nope"})
+    err = auth_error(bad)
+    assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
+    assert f"invalid credentials with SASL mechanism {mechanism}" in err.str()
+
+
+def test_scram_user_from_storage_format(sasl_node):
+    conf = sasl_conf(sasl_node, "SCRAM-SHA-512", **{"sasl.username": "boot", "sasl.password": "boot-secret"})
+    assert auth_error(conf) is None
+    # The same user has no SCRAM-SHA-256 credential.
+    other = sasl_conf(sasl_node, "SCRAM-SHA-256", **{"sasl.username": "boot", "sasl.password": "boot-secret"})
+    assert auth_error(other) is not None
+
+
+def test_oauthbearer_unsecured_token(sasl_node):
+    conf = sasl_conf(sasl_node, "OAUTHBEARER", **{"enable.sasl.oauthbearer.unsecure.jwt": True,
+                                                   "sasl.oauthbearer.config": "principal=alice"})
+    assert produce(conf, topic_name()) is None
+
+
+def _unsecured(claims: dict) -> str:
+    def b64(obj: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+    return f"{b64({'alg': 'none'})}.{b64(claims)}."
+
+
+@pytest.mark.parametrize("claims", [
+    {"sub": "alice", "exp": 1_000_000_000, "iat": 999_999_000},  # expired long ago
+    {"exp": 4_000_000_000, "iat": 1_000_000_000},  # no subject
+])
+def test_oauthbearer_bad_tokens_are_refused(sasl_node, claims):
+    token = _unsecured(claims)
+    conf = sasl_conf(sasl_node, "OAUTHBEARER", oauth_cb=lambda _config: (token, time.time() + 3600))
+    err = auth_error(conf)
+    assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
+    assert "invalid_token" in err.str()
+    topic = topic_name()
+    assert produce(conf, topic, timeout_ms=2000) is not None
+    assert count(sasl_node, topic) == 0
+
+
+def test_no_credentials_is_refused(sasl_node):
+    # A plaintext client on the SASL listener: its first request after ApiVersions is not SASL.
+    err = auth_error({"bootstrap.servers": f"127.0.0.1:{sasl_node.sasl_port}", "socket.timeout.ms": 3000})
+    assert err is not None
+
+
+# -- the pre-authentication surface -------------------------------------------------------------
+
+def _frame(api_key: int, version: int, body: bytes) -> bytes:
+    header = struct.pack(">hhih", api_key, version, 7, 4) + b"test"
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _closed(sock: socket.socket) -> bool:
+    sock.settimeout(5)
+    try:
+        data = sock.recv(4096)
+    except ConnectionResetError:
+        return True
+    return data == b""
+
+
+def test_a_request_before_authentication_closes_the_connection(sasl_node):
+    with socket.create_connection(("127.0.0.1", sasl_node.sasl_port), timeout=5) as sock:
+        sock.sendall(_frame(3, 1, struct.pack(">i", -1)))  # Metadata v1, all topics
+        assert _closed(sock)
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\x00\x00\x00\x05hello",
+    _frame(17, 1, b"\x7f\xffPLAIN"),  # a mechanism string longer than the frame
+    _frame(36, 2, b"\xff\xff\xff\xff\xff"),
+    _frame(17, 0, struct.pack(">h", 6) + b"GSSAPI"),  # v0: the raw-token flow kafkapy does not serve
+    b"\x60\x82\x01\x00" + bytes(64),  # what a pre-0.10 GSSAPI client opens with
+])
+def test_garbage_handshakes_leave_the_node_serving(sasl_node, garbage):
+    with socket.create_connection(("127.0.0.1", sasl_node.sasl_port), timeout=5) as sock:
+        sock.sendall(garbage)
+        sock.settimeout(5)
+        try:
+            while sock.recv(4096):
+                pass
+        except (ConnectionResetError, TimeoutError):
+            pass
+    conf = sasl_conf(sasl_node, "PLAIN", **{"sasl.username": "alice", "sasl.password": "alice-secret"})
+    assert auth_error(conf) is None
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    sock.settimeout(5)
+    data = b""
+    while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+        chunk = sock.recv(4096)
+        assert chunk, "connection closed before a full response"
+        data += chunk
+    return data[4:]
+
+
+def test_unsupported_mechanism_lists_the_enabled_ones_then_closes(sasl_node):
+    with socket.create_connection(("127.0.0.1", sasl_node.sasl_port), timeout=5) as sock:
+        sock.sendall(_frame(17, 1, struct.pack(">h", 6) + b"GSSAPI"))
+        response = _read_frame(sock)
+        correlation_id, error_code, count = struct.unpack(">ihi", response[:10])
+        names, pos = [], 10
+        for _ in range(count):
+            (length,) = struct.unpack(">h", response[pos:pos + 2])
+            names.append(response[pos + 2:pos + 2 + length].decode())
+            pos += 2 + length
+        assert (correlation_id, error_code) == (7, 33)  # UNSUPPORTED_SASL_MECHANISM
+        assert names == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+        assert _closed(sock)
