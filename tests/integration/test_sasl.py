@@ -250,3 +250,43 @@ def test_unsupported_mechanism_lists_the_enabled_ones_then_closes(sasl_node):
         assert (correlation_id, error_code) == (7, 33)  # UNSUPPORTED_SASL_MECHANISM
         assert names == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
         assert _closed(sock)
+
+
+# -- Kafka's own tools (the Java client) --------------------------------------------------------
+
+def _java_tool(main_class: str, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+    from kafkapy.testing.apache_kafka import java_command, kafka_home
+
+    if not (kafka_home() / "libs").is_dir():
+        pytest.skip("Apache Kafka's tools are not installed (make tools)")
+    return subprocess.run(java_command(main_class, *args), input=input, capture_output=True, timeout=120)
+
+
+def _client_properties(path, mechanism: str, module: str, user: str, password: str):
+    path.write_text("security.protocol=SASL_PLAINTEXT\n"
+                    f"sasl.mechanism={mechanism}\n"
+                    f'sasl.jaas.config={module} required username="{user}" password="{password}";\n')
+    return str(path)
+
+
+def test_kafka_configs_adds_a_scram_user_the_java_producer_authenticates_as(sasl_node, tmp_path):
+    bootstrap = f"127.0.0.1:{sasl_node.sasl_port}"
+    admin = _client_properties(tmp_path / "admin.properties", "PLAIN",
+                               "org.apache.kafka.common.security.plain.PlainLoginModule", "admin", "admin-secret")
+    done = _java_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
+                      "--command-config", admin, "--alter", "--add-config",
+                      "SCRAM-SHA-256=[iterations=8192,password=carol-secret]",
+                      "--entity-type", "users", "--entity-name", "carol")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    # (kafka-configs --describe of users also asks DescribeClientQuotas, the quotas part's API.)
+    plain_admin = AdminClient({"bootstrap.servers": sasl_node.bootstrap})
+    described = plain_admin.describe_user_scram_credentials(["carol"])["carol"].result(timeout=TIMEOUT)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 8192)]
+    producer = _client_properties(tmp_path / "carol.properties", "SCRAM-SHA-256",
+                                  "org.apache.kafka.common.security.scram.ScramLoginModule", "carol", "carol-secret")
+    topic = topic_name()
+    sent = _java_tool("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bootstrap,
+                      "--topic", topic, "--command-config", producer, input=b"one\ntwo\n")
+    assert sent.returncode == 0, sent.stderr.decode()[-2000:]
+    assert count(sasl_node, topic) == 2
