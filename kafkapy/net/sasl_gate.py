@@ -37,10 +37,11 @@ class SaslClose(Exception):
 @dataclass(frozen=True)
 class ListenerSasl:
     """One SASL listener's settings: its enabled mechanisms (each a factory of a server),
-    ``connections.max.reauth.ms`` and ``connection.failed.authentication.delay.ms``."""
+    ``connections.max.reauth.ms`` (one value, or one per mechanism) and
+    ``connection.failed.authentication.delay.ms``."""
 
     mechanisms: Mapping[str, MechanismFactory]
-    max_reauth_ms: int = 0
+    max_reauth_ms: int | Mapping[str, int] = 0
     failed_delay_ms: int = 100
     wall_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
 

@@ -86,8 +86,8 @@ def listener_sasl(config: BrokerConfig, listener: str, scram_lookup: ScramLookup
         factories[mechanism] = _mechanism_factory(config, listener, mechanism, scram_lookup)
     if not factories:
         raise ValueError(f"listener {listener}: sasl.enabled.mechanisms is empty")
-    reauth = [int(_typed(config, listener, "connections.max.reauth.ms", m)) for m in factories]
-    settings = ListenerSasl(factories, max_reauth_ms=max(0, min(reauth)),
+    reauth = {m: int(_typed(config, listener, "connections.max.reauth.ms", m)) for m in factories}
+    settings = ListenerSasl(factories, max_reauth_ms=reauth,
                             failed_delay_ms=int(_typed(config, listener, "connection.failed.authentication.delay.ms")))
     if wall_ms is not None:
         settings = ListenerSasl(settings.mechanisms, settings.max_reauth_ms, settings.failed_delay_ms, wall_ms)

@@ -13,7 +13,9 @@ import time
 import uuid
 
 import confluent_kafka as ck
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from kafkapy.testing.node import KafkaNode, free_port
@@ -24,15 +26,37 @@ TIMEOUT = 20
 
 
 @pytest.fixture(scope="module")
-def sasl_node(tmp_path_factory):
-    n = KafkaNode(tmp_path_factory.mktemp("sasl"))
-    n.sasl_port = free_port()
+def signing_keys():
+    """The identity provider's key (published in a JWKS file) and an impostor's."""
+    return (rsa.generate_private_key(public_exponent=65537, key_size=2048),
+            rsa.generate_private_key(public_exponent=65537, key_size=2048))
+
+
+@pytest.fixture(scope="module")
+def sasl_node(tmp_path_factory, signing_keys):
+    workdir = tmp_path_factory.mktemp("sasl")
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(signing_keys[0].public_key()))
+    jwk.update(kid="idp-1", alg="RS256", use="sig")
+    jwks = workdir / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [jwk]}))
+    n = KafkaNode(workdir)
+    n.sasl_port, n.oauth_port = free_port(), free_port()
     n.overrides.update({
         "listeners": f"PLAINTEXT://127.0.0.1:{n.port},SASL_PLAINTEXT://127.0.0.1:{n.sasl_port},"
-                     f"CONTROLLER://127.0.0.1:{n.controller_port}",
+                     f"OAUTH://127.0.0.1:{n.oauth_port},CONTROLLER://127.0.0.1:{n.controller_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                          "OAUTH:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        # KIP-368 on one mechanism only: OAUTHBEARER sessions last 2 s, then re-authenticate.
+        "listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": "2000",
+        # KIP-768: the OAUTH listener checks signed JWTs against the provider's JWKS.
+        "listener.name.oauth.sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.oauth.oauthbearer.sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "listener.name.oauth.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": jwks.as_uri(),
+        "sasl.oauthbearer.expected.audience": "kafka",
         # Refusals are answered at once: the tests count on the answer, not the delay.
         "connection.failed.authentication.delay.ms": "0",
     })
@@ -66,7 +90,8 @@ def auth_error(conf: dict) -> ck.KafkaError | None:
     errors: list = []
     admin = AdminClient({**conf, "error_cb": errors.append})
     try:
-        admin.list_topics(timeout=5)
+        # Generous for a client that gets in; a refused one has its error well before.
+        admin.list_topics(timeout=3)
         return None
     except ck.KafkaException as exc:
         deadline = time.monotonic() + 5
@@ -119,7 +144,7 @@ def test_plain_refusals_produce_nothing(sasl_node, user, password):
     assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
     assert "Invalid username or password" in err.str()
     topic = topic_name()
-    assert produce(conf, topic, timeout_ms=2000) is not None
+    assert produce(conf, topic, timeout_ms=1500) is not None
     assert count(sasl_node, topic) == 0
 
 
@@ -174,7 +199,66 @@ def test_oauthbearer_bad_tokens_are_refused(sasl_node, claims):
     assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
     assert "invalid_token" in err.str()
     topic = topic_name()
-    assert produce(conf, topic, timeout_ms=2000) is not None
+    assert produce(conf, topic, timeout_ms=1500) is not None
+    assert count(sasl_node, topic) == 0
+
+
+def test_oauthbearer_session_is_reauthenticated_on_the_same_connection(sasl_node):
+    lines: list[str] = []
+
+    class Capture:
+        def log(self, level, fmt, *args):
+            lines.append(fmt % args if args else fmt)
+
+    conf = sasl_conf(sasl_node, "OAUTHBEARER", **{"enable.sasl.oauthbearer.unsecure.jwt": True,
+                                                   "sasl.oauthbearer.config": "principal=alice",
+                                                   "debug": "security", "log_level": 7, "logger": Capture()})
+    producer = ck.Producer({**conf, "message.timeout.ms": 8000})
+    outcomes: list = []
+    topic = topic_name()
+    # Past two session lifetimes (2 s each): the client re-authenticates when told to.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and sum("Auth in state REAUTH" in line for line in lines) < 2:
+        producer.produce(topic, b"x", on_delivery=lambda err, msg: outcomes.append(err))
+        producer.flush(TIMEOUT)
+        time.sleep(0.5)
+    assert sum("Auth in state REAUTH" in line for line in lines) >= 2
+    assert "Received session lifetime 2000 ms from broker" in "\n".join(lines)
+    assert outcomes and all(err is None for err in outcomes)
+
+
+def _signed(key, kid: str = "idp-1", **claims) -> str:
+    now = int(time.time())
+    return jwt.encode({"sub": "alice", "aud": "kafka", "iat": now, "exp": now + 3600, **claims}, key,
+                      algorithm="RS256", headers={"kid": kid})
+
+
+def oauth_conf(node, token: str) -> dict:
+    return {"bootstrap.servers": f"127.0.0.1:{node.oauth_port}", "security.protocol": "SASL_PLAINTEXT",
+            "log_level": 0, "sasl.mechanism": "OAUTHBEARER",
+            "oauth_cb": lambda _config: (token, time.time() + 3600)}
+
+
+def test_jwks_signed_token(sasl_node, signing_keys):
+    assert produce(oauth_conf(sasl_node, _signed(signing_keys[0])), topic_name()) is None
+
+
+@pytest.mark.parametrize("case", ["impostor's key", "expired", "other audience", "unsecured"])
+def test_jwks_refusals_produce_nothing(sasl_node, signing_keys, case):
+    good, impostor = signing_keys
+    now = int(time.time())
+    token = {
+        "impostor's key": lambda: _signed(impostor),
+        "expired": lambda: _signed(good, iat=now - 7200, exp=now - 3600),
+        "other audience": lambda: _signed(good, aud="elsewhere"),
+        "unsecured": lambda: _unsecured({"sub": "alice", "aud": "kafka", "exp": now + 3600}),
+    }[case]()
+    conf = oauth_conf(sasl_node, token)
+    err = auth_error(conf)
+    assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
+    assert "invalid_token" in err.str()
+    topic = topic_name()
+    assert produce(conf, topic, timeout_ms=1500) is not None
     assert count(sasl_node, topic) == 0
 
 

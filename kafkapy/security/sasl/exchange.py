@@ -65,13 +65,17 @@ class SaslServerExchange:
 
     ``mechanisms`` maps each enabled mechanism (in ``sasl.enabled.mechanisms`` order) to a
     factory of its server; ``max_reauth_ms`` is ``connections.max.reauth.ms`` (0: sessions do
-    not expire unless their credential does). Times: ``now_ms`` is the edge's monotonic clock (the
-    session deadline is on it), ``wall_ms`` the wall clock tokens are checked against.
+    not expire unless their credential does), one value or one per mechanism (Kafka's
+    ``listener.name.<listener>.<mechanism>.connections.max.reauth.ms``). Times: ``now_ms`` is
+    the edge's monotonic clock (the session deadline is on it), ``wall_ms`` the wall clock tokens
+    are checked against.
     """
 
-    def __init__(self, mechanisms: Mapping[str, MechanismFactory], max_reauth_ms: int = 0) -> None:
+    def __init__(self, mechanisms: Mapping[str, MechanismFactory],
+                 max_reauth_ms: int | Mapping[str, int] = 0) -> None:
         self._factories = dict(mechanisms)
-        self._max_reauth_ms = max_reauth_ms
+        self._max_reauth_ms = (dict(max_reauth_ms) if isinstance(max_reauth_ms, Mapping)
+                               else dict.fromkeys(self._factories, max_reauth_ms))
         self._state = _State.HANDSHAKE_OR_VERSIONS
         self._server: SaslServerMechanism | None = None
         self._reauthenticating = False
@@ -174,14 +178,15 @@ class SaslServerExchange:
         self._state = _State.COMPLETE
         self._reauthenticating = False
         credential_expiry = self._server.credential_expires_at_ms
+        max_reauth_ms = self._max_reauth_ms.get(self.mechanism or "", 0)
         self.expires_at_ms = None
-        if credential_expiry is None and self._max_reauth_ms <= 0:
+        if credential_expiry is None and max_reauth_ms <= 0:
             return 0
         lifetimes = []
         if credential_expiry is not None:
             lifetimes.append(credential_expiry - wall_ms)
-        if self._max_reauth_ms > 0:
-            lifetimes.append(self._max_reauth_ms)
+        if max_reauth_ms > 0:
+            lifetimes.append(max_reauth_ms)
         lifetime = max(0, min(lifetimes))
         self.expires_at_ms = now_ms + lifetime
         return lifetime

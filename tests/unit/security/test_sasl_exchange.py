@@ -181,3 +181,16 @@ def test_oauthbearer_refusal_takes_two_rounds():
     step = ex.on_request(auth(b"\x01"), MONO, NOW_MS)
     assert step.verdict is Verdict.FAIL and step.body.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
     assert not ex.authenticated
+
+
+def test_max_reauth_per_mechanism():
+    users = static_users({"alice": "pw"})
+    ex = SaslServerExchange({"PLAIN": lambda: PlainServer(users),
+                             "OAUTHBEARER": lambda: OAuthBearerServer(UnsecuredJwsValidator({}))},
+                            {"PLAIN": 0, "OAUTHBEARER": 5_000})
+    assert login(ex).body.session_lifetime_ms == 0
+    ex = SaslServerExchange({"OAUTHBEARER": lambda: OAuthBearerServer(UnsecuredJwsValidator({}))},
+                            {"OAUTHBEARER": 5_000})
+    ex.on_request(handshake("OAUTHBEARER"), MONO, NOW_MS)
+    step = ex.on_request(auth(client_initial_response(unsecured(GOOD))), MONO, NOW_MS)
+    assert step.body.session_lifetime_ms == 5_000
