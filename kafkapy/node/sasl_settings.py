@@ -12,7 +12,7 @@ import json
 import logging
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jwt
@@ -157,19 +157,31 @@ class JwksSource:
         return self._keys
 
 
-def node_sasl_credentials(config: BrokerConfig, listener: str, mechanism_key: str) -> SaslCredentials | None:
-    """What this node presents on its own connections to ``listener`` (a SASL listener of another
-    node): the mechanism from ``mechanism_key`` (sasl.mechanism.inter.broker.protocol or
-    sasl.mechanism.controller.protocol) and the username/password of that listener's JAAS entry for
-    it (PLAIN/SCRAM). None when no identity is configured."""
-    mechanism = str(config.props.get(mechanism_key) or SECURITY_CONFIGS[mechanism_key].default).strip().upper()
-    jaas = _jaas(config, listener, mechanism)
-    if jaas is None:
-        return None
-    if mechanism in ("PLAIN", *SCRAM_MECHANISMS) and jaas.login_module in (PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE):
-        if jaas.username is None or jaas.password is None:
+def node_sasl_credentials_for(props: Mapping[str, str]) -> Callable[[str, str], SaslCredentials | None]:
+    """What this node presents on its own connections to a SASL listener of another node (the
+    ``sasl_for`` of the TLS part's ``NodeClientSecurity``): called with the listener's name and
+    protocol, it gives the credentials for ``sasl.mechanism.controller.protocol`` on a controller
+    listener, else ``sasl.mechanism.inter.broker.protocol``, with that listener's JAAS username and
+    password (PLAIN, SCRAM). ValueError, at startup, when the mechanism has no such identity:
+    Kafka does not start either."""
+    config = BrokerConfig(dict(props))
+    controller_names = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",") if n.strip()}
+
+    def credentials(listener: str, protocol: str) -> SaslCredentials | None:
+        if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
             return None
+        key = ("sasl.mechanism.controller.protocol" if listener.upper() in controller_names
+               else "sasl.mechanism.inter.broker.protocol")
+        mechanism = str(props.get(key) or SECURITY_CONFIGS[key].default).strip().upper()
+        if mechanism not in ("PLAIN", *SCRAM_MECHANISMS):
+            raise ValueError(f"{key}={mechanism}: kafkapy nodes authenticate to each other with PLAIN, "
+                             "SCRAM-SHA-256 or SCRAM-SHA-512")
+        jaas = _jaas(config, listener, mechanism)
+        if (jaas is None or jaas.login_module not in (PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE)
+                or jaas.username is None or jaas.password is None):
+            raise ValueError(f"listener {listener}: {key}={mechanism} needs username and password in "
+                             f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config "
+                             "(or sasl.jaas.config)")
         return SaslCredentials(mechanism, username=jaas.username, password=jaas.password)
-    # OAUTHBEARER for the node's own connections needs a token source (a login callback handler):
-    # not implemented, so no credentials.
-    return None
+
+    return credentials
