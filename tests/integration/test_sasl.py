@@ -119,6 +119,17 @@ def topic_name() -> str:
     return f"sasl-{uuid.uuid4().hex[:8]}"
 
 
+def assert_refused(node, conf: dict, reason: str) -> None:
+    """``conf``'s client fails to authenticate, told ``reason``, and what it tries to produce is
+    not written."""
+    err = auth_error(conf)
+    assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
+    assert reason in err.str()
+    topic = topic_name()
+    assert produce(conf, topic, timeout_ms=1500) is not None
+    assert count(node, topic) == 0
+
+
 # -- authentication -----------------------------------------------------------------------------
 
 def test_plain_produce_and_consume(sasl_node):
@@ -140,12 +151,7 @@ def test_plain_produce_and_consume(sasl_node):
 @pytest.mark.parametrize("user, password", [("alice", "wrong"), ("mallory", "alice-secret")])
 def test_plain_refusals_produce_nothing(sasl_node, user, password):
     conf = sasl_conf(sasl_node, "PLAIN", **{"sasl.username": user, "sasl.password": password})
-    err = auth_error(conf)
-    assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
-    assert "Invalid username or password" in err.str()
-    topic = topic_name()
-    assert produce(conf, topic, timeout_ms=1500) is not None
-    assert count(sasl_node, topic) == 0
+    assert_refused(sasl_node, conf, "Invalid username or password")
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
@@ -195,12 +201,7 @@ def _unsecured(claims: dict) -> str:
 def test_oauthbearer_bad_tokens_are_refused(sasl_node, claims):
     token = _unsecured(claims)
     conf = sasl_conf(sasl_node, "OAUTHBEARER", oauth_cb=lambda _config: (token, time.time() + 3600))
-    err = auth_error(conf)
-    assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
-    assert "invalid_token" in err.str()
-    topic = topic_name()
-    assert produce(conf, topic, timeout_ms=1500) is not None
-    assert count(sasl_node, topic) == 0
+    assert_refused(sasl_node, conf, "invalid_token")
 
 
 def test_oauthbearer_session_is_reauthenticated_on_the_same_connection(sasl_node):
@@ -253,13 +254,7 @@ def test_jwks_refusals_produce_nothing(sasl_node, signing_keys, case):
         "other audience": lambda: _signed(good, aud="elsewhere"),
         "unsecured": lambda: _unsecured({"sub": "alice", "aud": "kafka", "exp": now + 3600}),
     }[case]()
-    conf = oauth_conf(sasl_node, token)
-    err = auth_error(conf)
-    assert err is not None and err.code() == ck.KafkaError._AUTHENTICATION
-    assert "invalid_token" in err.str()
-    topic = topic_name()
-    assert produce(conf, topic, timeout_ms=1500) is not None
-    assert count(sasl_node, topic) == 0
+    assert_refused(sasl_node, oauth_conf(sasl_node, token), "invalid_token")
 
 
 def test_no_credentials_is_refused(sasl_node):
@@ -374,3 +369,9 @@ def test_kafka_configs_adds_a_scram_user_the_java_producer_authenticates_as(sasl
                       "--topic", topic, "--command-config", producer, input=b"one\ntwo\n")
     assert sent.returncode == 0, sent.stderr.decode()[-2000:]
     assert count(sasl_node, topic) == 2
+    deleted = _java_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
+                         "--command-config", admin, "--alter", "--delete-config", "SCRAM-SHA-256",
+                         "--entity-type", "users", "--entity-name", "carol")
+    assert deleted.returncode == 0, deleted.stderr.decode()[-2000:]
+    carol = sasl_conf(sasl_node, "SCRAM-SHA-256", **{"sasl.username": "carol", "sasl.password": "carol-secret"})
+    assert_refused(sasl_node, carol, "invalid credentials with SASL mechanism SCRAM-SHA-256")

@@ -194,3 +194,37 @@ def test_max_reauth_per_mechanism():
     ex.on_request(handshake("OAUTHBEARER"), MONO, NOW_MS)
     step = ex.on_request(auth(client_initial_response(unsecured(GOOD))), MONO, NOW_MS)
     assert step.body.session_lifetime_ms == 5_000
+
+
+# -- fuzzing the pre-authentication surface -------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kafkapy.security.sasl.scram import ScramCredential, ScramServer  # noqa: E402
+
+_STORED = {"alice": ScramCredential.from_password("SCRAM-SHA-256", "pw")}
+_STEPS = st.one_of(
+    st.sampled_from(["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER", "GSSAPI", ""]).map(lambda mech: handshake(mech)),
+    st.binary(max_size=200).map(lambda token: auth(token)),
+    st.sampled_from([b"\0alice\0", b"\0alice\0p", b"n,,n=alice,r=abc", b"\x01",
+                     client_initial_response(unsecured({**GOOD, "exp": 1}))]).map(lambda token: auth(token)),
+    st.just(API_VERSIONS), st.just(METADATA),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_STEPS, max_size=8))
+def test_no_sequence_of_wrong_tokens_authenticates_or_raises(requests):
+    users = static_users({"alice": "pw"})
+    ex = SaslServerExchange({"PLAIN": lambda: PlainServer(users),
+                             "SCRAM-SHA-256": lambda: ScramServer("SCRAM-SHA-256", _STORED.get),
+                             "OAUTHBEARER": lambda: OAuthBearerServer(UnsecuredJwsValidator({}))})
+    for req in requests:
+        step = ex.on_request(req, MONO, NOW_MS)
+        assert step.verdict in (Verdict.PASS, Verdict.REPLY, Verdict.FAIL, Verdict.CLOSE)
+        if step.verdict is Verdict.PASS:
+            assert req.api_key == ApiKey.API_VERSIONS
+        if step.verdict in (Verdict.FAIL, Verdict.CLOSE):
+            break
+    assert not ex.authenticated
