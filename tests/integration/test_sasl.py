@@ -375,3 +375,21 @@ def test_kafka_configs_adds_a_scram_user_the_java_producer_authenticates_as(sasl
     assert deleted.returncode == 0, deleted.stderr.decode()[-2000:]
     carol = sasl_conf(sasl_node, "SCRAM-SHA-256", **{"sasl.username": "carol", "sasl.password": "carol-secret"})
     assert_refused(sasl_node, carol, "invalid credentials with SASL mechanism SCRAM-SHA-256")
+
+
+@pytest.mark.parametrize("mechanism, user, password", [("PLAIN", "alice", "alice-secret"),
+                                                      ("SCRAM-SHA-512", "boot", "boot-secret")])
+def test_kcat_produces(sasl_node, mechanism, user, password):
+    """kcat on the system librdkafka (Debian's 2.0.2, whose SCRAM client repeats its own nonce in
+    the final message: Kafka accepts that, so kafkapy does)."""
+    import shutil
+
+    from kafkapy.testing.clients import kcat_produce
+
+    if not (shutil.which("kcat") or shutil.which("kafkacat")):
+        pytest.skip("kcat is not installed (make tools)")
+    topic = topic_name()
+    sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", f"sasl.mechanisms={mechanism}",
+            "-X", f"sasl.username={user}", "-X", f"sasl.password={password}"]
+    kcat_produce(f"127.0.0.1:{sasl_node.sasl_port}", topic, [(None, "a"), ("k", "b")], extra=sasl)
+    assert count(sasl_node, topic) == 2

@@ -12,8 +12,10 @@ expiry for OAUTHBEARER tokens) the client is told it in SaslAuthenticate's ``ses
 and may re-authenticate on the same connection with SaslHandshake + SaslAuthenticate (same
 mechanism, same principal). Past its lifetime, any other request closes the connection.
 
-Not supported: SaslHandshake v0 (raw SASL tokens without Kafka framing, pre-1.0 clients and
-GSSAPI); such a client gets UNSUPPORTED_VERSION for its handshake.
+Not supported: SaslHandshake v0's flow (raw SASL tokens without Kafka framing, from pre-1.0
+clients and GSSAPI). v0 stays advertised, as Kafka advertises it, because librdkafka before 2.x
+tells from it that a broker does SASL handshakes at all (and then uses v1); a client that
+actually sends a v0 handshake is answered UNSUPPORTED_VERSION and closed.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from kafkapy.security.principal import KafkaPrincipal
 from kafkapy.security.sasl.mechanism import SaslAuthenticationError, SaslError, SaslServerMechanism
 
 SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
-# Kafka advertises SaslHandshake 0-1; v0's raw-token flow is not implemented (see above).
-SASL_HANDSHAKE_VERSIONS = (1, 1)
+# Kafka's ranges. A v0 handshake is refused (see above).
+SASL_HANDSHAKE_VERSIONS = (0, 1)
 SASL_AUTHENTICATE_VERSIONS = (0, 2)
 
 
@@ -130,6 +132,11 @@ class SaslServerExchange:
     def _handshake(self, request: Request) -> Step:
         wanted = request.body.mechanism
         enabled = self.enabled_mechanisms
+        if request.api_version == 0:
+            self._state = _State.FAILED
+            body = m.SaslHandshakeResponse(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION, mechanisms=enabled)
+            return Step(Verdict.FAIL, body, "SaslHandshake v0 (raw SASL tokens) is not supported; clients "
+                                            "must use v1")
         if wanted not in self._factories:
             self._state = _State.FAILED
             body = m.SaslHandshakeResponse(version=request.response_version,

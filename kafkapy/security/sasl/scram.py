@@ -101,6 +101,15 @@ class ScramServer:
     def credential_expires_at_ms(self) -> int | None:
         return None
 
+    def _accept_prefixed_nonce(self, client_final: str) -> None:
+        """Kafka checks only that the client's final nonce *ends with* the one it sent, and
+        librdkafka 2.0 sends its own part twice; scramp wants them equal. The proof still covers
+        the nonce as the client sent it, so taking that one as expected weakens nothing."""
+        sent = str(self._server.nonce)
+        nonce = next((attr[2:] for attr in client_final.split(",") if attr.startswith("r=")), None)
+        if nonce is not None and nonce != sent and nonce.endswith(sent):
+            self._server.nonce = type(self._server.nonce)(nonce)
+
     def evaluate(self, token: bytes, now_ms: int) -> bytes:
         try:
             message = token.decode("utf-8")
@@ -112,6 +121,7 @@ class ScramServer:
                 self._step = 1
                 return str(self._server.get_server_first()).encode()
             if self._step == 1:
+                self._accept_prefixed_nonce(message)
                 self._server.set_client_final(message)
                 final = str(self._server.get_server_final()).encode()
                 self._step = 2

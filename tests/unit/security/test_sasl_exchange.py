@@ -78,6 +78,11 @@ def test_unsupported_mechanism_lists_the_enabled_ones_then_fails():
     assert step.body.mechanisms == ["PLAIN", "OAUTHBEARER"]
 
 
+def test_handshake_v0_is_refused():
+    step = exchange().on_request(handshake("PLAIN", version=0), MONO, NOW_MS)
+    assert step.verdict is Verdict.FAIL and step.body.error_code == ErrorCode.UNSUPPORTED_VERSION
+
+
 def test_other_request_during_authentication_is_illegal_sasl_state():
     ex = exchange()
     ex.on_request(handshake(), MONO, NOW_MS)

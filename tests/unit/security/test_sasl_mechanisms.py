@@ -130,6 +130,38 @@ def test_scram_credential_from_the_salted_password_matches_the_password_one():
     assert via_api == direct
 
 
+def test_scram_final_nonce_may_repeat_the_client_part_as_kafka_allows():
+    """librdkafka 2.0's final message carries client-nonce + (client-nonce + server-nonce), its
+    proof computed over that; Kafka checks only that it ends with the nonce the server sent."""
+    import hashlib
+    import hmac
+
+    stored = {"alice": ScramCredential.from_password("SCRAM-SHA-256", "pw")}
+    server = ScramServer("SCRAM-SHA-256", stored.get)
+    first_bare = "n=alice,r=clientnonce"
+    server_first = server.evaluate(f"n,,{first_bare}".encode(), NOW_MS).decode()
+    attrs = dict(a.split("=", 1) for a in server_first.split(","))
+    salted = salted_password("SCRAM-SHA-256", "pw", base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    without_proof = f"c=biws,r=clientnonce{attrs['r']}"
+    auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(hashlib.sha256(client_key).digest(), auth_message, "sha256").digest()
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
+    server.evaluate(f"{without_proof},p={proof}".encode(), NOW_MS)
+    assert server.complete and server.authorization_id == "alice"
+
+
+def test_scram_final_nonce_must_end_with_the_servers():
+    stored = {"alice": ScramCredential.from_password("SCRAM-SHA-256", "pw")}
+    server = ScramServer("SCRAM-SHA-256", stored.get)
+    client = client_mechanism(SaslCredentials("SCRAM-SHA-256", username="alice", password="pw"))
+    server_first = server.evaluate(client.first(), NOW_MS).decode()
+    final = client.respond(server_first.encode()).decode()
+    nonce = final.split(",")[1][2:]
+    with pytest.raises(SaslError):
+        server.evaluate(final.replace(nonce, nonce[:-1] + ("x" if nonce[-1] != "x" else "y")).encode(), NOW_MS)
+
+
 def test_scram_garbage_is_a_generic_failure():
     server = ScramServer("SCRAM-SHA-256", lambda user: None)
     with pytest.raises(SaslError):
