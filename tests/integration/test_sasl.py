@@ -393,3 +393,67 @@ def test_kcat_produces(sasl_node, mechanism, user, password):
             "-X", f"sasl.username={user}", "-X", f"sasl.password={password}"]
     kcat_produce(f"127.0.0.1:{sasl_node.sasl_port}", topic, [(None, "a"), ("k", "b")], extra=sasl)
     assert count(sasl_node, topic) == 2
+
+
+def test_fuzzed_sasl_exchanges_authenticate_no_one_and_leave_the_node_serving(sasl_node):
+    """Seeded random SASL exchanges (handshakes for real and made-up mechanisms, tokens of random
+    bytes, mutated PLAIN/SCRAM/OAUTHBEARER messages, frames cut or corrupted), each followed by a
+    Metadata request: that request is never answered, no traceback is logged, and a real client
+    still gets in afterwards."""
+    import random
+
+    rng = random.Random(20261127)
+    mechanisms = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI", "", "plain", "X" * 300]
+    tokens = [b"\0alice\0wrong", b"\0alice\0", b"alice\0alice\0alice-secret\0", b"n,,n=alice,r=abc",
+              b"c=biws,r=abc,p=AAAA", b"n,,\x01auth=Bearer a.b.\x01\x01", b"\x01", b""]
+
+    def string(value: str) -> bytes:
+        raw = value.encode()
+        return struct.pack(">h", len(raw)) + raw
+
+    def mutate(data: bytes) -> bytes:
+        data = bytearray(data)
+        for _ in range(rng.randrange(0, 4)):
+            if data and rng.random() < 0.5:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            elif rng.random() < 0.5:
+                del data[rng.randrange(len(data) + 1):]
+            else:
+                data += rng.randbytes(rng.randrange(1, 16))
+        return bytes(data)
+
+    for _ in range(150):
+        frames = []
+        for _ in range(rng.randrange(1, 5)):
+            if rng.random() < 0.4:
+                frames.append(_frame(17, rng.choice([0, 1, 1, 1, 2]), string(rng.choice(mechanisms))))
+            else:
+                token = rng.choice(tokens) if rng.random() < 0.6 else rng.randbytes(rng.randrange(64))
+                body = struct.pack(">i", len(token)) + token
+                version = rng.choice([0, 1, 2])
+                if version == 2:  # flexible: compact bytes, empty tagged fields
+                    body = bytes([len(token) + 1]) + token + b"\x00"
+                frames.append(_frame(36, version, body))
+        wire = b"".join(mutate(f) if rng.random() < 0.3 else f for f in frames)
+        metadata_request = struct.pack(">i", 12) + struct.pack(">hhih", 3, 1, 4242, 0) + struct.pack(">i", 0)
+        with socket.create_connection(("127.0.0.1", sasl_node.sasl_port), timeout=5) as sock:
+            try:
+                sock.sendall(wire + metadata_request)
+            except OSError:
+                continue
+            sock.settimeout(5)
+            received = b""
+            try:
+                while chunk := sock.recv(65536):
+                    received += chunk
+            except (ConnectionResetError, TimeoutError):
+                pass
+        pos = 0
+        while pos + 8 <= len(received):
+            size, correlation_id = struct.unpack(">ii", received[pos:pos + 8])
+            assert correlation_id != 4242, "a Metadata request was answered without authentication"
+            pos += 4 + size
+    log = sasl_node.log_tail(2_000_000)
+    assert "Traceback" not in log and "Unexpected error" not in log
+    conf = sasl_conf(sasl_node, "PLAIN", **{"sasl.username": "alice", "sasl.password": "alice-secret"})
+    assert auth_error(conf) is None
