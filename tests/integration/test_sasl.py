@@ -457,3 +457,25 @@ def test_fuzzed_sasl_exchanges_authenticate_no_one_and_leave_the_node_serving(sa
     assert "Traceback" not in log and "Unexpected error" not in log
     conf = sasl_conf(sasl_node, "PLAIN", **{"sasl.username": "alice", "sasl.password": "alice-secret"})
     assert auth_error(conf) is None
+
+
+@pytest.mark.parametrize("mechanism, user, password", [("PLAIN", "alice", "alice-secret"),
+                                                      ("SCRAM-SHA-256", "u256", "scram-secret"),
+                                                      ("SCRAM-SHA-512", "boot", "boot-secret")])
+def test_kafka_python_produces(sasl_node, mechanism, user, password):
+    """kafka-python: a SASL client of its own (its SaslHandshake/SaslAuthenticate and SCRAM)."""
+    from kafka import KafkaProducer
+
+    if user == "u256":  # made by the admin-API test; create it here when run alone
+        admin = AdminClient(sasl_conf(sasl_node, "PLAIN", **{"sasl.username": "admin", "sasl.password": "admin-secret"}))
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), password.encode())])[user].result(TIMEOUT)
+    topic = topic_name()
+    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{sasl_node.sasl_port}", security_protocol="SASL_PLAINTEXT",
+                             sasl_mechanism=mechanism, sasl_plain_username=user, sasl_plain_password=password,
+                             request_timeout_ms=10000, max_block_ms=10000)
+    try:
+        producer.send(topic, b"v").get(timeout=TIMEOUT)
+    finally:
+        producer.close(timeout=5)
+    assert count(sasl_node, topic) == 1
