@@ -1,9 +1,10 @@
 """What a node's configuration sources hold besides typed settings: Java ``.properties`` text,
 ``NAME://host:port`` listeners, and the security settings kafkapy refuses to start with.
 
-kafkapy implements TLS (``ssl.*``, SSL listeners) and ACL authorization but not SASL yet.
-Ignoring its settings would serve every client unauthenticated while the operator believes the
-node secured, so a configuration naming any of them stops the node (it fails closed).
+kafkapy implements TLS (``ssl.*``, SSL listeners), SASL (PLAIN, SCRAM, OAUTHBEARER) and ACL
+authorization, but not everything Kafka offers around them (GSSAPI/Kerberos, security settings it
+does not know). Ignoring such a setting would serve clients unauthenticated while the operator
+believes the node secured, so a configuration naming one stops the node (it fails closed).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafkapy.config_security import SECURITY_CONFIGS
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.security.listener_protocols import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, protocol_map
 
@@ -104,9 +106,9 @@ class Listener:
         return out
 
 
-# Settings that only mean something with SASL, which kafkapy does not implement yet. Ignoring
-# them would serve every client unauthenticated while the operator believes the node is secured,
-# so a node given any of them refuses to start.
+# SASL settings kafkapy does not know (Kerberos' sasl.kerberos.*, login callbacks ...): ignoring
+# them would leave the operator believing something is in force that is not, so a node given one
+# refuses to start. The ones kafkapy honours are in config_security.SECURITY_CONFIGS.
 _REFUSED_PREFIXES = ("sasl.",)
 _REFUSED_KEYS: tuple[str, ...] = ()
 # Kafka's per-listener SASL settings: listener.name.<listener>.sasl.* and
@@ -115,7 +117,12 @@ _LISTENER_SASL_KEY = re.compile(r"listener\.name\.[^.]+\.(?:[^.]+\.)?sasl\.")
 # The TLS ones, which kafkapy honours (kafkapy.net.tls).
 _LISTENER_SSL_KEY = re.compile(r"listener\.name\.[^.]+\.ssl\.")
 #: Listener protocols kafkapy serves.
-SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL")
+SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# listener.name.<listener>[.<mechanism>].<key>: the key a per-listener setting overrides.
+_LISTENER_KEY = re.compile(
+    r"listener\.name\.[^.]+\.(?:(?:plain|gssapi|oauthbearer|scram-sha-256|scram-sha-512)\.)?(.+)$", re.IGNORECASE)
+#: The SASL mechanisms kafkapy serves (Kafka's names).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 class UnsupportedSecurityConfig(ValueError):
@@ -124,13 +131,12 @@ class UnsupportedSecurityConfig(ValueError):
     def __init__(self, settings: list[str]) -> None:
         self.settings = settings
         super().__init__(
-            "refusing to start: kafkapy does not implement SASL yet, and "
-            f"these settings need them: {', '.join(settings)} (without them the node serves every "
-            "client unauthenticated)")
+            "refusing to start: kafkapy does not implement what these security settings ask for: "
+            f"{', '.join(settings)} (without it the node would serve clients unauthenticated)")
 
 
 def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
-    """The settings in ``props`` that need SASL, described for an operator
+    """The security settings in ``props`` kafkapy cannot honour, described for an operator
     (empty when the node can honour its configuration). Raises ValueError for a malformed
     ``listeners`` or protocol map, or a listener the map does not cover: their protocols cannot
     be told."""
@@ -160,6 +166,8 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
             else:
                 # Kafka refuses these too: the listener's protocol cannot be told.
                 raise ValueError(f"listener.security.protocol.map has no security protocol for listener {name}")
+        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            refused.extend(_unsupported_mechanisms(props, name))
         if protocol not in SUPPORTED_PROTOCOLS:
             where = "listeners and listener.security.protocol.map" if name in mapping and map_is_set else "listeners"
             refused.append(f"{where} ({name} is {protocol})")
@@ -174,15 +182,36 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
     return refused
 
 
+def _unsupported_mechanisms(props: Mapping[str, str], listener: str) -> list[str]:
+    """The SASL listener's enabled mechanisms kafkapy cannot serve. GSSAPI (Kerberos), Kafka's
+    default, is one: a SASL listener must name its mechanisms."""
+    key = f"listener.name.{listener.lower()}.sasl.enabled.mechanisms"
+    if key not in props:
+        key = "sasl.enabled.mechanisms"
+    raw = props.get(key, SECURITY_CONFIGS["sasl.enabled.mechanisms"].default or "")
+    wanted = [m.strip().upper() for m in raw.split(",") if m.strip()]
+    bad = [m for m in wanted if m not in SASL_MECHANISMS]
+    if not wanted:
+        return [f"{key} (empty: listener {listener} is SASL_PLAINTEXT)"]
+    return [f"{key} ({m} on listener {listener}{': no Kerberos' if m == 'GSSAPI' else ''})" for m in bad]
+
+
 def refused_key(key: str) -> bool:
+    if key in SECURITY_CONFIGS:
+        return False
+    listener_key = _LISTENER_KEY.match(key)
+    if listener_key is not None and listener_key.group(1) in SECURITY_CONFIGS:
+        return False
     return key.startswith(_REFUSED_PREFIXES) or key in _REFUSED_KEYS or _LISTENER_SASL_KEY.match(key) is not None
 
 
 def is_security_key(key: str) -> bool:
     """A security setting, refused or not (not "unknown" even when absent from the config defs,
     like the per-listener overrides)."""
+    listener_key = _LISTENER_KEY.match(key)
     return refused_key(key) or key.startswith("ssl.") or _LISTENER_SSL_KEY.match(key) is not None \
-        or key == "security.inter.broker.protocol"
+        or key == "security.inter.broker.protocol" or (
+            listener_key is not None and listener_key.group(1) in SECURITY_CONFIGS)
 
 
 def single_node_voters(config: BrokerConfig) -> str | None:
@@ -207,6 +236,7 @@ def single_node_voters(config: BrokerConfig) -> str | None:
 
 __all__ = [
     "DEFAULT_PROTOCOL_MAP",
+    "SASL_MECHANISMS",
     "SECURITY_PROTOCOLS",
     "Listener",
     "UnsupportedSecurityConfig",

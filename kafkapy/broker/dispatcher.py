@@ -61,6 +61,7 @@ from kafkapy.broker.handlers.reassignments import (
     handle_alter_partition_reassignments,
     handle_list_partition_reassignments,
 )
+from kafkapy.broker.handlers.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
 from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from kafkapy.broker.handlers.transactions import (
     handle_add_offsets_to_txn,
@@ -75,6 +76,7 @@ from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import KafkaError
 from kafkapy.security.principal import ANONYMOUS
+from kafkapy.security.sasl.exchange import SASL_AUTHENTICATE_VERSIONS, SASL_HANDSHAKE_VERSIONS
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +142,9 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.DESCRIBE_CLUSTER_LINKS, 0, 0, handle_describe_cluster_links),
     (ApiKey.CREATE_MIRROR_TOPICS, 0, 0, handle_create_mirror_topics),
     (ApiKey.ALTER_MIRRORS, 0, 0, handle_alter_mirrors),
+    # SCRAM users: described from this broker's image, altered by the controller.
+    (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, handle_describe_user_scram_credentials),
+    (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, handle_alter_user_scram_credentials),
 ]
 API_VERSIONS_RANGE = (0, 4)
 
@@ -150,6 +155,7 @@ FORWARDED_TO_CONTROLLER = frozenset({
     ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
     ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.CREATE_CLUSTER_LINKS, ApiKey.DELETE_CLUSTER_LINKS,
     ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
 })
 
 #: Of those, the ones whose broker handler runs first and forwards itself: a config change of one
@@ -172,6 +178,9 @@ class BrokerDispatcher:
         self._handlers: dict[int, Handler] = {}
         self.versions = ApiVersionsTable()
         self.versions.register(ApiKey.API_VERSIONS, *API_VERSIONS_RANGE)
+        # Answered by the network edge's SASL gate, on every listener as in Kafka.
+        self.versions.register(ApiKey.SASL_HANDSHAKE, *SASL_HANDSHAKE_VERSIONS)
+        self.versions.register(ApiKey.SASL_AUTHENTICATE, *SASL_AUTHENTICATE_VERSIONS)
         for key, lo, hi, handler in apis:
             self.versions.register(key, lo, hi)
             self._handlers[key] = handler

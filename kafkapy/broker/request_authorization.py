@@ -246,6 +246,9 @@ RULES: dict[int, Rule] = {
     ApiKey.DESCRIBE_CLUSTER_LINKS: Rule((_cluster(Op.DESCRIBE),)),
     ApiKey.CREATE_MIRROR_TOPICS: Rule((_cluster(Op.ALTER),)),
     ApiKey.ALTER_MIRRORS: Rule((_cluster(Op.ALTER),)),
+    # SCRAM credentials: DESCRIBE / ALTER on the cluster, as Kafka's KafkaApis and ControllerApis.
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Rule((_cluster(Op.DESCRIBE),)),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Rule((_cluster(Op.ALTER),)),
 }
 
 

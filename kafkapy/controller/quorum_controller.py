@@ -56,6 +56,12 @@ from kafkapy.controller.replication_control import (
     DEFAULT_TOPIC_DEFAULTS,
     ReplicationControlManager,
 )
+from kafkapy.controller.scram_control import (
+    ScramAlterResult,
+    ScramControlManager,
+    ScramDeletion,
+    ScramUpsertion,
+)
 from kafkapy.controller.types import (
     AlterConfigsResource,
     AlterConfigsResult,
@@ -144,9 +150,11 @@ class QuorumController:
             image=current, replication=self.replication_control, uuid_source=uuid_source)
         self.acl_control = AclControlManager(image=current, uuid_source=uuid_source)
         self._brokers = BrokerLifecycle(cluster=self.cluster_control, elections=self._elections)
+        self.scram_control = ScramControlManager(image=current)
         self._replayers = ReplayRegistry((
             self.feature_control, self.cluster_control, self.configuration_control,
-            self.producer_id_control, self.replication_control, self.link_control, self.acl_control))
+            self.producer_id_control, self.replication_control, self.link_control, self.acl_control,
+            self.scram_control))
         self._replay_by_type = self._replayers.replayers()
 
     # -- state -----------------------------------------------------------------------------------
@@ -371,6 +379,14 @@ class QuorumController:
     def delete_acls(self, filters: Sequence[AclBindingFilter]) -> ControllerResult[list[AclDeleteResult]]:
         """DeleteAcls: per filter, the ACLs it matched (each deleted once)."""
         return self.acl_control.delete_acls(filters)
+
+    # -- SCRAM credentials (ScramControlManager) -----------------------------------------------
+
+    def alter_user_scram_credentials(self, deletions: Sequence[ScramDeletion],
+                                     upsertions: Sequence[ScramUpsertion]
+                                     ) -> ControllerResult[list[ScramAlterResult]]:
+        """AlterUserScramCredentials: a result per user named."""
+        return self.scram_control.alter_credentials(deletions, upsertions)
 
 
 __all__ = [

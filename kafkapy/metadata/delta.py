@@ -58,10 +58,13 @@ from kafkapy.metadata.records import (
     RemoveAccessControlEntryRecord,
     RemoveClusterLinkRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
+from kafkapy.metadata.scram_image import ScramDelta
 from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.security.acl import AclBinding
 
@@ -114,6 +117,7 @@ class MetadataDelta:
         self._mirror_records: set[uuid.UUID] = set()
         # ACLs created (AclBinding) or removed (None) in this delta, by id.
         self._acls: dict[uuid.UUID, AclBinding | None] = {}
+        self._scram = ScramDelta()
         # Each handler takes its own record type: Any, not MetadataRecord, in the value type.
         self._handlers: dict[type, Callable[[Any], None]] = {
             TopicRecord: self._replay_topic,
@@ -134,6 +138,8 @@ class MetadataDelta:
             MirrorTopicRecord: self._replay_mirror_topic,
             AccessControlEntryRecord: self._replay_acl,
             RemoveAccessControlEntryRecord: self._replay_remove_acl,
+            UserScramCredentialRecord: self._scram.replay_upsert,
+            RemoveUserScramCredentialRecord: self._scram.replay_remove,
             NoOpRecord: lambda rec: None,
         }
 
@@ -204,6 +210,7 @@ class MetadataDelta:
             producer_ids=self._producer_ids if self._producer_ids is not None else base.producer_ids,
             links=self._apply_links(),
             acls=self._apply_acls(),
+            scram=self._scram.apply(base.scram),
         )
         return image, changed_configs
 

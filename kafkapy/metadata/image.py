@@ -26,6 +26,7 @@ from kafkapy.metadata.records import (
     PartitionRecord,
     RegisterBrokerRecord,
 )
+from kafkapy.metadata.scram_image import ScramImage
 from kafkapy.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 
 # ConfigResource.Type ids as Kafka numbers them (DescribeConfigs, ConfigRecord.ResourceType).
@@ -366,6 +367,7 @@ class MetadataImage:
     producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
     links: LinksImage = field(default_factory=LinksImage)
     acls: AclsImage = field(default_factory=AclsImage)
+    scram: ScramImage = field(default_factory=ScramImage)
 
     @classmethod
     def empty(cls, cluster_id: str = "") -> "MetadataImage":

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, TypeVar
 
 from kafkapy.protocol.schema_codec import MessageSchema, SchemaError, load_schema, read_uvarint, write_uvarint
@@ -258,6 +258,30 @@ class BrokerRegistrationChangeRecord(MetadataRecord):
     version: int = 1
 
 
+@_register(11, 0)
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord(MetadataRecord):
+    """A user's SCRAM credential for one mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512) was set."""
+
+    name: str
+    mechanism: int
+    salt: bytes
+    stored_key: bytes = field(repr=False)
+    server_key: bytes = field(repr=False)
+    iterations: int
+    version: int = 0
+
+
+@_register(22, 0)
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord(MetadataRecord):
+    """A user's SCRAM credential for one mechanism was deleted."""
+
+    name: str
+    mechanism: int
+    version: int = 0
+
+
 @_register(20, 0)
 @dataclass(frozen=True, slots=True)
 class NoOpRecord(MetadataRecord):
@@ -440,7 +464,7 @@ __all__ = [
     "FenceBrokerRecord", "LinkConfig", "MetadataRecord", "MetadataRecordCodec",
     "MirrorTopicRecord", "NoOpRecord", "PartitionChangeRecord", "PartitionRecord",
     "ProducerIdsRecord", "RegisterBrokerRecord", "RemoveAccessControlEntryRecord",
-    "RemoveClusterLinkRecord", "RemoveTopicRecord",
-    "TopicRecord", "UnfenceBrokerRecord", "UnregisterBrokerRecord",
+    "RemoveClusterLinkRecord", "RemoveTopicRecord", "RemoveUserScramCredentialRecord",
+    "TopicRecord", "UnfenceBrokerRecord", "UnregisterBrokerRecord", "UserScramCredentialRecord",
     "ZERO_UUID", "decode_record", "encode_record", "encode_records", "record_type",
 ]

@@ -197,6 +197,7 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
                                      next_producer_id=pids.next_producer_id))
     # Kafka writes the ACLs after the client quotas and producer ids.
     out.extend(acl_record(acl_id, acl) for acl_id, acl in sorted(image.acls.by_id.items()))
+    out.extend(image.scram.to_records())
     return out
 
 

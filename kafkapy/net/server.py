@@ -33,6 +33,7 @@ from typing import Any, Final, Protocol
 
 import trio
 
+from kafkapy.net.sasl_gate import ListenerSasl, SaslClose, open_gate, screen_outside_sasl
 from kafkapy.net.tls import ListenerTls
 from kafkapy.net.tls_handshake import DEFAULT_HANDSHAKE_TIMEOUT, tls_handshake
 from kafkapy.protocol import (
@@ -52,6 +53,7 @@ from kafkapy.protocol import (
     frame_parts,
 )
 from kafkapy.protocol.events import Part, Reply
+from kafkapy.security.sasl.exchange import SASL_APIS
 from kafkapy.security.session import Session
 
 __all__ = [
@@ -327,12 +329,15 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                        send_timeout: float = DEFAULT_SEND_TIMEOUT,
                        handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
-                       receive_size: int = RECEIVE_SIZE) -> None:
+                       receive_size: int = RECEIVE_SIZE, sasl: ListenerSasl | None = None) -> None:
     """Serve one connection until the peer closes, breaks the protocol, idles out, or we're cancelled.
 
+    On a SASL listener (``info.session.uses_sasl``) ``sasl`` is the listener's SASL settings: the
+    SASL gate answers the SASL requests and lets only ApiVersions through before authentication.
     Never raises except for cancellation; always closes ``stream``.
     """
     conn = ServerConnection(supported, max_request_bytes)
+    gate = open_gate(sasl, info.session, info.connection_id)
     sock = stream.socket if isinstance(stream, trio.SocketStream) else None
     try:
         while True:
@@ -380,7 +385,13 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
             if event is CLOSED:
                 return
             assert isinstance(event, Request)
-            reply = await _handle(dispatcher, event, info, handler_timeout)
+            reply = None
+            if gate is not None:
+                reply = await gate.screen(event)
+            elif event.api_key in SASL_APIS:
+                reply = await screen_outside_sasl(event)
+            if reply is None:
+                reply = await _handle(dispatcher, event, info, handler_timeout)
             if reply is None:
                 continue
             parts: Sequence[Part] | None = None
@@ -410,7 +421,7 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
             # Drop the request and reply now rather than when the next request arrives: an idle
             # connection must not pin a 100 MB request frame for minutes.
             del event, reply, parts
-    except _Close:
+    except (_Close, SaslClose):
         return
     except _RegionTruncated as exc:
         log.error("Closing connection %s: %s", info.connection_id, exc)
@@ -469,7 +480,8 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
                 on_connection: Callable[[int], None] | None = None,
                 security_protocol: str = "PLAINTEXT",
                 tls: ListenerTls | None = None,
-                handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT) -> None:
+                handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+                sasl: ListenerSasl | None = None) -> None:
     """Listen on ``host:port`` and serve Kafka connections until cancelled.
 
     ``host=None`` listens on every interface (IPv4 and IPv6 where available); with ``port=0`` give a
@@ -484,6 +496,8 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
     ``tls`` (SSL and SASL_SSL listeners) every connection is a TLS server stream, its handshake
     bounded by ``handshake_timeout``, and the zero-copy write path is off.
     """
+    if security_protocol in ("SASL_PLAINTEXT", "SASL_SSL") and sasl is None:
+        raise ValueError(f"listener {listener_name} is {security_protocol} but has no SASL settings")
     if (tls is None) == (security_protocol in ("SSL", "SASL_SSL")):
         raise ValueError(f"listener {listener_name}: {security_protocol} needs tls= exactly when it is TLS")
     if supported is None:
@@ -524,7 +538,7 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
                 served = secured
             await serve_stream(served, dispatcher, supported, info, max_request_bytes=max_request_bytes,
                                idle_timeout=idle_timeout, send_timeout=send_timeout,
-                               handler_timeout=handler_timeout)
+                               handler_timeout=handler_timeout, sasl=sasl)
         finally:
             if on_connection is not None:
                 on_connection(-1)

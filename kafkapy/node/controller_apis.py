@@ -52,6 +52,7 @@ from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiVersionsTable, request_class
 from kafkapy.quorum.dispatcher import QuorumDispatcher
 from kafkapy.security.principal import ANONYMOUS
+from kafkapy.security.sasl.exchange import SASL_AUTHENTICATE_VERSIONS, SASL_HANDSHAKE_VERSIONS
 
 log = logging.getLogger("kafkapy.node.controller_apis")
 
@@ -123,6 +124,9 @@ class ControllerApis:
         self.versions.register(ApiKey.DESCRIBE_CLUSTER, *DESCRIBE_CLUSTER_VERSIONS)
         self.versions.register(ApiKey.ENVELOPE, ENVELOPE_VERSION, ENVELOPE_VERSION)
         self._forwarded = {key: handler for key, (_, _, handler) in FORWARDED_APIS.items()}
+        # Answered by the network edge's SASL gate, on every listener as in Kafka.
+        self.versions.register(ApiKey.SASL_HANDSHAKE, *SASL_HANDSHAKE_VERSIONS)
+        self.versions.register(ApiKey.SASL_AUTHENTICATE, *SASL_AUTHENTICATE_VERSIONS)
 
     async def handle(self, request: Request, conn: ConnectionInfo) -> Any:
         key = request.api_key

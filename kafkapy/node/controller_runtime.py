@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import trio
@@ -26,9 +26,9 @@ from kafkapy.broker.authorization import BrokerAuthorizer
 from kafkapy.broker.context import BrokerContext
 from kafkapy.config import TOPIC_SYNONYMS, BrokerConfig
 from kafkapy.config_views import ControllerSettings
-from kafkapy.controller import BrokerHeartbeatRequest, QuorumController, TopicDefaults
+from kafkapy.controller import BrokerHeartbeatRequest, ControllerResult, QuorumController, TopicDefaults
 from kafkapy.metadata.loader import MetadataLoader
-from kafkapy.metadata.records import MetadataRecordCodec
+from kafkapy.metadata.records import MetadataRecord, MetadataRecordCodec
 from kafkapy.node.runtime import Runtime
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quorum import CommitLost, QuorumDriver
@@ -77,8 +77,10 @@ class ControllerRuntime(Runtime):
     def __init__(self, *, node_id: int, cluster_id: str, controller: QuorumController, settings: ControllerSettings,
                  driver: QuorumDriver, loader: MetadataLoader, codec: MetadataRecordCodec,
                  clock: NodeClock,
-                 run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync) -> None:
+                 run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
+                 bootstrap_records: Sequence[MetadataRecord] = ()) -> None:
         self.node_id = node_id
+        self.bootstrap_records = tuple(bootstrap_records)
         self.cluster_id = cluster_id
         self.controller = controller
         self.settings = settings
@@ -260,6 +262,8 @@ class ControllerRuntime(Runtime):
         self.controller.reset_sessions()
         boot = self.controller.bootstrap()
         if boot.records:
+            # A new cluster: the SCRAM users `storage format --add-scram` left come with it.
+            boot = ControllerResult((*boot.records, *self.bootstrap_records), boot.response)
             await self._commit(boot)
             log.info("Bootstrapped a new cluster %s", self.cluster_id)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from kafkapy.config import BrokerConfig
 from kafkapy.net.client_security import ClientSecurity, NodeClientSecurity
 from kafkapy.net.tls import ListenerTls, server_tls
+from kafkapy.node.sasl_settings import node_sasl_credentials_for
 from kafkapy.security.listener_protocols import listener_protocol
 
 
@@ -27,7 +28,7 @@ class NodeSecurity:
             protocol = listener_protocol(props, lst.name)
             tls = server_tls(props, lst.name, protocol) if protocol in ("SSL", "SASL_SSL") else None
             listeners[lst.name] = (protocol, tls)
-        clients = NodeClientSecurity(props)
+        clients = NodeClientSecurity(props, sasl_for=node_sasl_credentials_for(props))
         # Built now for the same reason: a broker's inter-broker and controller clients.
         if is_broker:
             clients.inter_broker  # noqa: B018

@@ -53,6 +53,7 @@ from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import PartitionLog
 from kafkapy.metadata.loader import MetadataLoader
 from kafkapy.metadata.records import MetadataRecordCodec
+from kafkapy.metadata.scram_bootstrap import read_bootstrap_scram
 from kafkapy.metrics import NodeMetrics
 from kafkapy.net.controller_channel import ControllerChannel
 from kafkapy.net.server import serve
@@ -65,6 +66,7 @@ from kafkapy.node.controller_runtime import (
 )
 from kafkapy.node.listener_security import NodeSecurity
 from kafkapy.node.metadata_log import METADATA_PARTITION_DIR, PartitionLogStore
+from kafkapy.node.sasl_settings import listener_sasl
 from kafkapy.node.snapshots import MetadataSnapshotter, SnapshotJob, encode_in_thread
 from kafkapy.protocol.errors import KafkaError
 from kafkapy.quorum import QuorumDispatcher, QuorumDriver
@@ -75,6 +77,7 @@ from kafkapy.raft.file_snapshots import FileSnapshotStore
 from kafkapy.raft.local import NotLeaderError
 from kafkapy.raft.quorum_state import FileQuorumStateStore
 from kafkapy.raft.voters import Voter
+from kafkapy.security.sasl.scram import ScramCredential
 from kafkapy.storage import (
     MetaProperties,
     ensure_formatted,
@@ -240,7 +243,8 @@ class Node:
             self.controller_runtime = ControllerRuntime(
                 node_id=self.node_id, cluster_id=cluster_id, controller=controller,
                 settings=controller_settings, driver=self.driver,
-                loader=self.loader, codec=self.codec, clock=clock)
+                loader=self.loader, codec=self.codec, clock=clock,
+                bootstrap_records=read_bootstrap_scram(self.config.metadata_log_dir))
 
     def _schedule_snapshot(self, job: SnapshotJob) -> None:
         """Snapshots are encoded on a worker thread (seconds at 100k partitions)."""
@@ -270,17 +274,24 @@ class Node:
     async def _listen(self, nursery: trio.Nursery, listener: Listener, target: Any) -> None:
         host = listener.host or None
         protocol, tls = self.security.listener(listener.name)
+        sasl = (listener_sasl(self.config, listener.name, self._scram_credential)
+                if protocol in ("SASL_PLAINTEXT", "SASL_SSL") else None)
         port = await nursery.start(
             lambda task_status: serve(
                 self.metrics.metered(target), host, listener.port, task_status=task_status,
                 max_request_bytes=self.settings.socket_request_max_bytes,
                 listener_name=listener.name,
                 on_connection=self.metrics.connections.tracker(listener.name),
-                security_protocol=protocol, tls=tls,
+                security_protocol=protocol, tls=tls, sasl=sasl,
             )
         )
         self.bound_ports[listener.name] = port
         log.info("Listening for %s on %s:%d", listener.name, listener.host or "0.0.0.0", port)
+
+    def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        """A user's SCRAM credential, from the metadata this node has applied."""
+        loader = getattr(self, "loader", None)
+        return None if loader is None else loader.image.scram.credential(mechanism, user)
 
     def _own_voter(self, controller_listeners: list[Listener]) -> Voter | None:
         """This controller as a KIP-853 voter: its metadata dir's id and the endpoints it

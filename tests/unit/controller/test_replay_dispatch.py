@@ -14,6 +14,7 @@ from kafkapy.controller.feature_control import FeatureControlManager
 from kafkapy.controller.link_control import ClusterLinkControlManager
 from kafkapy.controller.producer_id_control import ProducerIdControlManager
 from kafkapy.controller.replication_control import ReplicationControlManager
+from kafkapy.controller.scram_control import ScramControlManager
 from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import MetadataReplayError
 from kafkapy.metadata.records import (
@@ -35,9 +36,11 @@ from kafkapy.metadata.records import (
     RemoveAccessControlEntryRecord,
     RemoveClusterLinkRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 from .conftest import Harness, make_harness
@@ -56,6 +59,7 @@ OWNERS = {
     ClusterLinkRecord: ClusterLinkControlManager, RemoveClusterLinkRecord: ClusterLinkControlManager,
     MirrorTopicRecord: ClusterLinkControlManager,
     AccessControlEntryRecord: AclControlManager, RemoveAccessControlEntryRecord: AclControlManager,
+    UserScramCredentialRecord: ScramControlManager, RemoveUserScramCredentialRecord: ScramControlManager,
 }
 
 
