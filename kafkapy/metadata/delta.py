@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from kafkapy.metadata.client_quotas import QuotaEntity, apply_quota_changes, quota_entity
 from kafkapy.metadata.image import (
     EMPTY_MAP,
     METADATA_VERSION_FEATURE,
@@ -41,6 +42,7 @@ from kafkapy.metadata.records import (
     ZERO_UUID,
     BrokerRegistrationChangeRecord,
     ClearElrRecord,
+    ClientQuotaRecord,
     ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
@@ -107,6 +109,8 @@ class MetadataDelta:
         # Topics whose MirrorTopicRecord was replayed: their partitions count as changed, so
         # the replica manager re-applies them (a mirror fetcher starts, stops or pauses).
         self._mirror_records: set[uuid.UUID] = set()
+        # Client quota keys set (a value) or removed (None) in this delta, by entity.
+        self._quotas: dict[QuotaEntity, dict[str, float | None]] = {}
         # Each handler takes its own record type: Any, not MetadataRecord, in the value type.
         self._handlers: dict[type, Callable[[Any], None]] = {
             TopicRecord: self._replay_topic,
@@ -125,6 +129,7 @@ class MetadataDelta:
             ClusterLinkRecord: self._replay_cluster_link,
             RemoveClusterLinkRecord: self._replay_remove_cluster_link,
             MirrorTopicRecord: self._replay_mirror_topic,
+            ClientQuotaRecord: self._replay_client_quota,
             NoOpRecord: lambda rec: None,
         }
 
@@ -179,6 +184,7 @@ class MetadataDelta:
             features_changed=image.features is not base.features,
             producer_ids_changed=image.producer_ids is not base.producer_ids,
             links_changed=image.links is not base.links,
+            client_quotas_changed=image.client_quotas is not base.client_quotas,
         )
 
     def _build(self) -> tuple[MetadataImage, frozenset[tuple[int, str]]]:
@@ -193,6 +199,7 @@ class MetadataDelta:
             configs=configs,
             producer_ids=self._producer_ids if self._producer_ids is not None else base.producer_ids,
             links=self._apply_links(),
+            client_quotas=apply_quota_changes(base.client_quotas, self._quotas),
         )
         return image, changed_configs
 
@@ -311,6 +318,10 @@ class MetadataDelta:
             raise MetadataReplayError("metadata.version cannot be removed")
         # Level 0 means the feature is no longer finalized.
         self._features[rec.name] = rec.feature_level if rec.feature_level != 0 else None
+
+    def _replay_client_quota(self, rec: ClientQuotaRecord) -> None:
+        entity = quota_entity((e.entity_type, e.entity_name) for e in rec.entity)
+        self._quotas.setdefault(entity, {})[rec.key] = None if rec.remove else rec.value
 
     # -- brokers -----------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from kafkapy.metadata.client_quotas import ClientQuotasImage
 from kafkapy.metadata.pmap import EMPTY_SHARDED, ShardedMap
 from kafkapy.metadata.records import (
     BrokerEndpoint,
@@ -342,6 +343,7 @@ class MetadataImage:
     configs: ConfigurationsImage = field(default_factory=ConfigurationsImage)
     producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
     links: LinksImage = field(default_factory=LinksImage)
+    client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
 
     @classmethod
     def empty(cls, cluster_id: str = "") -> "MetadataImage":

@@ -230,6 +230,28 @@ class FeatureLevelRecord(MetadataRecord):
     version: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class QuotaEntityData:
+    """One component of a client quota entity (ClientQuotaRecord.Entity): ``entity_name`` None
+    is the default of ``entity_type``."""
+
+    entity_type: str
+    entity_name: str | None
+
+
+@_register(14, 0)
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord(MetadataRecord):
+    """One quota key of one client quota entity was set to ``value``, or removed (``remove``)."""
+
+    entity: tuple[QuotaEntityData, ...]
+    key: str
+    value: float = 0.0
+    remove: bool = False
+    version: int = 0
+    _NESTED: ClassVar[dict[str, type]] = {"entity": QuotaEntityData}
+
+
 @_register(15, 0)
 @dataclass(frozen=True, slots=True)
 class ProducerIdsRecord(MetadataRecord):
@@ -410,10 +432,10 @@ class MetadataRecordCodec:
 
 __all__ = [
     "ALL_RECORD_TYPES", "BrokerEndpoint", "BrokerFeature", "BrokerRegistrationChangeRecord",
-    "ClearElrRecord", "ClusterLinkRecord", "ConfigRecord", "FeatureLevelRecord",
+    "ClearElrRecord", "ClientQuotaRecord", "ClusterLinkRecord", "ConfigRecord", "FeatureLevelRecord",
     "FenceBrokerRecord", "LinkConfig", "MetadataRecord", "MetadataRecordCodec",
     "MirrorTopicRecord", "NoOpRecord", "PartitionChangeRecord", "PartitionRecord",
-    "ProducerIdsRecord", "RegisterBrokerRecord", "RemoveClusterLinkRecord", "RemoveTopicRecord",
+    "ProducerIdsRecord", "QuotaEntityData", "RegisterBrokerRecord", "RemoveClusterLinkRecord", "RemoveTopicRecord",
     "TopicRecord", "UnfenceBrokerRecord", "UnregisterBrokerRecord",
     "ZERO_UUID", "decode_record", "encode_record", "encode_records", "record_type",
 ]

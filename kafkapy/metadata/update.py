@@ -29,6 +29,7 @@ class MetadataUpdate:
     settings differ. ``changed_brokers``: registrations added, changed or removed.
     ``links_changed``: a cluster link or mirror topic was created, changed or removed (a replayed
     MirrorTopicRecord also puts every partition of its topic in ``changed_partitions``).
+    ``client_quotas_changed``: a client quota was set or removed.
     """
 
     previous: MetadataImage
@@ -42,6 +43,7 @@ class MetadataUpdate:
     features_changed: bool = False
     producer_ids_changed: bool = False
     links_changed: bool = False
+    client_quotas_changed: bool = False
 
     @classmethod
     def whole(cls, image: MetadataImage, previous: MetadataImage | None = None) -> "MetadataUpdate":
@@ -62,7 +64,8 @@ class MetadataUpdate:
         """Nothing but the offset moved (NoOp records, heartbeats that changed nothing)."""
         return not (self.full or self.changed_partitions or self.deleted_topics
                     or self.changed_configs or self.changed_brokers or self.features_changed
-                    or self.producer_ids_changed or self.links_changed)
+                    or self.producer_ids_changed or self.links_changed
+                    or self.client_quotas_changed)
 
 
 __all__ = ["MetadataUpdate"]
