@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from kafkapy.controller.client_quota_control import ClientQuotaControlManager
 from kafkapy.controller.cluster_control import ClusterControlManager
 from kafkapy.controller.configuration_control import ConfigurationControlManager
 from kafkapy.controller.control_manager import ControlManager, ReplayRegistry
@@ -19,6 +20,7 @@ from kafkapy.metadata.records import (
     ALL_RECORD_TYPES,
     BrokerRegistrationChangeRecord,
     ClearElrRecord,
+    ClientQuotaRecord,
     ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
@@ -52,6 +54,7 @@ OWNERS = {
     FeatureLevelRecord: FeatureControlManager,
     ClusterLinkRecord: ClusterLinkControlManager, RemoveClusterLinkRecord: ClusterLinkControlManager,
     MirrorTopicRecord: ClusterLinkControlManager,
+    ClientQuotaRecord: ClientQuotaControlManager,
 }
 
 
