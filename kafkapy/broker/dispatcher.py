@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from kafkapy.broker.context import BrokerContext, client_address, request_listener
 from kafkapy.broker.features import api_versions_feature_fields
 from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
+from kafkapy.broker.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from kafkapy.broker.handlers.cluster import (
     handle_describe_cluster,
     handle_describe_quorum,
@@ -106,6 +107,9 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.DESCRIBE_ACLS, 1, 3, handle_describe_acls),
     (ApiKey.CREATE_ACLS, 1, 3, handle_create_acls),
     (ApiKey.DELETE_ACLS, 1, 3, handle_delete_acls),
+    # Client quotas: described from the image, altered by the controller (forwarded).
+    (ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, handle_describe_client_quotas),
+    (ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, handle_alter_client_quotas),
     # Consumer groups (classic protocol) and committed offsets.
     (ApiKey.OFFSET_COMMIT, 2, 9, handle_offset_commit),
     (ApiKey.OFFSET_FETCH, 1, 9, handle_offset_fetch),
@@ -146,7 +150,7 @@ FORWARDED_TO_CONTROLLER = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
     ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.CREATE_CLUSTER_LINKS, ApiKey.DELETE_CLUSTER_LINKS,
-    ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS,
+    ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS, ApiKey.ALTER_CLIENT_QUOTAS,
 })
 
 #: Of those, the ones whose broker handler runs first and forwards itself: a config change of one
