@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kafkapy.broker.client_quotas import ClientQuotas
 from kafkapy.broker.edges import GroupService, LinkService, ProducerIds, RemoteLog, TopicStats, TransactionService
 from kafkapy.broker.fetch_session import FetchSessionCache
 from kafkapy.broker.replica_manager import ReplicaManager
@@ -73,6 +74,9 @@ class BrokerContext:
     # The cluster links this broker runs (kafkapy.link.manager), None where none run (the
     # controller's admin context, tests).
     links: LinkService | None = None
+    # Client quotas (produce/fetch byte rates) and their rate sensors; None: nothing throttled
+    # (the controller's admin context, tests).
+    client_quotas: ClientQuotas | None = None
 
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised

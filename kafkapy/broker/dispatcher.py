@@ -70,6 +70,7 @@ from kafkapy.broker.handlers.transactions import (
     handle_list_transactions,
 )
 from kafkapy.broker.handlers.txn_markers import handle_write_txn_markers
+from kafkapy.broker.request_throttle import close_throttle, open_throttle
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import KafkaError
@@ -184,12 +185,16 @@ class BrokerDispatcher:
         handler = self._handlers[request.api_key]
         client_address.set(getattr(conn, "peer", None))
         request_listener.set(getattr(conn, "listener", None))
+        session = getattr(conn, "session", None)
+        throttle = open_throttle(self.ctx.client_quotas, self.ctx.image().client_quotas, request,
+                                 session.principal.name if session is not None else "ANONYMOUS",
+                                 self.ctx.clock.now_ms())
         try:
             if (request.api_key in FORWARDED_TO_CONTROLLER and request.api_key not in FORWARDED_BY_HANDLER
                     and self.ctx.controller_request is not None):
                 forwarded: object = await self.ctx.controller_request(request.body, request.api_version)
                 return forwarded
-            return await handler(self.ctx, request)
+            return await close_throttle(throttle, request, await handler(self.ctx, request))
         except KafkaError as exc:
             # Handlers turn expected failures into per-entry codes; one escaping here is a
             # request-level failure, answered with the request's error response by the edge.

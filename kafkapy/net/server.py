@@ -390,6 +390,9 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                         log.exception("Reply.on_done failed on connection %s", info.connection_id)
             if reply.close:
                 return
+            if reply.mute_ms > 0:
+                # Muted for a client quota's throttle time: the next request waits unread.
+                await trio.sleep(reply.mute_ms / 1000.0)
             # Drop the request and reply now rather than when the next request arrives: an idle
             # connection must not pin a 100 MB request frame for minutes.
             del event, reply, parts

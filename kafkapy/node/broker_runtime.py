@@ -27,6 +27,7 @@ from typing import Any
 
 import trio
 
+from kafkapy.broker.client_quotas import ClientQuotas
 from kafkapy.broker.config_view import BrokerLayers
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BrokerDispatcher
@@ -159,6 +160,8 @@ class BrokerRuntime(Runtime):
             producer_ids=producer_ids, groups=self.groups,
             remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
             txn_verifier=self.txn_verifier, links=self.links,
+            client_quotas=ClientQuotas(samples=config.get_int("quota.window.num"),
+                                       window_seconds=config.get_int("quota.window.size.seconds")),
         )
         self._dir_ids = self._directory_ids()
         self.lifecycle = BrokerLifecycleManager(
