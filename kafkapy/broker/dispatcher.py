@@ -71,6 +71,7 @@ from kafkapy.broker.handlers.transactions import (
 )
 from kafkapy.broker.handlers.txn_markers import handle_write_txn_markers
 from kafkapy.broker.request_throttle import close_throttle, open_throttle
+from kafkapy.broker.request_time import RequestTimeMeter
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import KafkaError
@@ -172,6 +173,8 @@ class BrokerDispatcher:
         self._handlers: dict[int, Handler] = {}
         self.versions = ApiVersionsTable()
         self.versions.register(ApiKey.API_VERSIONS, *API_VERSIONS_RANGE)
+        # Event-loop time per request, for request_percentage quotas (installed on first use).
+        self._request_time = RequestTimeMeter()
         for key, lo, hi, handler in apis:
             self.versions.register(key, lo, hi)
             self._handlers[key] = handler
@@ -188,16 +191,20 @@ class BrokerDispatcher:
         session = getattr(conn, "session", None)
         throttle = open_throttle(self.ctx.client_quotas, self.ctx.image().client_quotas, request,
                                  session.principal.name if session is not None else "ANONYMOUS",
-                                 self.ctx.clock.now_ms())
+                                 self.ctx.clock.now_ms(), self._request_time)
         try:
             if (request.api_key in FORWARDED_TO_CONTROLLER and request.api_key not in FORWARDED_BY_HANDLER
                     and self.ctx.controller_request is not None):
                 forwarded: object = await self.ctx.controller_request(request.body, request.api_version)
                 return forwarded
-            return await close_throttle(throttle, request, await handler(self.ctx, request))
+            result = await handler(self.ctx, request)
+            return await close_throttle(throttle, request, result, self.ctx.clock.now_ms())
         except KafkaError as exc:
             # Handlers turn expected failures into per-entry codes; one escaping here is a
             # request-level failure, answered with the request's error response by the edge.
             log.warning("%s v%d from %s failed: %s", ApiKey.name_of(request.api_key), request.api_version,
                         request.client_id, exc)
             raise
+        finally:
+            if throttle is not None:
+                throttle.abandon()  # (a no-op once closed)

@@ -151,3 +151,15 @@ def test_invalid_quotas_are_refused_with_kafkas_message(node) -> None:
                        capture_output=True, timeout=120, text=True)
     assert p.returncode != 0
     assert "producer_byte_rate cannot be a fractional value." in p.stdout + p.stderr
+
+
+def test_request_percentage_throttles_a_busy_client(node) -> None:
+    topic = make_topic(node, unique_name("rquota"), partitions=1)
+    client = unique_name("qr")
+    # 0.01% of the event loop: any real work is over it.
+    configs(node, "--entity-type", "clients", "--entity-name", client, "--alter",
+            "--add-config", "request_percentage=0.01")
+    _, throttles = produce_for(node, topic, client, 2.0)
+    assert throttles and max(throttles) > 0
+    # Kafka caps a request-quota throttle at one window (quota.window.size.seconds).
+    assert max(throttles) <= 1000

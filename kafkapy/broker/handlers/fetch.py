@@ -141,12 +141,14 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
 
 
 def _over_quota(ctx: BrokerContext, throttle: RequestThrottle, size: int) -> bool:
-    """Record a response of ``size`` bytes against the consumer's quota; True (and taken back)
-    when it would go over it."""
+    """Record a response of ``size`` bytes against the consumer's quota and the request's time
+    against its request quota; True (and the bytes taken back) when either is over."""
     fetch, now_ms = throttle.quotas.fetch, ctx.clock.now_ms()
+    throttle.settle_request_time(now_ms)
     ms = fetch.record_and_throttle(throttle.user, throttle.client_id, size, now_ms)
-    if ms <= 0:
+    if ms <= 0 and throttle.throttle_ms <= 0:
         return False
+    # Over either quota: an empty answer, and the bytes not sent do not count (Kafka's).
     fetch.unrecord(throttle.user, throttle.client_id, size, now_ms)
     throttle.add(ms)
     return True

@@ -152,7 +152,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
         await _await_replication(ctx, waiting, body.timeout_ms)
     try:
         frame = produce_response_frame(request, topics_out, node_endpoints=hints.endpoints,
-                                       throttle_time_ms=produce_throttle_ms())
+                                       throttle_time_ms=produce_throttle_ms(ctx.clock.now_ms()))
     except Exception:
         if not appended:
             raise
