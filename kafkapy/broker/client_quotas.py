@@ -79,6 +79,8 @@ class ClientQuotaManager:
         # (user tag, client-id tag) -> [sensor, last use]
         self._sensors: dict[tuple[str, str], tuple[SampledRate, list[int]]] = {}
         self._last_expiry_ms = 0
+        # Per sensor: [times throttled, total throttle ms] (Kafka's throttle-time metric).
+        self._throttled: dict[tuple[str, str], list[int]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -167,6 +169,9 @@ class ClientQuotaManager:
         throttle = kafka_round((observed - limit) / limit * rate.window_size(now_ms))
         if self.max_throttle_ms is not None:
             throttle = min(throttle, self.max_throttle_ms)
+        counts = self._throttled.setdefault(tags, [0, 0])
+        counts[0] += 1
+        counts[1] += throttle
         return throttle
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
@@ -190,6 +195,12 @@ class ClientQuotaManager:
         entry = self._sensors.get(tags)
         return 0.0 if entry is None else entry[0].measure(now_ms)
 
+    def usage(self, now_ms: int) -> list[tuple[str, str, float, int, int]]:
+        """Per sensor (user tag, client-id tag): its rate now, how often it was throttled and
+        for how many ms in all; for metrics."""
+        return [(user, client, entry[0].measure(now_ms), *self._throttled.get((user, client), (0, 0)))
+                for (user, client), entry in sorted(self._sensors.items())]
+
     def _sensor(self, tags: tuple[str, str], now_ms: int) -> SampledRate:
         entry = self._sensors.get(tags)
         if entry is None:
@@ -206,6 +217,7 @@ class ClientQuotaManager:
                  if now_ms - used[0] >= INACTIVE_SENSOR_EXPIRY_MS]
         for t in stale:
             del self._sensors[t]
+            self._throttled.pop(t, None)
 
 
 def _part(parts: Mapping[str, str | None], entity_type: str) -> str | None:
