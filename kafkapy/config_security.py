@@ -18,4 +18,8 @@ SECURITY_CONFIGS: dict[str, ConfigDef] = config_defs(
               "The number of samples to retain in memory for client quotas", at_least(1)),
     ConfigDef("quota.window.size.seconds", T.INT, "1",
               "The time span of each sample for client quotas", at_least(1)),
+    ConfigDef("controller.quota.window.num", T.INT, "11",
+              "The number of samples to retain in memory for controller mutation quotas", at_least(1)),
+    ConfigDef("controller.quota.window.size.seconds", T.INT, "1",
+              "The time span of each sample for controller mutations quotas", at_least(1)),
 )

@@ -35,14 +35,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from kafkapy.broker.quota_rate import SampledRate
-from kafkapy.metadata.client_quotas import (
-    CLIENT_ID,
-    CONSUMER_BYTE_RATE,
-    PRODUCER_BYTE_RATE,
-    REQUEST_PERCENTAGE,
-    USER,
-    ClientQuotasImage,
-)
+from kafkapy.metadata.client_quotas import CLIENT_ID, USER, ClientQuotasImage
 
 #: Kafka's quota.window.num and quota.window.size.seconds defaults.
 DEFAULT_SAMPLES: Final = 11
@@ -227,29 +220,4 @@ def _part(parts: Mapping[str, str | None], entity_type: str) -> str | None:
     return _DEFAULT if name is None else name
 
 
-class ClientQuotas:
-    """The broker's client quota managers, kept in step with the metadata image."""
-
-    def __init__(self, *, samples: int = DEFAULT_SAMPLES,
-                 window_seconds: int = DEFAULT_WINDOW_SECONDS) -> None:
-        self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, samples=samples,
-                                          window_seconds=window_seconds)
-        self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, samples=samples,
-                                        window_seconds=window_seconds)
-        # Kafka caps a request-quota throttle at one window.
-        self.request = ClientQuotaManager(REQUEST_PERCENTAGE, samples=samples,
-                                          window_seconds=window_seconds,
-                                          max_throttle_ms=window_seconds * 1000)
-        self._seen: ClientQuotasImage | None = None
-
-    def refresh(self, quotas: ClientQuotasImage) -> None:
-        """Follow the image's quotas (cheap when they have not changed: images share them)."""
-        if quotas is self._seen:
-            return
-        for manager in (self.produce, self.fetch, self.request):
-            manager.update(quotas)
-        self._seen = quotas
-
-
-__all__ = ["ClientQuotaManager", "ClientQuotas", "DEFAULT_SAMPLES", "DEFAULT_WINDOW_SECONDS",
-           "kafka_round"]
+__all__ = ["ClientQuotaManager", "DEFAULT_SAMPLES", "DEFAULT_WINDOW_SECONDS", "kafka_round"]

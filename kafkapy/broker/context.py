@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafkapy.broker.client_quotas import ClientQuotas
 from kafkapy.broker.edges import GroupService, LinkService, ProducerIds, RemoteLog, TopicStats, TransactionService
 from kafkapy.broker.fetch_session import FetchSessionCache
+from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener

@@ -70,7 +70,7 @@ from kafkapy.broker.handlers.transactions import (
     handle_list_transactions,
 )
 from kafkapy.broker.handlers.txn_markers import handle_write_txn_markers
-from kafkapy.broker.request_throttle import close_throttle, open_throttle
+from kafkapy.broker.request_throttle import close_throttle, gate_request, open_throttle
 from kafkapy.broker.request_time import RequestTimeMeter
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
@@ -193,10 +193,12 @@ class BrokerDispatcher:
                                  session.principal.name if session is not None else "ANONYMOUS",
                                  self.ctx.clock.now_ms(), self._request_time)
         try:
+            request = gate_request(throttle, request, self.ctx.image,
+                                   lambda: self.ctx.config.get_int("num.partitions"), self.ctx.clock.now_ms)
             if (request.api_key in FORWARDED_TO_CONTROLLER and request.api_key not in FORWARDED_BY_HANDLER
                     and self.ctx.controller_request is not None):
                 forwarded: object = await self.ctx.controller_request(request.body, request.api_version)
-                return forwarded
+                return await close_throttle(throttle, request, forwarded, self.ctx.clock.now_ms())
             result = await handler(self.ctx, request)
             return await close_throttle(throttle, request, result, self.ctx.clock.now_ms())
         except KafkaError as exc:

@@ -16,6 +16,8 @@ muted too.
 * Every request but a follower's fetch and the brokers' own (WriteTxnMarkers) counts its
   event-loop time against ``request_percentage`` (``broker.request_time``); the longest of the
   throttle times applies, as in Kafka.
+* CreateTopics, DeleteTopics and CreatePartitions take ``controller_mutation_rate`` permits per
+  partition (``broker.mutation_gate``).
 
 The dispatcher opens a ``RequestThrottle`` for each request and puts it in ``current_throttle``;
 handlers that throttle on what they produce (Fetch) add to it; the dispatcher turns it into the
@@ -25,13 +27,16 @@ response's throttle time and the reply's mute.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import trio
 
-from kafkapy.broker.client_quotas import ClientQuotas
+from kafkapy.broker.mutation_gate import STRICT_FROM, MutationGate, gate_mutations
+from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.request_time import RequestTimeMeter, nanos_to_percent
+from kafkapy.metadata.image import MetadataImage
 from kafkapy.protocol.apis import ApiKey
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.events import Reply
@@ -68,6 +73,8 @@ class RequestThrottle:
     throttle_ms: int = 0
     # Measuring this request's event-loop time for the request quota (None: not counted).
     meter: RequestTimeMeter | None = None
+    # The controller mutation quota's decisions (CreateTopics, DeleteTopics, CreatePartitions).
+    gate: MutationGate | None = None
 
     def add(self, throttle_ms: int) -> None:
         """Kafka answers with the longest of the quotas' throttle times."""
@@ -108,7 +115,9 @@ def open_throttle(quotas: ClientQuotas | None, quota_image: Any, request: Reques
         and not _follower_fetch(request)
     bytes_quota = quotas.produce if key == ApiKey.PRODUCE else quotas.fetch if key == ApiKey.FETCH \
         else None
-    if not timed and (bytes_quota is None or not bytes_quota.enabled or _follower_fetch(request)):
+    mutating = key in STRICT_FROM and quotas.controller_mutation.enabled
+    if not timed and not mutating and (bytes_quota is None or not bytes_quota.enabled
+                                       or _follower_fetch(request)):
         current_throttle.set(None)
         return None
     throttle = RequestThrottle(quotas, user, request.client_id or "")
@@ -122,6 +131,20 @@ def open_throttle(quotas: ClientQuotas | None, quota_image: Any, request: Reques
                                                         now_ms))
     current_throttle.set(throttle)
     return throttle
+
+
+def gate_request(throttle: RequestThrottle | None, request: Request, image: Callable[[], MetadataImage],
+                 default_partitions: Callable[[], int], now_ms: Callable[[], int]) -> Request:
+    """The request to run once the controller mutation quota has had its say: without the
+    topics it refused (``mutation_gate``); ``request`` itself for every other request. (The
+    arguments are read only for the requests the quota applies to.)"""
+    if throttle is None or request.api_key not in STRICT_FROM:
+        return request
+    gated, throttle.gate = gate_mutations(throttle.quotas, image(), default_partitions(), request,
+                                          throttle.user, throttle.client_id, now_ms())
+    if throttle.gate is not None:
+        throttle.add(throttle.gate.throttle_ms)
+    return gated
 
 
 def _follower_fetch(request: Request) -> bool:
@@ -150,6 +173,9 @@ async def close_throttle(throttle: RequestThrottle | None, request: Request, res
     current_throttle.set(None)
     if throttle is None:
         return result
+    if throttle.gate is not None and result is not None and not isinstance(result, Reply):
+        result = throttle.gate.merge(result, throttle.quotas, throttle.user, throttle.client_id,
+                                     now_ms)
     throttle.settle_request_time(now_ms)
     if throttle.throttle_ms <= 0:
         return result
@@ -171,4 +197,4 @@ async def close_throttle(throttle: RequestThrottle | None, request: Request, res
 
 
 __all__ = ["CLIENT_THROTTLES_FROM", "RequestThrottle", "close_throttle", "current_throttle",
-           "open_throttle", "produce_throttle_ms"]
+           "gate_request", "open_throttle", "produce_throttle_ms"]

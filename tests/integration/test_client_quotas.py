@@ -163,3 +163,30 @@ def test_request_percentage_throttles_a_busy_client(node) -> None:
     assert throttles and max(throttles) > 0
     # Kafka caps a request-quota throttle at one window (quota.window.size.seconds).
     assert max(throttles) <= 1000
+
+
+def test_controller_mutation_rate_refuses_topics_over_it(node) -> None:
+    import trio
+
+    from kafkapy.net.client import KafkaClient
+    from kafkapy.protocol import messages as m
+
+    client_id = unique_name("qm")
+    configs(node, "--entity-type", "clients", "--entity-name", client_id, "--alter",
+            "--add-config", "controller_mutation_rate=1")
+    a, b = unique_name("mut"), unique_name("mut")
+    C = m.CreateTopicsRequest
+    body = C(timeout_ms=30000, validate_only=False, topics=[
+        C.CreatableTopic(name=n, num_partitions=p, replication_factor=1, assignments=[], configs=[])
+        for n, p in ((a, 20), (b, 1))])
+
+    async def main():
+        with trio.fail_after(60):
+            async with await KafkaClient.connect(node.host, node.port, client_id=client_id) as client:
+                return await client.send(body, 7)
+    resp = trio.run(main)
+    # 1 permit/s with an 11 s burst: the first topic's 20 partitions go through (the bucket ends
+    # about 9 below zero), the second is refused, strictly (CreateTopics v7), until it refills.
+    assert [(t.name, t.error_code) for t in resp.topics] == [(a, 0), (b, 89)]
+    assert resp.topics[1].error_message == "The throttling quota has been exceeded."
+    assert 8000 <= resp.throttle_time_ms <= 9000

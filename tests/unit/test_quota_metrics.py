@@ -6,7 +6,7 @@ from types import MappingProxyType, SimpleNamespace
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from kafkapy.broker.client_quotas import ClientQuotas
+from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.metadata.client_quotas import ClientQuotasImage
 from kafkapy.metrics.quotas import ClientQuotaCollector
 

@@ -8,7 +8,8 @@ from types import MappingProxyType
 
 import pytest
 
-from kafkapy.broker.client_quotas import ClientQuotaManager, ClientQuotas, kafka_round
+from kafkapy.broker.client_quotas import ClientQuotaManager, kafka_round
+from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.quota_rate import SampledRate
 from kafkapy.metadata.client_quotas import ClientQuotasImage, quota_entity
 

@@ -10,7 +10,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from kafkapy.broker.client_quotas import ClientQuotas
+from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.request_throttle import close_throttle, current_throttle, open_throttle
 from kafkapy.broker.request_time import RequestTimeMeter
 from kafkapy.metadata.client_quotas import ClientQuotasImage
