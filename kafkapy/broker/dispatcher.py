@@ -179,6 +179,15 @@ class BrokerDispatcher:
             self.versions.register(key, lo, hi)
             self._handlers[key] = handler
 
+    def admit_connection(self, peer: tuple[object, ...] | None) -> float:
+        """Seconds after which to close a new connection from ``peer`` unserved (its address
+        is over its ``connection_creation_rate`` quota); 0 to serve it."""
+        quotas = self.ctx.client_quotas
+        if quotas is None or not peer:
+            return 0.0
+        quotas.refresh(self.ctx.image().client_quotas)
+        return quotas.connections.on_accept(str(peer[0]), self.ctx.clock.now_ms()) / 1000.0
+
     async def handle(self, request: Request, conn: object) -> object | None:
         if request.api_key == ApiKey.API_VERSIONS:
             features = api_versions_feature_fields(self.ctx.image(), request.api_version) \

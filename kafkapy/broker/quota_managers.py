@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafkapy.broker.client_quotas import DEFAULT_SAMPLES, DEFAULT_WINDOW_SECONDS, ClientQuotaManager
+from kafkapy.broker.connection_quotas import IpConnectionQuotas
 from kafkapy.broker.mutation_quota import ControllerMutationQuotaManager
 from kafkapy.metadata.client_quotas import (
     CONSUMER_BYTE_RATE,
@@ -13,7 +14,7 @@ from kafkapy.metadata.client_quotas import (
 
 
 class ClientQuotas:
-    """Produce, Fetch, Request and controller mutation quotas of one broker."""
+    """Produce, Fetch, Request, controller mutation and connection creation quotas of one broker."""
 
     def __init__(self, *, samples: int = DEFAULT_SAMPLES, window_seconds: int = DEFAULT_WINDOW_SECONDS,
                  controller_samples: int = DEFAULT_SAMPLES,
@@ -28,13 +29,15 @@ class ClientQuotas:
                                           max_throttle_ms=window_seconds * 1000)
         self.controller_mutation = ControllerMutationQuotaManager(
             samples=controller_samples, window_seconds=controller_window_seconds)
+        self.connections = IpConnectionQuotas(samples=samples, window_seconds=window_seconds)
         self._seen: ClientQuotasImage | None = None
 
     def refresh(self, quotas: ClientQuotasImage) -> None:
         """Follow the image's quotas (cheap when they have not changed: images share them)."""
         if quotas is self._seen:
             return
-        for manager in (self.produce, self.fetch, self.request, self.controller_mutation):
+        for manager in (self.produce, self.fetch, self.request, self.controller_mutation,
+                        self.connections):
             manager.update(quotas)
         self._seen = quotas
 

@@ -461,7 +461,8 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
     ``supported`` defaults to ``dispatcher.versions`` (or ``dispatcher.supported``). Reports the
     bound port through ``task_status`` (``port = await nursery.start(serve, d, "127.0.0.1", 0)``).
     ``on_connection`` is called with +1 when a connection is accepted and -1 when it ends
-    (connection metrics).
+    (connection metrics). A dispatcher with ``admit_connection(peer) -> seconds`` may refuse a
+    new connection: it is closed unserved after that many seconds (connection quotas).
     """
     if supported is None:
         supported = getattr(dispatcher, "versions", None)
@@ -474,6 +475,7 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
     except OSError as exc:
         raise ListenError(listener_name, host, port, exc) from None
     counter = itertools.count()
+    admit: Callable[[tuple[Any, ...] | None], float] | None = getattr(dispatcher, "admit_connection", None)
 
     async def handler(stream: trio.SocketStream) -> None:
         sock = stream.socket
@@ -485,6 +487,14 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
         except OSError:
             pass
         local, peer = _addr(sock, False), _addr(sock, True)
+        delay = admit(peer) if admit is not None else 0.0
+        if delay > 0:
+            # Over its address's connection creation rate: closed unserved, after the throttle
+            # time, as Kafka's acceptor does.
+            log.debug("Closing connection from %s in %.3f s (connection rate quota)", _fmt(peer), delay)
+            await trio.sleep(delay)
+            await trio.aclose_forcefully(stream)
+            return
         info = ConnectionInfo(f"{_fmt(local)}-{_fmt(peer)}-{next(counter)}", listener_name, peer,
                               local)
         log.debug("Accepted connection %s", info.connection_id)

@@ -191,3 +191,31 @@ def test_controller_mutation_rate_refuses_topics_over_it(node) -> None:
     assert [(t.name, t.error_code) for t in resp.topics] == [(a, 0), (b, 89)]
     assert resp.topics[1].error_message == "The throttling quota has been exceeded."
     assert 8000 <= resp.throttle_time_ms <= 9000
+
+
+def test_connection_creation_rate_closes_connections_over_it(node) -> None:
+    import trio
+
+    from kafkapy.net.client import KafkaClient
+
+    configs(node, "--entity-type", "ips", "--entity-name", "127.0.0.1", "--alter",
+            "--add-config", "connection_creation_rate=2")
+    assert "connection_creation_rate=2.0" in configs(node, "--entity-type", "ips", "--entity-name",
+                                                     "127.0.0.1", "--describe")
+
+    async def attempt() -> bool:
+        try:
+            with trio.fail_after(10):
+                client = await KafkaClient.connect(node.host, node.port, client_id="conn-rate")
+                await client.aclose()
+                return True
+        except Exception:
+            return False
+
+    async def main() -> list[bool]:
+        return [await attempt() for _ in range(40)]
+    served = trio.run(main)
+    # 2 per second, measured over at least 10 s: about 20 of a quick burst of 40 are served.
+    assert 5 <= sum(served) <= 30 and not all(served), served
+    configs(node, "--entity-type", "ips", "--entity-name", "127.0.0.1", "--alter",
+            "--delete-config", "connection_creation_rate")

@@ -61,3 +61,38 @@ def test_response_goes_out_at_once_and_the_next_request_waits_out_the_mute() -> 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert received_at[0] == d.handled_at[0]            # the throttled response was not held back
     assert d.handled_at[1] - d.handled_at[0] >= 2.5      # the next request waited out the mute
+
+
+class RefusingDispatcher(MutingDispatcher):
+    def __init__(self) -> None:
+        super().__init__(mute_ms=0)
+        self.asked: list[object] = []
+
+    def admit_connection(self, peer: object) -> float:
+        self.asked.append(peer)
+        return 0.01
+
+
+def test_a_refused_connection_is_closed_unserved() -> None:
+    from functools import partial
+
+    from kafkapy.net.server import serve
+
+    d = RefusingDispatcher()
+
+    async def main() -> bytes:
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                port = await nursery.start(partial(serve, d, "127.0.0.1", 0))
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                await stream.send_all(frame(1))
+                try:
+                    got = await stream.receive_some(1024)
+                except trio.BrokenResourceError:
+                    got = b""  # reset: closed with our request unread
+                await stream.aclose()
+                nursery.cancel_scope.cancel()
+                return got
+
+    assert trio.run(main) == b""
+    assert d.handled_at == [] and len(d.asked) == 1
