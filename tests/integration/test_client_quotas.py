@@ -219,3 +219,23 @@ def test_connection_creation_rate_closes_connections_over_it(node) -> None:
     assert 5 <= sum(served) <= 30 and not all(served), served
     configs(node, "--entity-type", "ips", "--entity-name", "127.0.0.1", "--alter",
             "--delete-config", "connection_creation_rate")
+
+
+def test_the_java_producer_sees_the_throttle(node) -> None:
+    import re
+
+    topic = make_topic(node, unique_name("jquota"), partitions=1)
+    client = unique_name("qj")
+    configs(node, "--entity-type", "clients", "--entity-name", client, "--alter",
+            "--add-config", "producer_byte_rate=40960")
+    # 800 kB at once: twice what the quota allows in its first 10 s window.
+    p = subprocess.run(java_command(
+        "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", "800",
+        "--record-size", "1000", "--throughput", "-1", "--print-metrics", "--producer-props",
+        f"bootstrap.servers={node.bootstrap}", f"client.id={client}", "acks=1"),
+        capture_output=True, timeout=180, text=True)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    found = re.search(r"producer-metrics:produce-throttle-time-max:\{client-id=[^}]*\}\s*:\s*([0-9.]+)",
+                      p.stdout)
+    assert found is not None, p.stdout[-3000:]
+    assert float(found.group(1)) > 0
