@@ -87,4 +87,13 @@ SECURITY_CONFIGS: dict[str, ConfigDef] = config_defs(
     ConfigDef("sasl.oauthbearer.scope.claim.name", T.STRING, "scope", "The claim of a token's scope."),
     ConfigDef("sasl.oauthbearer.clock.skew.seconds", T.INT, "30",
               "The clock difference allowed when checking a token's times.", at_least(0)),
+    # -- quotas --
+    ConfigDef("quota.window.num", T.INT, "11",
+              "The number of samples to retain in memory for client quotas", at_least(1)),
+    ConfigDef("quota.window.size.seconds", T.INT, "1",
+              "The time span of each sample for client quotas", at_least(1)),
+    ConfigDef("controller.quota.window.num", T.INT, "11",
+              "The number of samples to retain in memory for controller mutation quotas", at_least(1)),
+    ConfigDef("controller.quota.window.size.seconds", T.INT, "1",
+              "The time span of each sample for controller mutations quotas", at_least(1)),
 )

@@ -4,7 +4,12 @@
 #                                                    --performance producer leaves behind for
 #                                                    the consumer modes)
 #   list-tests <file.py>...                          test function ids of files we do not run
+#   quota <bootstrap> <client-id> <key=value,...>    a client quota, set with Apache Kafka's
+#                                                    kafka-configs as upstream's README does
+#                                                    before --throttle
 import ast
+import os
+import subprocess
 import sys
 
 
@@ -39,6 +44,14 @@ def seed(bootstrap, topic, count):
         raise SystemExit('seed: %d undelivered, %d failed (%s)' % (left, len(failed), failed[:1]))
 
 
+def quota(bootstrap, client_id, configs):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+    from kafkapy.testing.apache_kafka import java_command
+    subprocess.run(java_command('org.apache.kafka.tools.ConfigCommand', '--bootstrap-server', bootstrap,
+                                '--alter', '--entity-type', 'clients', '--entity-name', client_id,
+                                '--add-config', configs), check=True, timeout=110)
+
+
 def list_tests(paths):
     for path in paths:
         with open(path, encoding='utf-8') as f:
@@ -54,6 +67,8 @@ if __name__ == '__main__':
         create_topic(*args)
     elif cmd == 'seed':
         seed(*args)
+    elif cmd == 'quota':
+        quota(*args)
     elif cmd == 'list-tests':
         list_tests(args)
     else:

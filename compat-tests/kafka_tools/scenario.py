@@ -163,6 +163,24 @@ def _steps() -> list[Step]:
                                                                          "--alter", "--delete-config", "log.retention.ms")))
     add(Step("configs-cluster-default-describe-after-delete", "kafka-configs",
              configs("--entity-type", "brokers", "--entity-default", "--describe"), settle=1.0))
+    # -- client quotas (DescribeClientQuotas / AlterClientQuotas) ------------------------------------
+    add(Step("quotas-client-alter", "kafka-configs", configs("--entity-type", "clients", "--entity-name", "tools-client",
+                                                              "--alter", "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152")))
+    add(Step("quotas-user-client-default-alter", "kafka-configs", configs(
+        "--entity-type", "users", "--entity-name", "tools-user", "--entity-type", "clients", "--entity-default",
+        "--alter", "--add-config", "request_percentage=50")))
+    add(Step("quotas-client-describe", "kafka-configs", configs("--entity-type", "clients", "--entity-name", "tools-client",
+                                                                 "--describe"), settle=1.0))
+    add(Step("quotas-clients-describe-all", "kafka-configs", configs("--entity-type", "clients", "--describe"), settle=1.0))
+    add(Step("quotas-client-invalid", "kafka-configs", configs("--entity-type", "clients", "--entity-name", "tools-client",
+                                                                "--alter", "--add-config", "producer_byte_rate=1.5")))
+    add(Step("quotas-client-delete", "kafka-configs", configs("--entity-type", "clients", "--entity-name", "tools-client",
+                                                               "--alter", "--delete-config", "consumer_byte_rate")))
+    add(Step("quotas-user-client-describe", "kafka-configs", configs(
+        "--entity-type", "users", "--entity-name", "tools-user", "--entity-type", "clients", "--entity-default",
+        "--describe"), settle=1.0))
+    add(Step("quotas-client-describe-after-delete", "kafka-configs",
+             configs("--entity-type", "clients", "--entity-name", "tools-client", "--describe"), settle=1.0))
     # -- produce and consume -------------------------------------------------------------------------
     add(Step("console-producer", "kafka-console-producer", lambda c: [*bs(c), "--topic", TOPIC_B],
              stdin="".join(f"line-{i}\n" for i in range(MESSAGES))))

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from kafkapy.broker.authorization import BrokerAuthorizer, request_host, request_principal
 from kafkapy.broker.edges import GroupService, LinkService, ProducerIds, RemoteLog, TopicStats, TransactionService
 from kafkapy.broker.fetch_session import FetchSessionCache
+from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
@@ -110,6 +111,9 @@ class BrokerContext:
             return await self.controller_request(body, version)
         caller = (request_principal.get(), request_host(client_address.get()))
         return await self.controller_request(body, version, caller=caller)
+    # Client quotas (produce/fetch byte rates) and their rate sensors; None: nothing throttled
+    # (the controller's admin context, tests).
+    client_quotas: ClientQuotas | None = None
 
     def listener_name(self) -> str:
         """The name of the listener the current request arrived on (the first advertised

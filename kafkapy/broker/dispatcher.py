@@ -14,6 +14,7 @@ from kafkapy.broker.authorization import request_principal
 from kafkapy.broker.context import BrokerContext, client_address, request_listener
 from kafkapy.broker.features import api_versions_feature_fields
 from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
+from kafkapy.broker.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from kafkapy.broker.handlers.cluster import (
     handle_describe_cluster,
     handle_describe_quorum,
@@ -72,6 +73,8 @@ from kafkapy.broker.handlers.transactions import (
 )
 from kafkapy.broker.handlers.txn_markers import handle_write_txn_markers
 from kafkapy.broker.request_authorization import authorized_call
+from kafkapy.broker.request_throttle import close_throttle, gate_request, open_throttle
+from kafkapy.broker.request_time import RequestTimeMeter
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import KafkaError
@@ -111,6 +114,9 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.DESCRIBE_ACLS, 1, 3, handle_describe_acls),
     (ApiKey.CREATE_ACLS, 1, 3, handle_create_acls),
     (ApiKey.DELETE_ACLS, 1, 3, handle_delete_acls),
+    # Client quotas: described from the image, altered by the controller (forwarded).
+    (ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, handle_describe_client_quotas),
+    (ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, handle_alter_client_quotas),
     # Consumer groups (classic protocol) and committed offsets.
     (ApiKey.OFFSET_COMMIT, 2, 9, handle_offset_commit),
     (ApiKey.OFFSET_FETCH, 1, 9, handle_offset_fetch),
@@ -155,7 +161,7 @@ FORWARDED_TO_CONTROLLER = frozenset({
     ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
     ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.CREATE_CLUSTER_LINKS, ApiKey.DELETE_CLUSTER_LINKS,
     ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_CLIENT_QUOTAS,
 })
 
 #: Of those, the ones whose broker handler runs first and forwards itself: a config change of one
@@ -181,9 +187,20 @@ class BrokerDispatcher:
         # Answered by the network edge's SASL gate, on every listener as in Kafka.
         self.versions.register(ApiKey.SASL_HANDSHAKE, *SASL_HANDSHAKE_VERSIONS)
         self.versions.register(ApiKey.SASL_AUTHENTICATE, *SASL_AUTHENTICATE_VERSIONS)
+        # Event-loop time per request, for request_percentage quotas (installed on first use).
+        self._request_time = RequestTimeMeter()
         for key, lo, hi, handler in apis:
             self.versions.register(key, lo, hi)
             self._handlers[key] = handler
+
+    def admit_connection(self, peer: tuple[object, ...] | None) -> float:
+        """Seconds after which to close a new connection from ``peer`` unserved (its address
+        is over its ``connection_creation_rate`` quota); 0 to serve it."""
+        quotas = self.ctx.client_quotas
+        if quotas is None or not peer:
+            return 0.0
+        quotas.refresh(self.ctx.image().client_quotas)
+        return quotas.connections.on_accept(str(peer[0]), self.ctx.clock.now_ms()) / 1000.0
 
     async def handle(self, request: Request, conn: object) -> object | None:
         if request.api_key == ApiKey.API_VERSIONS:
@@ -196,23 +213,33 @@ class BrokerDispatcher:
         request_listener.set(getattr(conn, "listener", None))
         session = getattr(conn, "session", None)
         request_principal.set(session.principal if session is not None else ANONYMOUS)
+        throttle = open_throttle(self.ctx.client_quotas, self.ctx.image().client_quotas, request,
+                                 session.principal.name if session is not None else "ANONYMOUS",
+                                 self.ctx.clock.now_ms(), self._request_time)
         try:
+            request = gate_request(throttle, request, self.ctx.image,
+                                   lambda: self.ctx.config.get_int("num.partitions"), self.ctx.clock.now_ms)
             if (request.api_key in FORWARDED_TO_CONTROLLER and request.api_key not in FORWARDED_BY_HANDLER
                     and self.ctx.controller_request is not None):
                 async def run(req: Request) -> object:
                     return await self.ctx.forward(req.body, req.api_version)
             elif self.ctx.authorizer is None:
-                return await handler(self.ctx, request)  # the hot paths: nothing to check
+                # The hot paths: nothing to check.
+                result = await handler(self.ctx, request)
+                return await close_throttle(throttle, request, result, self.ctx.clock.now_ms())
             else:
                 async def run(req: Request) -> object:
                     return await handler(self.ctx, req)
             # The caller's ACLs are checked here, on its own connection, also for what the
             # controller carries out: the forwarded request is the part the caller may do.
             response: object | None = await authorized_call(self.ctx, request, run)
-            return response
+            return await close_throttle(throttle, request, response, self.ctx.clock.now_ms())
         except KafkaError as exc:
             # Handlers turn expected failures into per-entry codes; one escaping here is a
             # request-level failure, answered with the request's error response by the edge.
             log.warning("%s v%d from %s failed: %s", ApiKey.name_of(request.api_key), request.api_version,
                         request.client_id, exc)
             raise
+        finally:
+            if throttle is not None:
+                throttle.abandon()  # (a no-op once closed)

@@ -249,6 +249,9 @@ RULES: dict[int, Rule] = {
     # SCRAM credentials: DESCRIBE / ALTER on the cluster, as Kafka's KafkaApis and ControllerApis.
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Rule((_cluster(Op.DESCRIBE),)),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Rule((_cluster(Op.ALTER),)),
+    # Client quotas: DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster, as Kafka.
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: Rule((_cluster(Op.DESCRIBE_CONFIGS),)),
+    ApiKey.ALTER_CLIENT_QUOTAS: Rule((_cluster(Op.ALTER_CONFIGS),)),
 }
 
 

@@ -11,8 +11,9 @@ replay before it starts the next. With the single-voter ``LocalQuorum`` that is 
 image and replaying its own record types: ``ClusterControlManager`` (brokers and their
 sessions), ``ReplicationControlManager`` (topics and partitions, with the elections,
 AlterPartition, reassignment and broker-event helpers over it), ``ConfigurationControlManager``,
-``ProducerIdControlManager``, ``FeatureControlManager``, ``AclControlManager`` and kafkapy's own
-``ClusterLinkControlManager`` (cluster links and mirror topics). Validation follows Apache Kafka 3.9:
+``ProducerIdControlManager``, ``FeatureControlManager``, ``AclControlManager``,
+``ClientQuotaControlManager`` and kafkapy's own ``ClusterLinkControlManager`` (cluster links and
+mirror topics). Validation follows Apache Kafka 3.9:
 same error codes, messages worded as Kafka words them.
 """
 
@@ -24,6 +25,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from kafkapy.controller.acl_control import AclControlManager, AclCreateResult, AclDeleteResult
 from kafkapy.controller.alter_partition import AlterPartitionControl
 from kafkapy.controller.broker_lifecycle import BrokerLifecycle
+from kafkapy.controller.client_quota_control import (
+    ClientQuotaControlManager,
+    QuotaAlteration,
+    QuotaAlterationResult,
+)
 from kafkapy.controller.cluster_control import (
     DEFAULT_BROKER_SESSION_TIMEOUT_MS,
     ClusterControlManager,
@@ -149,12 +155,13 @@ class QuorumController:
         self.link_control = ClusterLinkControlManager(
             image=current, replication=self.replication_control, uuid_source=uuid_source)
         self.acl_control = AclControlManager(image=current, uuid_source=uuid_source)
+        self.client_quota_control = ClientQuotaControlManager(image=current)
         self._brokers = BrokerLifecycle(cluster=self.cluster_control, elections=self._elections)
         self.scram_control = ScramControlManager(image=current)
         self._replayers = ReplayRegistry((
             self.feature_control, self.cluster_control, self.configuration_control,
             self.producer_id_control, self.replication_control, self.link_control, self.acl_control,
-            self.scram_control))
+            self.scram_control, self.client_quota_control))
         self._replay_by_type = self._replayers.replayers()
 
     # -- state -----------------------------------------------------------------------------------
@@ -305,6 +312,15 @@ class QuorumController:
     def unclean_election_enabled(self, topic: str) -> bool:
         """``unclean.leader.election.enable`` as it applies to ``topic``."""
         return self.configuration_control.unclean_election_enabled(topic)
+
+    # -- client quotas (ClientQuotaControlManager) -----------------------------------------------
+
+    def alter_client_quotas(self, alterations: Sequence[QuotaAlteration], *,
+                            validate_only: bool = False
+                            ) -> ControllerResult[list[QuotaAlterationResult]]:
+        """AlterClientQuotas: one result per distinct entity, in request order."""
+        return self.client_quota_control.alter_client_quotas(alterations,
+                                                             validate_only=validate_only)
 
     # -- brokers (ClusterControlManager) -----------------------------------------------------------
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from kafkapy.metadata.client_quotas import QuotaEntity, apply_quota_changes, quota_entity
 from kafkapy.metadata.image import (
     EMPTY_MAP,
     METADATA_VERSION_FEATURE,
@@ -44,6 +45,7 @@ from kafkapy.metadata.records import (
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ClearElrRecord,
+    ClientQuotaRecord,
     ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
@@ -118,6 +120,8 @@ class MetadataDelta:
         # ACLs created (AclBinding) or removed (None) in this delta, by id.
         self._acls: dict[uuid.UUID, AclBinding | None] = {}
         self._scram = ScramDelta()
+        # Client quota keys set (a value) or removed (None) in this delta, by entity.
+        self._quotas: dict[QuotaEntity, dict[str, float | None]] = {}
         # Each handler takes its own record type: Any, not MetadataRecord, in the value type.
         self._handlers: dict[type, Callable[[Any], None]] = {
             TopicRecord: self._replay_topic,
@@ -140,6 +144,7 @@ class MetadataDelta:
             RemoveAccessControlEntryRecord: self._replay_remove_acl,
             UserScramCredentialRecord: self._scram.replay_upsert,
             RemoveUserScramCredentialRecord: self._scram.replay_remove,
+            ClientQuotaRecord: self._replay_client_quota,
             NoOpRecord: lambda rec: None,
         }
 
@@ -195,6 +200,7 @@ class MetadataDelta:
             producer_ids_changed=image.producer_ids is not base.producer_ids,
             links_changed=image.links is not base.links,
             acls_changed=image.acls is not base.acls,
+            client_quotas_changed=image.client_quotas is not base.client_quotas,
         )
 
     def _build(self) -> tuple[MetadataImage, frozenset[tuple[int, str]]]:
@@ -211,6 +217,7 @@ class MetadataDelta:
             links=self._apply_links(),
             acls=self._apply_acls(),
             scram=self._scram.apply(base.scram),
+            client_quotas=apply_quota_changes(base.client_quotas, self._quotas),
         )
         return image, changed_configs
 
@@ -329,6 +336,10 @@ class MetadataDelta:
             raise MetadataReplayError("metadata.version cannot be removed")
         # Level 0 means the feature is no longer finalized.
         self._features[rec.name] = rec.feature_level if rec.feature_level != 0 else None
+
+    def _replay_client_quota(self, rec: ClientQuotaRecord) -> None:
+        entity = quota_entity((e.entity_type, e.entity_name) for e in rec.entity)
+        self._quotas.setdefault(entity, {})[rec.key] = None if rec.remove else rec.value
 
     # -- brokers -----------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from kafkapy.metadata.client_quotas import ClientQuotasImage
 from kafkapy.metadata.pmap import EMPTY_SHARDED, ShardedMap
 from kafkapy.metadata.records import (
     AccessControlEntryRecord,
@@ -368,6 +369,7 @@ class MetadataImage:
     links: LinksImage = field(default_factory=LinksImage)
     acls: AclsImage = field(default_factory=AclsImage)
     scram: ScramImage = field(default_factory=ScramImage)
+    client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
 
     @classmethod
     def empty(cls, cluster_id: str = "") -> "MetadataImage":

@@ -230,6 +230,28 @@ class FeatureLevelRecord(MetadataRecord):
     version: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class QuotaEntityData:
+    """One component of a client quota entity (ClientQuotaRecord.Entity): ``entity_name`` None
+    is the default of ``entity_type``."""
+
+    entity_type: str
+    entity_name: str | None
+
+
+@_register(14, 0)
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord(MetadataRecord):
+    """One quota key of one client quota entity was set to ``value``, or removed (``remove``)."""
+
+    entity: tuple[QuotaEntityData, ...]
+    key: str
+    value: float = 0.0
+    remove: bool = False
+    version: int = 0
+    _NESTED: ClassVar[dict[str, type]] = {"entity": QuotaEntityData}
+
+
 @_register(15, 0)
 @dataclass(frozen=True, slots=True)
 class ProducerIdsRecord(MetadataRecord):
@@ -459,11 +481,11 @@ class MetadataRecordCodec:
 
 
 __all__ = [
-    "ALL_RECORD_TYPES", "AccessControlEntryRecord", "BrokerEndpoint", "BrokerFeature", "BrokerRegistrationChangeRecord",
-    "ClearElrRecord", "ClusterLinkRecord", "ConfigRecord", "FeatureLevelRecord",
-    "FenceBrokerRecord", "LinkConfig", "MetadataRecord", "MetadataRecordCodec",
-    "MirrorTopicRecord", "NoOpRecord", "PartitionChangeRecord", "PartitionRecord",
-    "ProducerIdsRecord", "RegisterBrokerRecord", "RemoveAccessControlEntryRecord",
+    "ALL_RECORD_TYPES", "AccessControlEntryRecord", "BrokerEndpoint", "BrokerFeature",
+    "BrokerRegistrationChangeRecord", "ClearElrRecord", "ClientQuotaRecord", "ClusterLinkRecord",
+    "ConfigRecord", "FeatureLevelRecord", "FenceBrokerRecord", "LinkConfig", "MetadataRecord",
+    "MetadataRecordCodec", "MirrorTopicRecord", "NoOpRecord", "PartitionChangeRecord", "PartitionRecord",
+    "ProducerIdsRecord", "QuotaEntityData", "RegisterBrokerRecord", "RemoveAccessControlEntryRecord",
     "RemoveClusterLinkRecord", "RemoveTopicRecord", "RemoveUserScramCredentialRecord",
     "TopicRecord", "UnfenceBrokerRecord", "UnregisterBrokerRecord", "UserScramCredentialRecord",
     "ZERO_UUID", "decode_record", "encode_record", "encode_records", "record_type",

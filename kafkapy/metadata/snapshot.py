@@ -32,6 +32,7 @@ from kafkapy.metadata.image import (
     acl_record,
 )
 from kafkapy.metadata.records import (
+    ClientQuotaRecord,
     ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
@@ -40,6 +41,7 @@ from kafkapy.metadata.records import (
     MirrorTopicRecord,
     PartitionRecord,
     ProducerIdsRecord,
+    QuotaEntityData,
     RegisterBrokerRecord,
     TopicRecord,
     decode_record,
@@ -162,10 +164,10 @@ def _link_records(image: MetadataImage) -> list[MetadataRecord]:
 def image_records(image: MetadataImage) -> list[MetadataRecord]:
     """The records that rebuild ``image`` from empty, in the order of Kafka's
     ``MetadataImage.write``: features (metadata.version first, because it decides how every later
-    record is read), brokers, topics each followed by its partitions, configs, then the producer
-    id block and the ACLs (by id); kafkapy's cluster links and mirror topics follow the topics.
-    Client quotas, SCRAM credentials, delegation tokens and controller registrations would have their places
-    too, but our image holds none of them.
+    record is read), brokers, topics each followed by its partitions, configs, client quotas, then
+    the producer id block, the ACLs (by id) and the SCRAM credentials; kafkapy's cluster links and
+    mirror topics follow the topics. Delegation tokens and controller registrations would have
+    their places too, but our image holds none of them.
 
     Kafka walks hash maps; we sort (features and topics by name, brokers and partitions by id,
     configs by resource then key) so the same image always gives the same bytes. Record versions
@@ -190,6 +192,10 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
     out.extend(_link_records(image))
     for (rtype, rname), configs in sorted(image.configs.resources.items()):
         out.extend(ConfigRecord(rtype, rname, key, value) for key, value in sorted(configs.items()))
+    for entity, values in sorted(image.client_quotas.entities.items(),
+                                 key=lambda e: [(t, n or "") for t, n in e[0]]):
+        parts = tuple(QuotaEntityData(t, n) for t, n in entity)
+        out.extend(ClientQuotaRecord(parts, key, value) for key, value in sorted(values.items()))
     pids = image.producer_ids
     if pids.next_producer_id >= 0:
         # Kafka's ProducerIdsImage keeps only the next id, so its snapshot names no broker.

@@ -30,6 +30,7 @@ class MetadataUpdate:
     ``links_changed``: a cluster link or mirror topic was created, changed or removed (a replayed
     MirrorTopicRecord also puts every partition of its topic in ``changed_partitions``).
     ``acls_changed``: an ACL was created or deleted.
+    ``client_quotas_changed``: a client quota was set or removed.
     """
 
     previous: MetadataImage
@@ -44,6 +45,7 @@ class MetadataUpdate:
     producer_ids_changed: bool = False
     links_changed: bool = False
     acls_changed: bool = False
+    client_quotas_changed: bool = False
 
     @classmethod
     def whole(cls, image: MetadataImage, previous: MetadataImage | None = None) -> "MetadataUpdate":
@@ -65,7 +67,7 @@ class MetadataUpdate:
         return not (self.full or self.changed_partitions or self.deleted_topics
                     or self.changed_configs or self.changed_brokers or self.features_changed
                     or self.producer_ids_changed or self.links_changed
-                    or self.acls_changed)
+                    or self.acls_changed or self.client_quotas_changed)
 
 
 __all__ = ["MetadataUpdate"]

@@ -26,6 +26,7 @@ from kafkapy.metrics.collectors import (
 )
 from kafkapy.metrics.health import Readiness
 from kafkapy.metrics.http import HealthEndpoint, MetricsListener, serve_http
+from kafkapy.metrics.quotas import ClientQuotaCollector
 from kafkapy.metrics.requests import MeteredDispatcher
 from kafkapy.metrics.stats import BrokerTopicStats, ConnectionStats, RequestStats
 
@@ -57,6 +58,7 @@ class NodeMetrics:
                 BrokerStateCollector(lambda: node.lifecycle, self._applied_offset),
                 GroupCoordinatorCollector(lambda: getattr(node, "groups", None)),
                 ClusterLinkCollector(lambda: getattr(node, "links", None)),
+                ClientQuotaCollector(lambda: getattr(getattr(node, "broker_runtime", None), "context", None)),
             ]
         if node.is_controller:
             collectors.append(ControllerCollector(

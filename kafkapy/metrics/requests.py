@@ -26,6 +26,8 @@ class MeteredDispatcher:
         self.stats = stats
         # serve() reads the dispatcher's ApiVersions table.
         self.versions = inner.versions
+        # New connections are admitted (or not) by the dispatcher itself (connection quotas).
+        self.admit_connection = getattr(inner, "admit_connection", None)
 
     async def handle(self, request: Request, conn: Any) -> Any:
         started = time.perf_counter()

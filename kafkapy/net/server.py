@@ -418,6 +418,9 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                         log.exception("Reply.on_done failed on connection %s", info.connection_id)
             if reply.close:
                 return
+            if reply.mute_ms > 0:
+                # Muted for a client quota's throttle time: the next request waits unread.
+                await trio.sleep(reply.mute_ms / 1000.0)
             # Drop the request and reply now rather than when the next request arrives: an idle
             # connection must not pin a 100 MB request frame for minutes.
             del event, reply, parts
@@ -494,7 +497,9 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
 
     ``security_protocol`` is the listener's (it goes into each connection's ``Session``); with
     ``tls`` (SSL and SASL_SSL listeners) every connection is a TLS server stream, its handshake
-    bounded by ``handshake_timeout``, and the zero-copy write path is off.
+    bounded by ``handshake_timeout``, and the zero-copy write path is off. A dispatcher with
+    ``admit_connection(peer) -> seconds`` may refuse a new connection: it is closed unserved after
+    that many seconds (connection quotas).
     """
     if security_protocol in ("SASL_PLAINTEXT", "SASL_SSL") and sasl is None:
         raise ValueError(f"listener {listener_name} is {security_protocol} but has no SASL settings")
@@ -511,6 +516,7 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
     except OSError as exc:
         raise ListenError(listener_name, host, port, exc) from None
     counter = itertools.count()
+    admit: Callable[[tuple[Any, ...] | None], float] | None = getattr(dispatcher, "admit_connection", None)
 
     async def handler(stream: trio.SocketStream) -> None:
         sock = stream.socket
@@ -522,6 +528,14 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
         except OSError:
             pass
         local, peer = _addr(sock, False), _addr(sock, True)
+        delay = admit(peer) if admit is not None else 0.0
+        if delay > 0:
+            # Over its address's connection creation rate: closed unserved, after the throttle
+            # time, as Kafka's acceptor does.
+            log.debug("Closing connection from %s in %.3f s (connection rate quota)", _fmt(peer), delay)
+            await trio.sleep(delay)
+            await trio.aclose_forcefully(stream)
+            return
         session = Session(security_protocol=security_protocol,
                           authenticated=security_protocol not in ("SASL_PLAINTEXT", "SASL_SSL"))
         info = ConnectionInfo(f"{_fmt(local)}-{_fmt(peer)}-{next(counter)}", listener_name, peer,

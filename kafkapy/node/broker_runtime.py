@@ -38,6 +38,7 @@ from kafkapy.broker.log_creation import LogCreator
 from kafkapy.broker.log_deletion import LogDeleter
 from kafkapy.broker.producer_expiration import ProducerExpiration
 from kafkapy.broker.producer_id_manager import ProducerIdManager
+from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
 from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
@@ -174,6 +175,11 @@ class BrokerRuntime(Runtime):
             remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
             txn_verifier=self.txn_verifier, links=self.links,
             authorizer=BrokerAuthorizer.from_config(config.props, lambda: loader.image),
+            client_quotas=ClientQuotas(
+                samples=config.get_int("quota.window.num"),
+                window_seconds=config.get_int("quota.window.size.seconds"),
+                controller_samples=config.get_int("controller.quota.window.num"),
+                controller_window_seconds=config.get_int("controller.quota.window.size.seconds")),
         )
         self._dir_ids = self._directory_ids()
         self.lifecycle = BrokerLifecycleManager(

@@ -1,9 +1,9 @@
 """What a forwarded admin request's answer promises a client about the broker's image.
 
-A broker forwards CreateTopics, DeleteTopics and CreatePartitions (and the cluster-link and ACL
-requests) to the active controller and
-answers its client only once its own image shows what succeeded, so a client that creates a
-topic and asks for metadata next sees it (the order a combined node gives for free).
+A broker forwards CreateTopics, DeleteTopics, CreatePartitions, AlterClientQuotas (and the
+cluster-link and ACL requests) to the active controller and answers its client only once its own
+image shows what succeeded, so a client that creates a topic and asks for metadata next sees it
+(the order a combined node gives for free).
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ def visible_effects(body: Any, response: Any) -> Callable[[Any], bool] | None:
         # pause -> PAUSED (1), resume -> ACTIVE (0), failover and promote -> STOPPED (2)
         state = {0: 1, 1: 0}.get(body.op, 2)
         return (lambda image: all(_mirror_state(image, n) == state for n in names)) if names else None
+    if key == ApiKey.ALTER_CLIENT_QUOTAS and not body.validate_only:
+        return _quotas_applied(body, response)
     return None
 
 
@@ -71,6 +73,24 @@ def _acl_key(*fields: Any) -> tuple[Any, ...]:
 def _acl_keys(image: Any) -> set[tuple[Any, ...]]:
     return {_acl_key(a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation, a.permission)
             for a in image.acls.by_id.values()}
+
+
+def _quotas_applied(body: Any, response: Any) -> Callable[[Any], bool] | None:
+    """The test that every altered entity of a successful entry shows its new values."""
+    ok = {_entity(r.entity) for r in response.entries if r.error_code == ErrorCode.NONE}
+    wanted = [(_entity(e.entity), {op.key: None if op.remove else float(op.value) for op in e.ops})
+              for e in body.entries if _entity(e.entity) in ok]
+    if not wanted:
+        return None
+
+    def applied(image: Any) -> bool:
+        return all(image.client_quotas.get(entity).get(k) == v
+                   for entity, ops in wanted for k, v in ops.items())
+    return applied
+
+
+def _entity(parts: Any) -> tuple[tuple[str, str | None], ...]:
+    return tuple(sorted(((p.entity_type, p.entity_name) for p in parts or ()), key=lambda e: e[0]))
 
 
 def _mirror_state(image: Any, name: str) -> int | None:

@@ -245,6 +245,16 @@ def _describe_topic_partitions_error(cls: Any, req: Any, version: int, code: int
     return cls(version=version, throttle_time_ms=0, topics=topics, next_cursor=None)
 
 
+def _alter_client_quotas_error(cls: Any, req: Any, version: int, code: int,
+                               message: str | None) -> Any:
+    E = cls.EntryData
+    entries = [E(error_code=code, error_message=message,
+                 entity=[E.EntityData(entity_type=e.entity_type, entity_name=e.entity_name)
+                         for e in entry.entity or []])
+               for entry in req.entries or []]
+    return cls(version=version, throttle_time_ms=0, entries=entries)
+
+
 _ERROR_BUILDERS: dict[int, Callable[[Any, Any, int, int, str | None], Any]] = {
     ApiKey.OFFSET_COMMIT: _offset_commit_error,
     ApiKey.OFFSET_FETCH: _offset_fetch_error,
@@ -257,6 +267,7 @@ _ERROR_BUILDERS: dict[int, Callable[[Any, Any, int, int, str | None], Any]] = {
     ApiKey.DELETE_GROUPS: _delete_groups_error,
     ApiKey.ALTER_CONFIGS: _alter_configs_error,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs_error,
+    ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas_error,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions_error,
     ApiKey.Produce: _produce_error,
     ApiKey.Fetch: _fetch_error,

@@ -147,9 +147,12 @@ class Reply:
     ``protocol.frame_parts``) is set; neither means nothing is sent. ``close`` closes the
     connection after sending (Kafka's answer to a failed acks=0 produce). ``on_done`` is called
     once the reply has been written or abandoned, so file descriptors can be released.
+    ``mute_ms``: read nothing more from the connection for this long after sending (a client
+    quota's throttle, KIP-219).
     """
 
     body: Any = None
     parts: Sequence[Part] | None = None
     close: bool = False
     on_done: Callable[[], None] | None = None
+    mute_ms: int = 0

@@ -22,6 +22,9 @@ that partition is then answered at once, without records (``broker.replica_selec
 A read_committed consumer (Fetch v4+) reads up to the last stable offset and gets, with the
 records, the aborted transactions overlapping them (``broker.aborted_txns``), so it can drop
 aborted records itself; read_uncommitted consumers and followers get null there, as from Kafka.
+
+A consumer over its ``consumer_byte_rate`` quota gets an empty response carrying the throttle
+time, and never more in one fetch than its quota allows in a window (``broker.request_throttle``).
 """
 
 from __future__ import annotations
@@ -41,10 +44,11 @@ from kafkapy.broker.fetch_session import (
 )
 from kafkapy.broker.leader_hints import LeaderHints
 from kafkapy.broker.replica_results import FetchParams, ReadResult
+from kafkapy.broker.request_throttle import RequestThrottle, current_throttle
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.protocol.events import Reply
+from kafkapy.protocol.events import FileRegion, Reply
 from kafkapy.protocol.fetch_response import (
     FetchPartitionResult,
     FetchTopicResult,
@@ -104,6 +108,14 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
 
     deadline = trio.current_time() + max(0, body.max_wait_ms) / 1000.0
     max_bytes = body.max_bytes if version >= 3 else 0x7FFFFFFF
+    min_bytes = body.min_bytes
+    throttle = current_throttle.get()
+    if throttle is not None:
+        # Never more than the consumer's quota allows in a window, as Kafka caps it.
+        cap = throttle.quotas.fetch.max_value_in_window(throttle.user, throttle.client_id)
+        if cap < max_bytes:
+            max_bytes = int(cap)
+            min_bytes = min(min_bytes, max_bytes)
     # From v11 a consumer may read from followers, and the leader may name one (KIP-392).
     params = FetchParams(read_committed=version >= 4 and body.isolation_level == READ_COMMITTED,
                          now_ms=now_ms, client_rack=(body.rack_id or "") if version >= 11 else None,
@@ -128,10 +140,32 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         # or a preferred read replica to send the client to.
         urgent = any((r.error != ErrorCode.NONE and r.error != ErrorCode.UNKNOWN_TOPIC_ID)
                      or r.across_segments or r.preferred_read_replica >= 0 for r in results.values())
-        if total >= body.min_bytes or urgent or trio.current_time() >= deadline or not readable:
+        if total >= min_bytes or urgent or trio.current_time() >= deadline or not readable:
             break
         await ctx.replicas.wait_for_append(deadline)
+    if throttle is not None and _over_quota(ctx, throttle, total):
+        # Over the quota: nothing is sent, so nothing counts (Kafka's throttled response).
+        for r in results.values():
+            if isinstance(r.records, FileRegion):
+                r.records.release()
+        return Reply(parts=fetch_response_parts(
+            request, throttle_time_ms=throttle.throttle_ms, error_code=0,
+            session_id=session.session_id if session.incremental else 0, topics=[]))
     return _build_response(ctx, session, results, request)
+
+
+def _over_quota(ctx: BrokerContext, throttle: RequestThrottle, size: int) -> bool:
+    """Record a response of ``size`` bytes against the consumer's quota and the request's time
+    against its request quota; True (and the bytes taken back) when either is over."""
+    fetch, now_ms = throttle.quotas.fetch, ctx.clock.now_ms()
+    throttle.settle_request_time(now_ms)
+    ms = fetch.record_and_throttle(throttle.user, throttle.client_id, size, now_ms)
+    if ms <= 0 and throttle.throttle_ms <= 0:
+        return False
+    # Over either quota: an empty answer, and the bytes not sent do not count (Kafka's).
+    fetch.unrecord(throttle.user, throttle.client_id, size, now_ms)
+    throttle.add(ms)
+    return True
 
 
 def _read_all(ctx: BrokerContext, partitions: list[FetchPartitionRequest], params: FetchParams,

@@ -29,6 +29,7 @@ import trio
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.leader_hints import LeaderHints
 from kafkapy.broker.partition import Partition
+from kafkapy.broker.request_throttle import produce_throttle_ms
 from kafkapy.broker.txn_verification import Verdicts, verify_produce
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -160,7 +161,8 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Reply | None:
     if waiting:
         await _await_replication(ctx, waiting, body.timeout_ms)
     try:
-        frame = produce_response_frame(request, topics_out, node_endpoints=hints.endpoints)
+        frame = produce_response_frame(request, topics_out, node_endpoints=hints.endpoints,
+                                       throttle_time_ms=produce_throttle_ms(ctx.clock.now_ms()))
     except Exception:
         if not appended:
             raise

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from kafkapy.controller.acl_control import AclControlManager
+from kafkapy.controller.client_quota_control import ClientQuotaControlManager
 from kafkapy.controller.cluster_control import ClusterControlManager
 from kafkapy.controller.configuration_control import ConfigurationControlManager
 from kafkapy.controller.control_manager import ControlManager, ReplayRegistry
@@ -22,6 +23,7 @@ from kafkapy.metadata.records import (
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ClearElrRecord,
+    ClientQuotaRecord,
     ClusterLinkRecord,
     ConfigRecord,
     FeatureLevelRecord,
@@ -60,6 +62,7 @@ OWNERS = {
     MirrorTopicRecord: ClusterLinkControlManager,
     AccessControlEntryRecord: AclControlManager, RemoveAccessControlEntryRecord: AclControlManager,
     UserScramCredentialRecord: ScramControlManager, RemoveUserScramCredentialRecord: ScramControlManager,
+    ClientQuotaRecord: ClientQuotaControlManager,
 }
 
 

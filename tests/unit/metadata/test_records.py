@@ -12,6 +12,7 @@ from kafkapy.metadata.records import (
     AccessControlEntryRecord,
     BrokerEndpoint,
     BrokerFeature,
+    ClientQuotaRecord,
     BrokerRegistrationChangeRecord,
     ClearElrRecord,
     ClusterLinkRecord,
@@ -24,6 +25,7 @@ from kafkapy.metadata.records import (
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
+    QuotaEntityData,
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveClusterLinkRecord,
@@ -157,7 +159,23 @@ EXAMPLES = [
     MirrorTopicRecord(U, U2, "orders"),
     AccessControlEntryRecord(U, 2, "orders", 4, "User:alice", "*", 3, 3),
     RemoveAccessControlEntryRecord(U),
+    ClientQuotaRecord((QuotaEntityData("user", None), QuotaEntityData("client-id", "app")),
+                      "producer_byte_rate", 1024.0),
+    ClientQuotaRecord((QuotaEntityData("ip", "10.0.0.1"),), "connection_creation_rate", 0.0,
+                      remove=True),
 ]
+
+
+def test_client_quota_record_bytes() -> None:
+    # Kafka's type 14 v0: entity array of (type, nullable name), key, float64 value, remove.
+    rec = ClientQuotaRecord((QuotaEntityData("user", None), QuotaEntityData("client-id", "x")),
+                            "producer_byte_rate", 1024.0)
+    assert encode_record(rec) == (
+        b"\x01\x0e\x00" + b"\x03"
+        + b"\x05user" + b"\x00" + b"\x00"             # default user: null name
+        + b"\x0aclient-id" + b"\x02x" + b"\x00"
+        + b"\x13producer_byte_rate" + b"\x40\x90" + bytes(6) + b"\x00" + b"\x00")
+    assert decode_record(encode_record(rec)) == rec
 
 
 @pytest.mark.parametrize("rec", EXAMPLES, ids=lambda r: type(r).__name__)
