@@ -68,7 +68,14 @@ def kafka_python_security(args: argparse.Namespace) -> dict[str, Any]:
     security = command_config_security(getattr(args, "command_config", None))
     if security is None:
         return {}
-    return {"security_protocol": security.protocol, "ssl_context": security.ssl_context}
+    out: dict[str, Any] = {"security_protocol": security.protocol, "ssl_context": security.ssl_context}
+    sasl = security.sasl
+    if sasl is not None:
+        if sasl.token is not None:
+            raise CliError("INVALID_CONFIG", "--command-config: produce and consume do not do OAUTHBEARER yet")
+        out.update(sasl_mechanism=sasl.mechanism, sasl_plain_username=sasl.username,
+                   sasl_plain_password=sasl.password)
+    return out
 
 
 class Admin:

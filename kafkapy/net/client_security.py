@@ -10,6 +10,7 @@ to the controllers on the first of ``controller.listener.names``; it uses that l
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from kafkapy.security.listener_protocols import (
     inter_broker_listener_name,
     listener_protocol,
 )
+from kafkapy.security.sasl.client_properties import sasl_credentials_from_client_properties
 from kafkapy.security.sasl_credentials import SaslCredentials
 
 
@@ -81,13 +83,16 @@ class NodeClientSecurity:
         return self.for_listener(names[0]) if names else PLAINTEXT
 
 
-def from_client_properties(props: Mapping[str, str]) -> ClientSecurity:
-    """A client's ``security.protocol`` and ``ssl.*`` properties (Kafka's client config, as
-    given to its tools with ``--command-config``). SASL settings are the SASL part's."""
+def from_client_properties(props: Mapping[str, str], *, now_s: float | None = None) -> ClientSecurity:
+    """A client's ``security.protocol``, ``ssl.*`` and ``sasl.*`` properties (Kafka's client
+    config, as given to its tools with ``--command-config``, or a cluster link's configs).
+    ValueError (TlsConfigError for ssl.*) naming the setting when they cannot be used.
+    ``now_s``: when an OAUTHBEARER token made from them starts (default: now)."""
     protocol = (props.get("security.protocol") or "PLAINTEXT").strip().upper()
     if protocol not in SECURITY_PROTOCOLS:
         raise ValueError(f"security.protocol: {protocol} is not one of {', '.join(SECURITY_PROTOCOLS)}")
+    context = client_context(props) if protocol in ("SSL", "SASL_SSL") else None
+    sasl = None
     if "SASL" in protocol:
-        raise ValueError(f"security.protocol={protocol}: SASL clients are not supported yet")
-    context = client_context(props) if protocol == "SSL" else None
-    return ClientSecurity(protocol, context)
+        sasl = sasl_credentials_from_client_properties(props, now_s=time.time() if now_s is None else now_s)
+    return ClientSecurity(protocol, context, None, sasl)
