@@ -1,6 +1,6 @@
 """`kafkapy link`: cluster links from this cluster (the destination) to a source cluster.
 
-``create NAME --source-bootstrap-server HOST:PORT [--config k=v ...]`` makes a link (the broker
+``create NAME --source-bootstrap-server HOST:PORT [--config-file FILE] [--config k=v ...]`` makes a link (the broker
 reaches the source first; a source that does not answer is refused); ``list`` names the links;
 ``describe [NAME]`` shows a link's source, configs, state and mirror topics with each mirror
 partition's lag (the source's high watermark minus the mirror's, read from both clusters);
@@ -15,6 +15,7 @@ from typing import Any
 
 from kafkapy.cli.admin import LATEST, Admin
 from kafkapy.cli.output import CliError, Output, add_bootstrap_options, check, run_guarded, usage
+from kafkapy.config import parse_properties
 from kafkapy.protocol import messages as m
 
 
@@ -26,6 +27,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     create.add_argument("--source-bootstrap-server", required=True, metavar="HOST:PORT[,...]")
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a link config (consumer.offset.sync.enable=true, ...); repeatable")
+    create.add_argument("--config-file", metavar="FILE",
+                        help="link configs as a properties file (keeps secrets such as sasl.jaas.config "
+                             "off the command line); --config overrides it")
     create.add_argument("--validate-only", action="store_true")
     create.set_defaults(admin_run=lambda args: run_guarded(_create, args))
     lst = cmds.add_parser("list", help="list the links")
@@ -51,8 +55,18 @@ def parse_configs(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _config_file(path: str | None) -> dict[str, str]:
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse_properties(f.read())
+    except OSError as exc:
+        raise CliError("INVALID_CONFIG", f"cannot read --config-file {path}: {exc.strerror}") from None
+
+
 def _create(args: argparse.Namespace, out: Output) -> int:
-    configs = parse_configs(args.config)
+    configs = {**_config_file(args.config_file), **parse_configs(args.config)}
     configs["bootstrap.servers"] = args.source_bootstrap_server
     Req = m.CreateClusterLinksRequest
     config_rows = [Req.CreatableLink.LinkConfig(name=k, value=v) for k, v in sorted(configs.items())]
@@ -113,6 +127,12 @@ def mirror_lags(admin: Admin, link: Any, timeout: float) -> list[dict[str, Any]]
     return rows
 
 
+def _shown(config: Any) -> str:
+    """A described link config's value; a secret (sent as null) shows as ``kafkapy configs``
+    shows a sensitive config."""
+    return "******" if config.is_sensitive else config.value
+
+
 def _describe(args: argparse.Namespace, out: Output) -> int:
     with Admin.from_args(args) as admin:
         links = describe_links(admin, [args.name] if args.name else None)
@@ -125,7 +145,7 @@ def _describe(args: argparse.Namespace, out: Output) -> int:
     for x in links:
         out.line(f"Link: {x.link_name}\tLinkId: {x.link_id}\tSourceClusterId: {x.source_cluster_id}\t"
                  f"State: {x.state}")
-        out.line("Configs: " + ", ".join(f"{c.name}={c.value}" for c in x.configs))
+        out.line("Configs: " + ", ".join(f"{c.name}={_shown(c)}" for c in x.configs))
         rows = [[r["topic"], r["partition"], r["state"], r["high_watermark"],
                  "-" if r["source_high_watermark"] is None else r["source_high_watermark"],
                  "-" if r["lag"] is None else r["lag"]] for r in lags[x.link_name]]

@@ -19,6 +19,7 @@ import trio
 
 from kafkapy.net.client import KafkaClient
 from kafkapy.net.client_security import ClientSecurity
+from kafkapy.net.sasl_client import SaslAuthenticationFailed
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
@@ -93,15 +94,22 @@ class ClusterClient:
         if self._bootstrap_client is not None:
             return self._bootstrap_client
         errors = []
+        code = ErrorCode.NETWORK_EXCEPTION
         for host, port in self.bootstrap:
             try:
                 self._bootstrap_client = await KafkaClient.connect(
                     host, port, client_id=self.client_id, timeout=self.timeout, security=self.security)
                 return self._bootstrap_client
+            except SaslAuthenticationFailed as exc:
+                # A server that refused the link's credentials answered: say so with its code,
+                # not as a cluster that cannot be reached.
+                code = ErrorCode(exc.error_code)
+                errors.append(f"{host}:{port}: {exc}")
             except (OSError, trio.TooSlowError, KafkaError, Exception) as exc:  # noqa: BLE001
                 errors.append(f"{host}:{port}: {exc or type(exc).__name__}")
-        raise KafkaError(ErrorCode.NETWORK_EXCEPTION,
-                         f"{self.name}: no bootstrap server answered ({'; '.join(errors)})")
+        refused = code != ErrorCode.NETWORK_EXCEPTION
+        what = "no bootstrap server let it in" if refused else "no bootstrap server answered"
+        raise KafkaError(code, f"{self.name}: {what} ({'; '.join(errors)})")
 
     async def broker(self, node_id: int) -> KafkaClient:
         """The connection to broker ``node_id`` (metadata must name it)."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import trio
 
 from kafkapy.link.cluster_client import ClusterClient
+from kafkapy.link.link_security import link_client_security
 from kafkapy.link.mirror_fetcher import MirrorAssignment, MirrorFetcher, MirrorHost, MirrorLag
 from kafkapy.link.offset_sync import sync_offsets
 from kafkapy.link.source_admin import SourceAdmin
@@ -33,6 +34,7 @@ from kafkapy.metadata.image import ClusterLink, MetadataImage, MirrorState
 from kafkapy.metadata.link_configs import LinkSettings
 from kafkapy.metadata.update import MetadataUpdate
 from kafkapy.net.client_security import ClientSecurity
+from kafkapy.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +120,12 @@ class ClusterLinkManager(SourceAdmin):
     def _start(self, link: ClusterLink) -> _RunningLink | None:
         try:
             settings = LinkSettings.of(link.configs)
-        except ValueError as e:
+            security = link_client_security(link.name, link.configs)
+        except (ValueError, KafkaError) as e:
             log.error("Cluster link %s has unusable configs (%s): not started", link.name, e)
             return None
         source, admin = (ClusterClient(f"cluster link {link.name}", settings.bootstrap,
-                                       timeout_s=settings.request_timeout_ms / 1000.0,
+                                       timeout_s=settings.request_timeout_ms / 1000.0, security=security,
                                        client_id=settings.client_id or f"kafkapy-link-{link.name}-{self.node_id}")
                          for _ in range(2))
         running = _RunningLink(link, settings, source, admin,

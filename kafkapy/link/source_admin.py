@@ -16,6 +16,7 @@ import trio
 
 from kafkapy.link.cluster_client import ClusterClient
 from kafkapy.link.cluster_requests import LATEST, end_offsets, topic_configs
+from kafkapy.link.link_security import link_client_security
 from kafkapy.link.topic_sync import mirrored_configs
 from kafkapy.metadata.image import MetadataImage, MirrorState
 from kafkapy.metadata.link_configs import LinkSettings
@@ -39,7 +40,8 @@ def source_client(link_name: str, configs: Mapping[str, str]) -> ClusterClient:
     settings = LinkSettings.of(configs)
     return ClusterClient(f"cluster link {link_name}", settings.bootstrap,
                          client_id=settings.client_id or f"kafkapy-link-{link_name}",
-                         timeout_s=min(settings.request_timeout_ms / 1000.0, ADMIN_TIMEOUT_S))
+                         timeout_s=min(settings.request_timeout_ms / 1000.0, ADMIN_TIMEOUT_S),
+                         security=link_client_security(link_name, configs))
 
 
 class SourceAdmin:

@@ -6,6 +6,10 @@ has one (``consumer.offset.sync.enable``, ``consumer.offset.group.filters``,
 ``topic.config.sync.ms``, the ``replica.fetch.*`` family) so that a link definition reads the
 same to someone who has used it there.
 
+A link reaches its source as a Kafka client would, so it takes a client's security settings by
+their Kafka names (``security.protocol``, the client ``ssl.*`` family, ``sasl.mechanism``,
+``sasl.jaas.config``). Those that hold secrets (``SENSITIVE_LINK_CONFIGS``) are never shown back.
+
 Also here: which source topic configs a mirror topic takes (``MIRRORED_TOPIC_CONFIGS``).
 """
 
@@ -15,6 +19,11 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from kafkapy.security.listener_protocols import SECURITY_PROTOCOLS
+from kafkapy.security.sasl.client_properties import sasl_credentials_from_client_properties
+from kafkapy.security.sasl.jaas import JaasConfigError
+from kafkapy.security.tls_settings import TLS_DEFAULTS
 
 #: Link config name -> default (None: required, no default).
 LINK_CONFIG_DEFAULTS: dict[str, str | None] = {
@@ -34,6 +43,19 @@ LINK_CONFIG_DEFAULTS: dict[str, str | None] = {
     "consumer.offset.group.filters": "",
     "acl.sync.enable": "false",
 }
+
+#: A Kafka client's security settings a link takes; unset ones take the client defaults. The
+#: server-side ssl.* settings (client auth, principal mapping) mean nothing on a client.
+LINK_SECURITY_CONFIGS = frozenset(
+    {k for k in TLS_DEFAULTS if k not in ("ssl.client.auth", "ssl.principal.mapping.rules")}
+    | {"sasl.mechanism", "sasl.jaas.config"})
+
+#: Link configs that hold secrets: stored as given, never described back (as Kafka's
+#: DescribeConfigs treats PASSWORD-typed configs).
+SENSITIVE_LINK_CONFIGS = frozenset({
+    "sasl.jaas.config", "ssl.key.password", "ssl.keystore.key", "ssl.keystore.password",
+    "ssl.truststore.password",
+})
 
 _INT_CONFIGS = frozenset({
     "request.timeout.ms", "metadata.max.age.ms", "replica.fetch.max.bytes",
@@ -57,7 +79,7 @@ MIRRORED_TOPIC_CONFIGS = frozenset({
 def validate_link_configs(configs: Mapping[str, str]) -> str | None:
     """None if ``configs`` make a usable link, else the message of an INVALID_CONFIG error."""
     for name, value in configs.items():
-        if name not in LINK_CONFIG_DEFAULTS:
+        if name not in LINK_CONFIG_DEFAULTS and name not in LINK_SECURITY_CONFIGS:
             return f"Unknown cluster link config {name!r}"
         if name in _INT_CONFIGS:
             try:
@@ -74,11 +96,18 @@ def validate_link_configs(configs: Mapping[str, str]) -> str | None:
         parse_bootstrap(servers)
     except ValueError as e:
         return str(e)
-    protocol = configs.get("security.protocol", "PLAINTEXT").upper()
-    if protocol != "PLAINTEXT":
-        # TLS and SASL arrive with the security work; until then a link that asks for them
-        # is refused rather than silently connecting in plaintext.
-        return f"security.protocol {protocol} is not supported for cluster links yet (PLAINTEXT only)"
+    protocol = (configs.get("security.protocol") or "PLAINTEXT").strip().upper()
+    if protocol not in SECURITY_PROTOCOLS:
+        return f"Invalid value {protocol!r} for cluster link config security.protocol: " \
+               f"one of {', '.join(SECURITY_PROTOCOLS)}"
+    if "SASL" in protocol:
+        try:
+            # The time only dates an OAUTHBEARER token, which is thrown away here.
+            sasl_credentials_from_client_properties(configs, now_s=0)
+        except JaasConfigError as e:
+            return f"Invalid value for cluster link config sasl.jaas.config: {e}"
+        except ValueError as e:
+            return f"Invalid cluster link SASL settings: {e}"
     if configs.get("acl.sync.enable", "false").lower() == "true":
         return "acl.sync.enable=true is not supported: this cluster has no ACLs to sync yet"
     try:
@@ -86,6 +115,12 @@ def validate_link_configs(configs: Mapping[str, str]) -> str | None:
     except ValueError as e:
         return f"Invalid consumer.offset.group.filters: {e}"
     return None
+
+
+def described_link_configs(configs: Mapping[str, str]) -> list[tuple[str, str | None, bool]]:
+    """A link's configs as described to anyone who asks: (name, value, is_sensitive), sorted,
+    secrets with no value."""
+    return [(k, None, True) if k in SENSITIVE_LINK_CONFIGS else (k, v, False) for k, v in sorted(configs.items())]
 
 
 def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
@@ -197,5 +232,6 @@ class GroupFilter:
 
 GroupPredicate = Callable[[str], bool]
 
-__all__ = ["GroupFilter", "LINK_CONFIG_DEFAULTS", "LinkSettings", "MIRRORED_TOPIC_CONFIGS",
+__all__ = ["GroupFilter", "LINK_CONFIG_DEFAULTS", "LinkSettings", "LINK_SECURITY_CONFIGS",
+           "MIRRORED_TOPIC_CONFIGS", "SENSITIVE_LINK_CONFIGS", "described_link_configs",
            "parse_bootstrap", "validate_link_configs"]

@@ -12,7 +12,8 @@ controller with what it learnt filled in; the controller writes the metadata rec
 * AlterMirrors: pause, resume and failover go straight on; promote first waits until every
   mirror partition's high watermark reached the source's as it was when asked, then stops the
   mirror as failover does;
-* DeleteClusterLinks goes straight on; DescribeClusterLinks is answered from the broker's image.
+* DeleteClusterLinks goes straight on; DescribeClusterLinks is answered from the broker's image,
+  secrets (``SENSITIVE_LINK_CONFIGS``) as null values marked sensitive.
 
 The same handlers run on the controller (``ctx.controller`` set), where they only turn the
 filled-in request into controller operations.
@@ -29,7 +30,7 @@ from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.edges import LinkService
 from kafkapy.controller import MirrorTopicSpec, QuorumController
 from kafkapy.metadata.image import ClusterLink, MetadataImage, MirrorState
-from kafkapy.metadata.link_configs import validate_link_configs
+from kafkapy.metadata.link_configs import described_link_configs, validate_link_configs
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -138,7 +139,8 @@ async def handle_describe_cluster_links(ctx: BrokerContext, request: Request) ->
         out.append(L(link_name=link.name, error_code=0, error_message=None, link_id=link.id,
                      source_cluster_id=link.source_cluster_id,
                      state=ctx.links.state(link.id) if ctx.links is not None else "UNAVAILABLE",
-                     configs=[L.LinkConfig(name=k, value=v) for k, v in sorted(link.configs.items())],
+                     configs=[L.LinkConfig(name=k, value=v, is_sensitive=secret)
+                              for k, v, secret in described_link_configs(link.configs)],
                      mirrors=_mirrors(image, link)))
     return Resp(throttle_time_ms=0, links=out)
 

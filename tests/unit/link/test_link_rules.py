@@ -22,7 +22,6 @@ from kafkapy.protocol.apis import OWN_API_KEYS, ApiVersionsTable, request_class
     ({"bootstrap.servers": "a:1", "colour": "blue"}, "Unknown cluster link config 'colour'"),
     ({"bootstrap.servers": "a:1", "consumer.offset.sync.ms": "-5"}, "non-negative integer"),
     ({"bootstrap.servers": "a:1", "consumer.offset.sync.enable": "yes"}, "true or false"),
-    ({"bootstrap.servers": "a:1", "security.protocol": "SASL_SSL"}, "not supported for cluster links yet"),
     ({"bootstrap.servers": "a:1", "consumer.offset.group.filters": "{"}, "not JSON"),
 ])
 def test_link_configs_are_checked(configs, problem) -> None:
