@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kafkapy.cli.admin import EARLIEST, LATEST, RESOURCE_BROKER, RESOURCE_TOPIC, Admin
+from kafkapy.cli.admin import (
+    EARLIEST,
+    LATEST,
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    Admin,
+    command_config_security,
+    kafka_python_security,
+)
 from kafkapy.cli.groups import plan_reset
 from kafkapy.protocol import messages as m
 
@@ -74,3 +82,15 @@ def test_reset_targets_stay_inside_the_log():
     # After the last record: the log end, where a consumer would wait for new ones.
     assert plan_reset(reset(to_datetime="1970-01-01T00:00:01+00:00"), admin, parts, committed) == \
         {("t", 0): 100, ("t", 1): 100}
+
+
+def test_command_config_with_sasl_gives_kafka_python_its_credentials(tmp_path):
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                      "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                      'username="alice" password="alice-secret";\n')
+    security = command_config_security(str(config))
+    assert security is not None and security.sasl is not None and security.sasl.username == "alice"
+    kwargs = kafka_python_security(argparse.Namespace(command_config=str(config)))
+    assert kwargs == {"security_protocol": "SASL_PLAINTEXT", "ssl_context": None, "sasl_mechanism": "SCRAM-SHA-256",
+                      "sasl_plain_username": "alice", "sasl_plain_password": "alice-secret"}
