@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,8 +63,10 @@ class ClusterClient:
     """Connections to one cluster (see the module docstring). ``name`` names it in log lines."""
 
     def __init__(self, name: str, bootstrap: tuple[tuple[str, int], ...], *, client_id: str,
-                 timeout_s: float, security: ClientSecurity | None = None) -> None:
+                 timeout_s: float, security: ClientSecurity | Callable[[], ClientSecurity] | None = None) -> None:
         self.name = name
+        #: A callable is asked again for each new connection: a long-lived link's OAUTHBEARER
+        #: token (and the files its TLS settings name) are then as fresh as the connection.
         self.security = security
         self.bootstrap = bootstrap
         self.client_id = client_id
@@ -74,6 +77,9 @@ class ClusterClient:
         self.metadata: ClusterMetadata | None = None
         #: trio.current_time() of the last answer from the source (-inf: never).
         self.last_contact = float("-inf")
+
+    def _security(self) -> ClientSecurity | None:
+        return self.security() if callable(self.security) else self.security
 
     async def aclose(self) -> None:
         clients = list(self._clients.values())
@@ -98,7 +104,7 @@ class ClusterClient:
         for host, port in self.bootstrap:
             try:
                 self._bootstrap_client = await KafkaClient.connect(
-                    host, port, client_id=self.client_id, timeout=self.timeout, security=self.security)
+                    host, port, client_id=self.client_id, timeout=self.timeout, security=self._security())
                 return self._bootstrap_client
             except SaslAuthenticationFailed as exc:
                 # A server that refused the link's credentials answered: say so with its code,
@@ -122,7 +128,7 @@ class ClusterClient:
             raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE,
                              f"{self.name}: broker {node_id} is not in the metadata")
         client = await KafkaClient.connect(address[0], address[1], client_id=self.client_id,
-                                           timeout=self.timeout, security=self.security)
+                                           timeout=self.timeout, security=self._security())
         self._clients[node_id] = client
         return client
 

@@ -21,6 +21,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import trio
 
@@ -120,10 +121,11 @@ class ClusterLinkManager(SourceAdmin):
     def _start(self, link: ClusterLink) -> _RunningLink | None:
         try:
             settings = LinkSettings.of(link.configs)
-            security = link_client_security(link.name, link.configs)
+            link_client_security(link.name, link.configs)
         except (ValueError, KafkaError) as e:
             log.error("Cluster link %s has unusable configs (%s): not started", link.name, e)
             return None
+        security = partial(link_client_security, link.name, link.configs)
         source, admin = (ClusterClient(f"cluster link {link.name}", settings.bootstrap,
                                        timeout_s=settings.request_timeout_ms / 1000.0, security=security,
                                        client_id=settings.client_id or f"kafkapy-link-{link.name}-{self.node_id}")
