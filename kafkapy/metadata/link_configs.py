@@ -109,7 +109,7 @@ def validate_link_configs(configs: Mapping[str, str]) -> str | None:
         except ValueError as e:
             return f"Invalid cluster link SASL settings: {e}"
     if configs.get("acl.sync.enable", "false").lower() == "true":
-        return "acl.sync.enable=true is not supported: this cluster has no ACLs to sync yet"
+        return "acl.sync.enable=true is not supported: kafkapy links do not copy the source's ACLs yet"
     try:
         GroupFilter.parse(configs.get("consumer.offset.group.filters", ""))
     except ValueError as e:
