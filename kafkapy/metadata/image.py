@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kafkapy.metadata.client_quotas import ClientQuotasImage
+from kafkapy.metadata.link_configs import described_link_configs
 from kafkapy.metadata.pmap import EMPTY_SHARDED, ShardedMap
 from kafkapy.metadata.records import (
     AccessControlEntryRecord,
@@ -274,7 +275,7 @@ class MirrorState(enum.IntEnum):
     STOPPED = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ClusterLink:
     """A link from this (destination) cluster to a source cluster."""
 
@@ -282,6 +283,11 @@ class ClusterLink:
     name: str
     source_cluster_id: str
     configs: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAP)
+
+    def __repr__(self) -> str:
+        shown = {k: "(redacted)" if secret else v for k, v, secret in described_link_configs(self.configs)}
+        return f"ClusterLink(id={self.id}, name={self.name!r}, source_cluster_id={self.source_cluster_id!r}, " \
+               f"configs={shown})"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, TypeVar
 
+from kafkapy.metadata.link_configs import SENSITIVE_LINK_CONFIGS
 from kafkapy.protocol.schema_codec import MessageSchema, SchemaError, load_schema, read_uvarint, write_uvarint
 from kafkapy.protocol.schemas import metadata as _schemas_pkg
 
@@ -342,12 +343,17 @@ class RemoveAccessControlEntryRecord(MetadataRecord):
 # kafkapy's own record types (cluster links). Kafka numbers its types below 100; ours start at
 # 10000 so a future Kafka type never takes one of their keys.
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class LinkConfig:
     """One config of a cluster link (ClusterLinkRecord.Configs)."""
 
     name: str
     value: str
+
+    def __repr__(self) -> str:
+        # As Kafka's RecordRedactor: a secret never reaches a log line through a record.
+        value = "(redacted)" if self.name in SENSITIVE_LINK_CONFIGS else repr(self.value)
+        return f"LinkConfig(name={self.name!r}, value={value})"
 
 
 @_register(10000, 0)

@@ -3,13 +3,16 @@ created, how they become the link's ClientSecurity, and which are never describe
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 import trustme
 
 from kafkapy.link.link_security import link_client_security
+from kafkapy.metadata.image import ClusterLink
 from kafkapy.metadata.link_configs import described_link_configs, validate_link_configs
+from kafkapy.metadata.records import ClusterLinkRecord, LinkConfig
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 SCRAM = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="linker" password="s3cret";'
@@ -93,3 +96,10 @@ def test_a_truststore_that_does_not_load_is_an_invalid_config(tmp_path: Path) ->
         link_client_security("l", {**BASE, "security.protocol": "SSL", "ssl.truststore.type": "PEM",
                                    "ssl.truststore.location": str(tmp_path / "missing.pem")})
     assert caught.value.code == ErrorCode.INVALID_CONFIG and "ssl.truststore.location" in str(caught.value.message)
+
+
+def test_a_links_record_and_image_never_print_its_secrets() -> None:
+    configs = {**BASE, "sasl.jaas.config": SCRAM, "ssl.key.password": "s3cret"}
+    record = ClusterLinkRecord(uuid.uuid4(), "l", "c", tuple(LinkConfig(k, v) for k, v in sorted(configs.items())))
+    for shown in (repr(record), repr(ClusterLink(uuid.uuid4(), "l", "c", configs))):
+        assert "s3cret" not in shown and "(redacted)" in shown and "a:9093" in shown
