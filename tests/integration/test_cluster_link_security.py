@@ -1,6 +1,7 @@
-"""A cluster link whose source takes clients only on a SASL_SSL listener (SCRAM-SHA-512 over
-TLS): the mirror copies records at the same offsets, the link's secrets are never described
-back, and a wrong password or an unloadable truststore refuse the link with Kafka's codes."""
+"""Cluster links to a source whose client listeners are SASL_SSL (SCRAM-SHA-512 over TLS) and SSL
+requiring a client certificate (mTLS): the mirror copies records at the same offsets, the link's
+secrets are never described back, and a wrong password or an unloadable truststore refuse the
+link with Kafka's codes."""
 
 from __future__ import annotations
 
@@ -28,17 +29,21 @@ def ca_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(d / "ca.pem"))
     ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(d / "node.pem"))
+    ca.issue_cert("osaka-link.example", common_name="osaka-link").private_key_and_cert_chain_pem.write_to_path(
+        str(d / "link.pem"))
     return d / "ca.pem"
 
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory, ca_path: Path) -> Any:
     n = KafkaNode(tmp_path_factory.mktemp("source"))
-    n.sasl_ssl_port = free_port()
+    n.sasl_ssl_port, n.ssl_port = free_port(), free_port()
     n.overrides.update({
-        # PLAINTEXT stays for the test's own set-up and checks; the link may use SASL_SSL only.
+        # PLAINTEXT stays for the test's own set-up and checks; the links use the other two.
         "listeners": f"PLAINTEXT://127.0.0.1:{n.port},SASL_SSL://127.0.0.1:{n.sasl_ssl_port},"
-                     f"CONTROLLER://127.0.0.1:{n.controller_port}",
+                     f"SSL://127.0.0.1:{n.ssl_port},CONTROLLER://127.0.0.1:{n.controller_port}",
+        "listener.name.ssl.ssl.client.auth": "required",
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca_path),
         "inter.broker.listener.name": "PLAINTEXT",
         "sasl.enabled.mechanisms": "SCRAM-SHA-512",
         "ssl.keystore.type": "PEM", "ssl.keystore.location": str(ca_path.parent / "node.pem"),
@@ -64,10 +69,12 @@ def link_configs(ca_path: Path, jaas: str = SCRAM) -> dict[str, str]:
             "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": jaas}
 
 
-def create_link(dest: Any, name: str, source: Any, configs: dict[str, str], tmp_path: Path, ok: bool = True) -> Any:
+def create_link(dest: Any, name: str, source: Any, configs: dict[str, str], tmp_path: Path, ok: bool = True,
+                port: int | None = None) -> Any:
     props = tmp_path / f"{name}.properties"
     props.write_text("".join(f"{k}={v}\n" for k, v in configs.items()))
-    return kafkapy("link", "create", name, "--source-bootstrap-server", f"127.0.0.1:{source.sasl_ssl_port}",
+    port = port or source.sasl_ssl_port
+    return kafkapy("link", "create", name, "--source-bootstrap-server", f"127.0.0.1:{port}",
                    "--config-file", str(props), "--bootstrap-server", bootstrap(dest), ok=ok)
 
 
@@ -109,3 +116,17 @@ def test_a_wrong_password_or_a_truststore_that_does_not_load_refuses_the_link(so
     assert missing.returncode != 0 and "INVALID_CONFIG" in out and "ssl.truststore.location" in out, missing
     names = [x.link_name for x in call(dest, m.DescribeClusterLinksRequest(link_names=None), version=0).links]
     assert "wrong" not in names and "notrust" not in names
+
+
+def test_a_link_with_a_client_certificate_mirrors_from_an_mtls_listener(source, dest, ca_path, tmp_path) -> None:
+    create_topic(source, "audit", 1)
+    assert write(source, "audit", 0, [f"a{i}".encode() for i in range(9)]) == 0
+    mtls = {"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca_path),
+            "ssl.keystore.type": "PEM", "ssl.keystore.location": str(ca_path.parent / "link.pem")}
+    # Without its certificate the source will not take the link.
+    no_cert = {k: v for k, v in mtls.items() if not k.startswith("ssl.keystore")}
+    assert create_link(dest, "nocert", source, no_cert, tmp_path, ok=False, port=source.ssl_port).returncode != 0
+    create_link(dest, "mtls", source, mtls, tmp_path, port=source.ssl_port)
+    kafkapy("mirror", "create", "audit", "--link", "mtls", "--bootstrap-server", bootstrap(dest))
+    wait_for("the mirror to catch up", lambda: same_logs(source, dest, "audit", 1), timeout=60)
+    assert end_offset(dest, "audit", 0) == 9
