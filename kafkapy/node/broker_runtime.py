@@ -72,6 +72,7 @@ from kafkapy.security.listener_protocols import (
     SECURITY_PROTOCOL_IDS,
     inter_broker_listener_name,
     listener_protocol,
+    own_listener,
 )
 from kafkapy.security.principal import KafkaPrincipal
 from kafkapy.storage import MetaProperties, StorageError, kafka_uuid_to_uuid
@@ -163,10 +164,11 @@ class BrokerRuntime(Runtime):
                                         self.transactions.request_timeout_ms / 1000.0)
         # Cluster links: mirror partitions led here are filled from their sources; the link's
         # admin-client work goes to this cluster through this broker's own listener.
+        own = own_listener(advertised, config.props)
         self.links = ClusterLinkManager(
             node_id, self.replicas, clock.now_ms, image=lambda: loader.image,
-            local_bootstrap=(advertised[0].host, advertised[0].port),
-            local_security=client_security.for_listener(advertised[0].name) if client_security else None)
+            local_bootstrap=(own.host, own.port),
+            local_security=client_security.for_listener(own.name) if client_security else None)
         self.context = BrokerContext(
             node_id=node_id, cluster_id=cluster_id, config=config, clock=clock,
             replicas=self.replicas, image=lambda: loader.image,

@@ -3,8 +3,8 @@ node's raw properties (pure: both the config checks and the network edge ask).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Final, Protocol, TypeVar
 
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: Kafka's SecurityProtocol ids, as BrokerRegistration and RegisterBrokerRecord endpoints carry them.
@@ -61,3 +61,19 @@ def inter_broker_listener_name(props: Mapping[str, str]) -> str:
     if name:
         return name.upper()
     return (props.get("security.inter.broker.protocol") or "").strip().upper() or "PLAINTEXT"
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+L = TypeVar("L", bound=_Named)
+
+
+def own_listener(advertised: Sequence[L], props: Mapping[str, str]) -> L:
+    """Which of a broker's advertised listeners it uses to reach its own cluster as a client
+    (cluster links' admin work): the inter-broker one, where the node has its own identity (a
+    SASL client listener has no username and password for the node), else the first."""
+    wanted = inter_broker_listener_name(props)
+    return next((lst for lst in advertised if lst.name.upper() == wanted), advertised[0])

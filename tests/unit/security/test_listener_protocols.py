@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from kafkapy.security.listener_protocols import (
     SECURITY_PROTOCOL_IDS,
     inter_broker_listener_name,
     listener_protocol,
+    own_listener,
 )
 
 
@@ -41,3 +44,11 @@ def test_inter_broker_listener():
 
 def test_protocol_ids_are_kafkas():
     assert SECURITY_PROTOCOL_IDS == {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+def test_a_broker_reaches_its_own_cluster_on_its_inter_broker_listener():
+    # A SASL client listener has no node identity: using it for the broker's own admin work
+    # (cluster links) stopped a broker whose every listener was SASL_SSL from starting.
+    client, internal = SimpleNamespace(name="CLIENT"), SimpleNamespace(name="INTERNAL")
+    assert own_listener([client, internal], {"inter.broker.listener.name": "internal"}) is internal
+    assert own_listener([client, internal], {}) is client  # no PLAINTEXT listener: the first
