@@ -52,6 +52,7 @@ SLOWEST = (
     "tests/integration/test_elr.py",
     "compat-tests/test_roundtrip.py",
     "tests/integration/test_tiered_broker.py",
+    "tests/integration/test_secure_cluster.py",
 )
 
 

@@ -1,0 +1,252 @@
+"""Issue 24's acceptance: three controller-only and three broker-only nodes, every listener
+SASL_SSL, with the StandardAuthorizer, as a production operator would run them.
+
+* controller listener: SASL_SSL with PLAIN (user ``ctl``);
+* inter-broker listener: SASL_SSL with SCRAM-SHA-512 (user ``broker`` from
+  ``storage format --add-scram``);
+* client listener: SASL_SSL with SCRAM-SHA-512 (``admin``, a super user, and ``alice``, who has
+  no ACLs);
+* one trustme CA; ``super.users`` names the node principals and the admin.
+
+The harness's readiness probe speaks TLS here (there is no plaintext port). Every wait is
+bounded; the fixture stops every node.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import ssl
+import struct
+import subprocess
+import time
+import uuid
+from typing import Any
+
+import pytest
+import trustme
+
+from kafkapy.testing.cluster import eventually
+from kafkapy.testing.node import KafkaNode, free_port, recv_exactly
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+CLUSTER_ID = "U2VjdXJlQ2x1c3RlcjAwMQ"
+CONTROLLERS = (1, 2, 3)
+BROKERS = (4, 5, 6)
+HOST = "127.0.0.1"
+
+CTL_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" '
+            'password="ctl-secret" user_ctl="ctl-secret";')
+BROKER_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
+               'password="broker-secret";')
+SCRAM_USERS = ("SCRAM-SHA-512=[name=broker,password=broker-secret]",
+               "SCRAM-SHA-512=[name=admin,password=admin-secret]",
+               "SCRAM-SHA-512=[name=alice,password=alice-secret]")
+
+
+def tls_api_versions(port: int, ca: str, timeout: float = 1.0) -> bool:
+    """ApiVersions v0 over TLS: a SASL_SSL listener answers it before authentication."""
+    body = struct.pack(">hhih", 18, 0, 7, 2) + b"it"
+    context = ssl.create_default_context(cafile=ca)
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout) as raw, \
+                context.wrap_socket(raw, server_hostname=HOST) as s:
+            s.sendall(struct.pack(">i", len(body)) + body)
+            size = struct.unpack(">i", recv_exactly(s, 4))[0]  # type: ignore[arg-type]
+            return struct.unpack(">ih", recv_exactly(s, size)[:6])[0] == 7  # type: ignore[arg-type]
+    except (OSError, ConnectionError, struct.error):
+        return False
+
+
+class SecureNode(KafkaNode):
+    """A node whose only listeners are SASL_SSL: it is ready once ``port`` answers over TLS."""
+
+    ca_path = ""
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                raise AssertionError(f"node in {self.workdir} exited\n{self.log_tail()}")
+            if tls_api_versions(self.port, self.ca_path):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"node in {self.workdir} did not answer over TLS\n{self.log_tail()}")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    ca = trustme.CA()
+    ca_path, node_pem = tmp_path / "ca.pem", tmp_path / "node.pem"
+    ca.cert_pem.write_to_path(str(ca_path))
+    ca.issue_cert(HOST, "localhost").private_key_and_cert_chain_pem.write_to_path(str(node_pem))
+    SecureNode.ca_path = str(ca_path)
+    controller_ports = {i: free_port() for i in CONTROLLERS}
+    voters = ",".join(f"{i}@{HOST}:{p}" for i, p in controller_ports.items())
+    common = {
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "controller.quorum.election.timeout.ms": "1000",
+        "controller.quorum.fetch.timeout.ms": "2000",
+        "broker.heartbeat.interval.ms": "500",
+        "broker.session.timeout.ms": "4000",
+        "offsets.topic.replication.factor": "3",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(node_pem),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca_path),
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": CTL_JAAS,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ctl;User:broker;User:admin",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+    nodes: dict[int, SecureNode] = {}
+    for i in CONTROLLERS:
+        n = SecureNode(tmp_path / f"node{i}", controller_port=controller_ports[i], cluster_id=CLUSTER_ID,
+                       format_storage=False)
+        n.port = controller_ports[i]
+        n.overrides.update(common)
+        n.overrides.update({
+            "node.id": i, "process.roles": "controller",
+            "listeners": f"CONTROLLER://{HOST}:{controller_ports[i]}",
+            "listener.security.protocol.map": "CONTROLLER:SASL_SSL",
+        })
+        nodes[i] = n
+    for i in BROKERS:
+        n = SecureNode(tmp_path / f"node{i}", cluster_id=CLUSTER_ID, format_storage=False)
+        internal = free_port()
+        n.overrides.update(common)
+        n.overrides.update({
+            "node.id": i, "process.roles": "broker",
+            "listeners": f"CLIENT://{HOST}:{n.port},INTERNAL://{HOST}:{internal}",
+            "listener.security.protocol.map": "CLIENT:SASL_SSL,INTERNAL:SASL_SSL,CONTROLLER:SASL_SSL",
+            "inter.broker.listener.name": "INTERNAL",
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.internal.scram-sha-512.sasl.jaas.config": BROKER_JAAS,
+            "listener.name.client.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.client.scram-sha-512.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        })
+        nodes[i] = n
+    for i, n in nodes.items():
+        cmd = [n.python, "-m", "kafkapy", "storage", "format", "--cluster-id", CLUSTER_ID]
+        if i in CONTROLLERS:
+            for user in SCRAM_USERS:
+                cmd += ["--add-scram", user]
+        for key, value in n._settings().items():
+            cmd += ["--override", f"{key}={value}"]
+        subprocess.run(cmd, check=True, capture_output=True, timeout=60)
+    try:
+        for n in nodes.values():
+            n._launch()  # a quorum's nodes start together: none is ready until a majority runs
+        for n in nodes.values():
+            n._wait_ready()
+        yield nodes, str(ca_path)
+    finally:
+        for n in nodes.values():
+            n.stop()
+
+
+def client_config(nodes: dict[int, SecureNode], ca: str, user: str, password: str,
+                  **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": ",".join(nodes[b].bootstrap for b in BROKERS),
+            "security.protocol": "SASL_SSL", "ssl.ca.location": ca,
+            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": password,
+            "log_level": 0, **extra}
+
+
+def active_controller(nodes: dict[int, SecureNode]) -> int | None:
+    """The controller that last logged becoming active with the highest epoch."""
+    best: tuple[int, int] | None = None
+    for i in CONTROLLERS:
+        if not nodes[i].running():
+            continue
+        for epoch in re.findall(rf"Node {i} is the active controller \(epoch (\d+)\)", nodes[i].log_tail(2_000_000)):
+            if best is None or int(epoch) > best[0]:
+                best = (int(epoch), i)
+    return best[1] if best else None
+
+
+def produce(config: dict[str, Any], topic: str, values: list[bytes]) -> list[Any]:
+    producer = ck.Producer({**config, "acks": "all", "enable.idempotence": True,
+                            "message.timeout.ms": 30000})
+    errors: list[Any] = []
+    for v in values:
+        producer.produce(topic, v, on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(40)
+    return errors
+
+
+def consume(config: dict[str, Any], topic: str, count: int) -> list[bytes]:
+    consumer = ck.Consumer({**config, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                            "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 40
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    return got
+
+
+def test_three_plus_three_cluster_all_sasl_ssl(cluster):
+    nodes, ca = cluster
+    admin_config = client_config(nodes, ca, "admin", "admin-secret")
+    admin = AdminClient(admin_config)
+
+    def brokers_unfenced() -> bool:
+        return sorted(admin.list_topics(timeout=5).brokers) == list(BROKERS)
+
+    eventually(brokers_unfenced, timeout=60, what="the three brokers registered and unfenced")
+    assert active_controller(nodes) in CONTROLLERS
+
+    topic = "secure-orders"
+    futures = admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})])
+    futures[topic].result(30)
+
+    def fully_replicated() -> bool:
+        partition = admin.list_topics(topic, timeout=5).topics[topic].partitions[0]
+        return sorted(partition.isrs) == list(BROKERS)
+
+    eventually(fully_replicated, timeout=30, what="three in-sync replicas over the inter-broker listener")
+    values = [f"v{i}".encode() for i in range(20)]
+    assert produce(admin_config, topic, values) == [None] * 20
+    assert consume(admin_config, topic, 20) == values
+
+    # A wrong password is refused: nothing is delivered.
+    bad = produce(client_config(nodes, ca, "admin", "wrong", **{"message.timeout.ms": 3000}), topic, [b"x"])
+    assert len(bad) == 1 and bad[0] is not None
+
+    # alice authenticates but has no ACLs.
+    refused = produce(client_config(nodes, ca, "alice", "alice-secret"), topic, [b"y"])
+    assert len(refused) == 1 and refused[0].code() == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    # The active controller dies: another is elected and metadata writes succeed again.
+    victim = active_controller(nodes)
+    assert victim is not None
+    nodes[victim].kill9()
+    eventually(lambda: active_controller(nodes) not in (None, victim), timeout=30,
+               what="a new active controller")
+    admin.create_topics([NewTopic("after-failover", 1, 3)])["after-failover"].result(30)
+
+    # The partition leader dies: leadership moves, and acks=all produce goes on with 2 in sync.
+    leader = admin.list_topics(topic, timeout=5).topics[topic].partitions[0].leader
+    nodes[leader].kill9()
+    eventually(lambda: admin.list_topics(topic, timeout=5).topics[topic].partitions[0].leader
+               not in (-1, leader), timeout=30, what="a new partition leader")
+    more = [f"w{i}".encode() for i in range(10)]
+    assert produce(admin_config, topic, more) == [None] * 10
+    assert consume(admin_config, topic, 30) == values + more
+    for i, n in nodes.items():
+        log = n.log_tail(2_000_000)
+        assert "Traceback" not in log, f"node {i}"
+        if i in CONTROLLERS:  # only clients (the wrong password) failed, never a node
+            assert "Failed authentication" not in log, f"node {i}"
