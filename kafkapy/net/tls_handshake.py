@@ -48,8 +48,9 @@ async def tls_handshake(stream: trio.SocketStream, tls: ListenerTls, info: Conne
     if reason is None:
         reason = _fill_session(secured, tls, info)
     if reason is not None:
-        log.warning("Failed authentication with %s on listener %s (connection %s): %s", peer,
-                    info.listener, info.connection_id, reason)
+        # INFO, as Kafka's Selector logs it: clients routinely drop half-open TLS connections.
+        log.info("Failed authentication with %s on listener %s (connection %s): %s", peer,
+                 info.listener, info.connection_id, reason)
         await trio.aclose_forcefully(stream)
         return None
     return secured
