@@ -17,6 +17,18 @@ from _common import Deadline, b64, main, unb64
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
 
+def client_config(job: dict) -> dict:
+    """The job's client settings; `ssl_cafile`/`ssl_certfile`/`ssl_keyfile` (not aiokafka
+    arguments: it takes an SSLContext, which JSON cannot carry) become that context."""
+    config = dict(job.get("config", {}))
+    files = {k: config.pop(f"ssl_{k}", None) for k in ("cafile", "certfile", "keyfile")}
+    if any(files.values()):
+        from aiokafka.helpers import create_ssl_context
+
+        config["ssl_context"] = create_ssl_context(**{k: v for k, v in files.items() if v})
+    return config
+
+
 def map_exception(exc: BaseException) -> dict | None:
     if isinstance(exc, KafkaError):
         return {"code": getattr(exc, "errno", None), "name": type(exc).__name__, "message": str(exc),
@@ -33,7 +45,7 @@ async def produce(job: dict) -> dict:
         acks=acks if acks == "all" else int(acks),
         linger_ms=job.get("linger_ms", 20),
         request_timeout_ms=job.get("timeout_s", 30) * 1000,
-        **job.get("config", {}),
+        **client_config(job),
     )
     await producer.start()
     try:
@@ -65,7 +77,7 @@ def _consumer(job: dict) -> AIOKafkaConsumer:
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset=job.get("auto_offset_reset", "earliest"),
-        **job.get("config", {}),
+        **client_config(job),
     )
 
 

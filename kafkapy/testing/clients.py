@@ -187,8 +187,17 @@ def java_classes_dir() -> Path:
     return compile_java([JAVA_SOURCE], java_jars(), name="compat", timeout=120)
 
 
+def java_runtime_extras() -> list[Path]:
+    """Jackson, from Apache Kafka's distribution when it is fetched: kafka-clients declares it
+    optional, yet its OAUTHBEARER login (unsecured tokens included) needs it at run time, as a
+    user's application would have it."""
+    libs = REPO_ROOT / ".tools" / "apache-kafka" / "libs"
+    return sorted(p for name in ("jackson-databind", "jackson-core", "jackson-annotations")
+                  for p in libs.glob(f"{name}-*.jar"))
+
+
 def java_classpath() -> str:
-    return os.pathsep.join([str(java_classes_dir()), *map(str, java_jars())])
+    return os.pathsep.join([str(java_classes_dir()), *map(str, java_jars()), *map(str, java_runtime_extras())])
 
 
 # -- kcat --------------------------------------------------------------------------------------------
