@@ -289,3 +289,31 @@ def test_kafka_acls_wrong_password(node, pki, tmp_path):
     output = listed.stdout.decode() + listed.stderr.decode()
     assert listed.returncode != 0, output[-3000:]
     assert "SaslAuthenticationException" in output and REFUSALS["PLAIN"] in output, output[-3000:]
+
+
+# -- kcat (the system librdkafka) ----------------------------------------------------------------
+
+def kcat_sasl_ssl(pki: dict[str, str], password: str) -> list[str]:
+    return ["-X", "security.protocol=sasl_ssl", "-X", f"ssl.ca.location={pki['ca']}",
+            "-X", "sasl.mechanisms=SCRAM-SHA-256", "-X", f"sasl.username={SCRAM_USER}",
+            "-X", f"sasl.password={password}"]
+
+
+def test_kcat_over_sasl_ssl(node, pki):
+    import shutil
+
+    from kafkapy.testing.clients import run_kcat
+
+    if not (shutil.which("kcat") or shutil.which("kafkacat")):
+        pytest.skip("kcat is not installed (make tools)")
+    address, topic = bootstrap(node, "SASL_SSL"), unique_topic("kcat-sasl-ssl")
+    sent = run_kcat(["-b", address, "-P", "-t", topic, "-p", "0", *kcat_sasl_ssl(pki, SCRAM_PASSWORD)],
+                    input=b"a\nb\nc\n", timeout=60)
+    assert sent.returncode == 0, sent.describe()
+    got = run_kcat(["-b", address, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q",
+                    *kcat_sasl_ssl(pki, SCRAM_PASSWORD)], timeout=60)
+    assert got.returncode == 0, got.describe()
+    assert got.text.split() == ["a", "b", "c"]
+    refused = run_kcat(["-b", address, "-L", "-m", "5", *kcat_sasl_ssl(pki, "wrong")], timeout=60)
+    assert refused.returncode != 0, refused.describe()
+    assert REFUSALS["SCRAM-SHA-256"] in refused.describe(), refused.describe()
