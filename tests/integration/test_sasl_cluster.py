@@ -3,7 +3,7 @@
 replicas fetch, all authenticated.
 
 Clients reach the nodes on a PLAINTEXT listener (also the harness's readiness probe); everything
-between nodes goes over SSL. Every wait is bounded; the fixture stops every node.
+between nodes goes over SASL_PLAINTEXT. Every wait is bounded; the fixture stops every node.
 """
 
 from __future__ import annotations
