@@ -33,6 +33,10 @@ _AUTH_VALUE = re.compile(r"[Bb]earer +([-_.a-zA-Z0-9]+)$")
 _EXTENSION_KEY = re.compile(r"[A-Za-z]+$")
 
 
+#: JWS algorithm prefixes by JWK key type (RFC 7518): what a key of that type can verify.
+_ALGORITHM_FAMILIES: dict[str, tuple[str, ...]] = {"RSA": ("RS", "PS"), "EC": ("ES",), "OKP": ("EdDSA",)}
+
+
 @dataclass(frozen=True, slots=True)
 class ValidatedToken:
     """A token that passed validation: who it names, its scope and when it expires."""
@@ -178,6 +182,10 @@ class JwksValidator:
     def validate(self, token: str, now_ms: int) -> ValidatedToken:
         key = self._key(token)
         alg = jwt.get_unverified_header(token)["alg"]
+        # The token names its algorithm; only one of its key's family may verify it (an HS256
+        # header over an RSA key is the classic confusion, and pyjwt raises TypeError on it).
+        if not str(alg).startswith(_ALGORITHM_FAMILIES.get(str(key.key_type), ("\0",))):
+            raise TokenRejected(f"The JWT's algorithm {alg!r} does not fit its {key.key_type} key")
         try:
             # The times are checked below against now_ms: pyjwt would read the system clock.
             claims = jwt.decode(token, key.key, algorithms=[alg],
@@ -185,7 +193,7 @@ class JwksValidator:
                                 options={"verify_exp": False, "verify_iat": False,
                                          "verify_nbf": False, "verify_aud": self.expected_audience is not None,
                                          "verify_iss": self.expected_issuer is not None})
-        except jwt.PyJWTError as exc:
+        except (jwt.PyJWTError, TypeError, ValueError) as exc:
             raise TokenRejected(f"JWT validation failed: {exc}") from None
         exp = _number(claims, "exp", required=True)
         assert exp is not None

@@ -297,6 +297,17 @@ def test_jwks_refusals(keys, case):
         _jwks(keyset, expected_audience=["kafka"], expected_issuer="https://idp").validate(token, NOW_MS)
 
 
+@pytest.mark.parametrize("alg", ["HS256", "ES256"])
+def test_jwks_a_token_whose_algorithm_does_not_fit_its_key_is_rejected_not_a_crash(keys, alg):
+    # The header picks the algorithm; an HS256 header over an RSA key made pyjwt raise TypeError.
+    _, _, keyset = keys
+    header = base64.urlsafe_b64encode(json.dumps({"alg": alg, "kid": "k1"}).encode()).rstrip(b"=")
+    body = base64.urlsafe_b64encode(json.dumps(GOOD).encode()).rstrip(b"=")
+    token = (header + b"." + body + b".c2ln").decode()
+    with pytest.raises(TokenRejected, match="does not fit"):
+        _jwks(keyset).validate(token, NOW_MS)
+
+
 def test_jwks_clock_skew_allows_a_just_expired_token(keys):
     private, _, keyset = keys
     token = _signed(private, {**GOOD, "exp": NOW_MS / 1000 - 10})
