@@ -215,7 +215,9 @@ RULES: dict[int, Rule] = {
     ApiKey.HEARTBEAT: Rule((_GROUP_READ,)),
     ApiKey.LEAVE_GROUP: Rule((_GROUP_READ,)),
     ApiKey.OFFSET_COMMIT: Rule((_GROUP_READ,), (_TOPICS, "topics", _topic_item(Op.READ))),
-    ApiKey.OFFSET_DELETE: Rule((_on(Op.DELETE, Res.GROUP, lambda b: b.group_id, E.GROUP_AUTHORIZATION_FAILED),)),
+    # Deleting offsets needs READ on each topic too, as Kafka's handleOffsetDeleteRequest.
+    ApiKey.OFFSET_DELETE: Rule((_on(Op.DELETE, Res.GROUP, lambda b: b.group_id, E.GROUP_AUTHORIZATION_FAILED),),
+                               (_TOPICS, "topics", _topic_item(Op.READ))),
     # One group before v8 (group_id), a list of them from v8.
     ApiKey.OFFSET_FETCH: Rule((_on(Op.DESCRIBE, Res.GROUP, lambda b: getattr(b, "group_id", None),
                                    E.GROUP_AUTHORIZATION_FAILED),),
@@ -255,9 +257,21 @@ RULES: dict[int, Rule] = {
 }
 
 
+def _offset_delete_refusal(request: Request, code: int) -> Any:
+    """Refused topics of an OffsetDelete: the code on each of their partitions (the group's own
+    error field stays for the group's refusal), as Kafka's handleOffsetDeleteRequest."""
+    R = m.OffsetDeleteResponse
+    T, P = R.OffsetDeleteResponseTopic, R.OffsetDeleteResponseTopic.OffsetDeleteResponsePartition
+    return R(error_code=0, throttle_time_ms=0, topics=[
+        T(name=t.name, partitions=[P(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+        for t in request.body.topics])
+
+
 def _refusal(request: Request, code: int, ctx: BrokerContext | None = None) -> Any:
     if request.api_key == ApiKey.WRITE_TXN_MARKERS:
         return _markers_refusal(request, code)
+    if request.api_key == ApiKey.OFFSET_DELETE and code == E.TOPIC_AUTHORIZATION_FAILED:
+        return _offset_delete_refusal(request, code)
     if request.api_key == ApiKey.ADD_PARTITIONS_TO_TXN and code == E.TOPIC_AUTHORIZATION_FAILED and ctx:
         return _add_partitions_refusal(ctx, request)
     response = error_response(request, code, None)

@@ -181,6 +181,27 @@ def test_offset_commit_needs_the_group_then_each_topic(broker) -> None:
         "orders": 0, "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
 
 
+def test_offset_delete_needs_the_group_and_read_on_each_topic(broker) -> None:
+    D = m.OffsetDeleteRequest
+    T, P = D.OffsetDeleteRequestTopic, D.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition
+    body = D(group_id="g", topics=[T(name=n, partitions=[P(partition_index=0)]) for n in ("orders", "secret")])
+    req = request(ApiKey.OFFSET_DELETE, 0, body)
+    broker.step(acl(1, Res.GROUP, "g", Op.DELETE), acl(2, Res.TOPIC, "orders", Op.READ))
+    ran: list[list[str]] = []
+
+    async def delete(r: Request) -> Any:
+        ran.append([t.name for t in r.body.topics])
+        R = m.OffsetDeleteResponse
+        return R(version=0, error_code=0, throttle_time_ms=0, topics=[R.OffsetDeleteResponseTopic(name=t.name, partitions=[
+            R.OffsetDeleteResponseTopic.OffsetDeleteResponsePartition(partition_index=0, error_code=0)])
+            for t in r.body.topics])
+
+    mixed = as_(ALICE, authorized_call, broker.ctx, req, delete)
+    assert ran == [["orders"]]  # no offsets of a topic alice may not read are deleted
+    assert {t.name: t.partitions[0].error_code for t in mixed.topics} == {
+        "orders": 0, "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+
+
 def test_create_topics_forwards_only_what_the_caller_may_create(broker) -> None:
     C = m.CreateTopicsRequest
     body = C(timeout_ms=1000, validate_only=False, topics=[
