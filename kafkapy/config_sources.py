@@ -109,8 +109,10 @@ class Listener:
 # SASL settings kafkapy does not know (Kerberos' sasl.kerberos.*, login callbacks ...): ignoring
 # them would leave the operator believing something is in force that is not, so a node given one
 # refuses to start. The ones kafkapy honours are in config_security.SECURITY_CONFIGS.
-_REFUSED_PREFIXES = ("sasl.",)
-_REFUSED_KEYS: tuple[str, ...] = ()
+# The same holds for ssl.* keys it does not know (ssl.crl.*, provider-specific ones) and for a
+# custom principal builder, which would change the principals every ACL is checked against.
+_REFUSED_PREFIXES = ("sasl.", "ssl.")
+_REFUSED_KEYS: tuple[str, ...] = ("principal.builder.class",)
 # Kafka's per-listener SASL settings: listener.name.<listener>.sasl.* and
 # .<mechanism>.sasl.jaas.config (and the other per-mechanism SASL settings).
 _LISTENER_SASL_KEY = re.compile(r"listener\.name\.[^.]+\.(?:[^.]+\.)?sasl\.")
@@ -202,7 +204,10 @@ def refused_key(key: str) -> bool:
     listener_key = _LISTENER_KEY.match(key)
     if listener_key is not None and listener_key.group(1) in SECURITY_CONFIGS:
         return False
-    return key.startswith(_REFUSED_PREFIXES) or key in _REFUSED_KEYS or _LISTENER_SASL_KEY.match(key) is not None
+    if listener_key is not None and listener_key.group(1) in _REFUSED_KEYS:
+        return True
+    return key.startswith(_REFUSED_PREFIXES) or key in _REFUSED_KEYS or _LISTENER_SASL_KEY.match(key) is not None \
+        or _LISTENER_SSL_KEY.match(key) is not None
 
 
 def is_security_key(key: str) -> bool:

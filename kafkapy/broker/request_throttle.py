@@ -59,6 +59,8 @@ CLIENT_THROTTLES_FROM: dict[int, int] = {
     ApiKey.OFFSET_DELETE: 0, ApiKey.DESCRIBE_TOPIC_PARTITIONS: 0,
 }
 
+_INT32_MAX = 0x7FFFFFFF
+
 #: Requests the brokers send each other: never counted against a client's request quota.
 EXEMPT_FROM_REQUEST_QUOTA = frozenset({ApiKey.WRITE_TXN_MARKERS})
 
@@ -78,6 +80,10 @@ class RequestThrottle:
 
     def add(self, throttle_ms: int) -> None:
         """Kafka answers with the longest of the quotas' throttle times."""
+        # throttle_time_ms is an int32 on the wire: a tiny quota against a large request can
+        # compute more, and a response that cannot be encoded after its append would close the
+        # connection, unanswered, and the producer would retry the records it had written.
+        throttle_ms = min(throttle_ms, _INT32_MAX)
         if throttle_ms > self.throttle_ms:
             self.throttle_ms = throttle_ms
 

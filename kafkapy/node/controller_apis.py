@@ -36,6 +36,7 @@ from kafkapy.broker.handlers.configs import (
     handle_forwarded_alter_configs,
     handle_forwarded_incremental_alter_configs,
 )
+from kafkapy.broker.request_authorization import authorized_call
 from kafkapy.controller import (
     AlterPartitionPartition,
     AlterPartitionTopic,
@@ -50,7 +51,9 @@ from kafkapy.node.envelope import serve as serve_envelope
 from kafkapy.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiVersionsTable, request_class
+from kafkapy.protocol.error_responses import error_response
 from kafkapy.quorum.dispatcher import QuorumDispatcher
+from kafkapy.security.acl import AclOperation, ResourceType
 from kafkapy.security.principal import ANONYMOUS
 from kafkapy.security.sasl.exchange import SASL_AUTHENTICATE_VERSIONS, SASL_HANDSHAKE_VERSIONS
 
@@ -98,6 +101,14 @@ class ControllerHost(Protocol):
         """The controller's BrokerHeartbeatReply to ``req`` (committing its records)."""
 
 
+#: What Kafka's ControllerApis asks of the caller for the controller RPCs that need more than
+#: CLUSTER_ACTION on the cluster.
+_CONTROLLER_RPC_OPS: dict[int, AclOperation] = {
+    ApiKey.UNREGISTER_BROKER: AclOperation.ALTER, ApiKey.ADD_RAFT_VOTER: AclOperation.ALTER,
+    ApiKey.REMOVE_RAFT_VOTER: AclOperation.ALTER, ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
+}
+
+
 class ControllerApis:
     """The controller listener's dispatcher (see the module docstring)."""
 
@@ -140,12 +151,26 @@ class ControllerApis:
         client_address.set(peer)
         if key == ApiKey.ENVELOPE:
             return await serve_envelope(self.admin_context, request, principal, peer, self.versions, self._forwarded)
+        if key not in FORWARDED_APIS and key != ApiKey.DESCRIBE_CLUSTER:
+            # The nodes' own RPCs (registration, heartbeats, AlterPartition, Raft's Vote, Fetch
+            # and FetchSnapshot, which carry every record, SCRAM credentials included): only a
+            # principal with the cluster right Kafka's ControllerApis asks for.
+            op = _CONTROLLER_RPC_OPS.get(key, AclOperation.CLUSTER_ACTION)
+            if self.admin_context is not None and not self.admin_context.authorize(op, ResourceType.CLUSTER):
+                refused = error_response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                if refused is None:
+                    raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                return refused
         handler = self._handlers.get(key)
         if handler is not None:
             return await handler(request)
         forwarded = FORWARDED_APIS.get(key)
         if forwarded is not None:
-            return await forwarded[2](self.admin_context, request)
+            # Sent straight to the controller listener (a node's own request, or a client that
+            # reached it): authorized as the connection's principal, as Kafka's ControllerApis
+            # does, so the controller listener is no way around the ACLs.
+            run = forwarded[2]
+            return await authorized_call(self.admin_context, request, lambda r: run(self.admin_context, r))
         return await self.quorum.handle(request, conn)
 
     # -- DescribeCluster -------------------------------------------------------------------------

@@ -96,6 +96,13 @@ def listener_sasl(config: BrokerConfig, listener: str, scram_lookup: ScramLookup
 
 def _mechanism_factory(config: BrokerConfig, listener: str, mechanism: str,
                        scram_lookup: ScramLookup) -> MechanismFactory:
+    handler = listener_value(config, listener, "sasl.server.callback.handler.class", mechanism)
+    if mechanism != "OAUTHBEARER" and handler:
+        # A custom check (LDAP, a password file ...) the operator relies on; serving the JAAS
+        # users or the metadata log's SCRAM credentials instead would fail open.
+        raise ValueError(f"listener {listener}: {mechanism} server callback handler {handler} is not "
+                         "supported (kafkapy checks PLAIN against the JAAS users and SCRAM against "
+                         "the credentials in the metadata log)")
     if mechanism == "PLAIN":
         jaas = _jaas(config, listener, mechanism)
         if jaas is None or jaas.login_module != PLAIN_LOGIN_MODULE:

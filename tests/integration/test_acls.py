@@ -74,6 +74,12 @@ def node(tmp_path_factory):
         # (in Envelopes naming the client), as inter-broker principals need it in Kafka.
         wait(admin.create_acls([binding(ResourceType.BROKER, "kafka-cluster", op) for op in (
             AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION)]))
+        # The node creates __consumer_offsets as itself (its connection to the controller is
+        # ANONYMOUS too, and the controller checks it, as Kafka's): let a group lookup create it
+        # while ANONYMOUS may, as an operator gives the brokers' principal its rights.
+        wait(admin.describe_consumer_groups(["acl-warmup"]))
+        eventually(lambda: "__consumer_offsets" in admin.list_topics(timeout=10).topics,
+                   what="__consumer_offsets to be created")
         # From here on ANONYMOUS is no super user.
         n.overrides["super.users"] = ""
         n.restart()

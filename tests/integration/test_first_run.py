@@ -31,7 +31,10 @@ listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.secu
     required username="admin" password="admin-secret" user_admin="admin-secret";
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 allow.everyone.if.no.acl.found=false
-super.users=User:admin
+# The node reaches its own controller over the PLAINTEXT controller listener, as User:ANONYMOUS:
+# the controller grants its RPCs (registration, heartbeats) only to a principal with CLUSTER_ACTION,
+# so that principal is a super user, as Kafka requires of inter-node principals.
+super.users=User:admin;User:ANONYMOUS
 log.dirs={data}
 offsets.topic.replication.factor=1
 """
