@@ -218,13 +218,15 @@ def rerun_timeout(mode: str, tests: int) -> int:
 
 
 def _run_suite_process(suite: str, mode: str, bootstrap: str, results: Path, log: Path, *,
-                       timeout: int, only: Path | None = None) -> str:
+                       timeout: int, only: Path | None = None, node_env: dict[str, str] | None = None) -> str:
     """Runs run.sh in its own process group; returns an error message, or '' when it completed.
 
-    ``only`` names a file of test ids: run.sh then runs just those (the re-run)."""
+    ``only`` names a file of test ids: run.sh then runs just those (the re-run); ``node_env``
+    tells it where the node's secured listeners are."""
     cmd = ["bash", str(SUITES_DIR / suite / "run.sh"), mode, bootstrap, str(results)]
     env = dict(os.environ)
     env.pop(ONLY_ENV, None)
+    env.update(node_env or {})
     if only is not None:
         env[ONLY_ENV] = str(only)
     with open(log, "wb") as out:
@@ -250,10 +252,15 @@ def _run_suite_process(suite: str, mode: str, bootstrap: str, results: Path, log
     return ""
 
 
-def _new_node(overrides: dict[str, str]):  # -> KafkaNode; a seam for the unit tests
+def _new_node(overrides: dict[str, str], users: dict[str, str]):  # a seam for the unit tests
+    """A node with the suite's overrides and SASL_PLAINTEXT, SSL and SASL_SSL listeners besides
+    PLAINTEXT, as the clients' own test brokers have; returns it and the environment that tells
+    run.sh where those listeners are and who may log in."""
     from kafkapy.testing.node import KafkaNode
+    from kafkapy.testing.secured_listeners import DEFAULT_USERS, add_secured_listeners
 
-    return KafkaNode(overrides=overrides)
+    node = KafkaNode(overrides=overrides)
+    return node, add_secured_listeners(node, users or DEFAULT_USERS).env()
 
 
 @dataclass
@@ -282,11 +289,13 @@ def _run_on_fresh_node(suite: str, mode: str, out: Path, tag: str = "", *,
         only_path.write_text("".join(t + "\n" for t in only))
     timeout = SUITE_TIMEOUT[mode] if only is None else rerun_timeout(mode, len(only))
     overrides = read_properties(folder / "broker.properties")
+    # user=password lines: the SASL users the suite's own tests log in as.
+    users = read_properties(folder / "sasl-users.txt")
     problems: list[str] = []
     setup_error = ""
     what = "re-run" if only is not None else "run"
 
-    node = _new_node(overrides)
+    node, node_env = _new_node(overrides, users)
     node_group = None
     try:
         node.start()
@@ -294,7 +303,7 @@ def _run_on_fresh_node(suite: str, mode: str, out: Path, tag: str = "", *,
         _live(node_group, True)
         print(f"   {suite}: {what} on node {node.bootstrap}; suite output in {suite_log}", flush=True)
         setup_error = _run_suite_process(suite, mode, node.bootstrap, results_path, suite_log,
-                                         timeout=timeout, only=only_path)
+                                         timeout=timeout, only=only_path, node_env=node_env)
         if not node.running():
             problems.append(f"the broker process died during the suite's {what}")
     except NodeError as e:

@@ -345,16 +345,33 @@ class KafkaNode(_ProcessNode):
             while self.controller_port == self.port:
                 self.controller_port = free_port()
         self.python = python or _venv_python()
+        # Listeners besides PLAINTEXT and CONTROLLER: name -> (security protocol, port). They are
+        # part of the node's port set, so a port-collision retry picks them afresh too.
+        self.extra_listeners: dict[str, tuple[str, int]] = {}
+        # More arguments for `storage format` (``--add-scram`` users, say).
+        self.format_args: list[str] = []
         self.overrides = dict(SINGLE_NODE_DEFAULTS)
         self.overrides.update(dict(overrides))
         self.data_dir = self.workdir / "data"
         self.data_dir.mkdir(exist_ok=True)
 
     def _ports(self) -> list[int]:
-        return [self.port, self.controller_port]
+        return [self.port, self.controller_port, *(port for _, port in self.extra_listeners.values())]
+
+    def add_listener(self, name: str, protocol: str) -> int:
+        """Adds a listener on a free port of its own; returns the port."""
+        taken = set(self._ports())
+        port = free_port()
+        while port in taken:
+            port = free_port()
+        self.extra_listeners[name] = (protocol, port)
+        return port
 
     def _repick_ports(self) -> None:
         super()._repick_ports()
+        for name, (protocol, _) in list(self.extra_listeners.items()):
+            del self.extra_listeners[name]
+            self.add_listener(name, protocol)
         if self._fixed_controller_port:
             while self.port == self.controller_port:
                 self.port = free_port()
@@ -370,7 +387,7 @@ class KafkaNode(_ProcessNode):
 
     def _format(self) -> None:
         """`kafkapy storage format` first, as a Kafka operator runs `kafka-storage.sh format`."""
-        cmd = [self.python, "-m", "kafkapy", "storage", "format", "--ignore-formatted"]
+        cmd = [self.python, "-m", "kafkapy", "storage", "format", "--ignore-formatted", *self.format_args]
         if self.cluster_id is not None:
             cmd += ["--cluster-id", self.cluster_id]
         for key, value in self._settings().items():
@@ -389,14 +406,21 @@ class KafkaNode(_ProcessNode):
         # advertised.listeners stays unset, as in most Kafka test setups: the broker advertises
         # its non-controller listeners, and DescribeConfigs reports the key as a default.
         node_id = str(self.overrides.get("node.id", 1))
+        extra = "".join(f"{name}://{self.host}:{port}," for name, (_, port) in self.extra_listeners.items())
         base = {
             "node.id": node_id,
             "process.roles": "broker,controller",
-            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},{extra}CONTROLLER://{self.host}:{self.controller_port}",
             "controller.listener.names": "CONTROLLER",
             "controller.quorum.voters": f"{node_id}@{self.host}:{self.controller_port}",
             "log.dirs": str(self.data_dir),
         }
+        if self.extra_listeners:
+            # Nodes talk among themselves, and the harness probes, on PLAINTEXT.
+            base["listener.security.protocol.map"] = ",".join(
+                ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT",
+                 *(f"{name}:{protocol}" for name, (protocol, _) in self.extra_listeners.items())])
+            base["inter.broker.listener.name"] = "PLAINTEXT"
         base.update({k: str(v) for k, v in self.overrides.items()})
         return base
 

@@ -130,10 +130,10 @@ def suite(tmp_path, monkeypatch):
     plan: list[dict[str, str]] = []
     node_logs: list[str] = []
 
-    def new_node(overrides):
-        return FakeNode(overrides, node_logs.pop(0) if node_logs else "")
+    def new_node(overrides, users):
+        return FakeNode(overrides, node_logs.pop(0) if node_logs else ""), {}
 
-    def fake_process(suite, mode, bootstrap, results, log, *, timeout, only=None):
+    def fake_process(suite, mode, bootstrap, results, log, *, timeout, only=None, node_env=None):
         ids = only.read_text().split() if only else [*"abcdefg", "x"]
         calls.append({"bootstrap": bootstrap, "only": ids if only else None, "timeout": timeout,
                       "results": results.name})
@@ -301,7 +301,7 @@ def test_librdkafka_concurrency_is_a_positive_number(monkeypatch):
 
 
 def test_a_node_that_dies_during_its_suite_is_a_broker_problem(suite, monkeypatch):
-    def dying_process(name, mode, bootstrap, results, log, *, timeout, only=None):
+    def dying_process(name, mode, bootstrap, results, log, *, timeout, only=None, node_env=None):
         results.write_text("".join(f"{t}\tpassed\t1.0\t\n" for t in [*"abcdefg", "x"]))
         FakeNode.started[-1].alive = False  # the broker exits under the suite
         return ""
