@@ -519,6 +519,17 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
     admit: Callable[[tuple[Any, ...] | None], float] | None = getattr(dispatcher, "admit_connection", None)
 
     async def handler(stream: trio.SocketStream) -> None:
+        # trio.serve_listeners runs handlers in the listener's nursery: an exception escaping one
+        # would end the listener with it. serve_stream never raises; what comes before it (the
+        # connection quota, the TLS handshake) must not either.
+        try:
+            await connection(stream)
+        except Exception:
+            log.exception("Unexpected error accepting a connection on listener %s; closing it",
+                          listener_name)
+            await trio.aclose_forcefully(stream)
+
+    async def connection(stream: trio.SocketStream) -> None:
         sock = stream.socket
         try:
             # Trio sets TCP_NODELAY already; responses are written whole, so Nagle only adds

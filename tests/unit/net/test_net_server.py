@@ -485,3 +485,28 @@ async def test_regions_are_released_when_a_reply_is_abandoned(tmp_path: Any, how
             sock.close()
             nursery.cancel_scope.cancel()
     assert d.owners[0].released == 1
+
+
+@trio_test
+async def test_a_failure_before_serving_a_connection_does_not_end_the_listener(caplog: Any) -> None:
+    # Whatever fails between accept and serving (here the connection quota's check) costs that
+    # connection only: trio.serve_listeners would otherwise take the listener down with it.
+    d = FakeDispatcher()
+    calls: list[Any] = []
+
+    def admit(peer: Any) -> float:
+        calls.append(peer)
+        if len(calls) == 1:
+            raise RuntimeError("quota table broke")
+        return 0.0
+
+    d.admit_connection = admit  # type: ignore[attr-defined]
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d)
+        victim = await KafkaClient.connect("127.0.0.1", port, api_versions=False)
+        assert await victim.receive_raw(timeout=5) is None  # closed, nothing sent
+        await victim.aclose()
+        async with await KafkaClient.connect("127.0.0.1", port) as client:
+            assert (await client.send(metadata("fine"))).topics[0].name == "fine"
+        nursery.cancel_scope.cancel()
+    assert "Unexpected error accepting a connection" in caplog.text
