@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -130,8 +131,9 @@ def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
     url = listener_value(config, listener, "sasl.oauthbearer.jwks.endpoint.url", "OAUTHBEARER")
     if not url:
         raise ValueError(f"listener {listener}: {handler} needs sasl.oauthbearer.jwks.endpoint.url")
+    source = JwksSource(url, int(_typed(config, listener, "sasl.oauthbearer.jwks.endpoint.refresh.ms", "OAUTHBEARER")))
     return JwksValidator(
-        JwksSource(url, int(_typed(config, listener, "sasl.oauthbearer.jwks.endpoint.refresh.ms", "OAUTHBEARER"))),
+        source, on_unknown_key=source.expedite,
         expected_audience=list(_typed(config, listener, "sasl.oauthbearer.expected.audience", "OAUTHBEARER")),
         expected_issuer=_typed(config, listener, "sasl.oauthbearer.expected.issuer", "OAUTHBEARER"),
         sub_claim=str(_typed(config, listener, "sasl.oauthbearer.sub.claim.name", "OAUTHBEARER")),
@@ -141,14 +143,19 @@ def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
 
 class JwksSource:
     """The JWKS at ``url`` (file:// or http(s)://), read when the listener opens (a broken URL stops
-    the node, as in Kafka) and again every ``refresh_ms``. The read is short and blocking: a
-    JWKS is a few kilobytes."""
+    the node, as in Kafka) and again every ``refresh_ms``, or sooner when a token names a key id
+    the set lacks (an identity provider rotating its keys), at most every ten seconds.
+
+    Refreshes run on a thread of their own: a slow or unreachable provider must not stall the event
+    loop, which serves every connection. Until a refresh lands, tokens are checked against the keys
+    read last."""
 
     def __init__(self, url: str, refresh_ms: int) -> None:
         self.url = url
         self.refresh_s = max(refresh_ms / 1000, _JWKS_RELOAD_MIN_S)
         self._keys = self._fetch()
         self._loaded = time.monotonic()
+        self._refreshing = threading.Lock()
 
     def _fetch(self) -> jwt.PyJWKSet:
         with urllib.request.urlopen(self.url, timeout=_JWKS_FETCH_TIMEOUT_S) as response:  # noqa: S310
@@ -156,12 +163,28 @@ class JwksSource:
 
     def __call__(self) -> jwt.PyJWKSet:
         if time.monotonic() - self._loaded >= self.refresh_s:
-            self._loaded = time.monotonic()
-            try:
-                self._keys = self._fetch()
-            except (OSError, ValueError, jwt.PyJWKSetError) as exc:
-                log.warning("Could not refresh the JWKS from %s (keeping the previous keys): %s", self.url, exc)
+            self._refresh_in_background()
         return self._keys
+
+    def expedite(self) -> None:
+        """A token named a key id the set lacks: read the set again soon."""
+        if time.monotonic() - self._loaded >= _JWKS_RELOAD_MIN_S:
+            self._refresh_in_background()
+
+    def _refresh_in_background(self) -> None:
+        if not self._refreshing.acquire(blocking=False):
+            return  # one refresh at a time
+        self._loaded = time.monotonic()
+        threading.Thread(target=self._refresh, name="jwks-refresh", daemon=True).start()
+
+    def _refresh(self) -> None:
+        try:
+            self._keys = self._fetch()
+            self._loaded = time.monotonic()
+        except (OSError, ValueError, jwt.PyJWKSetError) as exc:
+            log.warning("Could not refresh the JWKS from %s (keeping the previous keys): %s", self.url, exc)
+        finally:
+            self._refreshing.release()
 
 
 def node_sasl_credentials_for(props: Mapping[str, str]) -> Callable[[str, str], SaslCredentials | None]:

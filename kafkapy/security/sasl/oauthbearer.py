@@ -29,7 +29,8 @@ JWKS_VALIDATOR_CLASSES: Final = (
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
     "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler")
 _CONTROL_A: Final = b"\x01"
-_AUTH_VALUE = re.compile(r"[Bb]earer +([-_.a-zA-Z0-9]+)$")
+# The scheme is matched regardless of case, as Kafka's OAuthBearerClientInitialResponse does.
+_AUTH_VALUE = re.compile(r"(?i:bearer) +([-_.a-zA-Z0-9]+)$")
 _EXTENSION_KEY = re.compile(r"[A-Za-z]+$")
 
 
@@ -157,8 +158,11 @@ class JwksValidator:
 
     def __init__(self, keys: Callable[[], jwt.PyJWKSet], *, expected_audience: list[str] | None = None,
                  expected_issuer: str | None = None, sub_claim: str = "sub", scope_claim: str = "scope",
-                 clock_skew_s: int = 30) -> None:
+                 clock_skew_s: int = 30, on_unknown_key: Callable[[], None] | None = None) -> None:
+        """``on_unknown_key`` is told when a token names a key id the JWKS lacks (so the
+        source can read the set again: the provider may have rotated its keys)."""
         self._keys = keys
+        self._on_unknown_key = on_unknown_key
         self.expected_audience = expected_audience or None
         self.expected_issuer = expected_issuer or None
         self.sub_claim = sub_claim
@@ -174,6 +178,8 @@ class JwksValidator:
         keys = self._keys().keys
         matching = [k for k in keys if kid is None or k.key_id == kid]
         if not matching:
+            if self._on_unknown_key is not None:
+                self._on_unknown_key()
             raise TokenRejected(f"No key in the JWKS for kid {kid!r}")
         if header.get("alg") in (None, "none"):
             raise TokenRejected("The JWT is not signed")

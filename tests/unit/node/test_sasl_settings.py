@@ -80,3 +80,73 @@ def test_node_credentials_missing_identity_stops_the_node():
         creds("INTERNAL", "SASL_PLAINTEXT")
     with pytest.raises(ValueError, match="GSSAPI"):
         node_sasl_credentials_for({})("INTERNAL", "SASL_PLAINTEXT")
+
+
+def _jwks_file(path, kid: str) -> str:
+    import json
+
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    jwk.update(kid=kid, alg="RS256", use="sig")
+    path.write_text(json.dumps({"keys": [jwk]}))
+    return path.as_uri()
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_jwks_refresh_runs_off_the_event_loop_and_picks_up_rotated_keys(tmp_path, monkeypatch):
+    import threading
+
+    from kafkapy.node import sasl_settings
+
+    clock = _Clock()
+    monkeypatch.setattr(sasl_settings, "time", clock)
+    url = _jwks_file(tmp_path / "jwks.json", "old")
+    source = sasl_settings.JwksSource(url, refresh_ms=3_600_000)
+    assert [k.key_id for k in source().keys] == ["old"]
+    _jwks_file(tmp_path / "jwks.json", "new")
+
+    # A provider that hangs: the caller still gets the keys it had, at once.
+    release, fetching = threading.Event(), threading.Event()
+    real_fetch = source._fetch
+
+    def slow_fetch():
+        fetching.set()
+        assert release.wait(10)
+        return real_fetch()
+
+    monkeypatch.setattr(source, "_fetch", slow_fetch)
+    clock.now += 3600
+    assert [k.key_id for k in source().keys] == ["old"]
+    assert fetching.wait(10)
+    source.expedite()  # one refresh at a time: no second thread while the first hangs
+    release.set()
+    for _ in range(200):
+        if [k.key_id for k in source().keys] == ["new"]:
+            break
+        threading.Event().wait(0.05)
+    assert [k.key_id for k in source().keys] == ["new"]
+
+
+def test_jwks_unknown_key_expedites_a_refresh_at_most_every_ten_seconds(tmp_path, monkeypatch):
+    from kafkapy.node import sasl_settings
+
+    clock = _Clock()
+    monkeypatch.setattr(sasl_settings, "time", clock)
+    source = sasl_settings.JwksSource(_jwks_file(tmp_path / "jwks.json", "a"), refresh_ms=3_600_000)
+    started: list[bool] = []
+    monkeypatch.setattr(source, "_refresh_in_background", lambda: started.append(True))
+    source.expedite()
+    assert started == []  # read just now
+    clock.now += 11
+    source.expedite()
+    assert started == [True]

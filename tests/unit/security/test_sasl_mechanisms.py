@@ -314,3 +314,20 @@ def test_jwks_clock_skew_allows_a_just_expired_token(keys):
     assert _jwks(keyset, clock_skew_s=30).validate(token, NOW_MS).principal == "alice"
     with pytest.raises(TokenRejected):
         _jwks(keyset, clock_skew_s=0).validate(token, NOW_MS)
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_oauthbearer_scheme_is_case_insensitive(scheme):
+    message = client_initial_response("a.b.c").replace(b"Bearer", scheme.encode())
+    assert ClientInitialResponse.parse(message).token == "a.b.c"
+
+
+def test_jwks_unknown_kid_asks_the_source_to_refresh(keys):
+    private, _, keyset = keys
+    asked: list[bool] = []
+    validator = JwksValidator(lambda: keyset, on_unknown_key=lambda: asked.append(True))
+    validator.validate(_signed(private, GOOD), NOW_MS)
+    assert asked == []
+    with pytest.raises(TokenRejected):
+        validator.validate(_signed(private, GOOD, kid="rotated"), NOW_MS)
+    assert asked == [True]
