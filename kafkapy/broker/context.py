@@ -104,11 +104,11 @@ class BrokerContext:
             request_principal.get(), request_host(client_address.get()), op, resource_type)
 
     async def forward(self, body: Any, version: int) -> Any:
-        """Send a client's request to the active controller; with the authorizer on, in an
-        Envelope naming the client, whom the controller then authorizes (KIP-590)."""
+        """Send a client's request to the active controller in an Envelope naming the client,
+        whom the controller then authorizes (KIP-590). Always, as Kafka does: a broker without
+        an authorizer of its own must not lend its (cluster-wide) rights to its clients at a
+        controller that has one."""
         assert self.controller_request is not None
-        if self.authorizer is None:
-            return await self.controller_request(body, version)
         caller = (request_principal.get(), request_host(client_address.get()))
         return await self.controller_request(body, version, caller=caller)
     # Client quotas (produce/fetch byte rates) and their rate sensors; None: nothing throttled

@@ -2,9 +2,9 @@
 
 Kafka's controllers apply ``controller_mutation_rate`` to each topic of these requests, after the
 topic passed its other checks, with the requesting client's principal and client id (brokers
-forward them in an Envelope). kafkapy forwards admin requests without the client's identity, so
-the broker that receives the request applies the quota before forwarding (or before running it,
-on a combined node): each topic takes its partitions' permits in request order; a strict
+forward them in an Envelope). kafkapy's Envelope carries the broker's client id, not the
+client's, so the broker that receives the request applies the quota before forwarding (or before
+running it, on a combined node): each topic takes its partitions' permits in request order; a strict
 request's topics are refused with THROTTLING_QUOTA_EXCEEDED while the client's bucket is below
 zero and left out of what goes to the controller; the refusals are put back into the answer in
 request order. Permits of topics the controller then refuses for another reason are given
