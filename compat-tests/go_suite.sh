@@ -8,10 +8,14 @@
 #   copies it to $CACHE/src (the module cache is read-only), builds the package's test binary
 #   ($CACHE/suite.test) and test2json ($CACHE/test2json), and lists the package's broker tests
 #   ($CACHE/tests.txt). Everything is cached: a second call with the same version does nothing.
-# go_suite_run <seconds per test> <regexp of tests to leave out> <results.tsv>
+# go_suite_run <seconds per test> <regexp of tests to leave out> <results.tsv> [<regexp of tests to
+#              take> <id suffix>]
 #   runs each listed test in its own process of the test binary, under its own deadline, in the
 #   package's folder (tests read testdata/ relative to it), and writes results.tsv. With
-#   KAFKAPY_SUITE_ONLY=<file of test names>, only the listed tests run (and are in results.tsv).
+#   KAFKAPY_SUITE_ONLY=<file of test names>, only the listed tests run (and are in results.tsv;
+#   an empty one when none of them is here). A suffix (e.g. @SSL) makes this a second pass of some
+#   tests in another setting (the caller's environment): results.tsv names them <test><suffix>, and
+#   of KAFKAPY_SUITE_ONLY's ids it takes those ending in the suffix.
 
 MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv> | run.sh setup}
 case "$MODE" in quick|full|setup) ;; *) echo "mode must be quick, full or setup" >&2; exit 2 ;; esac
@@ -72,17 +76,25 @@ go_suite_list() {
 }
 
 go_suite_run() {
-    local per_test=$1 skip=$2 results=$3 run="$CACHE/last-run" budget
+    local per_test=$1 skip=$2 results=$3 take=${4:-.} suffix=${5:-} run budget
+    run="$CACHE/last-run$suffix"
     # KAFKAPY_SUITE_ONLY (a file of test names, one a line): run exactly those of the listed broker
     # tests, the skip regexp notwithstanding (the report card's re-run of allowed tests that
     # failed), with their raw output beside the full run's rather than over it.
-    if [ -n "${KAFKAPY_SUITE_ONLY:-}" ]; then run="$CACHE/last-run-only"; fi
+    if [ -n "${KAFKAPY_SUITE_ONLY:-}" ]; then run="$run-only"; fi
     rm -rf "$run" && mkdir -p "$run"
     if [ -n "${KAFKAPY_SUITE_ONLY:-}" ]; then
-        grep -Fxf <(sed 's/[[:space:]]*$//' "$KAFKAPY_SUITE_ONLY" | grep .) "$CACHE/tests.txt" \
-            > "$run/tests.txt" || true
+        grep -Fxf <(sed 's/[[:space:]]*$//' "$KAFKAPY_SUITE_ONLY" | grep . \
+                    | awk -v s="$suffix" 's == "" { print; next }
+                          length($0) > length(s) && substr($0, length($0) - length(s) + 1) == s {
+                              print substr($0, 1, length($0) - length(s)) }') \
+            "$CACHE/tests.txt" > "$run/tests.txt" || true
+        # A re-run of another pass's tests only: nothing to do here.
+        if [ ! -s "$run/tests.txt" ]; then
+            log "none of KAFKAPY_SUITE_ONLY's tests${suffix:+ ($suffix)} here"; : > "$results"; return 0
+        fi
     else
-        grep -Ev "$skip" "$CACHE/tests.txt" > "$run/tests.txt" || true
+        grep -E "$take" "$CACHE/tests.txt" | grep -Ev "$skip" > "$run/tests.txt" || true
     fi
     [ -s "$run/tests.txt" ] || { log "no tests selected"; exit 3; }
     # Inside the harness's own suite timeout (30 min quick), so results.tsv is always written.
@@ -101,5 +113,9 @@ go_suite_run() {
     done < "$run/tests.txt"
     "$PY" "$ROOT/compat-tests/gotest_glue.py" tsv "$results" "$run/tests.txt" "$run"/*.json \
         || { log "writing $results failed"; exit 3; }
+    if [ -n "$suffix" ]; then
+        awk -v s="$suffix" 'BEGIN { FS = OFS = "\t" } NF { $1 = $1 s } { print }' "$results" \
+            > "$results.tmp" && mv "$results.tmp" "$results"
+    fi
     log "$(cut -f2 "$results" | sort | uniq -c | tr '\n' ' ')-> $results (raw output in $run)"
 }
