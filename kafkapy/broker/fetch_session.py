@@ -198,6 +198,13 @@ class FetchSessionCache:
         ]
         return SessionContext(session_id, full, incremental=True, session=session)
 
+    def discard_new(self, context: SessionContext) -> None:
+        """Drops the session a full fetch just created, when its answer will not carry the
+        session's id (a throttled response): as in Kafka, whose full fetch makes its session
+        only with the data it answers, the client never learns it, so it would only hold a slot."""
+        if not context.incremental and context.session is not None:
+            self._sessions.pop(context.session.session_id, None)
+
     def _create(self, parts: list[FetchPartitionRequest], now_ms: int,
                 uses_topic_ids: bool) -> FetchSession | None:
         if self._max_sessions <= 0:

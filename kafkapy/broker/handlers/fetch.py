@@ -145,6 +145,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> object:
         await ctx.replicas.wait_for_append(deadline)
     if throttle is not None and _over_quota(ctx, throttle, total):
         # Over the quota: nothing is sent, so nothing counts (Kafka's throttled response).
+        ctx.fetch_sessions.discard_new(session)
         for r in results.values():
             if isinstance(r.records, FileRegion):
                 r.records.release()

@@ -125,3 +125,17 @@ def test_an_id_unknown_when_it_joined_is_named_once_the_metadata_knows_it():
         ("", NEW, 4)]
     names[NEW] = "t"
     assert [(p.topic, p.topic_id) for p in _by_id(cache, sid, 2, resolve=names.get).partitions] == [("t", NEW)]
+
+
+def test_a_throttled_full_fetch_leaves_no_session_behind():
+    # Its answer carries no session id, so the client never learns the session: keeping it would
+    # only take a slot (and evict someone else's session from a full cache).
+    cache = _cache()
+    full = cache.new_context(session_id=0, epoch=0, partitions=[_p("a", 0)], forgotten=[], now_ms=0)
+    assert len(cache) == 1
+    cache.discard_new(full)
+    assert len(cache) == 0
+    kept = cache.new_context(session_id=0, epoch=0, partitions=[_p("a", 0)], forgotten=[], now_ms=0)
+    incremental = cache.new_context(session_id=kept.session_id, epoch=1, partitions=[], forgotten=[], now_ms=1)
+    cache.discard_new(incremental)  # an incremental fetch's session stays, throttled or not
+    assert len(cache) == 1
