@@ -4,7 +4,9 @@ Client quotas throttle by this measure, so it follows Kafka's arithmetic closely
 
 * a sample covers ``window_ms``; recording into a sample that old starts the next one, and there
   are ``samples + 1`` slots (Kafka keeps one extra for a sample overlapping the window's start);
-* a sample whose last event is ``samples * window_ms`` old or more is reset (purged) before use;
+* a sample whose window started ``samples * window_ms`` ago or more is reset (purged) before
+  use: by its start, not its last event, as Kafka's purgeObsoleteSamples, so a sample recorded
+  into until late in its window does not stay in the measure for most of a window too long;
 * the rate divides the sum of the samples by the window size: the time since the oldest sample
   started, never counted as less than ``samples - 1`` whole windows (so a first burst is spread
   over the whole window rather than measured over a few milliseconds), and at least 1 ms.
@@ -16,16 +18,14 @@ from __future__ import annotations
 
 
 class _Sample:
-    __slots__ = ("start_ms", "last_ms", "value")
+    __slots__ = ("start_ms", "value")
 
     def __init__(self, now_ms: int) -> None:
         self.start_ms = now_ms
-        self.last_ms = now_ms
         self.value = 0.0
 
     def reset(self, now_ms: int) -> None:
         self.start_ms = now_ms
-        self.last_ms = now_ms
         self.value = 0.0
 
 
@@ -44,7 +44,6 @@ class SampledRate:
         if now_ms - sample.start_ms >= self.window_ms:
             sample = self._advance(now_ms)
         sample.value += value
-        sample.last_ms = now_ms
 
     def total(self, now_ms: int) -> float:
         """What the live samples hold."""
@@ -85,7 +84,7 @@ class SampledRate:
     def _purge(self, now_ms: int) -> None:
         expire = self.samples * self.window_ms
         for s in self._slots:
-            if now_ms - s.last_ms >= expire:
+            if now_ms - s.start_ms >= expire:
                 s.reset(now_ms)
 
 

@@ -153,8 +153,18 @@ def test_sampled_rate_purges_old_samples_and_rolls_windows() -> None:
     assert rate.window_size(0) == 2000 and rate.measure(0) == 150
     rate.record(300, 1500)     # a second sample
     assert rate.total(1500) == 600
-    assert rate.total(3000) == 300        # the first one's last event is 3 windows old
+    assert rate.total(3000) == 300        # the first one started 3 windows ago
     assert rate.total(10_000) == 0
+
+
+def test_samples_are_purged_by_the_start_of_their_window_not_their_last_event() -> None:
+    # As Kafka's SampledStat: a sample written into until late in its window does not count for
+    # longer than a sample written into once.
+    rate = SampledRate(samples=2, window_ms=1000)
+    rate.record(100, 0)
+    rate.record(100, 999)      # same sample, late in its window
+    assert rate.total(1999) == 200
+    assert rate.total(2000) == 0
 
 
 def test_kafka_round_rounds_halves_up() -> None:
