@@ -42,6 +42,9 @@ class IpConnectionQuotas:
         self._per_ip: dict[str, float] = {}
         self._default: float | None = None
         self._sensors: dict[str, SampledRate] = {}
+        # The table size at which idle sensors are next swept out; it doubles past the live ones,
+        # so a flood from many addresses costs one sweep per doubling, not one per connection.
+        self._sweep_at = _MAX_IDLE_SENSORS
 
     def update(self, quotas: ClientQuotasImage) -> None:
         per_ip: dict[str, float] = {}
@@ -71,9 +74,10 @@ class IpConnectionQuotas:
             return 0
         rate = self._sensors.get(address)
         if rate is None:
-            if len(self._sensors) >= _MAX_IDLE_SENSORS:
+            if len(self._sensors) >= self._sweep_at:
                 # Addresses with nothing left in the window need no sensor.
                 self._sensors = {a: r for a, r in self._sensors.items() if r.total(now_ms) > 0}
+                self._sweep_at = max(_MAX_IDLE_SENSORS, 2 * len(self._sensors))
             rate = self._sensors[address] = SampledRate(self.samples, self.window_ms)
         rate.record(1.0, now_ms)
         observed = rate.measure(now_ms)

@@ -41,3 +41,30 @@ def test_ipv4_mapped_peers_match_their_ipv4_quota() -> None:
 def test_no_quotas_admit_everything() -> None:
     q = IpConnectionQuotas()
     assert all(q.on_accept("1.2.3.4", 0) == 0 for _ in range(1000))
+
+
+def test_many_live_addresses_are_swept_once_per_doubling_not_per_connection(monkeypatch) -> None:
+    from kafkapy.broker import connection_quotas
+
+    monkeypatch.setattr(connection_quotas, "_MAX_IDLE_SENSORS", 8)
+    q = quotas(default=5.0)
+    q._sweep_at = 8
+    sweeps = 0
+    real_total = connection_quotas.SampledRate.total
+
+    def counting_total(self, now_ms):
+        nonlocal sweeps
+        sweeps += 1
+        return real_total(self, now_ms)
+
+    monkeypatch.setattr(connection_quotas.SampledRate, "total", counting_total)
+    for i in range(64):  # 64 addresses, all live within the window
+        assert q.on_accept(f"10.0.{i // 256}.{i % 256}", 0) == 0
+    # Without the doubling every accept past the 8th would sweep all sensors: ~1700 reads.
+    # measure() reads each new sensor's total once more: 64 of them.
+    assert sweeps - 64 <= 8 + 16 + 32
+    # Once their window has passed, idle sensors go at the next sweep.
+    later = 10 * 60_000
+    for i in range(64, 64 + 128):
+        q.on_accept(f"10.1.{i // 256}.{i % 256}", later)
+    assert len(q._sensors) <= 128
