@@ -80,6 +80,11 @@ class ClientQuotaManager:
         """Whether a quota of this type was ever set (else nothing is recorded)."""
         return self._kinds != 0
 
+    @property
+    def configured(self) -> bool:
+        """Whether a quota of this type is set now (``enabled`` stays on once one was)."""
+        return bool(self._overrides)
+
     def update(self, quotas: ClientQuotasImage) -> None:
         """Take this type's quotas from the image's client quota entities."""
         overrides: dict[_Level, float] = {}

@@ -117,7 +117,9 @@ def open_throttle(quotas: ClientQuotas | None, quota_image: Any, request: Reques
         current_throttle.set(None)
         return None
     quotas.refresh(quota_image)
-    timed = meter is not None and quotas.request.enabled and key not in EXEMPT_FROM_REQUEST_QUOTA \
+    if meter is not None and not quotas.request.configured:
+        meter.uninstall_if_idle()
+    timed = meter is not None and quotas.request.configured and key not in EXEMPT_FROM_REQUEST_QUOTA \
         and not _follower_fetch(request)
     bytes_quota = quotas.produce if key == ApiKey.PRODUCE else quotas.fetch if key == ApiKey.FETCH \
         else None

@@ -10,8 +10,8 @@ One event loop plays the part of one Kafka request handler thread.
 
 ``RequestTimeMeter`` is a Trio instrument that adds each step's duration to the task being
 measured. It is installed the first time a request quota is in use (Kafka's quota managers
-also start measuring only once a quota has been set), so brokers without request quotas pay
-nothing per task step.
+also start measuring only once a quota has been set) and removed once none is and no request is
+being measured, so brokers without request quotas pay nothing per task step.
 """
 
 from __future__ import annotations
@@ -38,6 +38,13 @@ class RequestTimeMeter(trio.abc.Instrument):
             trio.lowlevel.add_instrument(self)
             self.installed = True
             self._step_start = time.perf_counter_ns()
+
+    def uninstall_if_idle(self) -> None:
+        """Stop measuring (no request quota is in use any more) unless a request is being
+        measured now; ``install`` starts again."""
+        if self.installed and not self._spent:
+            trio.lowlevel.remove_instrument(self)
+            self.installed = False
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self._step_start = time.perf_counter_ns()

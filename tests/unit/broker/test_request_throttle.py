@@ -120,3 +120,19 @@ def test_requests_of_other_clients_and_followers_are_not_timed() -> None:
     assert open_throttle(quotas, REQUEST_QUOTA, follower, "u", 0, meter) is None
     markers = request(ApiKey.WRITE_TXN_MARKERS, 1, 0)
     assert open_throttle(quotas, REQUEST_QUOTA, markers, "u", 0, meter) is None
+
+
+def test_the_meter_is_removed_once_no_request_quota_is_in_use() -> None:
+    # Every task step pays for an installed instrument: once the last request quota is gone
+    # (and no request is being measured), the broker stops paying.
+    async def main() -> tuple[bool, bool]:
+        quotas, meter = ClientQuotas(), RequestTimeMeter()
+        throttle = open_throttle(quotas, REQUEST_QUOTA, request(ApiKey.METADATA, 12, 100), "u", 0, meter)
+        assert throttle is not None and meter.installed
+        # The quota is removed while this request is still measured: it stays installed.
+        open_throttle(quotas, ClientQuotasImage(MappingProxyType({})), request(ApiKey.METADATA, 12, 0), "u", 0, meter)
+        still = meter.installed
+        throttle.abandon()
+        open_throttle(quotas, ClientQuotasImage(MappingProxyType({})), request(ApiKey.METADATA, 12, 0), "u", 0, meter)
+        return still, meter.installed
+    assert trio.run(main) == (True, False)
