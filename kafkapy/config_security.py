@@ -78,7 +78,7 @@ SECURITY_CONFIGS: dict[str, ConfigDef] = config_defs(
               "Where the JWKS that verifies OAUTHBEARER tokens is (file:// or http(s)://)."),
     ConfigDef("sasl.oauthbearer.jwks.endpoint.refresh.ms", T.LONG, "3600000",
               "How often the JWKS is fetched again.", at_least(0)),
-    ConfigDef("sasl.oauthbearer.expected.audience", T.LIST, "",
+    ConfigDef("sasl.oauthbearer.expected.audience", T.LIST, None,
               "The audiences a token must name one of (unset: not checked)."),
     ConfigDef("sasl.oauthbearer.expected.issuer", T.STRING, None,
               "The issuer a token must name (unset: not checked)."),

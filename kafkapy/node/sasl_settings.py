@@ -134,7 +134,7 @@ def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
     source = JwksSource(url, int(_typed(config, listener, "sasl.oauthbearer.jwks.endpoint.refresh.ms", "OAUTHBEARER")))
     return JwksValidator(
         source, on_unknown_key=source.expedite,
-        expected_audience=list(_typed(config, listener, "sasl.oauthbearer.expected.audience", "OAUTHBEARER")),
+        expected_audience=list(_typed(config, listener, "sasl.oauthbearer.expected.audience", "OAUTHBEARER") or ()),
         expected_issuer=_typed(config, listener, "sasl.oauthbearer.expected.issuer", "OAUTHBEARER"),
         sub_claim=str(_typed(config, listener, "sasl.oauthbearer.sub.claim.name", "OAUTHBEARER")),
         scope_claim=str(_typed(config, listener, "sasl.oauthbearer.scope.claim.name", "OAUTHBEARER")),
