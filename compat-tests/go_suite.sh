@@ -16,6 +16,12 @@
 #   an empty one when none of them is here). A suffix (e.g. @SSL) makes this a second pass of some
 #   tests in another setting (the caller's environment): results.tsv names them <test><suffix>, and
 #   of KAFKAPY_SUITE_ONLY's ids it takes those ending in the suffix.
+# go_suite_package <name> <package> <package dir> [gotest_glue.py list options...]
+#   (after go_suite_setup) one more package of the module whose tests dial a broker, e.g. a
+#   subpackage: builds its test binary ($CACHE/<name>.test, cached as the first) and adds its broker
+#   tests to $CACHE/tests.txt as <name>.<Test>, the id they have in results.tsv. go_suite_run runs
+#   them with that binary in that folder, with GO_SUITE_ENV[<name>] (VAR=value words, optional)
+#   added to their environment.
 
 MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv> | run.sh setup}
 case "$MODE" in quick|full|setup) ;; *) echo "mode must be quick, full or setup" >&2; exit 2 ;; esac
@@ -39,7 +45,7 @@ export GOFLAGS="-modcacherw -buildvcs=false" GOTOOLCHAIN=local CGO_ENABLED=0
 go_suite_setup() {
     local module=$1 version=$2 pkg=$3 pkgdir=$4
     shift 4
-    GO_PKGDIR=$pkgdir
+    GO_PKGDIR=$pkgdir GO_MODULE_VERSION=$version
     local stamp="$CACHE/built-$version"
     if [ -f "$stamp" ] && [ -x "$CACHE/suite.test" ] && [ -x "$CACHE/test2json" ]; then
         go_suite_list "$@"
@@ -67,6 +73,28 @@ go_suite_setup() {
     go_suite_list "$@"
     log "setup done: download $((t1 - t0)) s, build $((SECONDS - t1)) s; $(wc -l < "$CACHE/tests.txt") broker tests"
     echo "download_s=$((t1 - t0)) build_s=$((SECONDS - t1))" > "$stamp"
+}
+
+declare -A GO_PKG_DIRS=() GO_SUITE_ENV=()
+
+go_suite_package() {
+    local name=$1 pkg=$2 pkgdir=$3
+    shift 3
+    GO_PKG_DIRS[$name]=$pkgdir
+    # go_suite_setup removes every built-* stamp when it builds afresh: this one goes with them.
+    local stamp="$CACHE/built-$name-$GO_MODULE_VERSION"
+    if [ ! -f "$stamp" ] || [ ! -x "$CACHE/$name.test" ]; then
+        local t0=$SECONDS
+        log "go test -c $pkg"
+        (cd "$CACHE/src" && timeout 1800 "$GO" test -c -o "$CACHE/$name.test" "$pkg") \
+            > "$CACHE/build-$name.log" 2>&1 \
+            || { cat "$CACHE/build-$name.log" >&2; log "setup failed: go test -c $pkg"; exit 3; }
+        echo "build_s=$((SECONDS - t0))" > "$stamp"
+    fi
+    local tests
+    tests=$("$PY" "$ROOT/compat-tests/gotest_glue.py" list "$CACHE/src/$pkgdir" "$@")
+    [ -n "$tests" ] || { log "setup failed: no broker tests found in $pkgdir"; exit 3; }
+    sed "s/^/$name./" <<< "$tests" >> "$CACHE/tests.txt"
 }
 
 # The broker tests, listed afresh each time (a second): the selection follows run.sh's options.
@@ -100,15 +128,24 @@ go_suite_run() {
     # Inside the harness's own suite timeout (30 min quick), so results.tsv is always written.
     budget=$(( $(wc -l < "$run/tests.txt") * per_test ))
     [ "$budget" -gt 1500 ] && [ "$per_test" -le 300 ] && budget=1500
-    local started=$SECONDS t left
+    local started=$SECONDS t left pkg name dir binary
+    local -a extra_env
     while IFS= read -r t; do
         left=$(( budget - (SECONDS - started) ))
         [ "$left" -gt "$per_test" ] && left=$per_test
         if [ "$left" -lt 20 ]; then log "$t: the run's ${budget}s budget is spent"; continue; fi
         log "$t (deadline ${left}s)"
+        # <name>.<Test>: a test of a package added with go_suite_package.
+        pkg=suite name=$t dir=$GO_PKGDIR binary="$CACHE/suite.test" extra_env=()
+        if [[ "$t" == *.* ]]; then
+            pkg=${t%%.*} name=${t#*.} dir=${GO_PKG_DIRS[${t%%.*}]:-.} binary="$CACHE/${t%%.*}.test"
+            read -ra extra_env <<< "${GO_SUITE_ENV[$pkg]:-}"
+        fi
         # -test.timeout makes the binary dump its goroutines before timeout(1) has to kill it.
-        (cd "$CACHE/src/$GO_PKGDIR" && timeout -k 10 "$left" "$CACHE/test2json" -t -p suite \
-            "$CACHE/suite.test" -test.v=test2json -test.count=1 -test.run "^${t}\$" \
+        # test2json's -p names the package in every event: gotest_glue.py tsv qualifies the test
+        # names of packages other than "suite" with it.
+        (cd "$CACHE/src/$dir" && env "${extra_env[@]}" timeout -k 10 "$left" "$CACHE/test2json" -t -p "$pkg" \
+            "$binary" -test.v=test2json -test.count=1 -test.run "^${name}\$" \
             -test.timeout "$((left - 5))s" > "$run/$t.json" 2> "$run/$t.err" < /dev/null) || true
     done < "$run/tests.txt"
     "$PY" "$ROOT/compat-tests/gotest_glue.py" tsv "$results" "$run/tests.txt" "$run"/*.json \

@@ -8,7 +8,8 @@ are unit tests against in-memory fakes; they pass on any machine and say nothing
 
 ``tsv`` turns ``test2json`` event streams (``go test -json``) into the report card's results.tsv:
 one line per listed test, by its top-level name; subtests fold into their parent, as ``go test``
-itself counts them. A listed test the binary never finished (it was killed at its deadline, or
+itself counts them; a test listed as ``<package>.<Test>`` is the test of that package (test2json's
+``-p``). A listed test the binary never finished (it was killed at its deadline, or
 panicked) is a failure with the last lines it printed.
 """
 
@@ -55,6 +56,7 @@ def to_tsv(streams: list[Path], tests: list[str]) -> list[str]:
     status: dict[str, tuple[str, float]] = {}
     output: dict[str, list[str]] = {}  # by full (sub)test name
     failed: set[str] = set()
+    listed = set(tests)
     for stream in streams:
         if not stream.exists():
             continue
@@ -66,6 +68,10 @@ def to_tsv(streams: list[Path], tests: list[str]) -> list[str]:
             test = ev.get("Test")
             if not test:
                 continue
+            # A test of a package other than the suite's main one (go_suite.sh's
+            # go_suite_package) is listed as <package>.<Test>, test2json's -p naming the package.
+            if f"{ev.get('Package')}.{test.split('/')[0]}" in listed:
+                test = f"{ev['Package']}.{test}"
             if ev.get("Action") == "output":
                 output.setdefault(test, []).append(ev.get("Output", ""))
             elif ev.get("Action") == "fail":

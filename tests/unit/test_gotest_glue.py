@@ -63,3 +63,17 @@ def test_results_fold_subtests_and_report_what_never_finished(tmp_path):
     assert by_id["TestB"][1] == "skipped" and "needs SASL" in by_id["TestB"][3]
     assert by_id["TestC"][1:] == ["passed", "0.10", ""]
     assert by_id["TestD"][1] == "failed" and "still waiting" in by_id["TestD"][3]
+
+
+def test_a_second_packages_tests_are_named_with_their_package(tmp_path):
+    main, sub = tmp_path / "TestA.json", tmp_path / "sasl.TestA.json"
+    main.write_text(events({"Action": "pass", "Test": "TestA", "Elapsed": 1}))
+    sub.write_text("\n".join(json.dumps({"Package": "sasl", **e}) for e in (
+        {"Action": "fail", "Test": "TestA/PLAIN", "Elapsed": 1},
+        {"Action": "output", "Test": "TestA/PLAIN", "Output": "    sasl_test.go:9: bad password\n"},
+        {"Action": "fail", "Test": "TestA", "Elapsed": 2},
+    )) + "\n")
+    rows = [line.split("\t") for line in glue.to_tsv([main, sub], ["TestA", "sasl.TestA"])]
+    by_id = {r[0]: r for r in rows}
+    assert by_id["TestA"][1] == "passed"
+    assert by_id["sasl.TestA"][1] == "failed" and "bad password" in by_id["sasl.TestA"][3]
