@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A TCP relay from a fixed address to the node under test.
 
-kafka-go's tests name their broker as the literal "localhost:9092" (no setting to change it), while
-the report card's node listens on a free port. Only the first hop goes through the relay: the
-node's metadata advertises its own address, and the clients connect there for everything after
-bootstrap (the tests that talk to a raw `Conn` keep the relayed connection throughout).
+kafka-go's tests name their broker as the literal "localhost:9092" (and their SASL_PLAINTEXT one as
+"localhost:9093"; no setting changes either), while the report card's node listens on free ports.
+run.sh starts one relay per address; the node advertises those addresses, so every connection of
+the tests goes through a relay, as they would reach kafka-go's own dockerised broker.
 
 usage: relay.py <listen host:port> <target host:port> <ready file>
 """
