@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 from scramp import ScramException, ScramMechanism
+from scramp.core import Gs2Header
 
 from kafkapy.security.sasl.mechanism import SaslError
 
@@ -60,6 +62,27 @@ class ScramCredential:
 def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
     """Hi(password, salt, i) of RFC 5802: what a client sends in AlterUserScramCredentials."""
     return hashlib.pbkdf2_hmac(_HASHES[mechanism], password.encode(), salt, iterations)
+
+
+# A client-first message that names an authorization id: "n,a=<authzid>,<bare>" (RFC 5802 §7).
+_WITH_AUTHZID = re.compile(r"([ny]),a=([^,]*),(.*)\Z", re.S)
+
+
+class _Gs2HeaderWithAuthzid(Gs2Header):
+    """The client's GS2 header as it sent it, authorization id included: the channel binding of
+    its final message (c=) is this header's base64. scramp refuses any authzid, so it gets the
+    message without one and this header to check the binding against."""
+
+    def __init__(self, base: Gs2Header, text: str) -> None:
+        super().__init__(base.gs2_char, base.cb_name)
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text
+
+
+def _saslname(value: str) -> str:
+    return value.replace("=2C", ",").replace("=3D", "=")
 
 
 class ScramServer:
@@ -110,6 +133,20 @@ class ScramServer:
         if nonce is not None and nonce != sent and nonce.endswith(sent):
             self._server.nonce = type(self._server.nonce)(nonce)
 
+    @staticmethod
+    def _without_authzid(message: str) -> tuple[str | None, str]:
+        """A client-first message naming an authorization id as (its GS2 header, the message
+        without it); Kafka accepts one only when it is the username itself."""
+        match = _WITH_AUTHZID.match(message)
+        if match is None:
+            return None, message
+        flag, authzid, bare = match.groups()
+        username = next((_saslname(a[2:]) for a in bare.split(",") if a.startswith("n=")), None)
+        if authzid != username:
+            raise SaslError("Authentication failed: Client requested an authorization id that is "
+                            "different from username")
+        return f"{flag},a={authzid},", f"{flag},,{bare}"
+
     def evaluate(self, token: bytes, now_ms: int) -> bytes:
         try:
             message = token.decode("utf-8")
@@ -117,7 +154,10 @@ class ScramServer:
             raise SaslError("Invalid SCRAM message: not UTF-8") from None
         try:
             if self._step == 0:
+                header, message = self._without_authzid(message)
                 self._server.set_client_first(message)
+                if header is not None:
+                    self._server.gs2_header = _Gs2HeaderWithAuthzid(self._server.gs2_header, header)
                 self._step = 1
                 return str(self._server.get_server_first()).encode()
             if self._step == 1:

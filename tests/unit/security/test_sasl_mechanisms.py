@@ -331,3 +331,33 @@ def test_jwks_unknown_kid_asks_the_source_to_refresh(keys):
     with pytest.raises(TokenRejected):
         validator.validate(_signed(private, GOOD, kid="rotated"), NOW_MS)
     assert asked == [True]
+
+
+def _scram_by_hand(server: ScramServer, gs2: str, user: str, password: str) -> None:
+    import hashlib
+    import hmac
+
+    first_bare = f"n={user},r=clientnonce"
+    server_first = server.evaluate(f"{gs2}{first_bare}".encode(), NOW_MS).decode()
+    attrs = dict(a.split("=", 1) for a in server_first.split(","))
+    salted = salted_password("SCRAM-SHA-256", password, base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    binding = base64.b64encode(gs2.encode()).decode()
+    without_proof = f"c={binding},r={attrs['r']}"
+    auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(hashlib.sha256(client_key).digest(), auth_message, "sha256").digest()
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
+    server.evaluate(f"{without_proof},p={proof}".encode(), NOW_MS)
+
+
+def test_scram_authorization_id_equal_to_the_username_is_accepted():
+    # franz-go, among others, sends "n,a=<user>," when told to; Kafka accepts it for the user itself.
+    server = ScramServer("SCRAM-SHA-256", {"alice": ScramCredential.from_password("SCRAM-SHA-256", "pw")}.get)
+    _scram_by_hand(server, "n,a=alice,", "alice", "pw")
+    assert server.complete and server.authorization_id == "alice"
+
+
+def test_scram_authorization_id_of_another_user_is_refused():
+    server = ScramServer("SCRAM-SHA-256", {"alice": ScramCredential.from_password("SCRAM-SHA-256", "pw")}.get)
+    with pytest.raises(SaslError, match="authorization id that is different from username"):
+        _scram_by_hand(server, "n,a=admin,", "alice", "pw")
