@@ -8,6 +8,9 @@
 # names (nothing at the moment). KAFKAPY_SUITE_ONLY=<file of test ids, one a line, as in
 # results.tsv> runs only those (the report card's re-run), with its output in last-run-only/.
 # Downloads and the extracted sdist are cached under .tools/suites/kafka-python/.
+# The SASL and SSL tests run against the node's secured listeners named by the report card's
+# KAFKAPY_SASL_PLAINTEXT_BOOTSTRAP, KAFKAPY_SSL_BOOTSTRAP and KAFKAPY_SSL_CA_PEM (passed through
+# to shim/kafkapy_secured_fixtures.py); without them those tests are skipped.
 # Exit 0 when the suite ran (whatever the test outcomes), non-zero when setup failed.
 set -euo pipefail
 
