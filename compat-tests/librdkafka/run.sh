@@ -6,11 +6,13 @@
 #
 # Setup (cached under .tools/suites/librdkafka/, stamp files make a second call fast):
 #   deb-src entry for deb.debian.org bookworm (added if missing), `apt-get source librdkafka`,
-#   `apt-get build-dep librdkafka`, ./configure (no SSL/SASL/curl: the broker has none) + make libs,
-#   make -C tests build (tests/test-runner).
+#   `apt-get build-dep librdkafka`, ./configure (SSL, SASL PLAIN/SCRAM/OAUTHBEARER; no GSSAPI, no
+#   curl) + make libs, make -C tests build (tests/test-runner), in $CACHE/ssl/.
 # Run: run_tests.py runs `test-runner -L -p1 [-Q]` once per test number with TESTS=<number>
 #   (LIBRDKAFKA_CONCURRENCY numbers at a time, default 3),
-#   TEST_KAFKA_VERSION=3.9.0 and a generated test.conf, each under a timeout, and writes results.tsv.
+#   TEST_KAFKA_VERSION=3.9.0 and a generated test.conf, each under a timeout, and writes results.tsv;
+#   then the secured passes (secured.txt) over the KAFKAPY_*_BOOTSTRAP listeners the report card's
+#   node has, results named <test>[<pass>].
 set -euo pipefail
 
 MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv> | run.sh setup}
@@ -70,24 +72,30 @@ if ! (cd "$SRC" && dpkg-checkbuilddeps >/dev/null 2>&1); then
     fi
 fi
 
-# 3. build the libraries and tests/test-runner
-if [ ! -f "$CACHE/build.stamp" ] || [ ! -x "$SRC/tests/test-runner" ]; then
-    log "building librdkafka $VERSION and its test-runner (make -j2)"
+# 3. build the libraries and tests/test-runner, with SSL, SASL SCRAM and OAUTHBEARER (the secured
+#    passes, secured.txt), in a tree of its own: $CACHE/ssl/ (the source package unpacked again;
+#    $SRC is the earlier build without SSL, left as it is).
+BUILD="$CACHE/ssl/librdkafka-$VERSION"
+if [ ! -f "$CACHE/ssl/build.stamp" ] || [ ! -x "$BUILD/tests/test-runner" ]; then
+    log "building librdkafka $VERSION with SSL and its test-runner (make -j2)"
     (
-        cd "$SRC"
-        ./configure --disable-ssl --disable-gssapi --disable-curl >"$CACHE/configure.log" 2>&1
-        make -j2 libs >"$CACHE/make.log" 2>&1
-        make -j2 -C tests build >"$CACHE/make-tests.log" 2>&1
-    ) || { log "build failed, see $CACHE/*.log"; exit 1; }
-    [ -x "$SRC/tests/test-runner" ] || { log "no test-runner after build"; exit 1; }
-    touch "$CACHE/build.stamp"
+        rm -rf "$CACHE/ssl" && mkdir -p "$CACHE/ssl" && cd "$CACHE/ssl"
+        dpkg-source -x "$(ls "$CACHE"/src/librdkafka_*.dsc | head -n1)" "librdkafka-$VERSION" >/dev/null
+        cd "$BUILD"
+        ./configure --disable-gssapi --disable-curl >"$CACHE/ssl/configure.log" 2>&1
+        grep -q "WITH_SASL_SCRAM 1" config.h || { echo "no SSL/SCRAM (libssl-dev missing?)" >&2; exit 1; }
+        make -j2 libs >"$CACHE/ssl/make.log" 2>&1
+        make -j2 -C tests build >"$CACHE/ssl/make-tests.log" 2>&1
+    ) || { log "build failed, see $CACHE/ssl/*.log"; exit 1; }
+    [ -x "$BUILD/tests/test-runner" ] || { log "no test-runner after build"; exit 1; }
+    touch "$CACHE/ssl/build.stamp"
 fi
 
-[ "$MODE" = setup ] && { log "built: $SRC/tests/test-runner"; exit 0; }
+[ "$MODE" = setup ] && { log "built: $BUILD/tests/test-runner"; exit 0; }
 
 # 4. run
 PY=python3
 [ -x "$ROOT/.venv/bin/python" ] && PY="$ROOT/.venv/bin/python"
 # KAFKAPY_SUITE_ONLY (a file of test names; the report card's re-run): run_tests.py runs only
 # those, with its logs in work-only/ so the full run's stay.
-exec "$PY" "$HERE/run_tests.py" "$MODE" "$BOOTSTRAP" "$RESULTS" "$SRC" "$CACHE/work${KAFKAPY_SUITE_ONLY:+-only}"
+exec "$PY" "$HERE/run_tests.py" "$MODE" "$BOOTSTRAP" "$RESULTS" "$BUILD" "$CACHE/work${KAFKAPY_SUITE_ONLY:+-only}"

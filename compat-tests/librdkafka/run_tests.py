@@ -13,6 +13,10 @@ never (written to the results as skipped with the reason). Results: one line per
 (e.g. 0001_multiobj). A -Q run that passes without starting any sub-test although the test defines
 non-quick SUB_TEST()s is reported as skipped, not passed.
 
+secured.txt names the test numbers that run again over the node's SSL/SASL listeners (the report
+card's KAFKAPY_*_BOOTSTRAP variables; see secured_passes.py), each pass with a test.conf of its own;
+their results are named <test name>[<pass>].
+
 KAFKAPY_SUITE_ONLY names a file of test names (one a line, as in results.tsv; the report card's
 re-run): only their numbers run, and only their lines are written.
 """
@@ -28,6 +32,8 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+from secured_passes import SecuredRun, missing_env, read_secured_plan, write_pass_conf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -167,8 +173,10 @@ def concurrency() -> int:
 
 
 def run_number(num: str, names: list[dict], use_q: bool, mode: str, runner: str, tests_dir: str,
-               env: dict[str, str], logdir: str) -> list[tuple[str, str, float, str]]:
-    """One test number in its own test-runner process: its result rows."""
+               env: dict[str, str], logdir: str, suffix: str = "") -> list[tuple[str, str, float, str]]:
+    """One test number in its own test-runner process: its result rows (test names + suffix).
+
+    env is the whole environment of the runner (a secured pass brings its own test.conf)."""
     if STOPPING.is_set():
         return []
     env = dict(env, TESTS=num)
@@ -192,7 +200,7 @@ def run_number(num: str, names: list[dict], use_q: bool, mode: str, runner: str,
             RUNNING.discard(proc)
     elapsed = time.monotonic() - t0
     out = out_b.decode("utf-8", "replace")
-    with open(os.path.join(logdir, f"{num}.log"), "w") as f:
+    with open(os.path.join(logdir, f"{num}{suffix}.log"), "w") as f:
         f.write(out)
     summary = parse_summary(out)
     rows: list[tuple[str, str, float, str]] = []
@@ -219,7 +227,8 @@ def run_number(num: str, names: list[dict], use_q: bool, mode: str, runner: str,
             rows.append((name, "skipped", dur, one_line(extra)))
         else:
             rows.append((name, "failed", dur, one_line(first_failure(out, name) or extra or state)))
-    print(f"{num}: " + ", ".join(f"{r[0]}={r[1]}" for r in rows) + f" ({elapsed:.1f}s)", flush=True)
+    rows = [(name + suffix, *rest) for name, *rest in rows]
+    print(f"{num}{suffix}: " + ", ".join(f"{r[0]}={r[1]}" for r in rows) + f" ({elapsed:.1f}s)", flush=True)
     return rows
 
 
@@ -237,12 +246,9 @@ def main() -> int:
     os.makedirs(workdir, exist_ok=True)
     logdir = os.path.join(workdir, "logs")
     os.makedirs(logdir, exist_ok=True)
+    common_conf = "test.topic.random=true\ntest.timeout.multiplier=2\n"
     with open(os.path.join(workdir, "test.conf"), "w") as f:
-        f.write(
-            f"metadata.broker.list={bootstrap}\n"
-            "test.topic.random=true\n"
-            "test.timeout.multiplier=2\n"
-        )
+        f.write(f"metadata.broker.list={bootstrap}\n" + common_conf)
     env = dict(os.environ)
     env.update(
         {
@@ -254,6 +260,11 @@ def main() -> int:
     )
     for var in ("KAFKA_PATH", "ZK_ADDRESS", "CI", "TESTS_SKIP", "SUBTESTS", "TEST_DEBUG"):
         env.pop(var, None)
+    # The ACL tests (0109, 0115, 0119) add their ACLs with $KAFKA_PATH/bin/kafka-acls.sh: a
+    # stand-in that sends CreateAcls (kafka-path/kafka_acls.py). Nothing else there: the tests that
+    # need Kafka's other tools stay excluded in tests.txt.
+    env["KAFKA_PATH"] = os.path.join(HERE, "kafka-path")
+    env["KAFKAPY_PYTHON"] = sys.executable
 
     numbers: list[str] = []
     for t in table:
@@ -276,13 +287,37 @@ def main() -> int:
             rows_by_num[num] = [(t["name"], "skipped", 0.0, why) for t in names]
             continue
         to_run.append((num, names, mode == "quick" and action == "quick"))
+    secured_rows: list[tuple[str, str, float, str]] = []
+    secured_to_run: list[tuple[SecuredRun, list[dict], bool, dict[str, str]]] = []
+    for run in read_secured_plan(os.path.join(HERE, "secured.txt")):
+        names = [t for t in table if t["num"] == run.num]
+        if only is not None and run.num not in only.split(","):
+            continue
+        if only_names is not None and not any(t["name"] + run.suffix in only_names for t in names):
+            continue
+        why = missing_env(run.pass_name)
+        if why:
+            secured_rows += [(t["name"] + run.suffix, "skipped", 0.0, why) for t in names]
+            continue
+        conf, extra = write_pass_conf(run.pass_name, workdir, common_conf)
+        run_env = dict(env, RDKAFKA_TEST_CONF=conf, **extra)
+        if run.subtests:
+            run_env["SUBTESTS"] = run.subtests
+        action = plan.get(run.num, ("quick", ""))[0]
+        secured_to_run.append((run, names, mode == "quick" and action != "quick-noQ", run_env))
     with ThreadPoolExecutor(max_workers=concurrency()) as pool:
         futures = {
             num: pool.submit(run_number, num, names, use_q, mode, runner, tests_dir, env, logdir)
             for num, names, use_q in to_run
         }
+        secured_futures = [
+            pool.submit(run_number, run.num, names, use_q, mode, runner, tests_dir, run_env, logdir, run.suffix)
+            for run, names, use_q, run_env in secured_to_run
+        ]
         for num, future in futures.items():
             rows_by_num[num] = future.result()
+        for future in secured_futures:
+            secured_rows += future.result()
     # The runner leaves per-test stats and offset files in its directory; cleared once no test
     # can still be using them.
     for junk in glob.glob(os.path.join(tests_dir, "stats_*.json")) + glob.glob(os.path.join(tests_dir, "*.offset")):
@@ -290,7 +325,7 @@ def main() -> int:
             os.unlink(junk)
         except OSError:
             pass
-    rows = [row for num in numbers for row in rows_by_num.get(num, [])]
+    rows = [row for num in numbers for row in rows_by_num.get(num, [])] + secured_rows
     if only_names is not None:
         # A number runs all of its tests; the results name only those asked for.
         rows = [r for r in rows if r[0] in only_names]
