@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING
 
 from kafkapy.config_security import SECURITY_CONFIGS
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.security.listener_protocols import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, protocol_map
+from kafkapy.security.listener_protocols import (
+    DEFAULT_PROTOCOL_MAP,
+    SECURITY_PROTOCOLS,
+    listener_protocol,
+    protocol_map,
+)
 
 if TYPE_CHECKING:
     from kafkapy.config import BrokerConfig
@@ -118,8 +123,6 @@ _REFUSED_KEYS: tuple[str, ...] = ("principal.builder.class",)
 _LISTENER_SASL_KEY = re.compile(r"listener\.name\.[^.]+\.(?:[^.]+\.)?sasl\.")
 # The TLS ones, which kafkapy honours (kafkapy.net.tls).
 _LISTENER_SSL_KEY = re.compile(r"listener\.name\.[^.]+\.ssl\.")
-#: Listener protocols kafkapy serves.
-SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # listener.name.<listener>[.<mechanism>].<key>: the key a per-listener setting overrides.
 _LISTENER_KEY = re.compile(
     r"listener\.name\.[^.]+\.(?:(?:plain|gssapi|oauthbearer|scram-sha-256|scram-sha-512)\.)?(.+)$", re.IGNORECASE)
@@ -143,8 +146,7 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
     ``listeners`` or protocol map, or a listener the map does not cover: their protocols cannot
     be told."""
     refused: list[str] = []
-    mapping = protocol_map(props)
-    map_is_set = "listener.security.protocol.map" in props
+    protocol_map(props)  # a malformed map is an error even when no listener needs it
     controller_names = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",")}
     names: dict[str, None] = {}
     for key in ("listeners", "advertised.listeners"):
@@ -157,28 +159,16 @@ def unsupported_security_settings(props: Mapping[str, str]) -> list[str]:
     if props.get("inter.broker.listener.name"):
         names[props["inter.broker.listener.name"].strip().upper()] = None
     for name in names:
-        protocol = mapping.get(name)
-        if protocol is None:
-            # Kafka's rules for names missing from the map: a protocol's own name stands for
-            # itself; a controller listener is PLAINTEXT unless the operator wrote the map.
-            if name in SECURITY_PROTOCOLS:
-                protocol = name
-            elif name in controller_names and not map_is_set:
-                protocol = "PLAINTEXT"
-            else:
-                # Kafka refuses these too: the listener's protocol cannot be told.
-                raise ValueError(f"listener.security.protocol.map has no security protocol for listener {name}")
-        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        # ValueError, as Kafka refuses to start, when the listener's protocol cannot be told.
+        if listener_protocol(props, name) in ("SASL_PLAINTEXT", "SASL_SSL"):
             refused.extend(_unsupported_mechanisms(props, name))
-        if protocol not in SUPPORTED_PROTOCOLS:
-            where = "listeners and listener.security.protocol.map" if name in mapping and map_is_set else "listeners"
-            refused.append(f"{where} ({name} is {protocol})")
     inter_broker = props.get("security.inter.broker.protocol", "").strip().upper()
     if inter_broker and props.get("inter.broker.listener.name", "").strip():
         # Kafka's own check: the two name the inter-broker listener two ways.
         raise ValueError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
-    if inter_broker not in ("", *SUPPORTED_PROTOCOLS):
-        refused.append(f"security.inter.broker.protocol ({inter_broker})")
+    if inter_broker not in ("", *SECURITY_PROTOCOLS):
+        raise ValueError(f"security.inter.broker.protocol: {inter_broker} is not one of "
+                         f"{', '.join(SECURITY_PROTOCOLS)}")
     # An empty value is Kafka's "unset".
     refused.extend(key for key, value in props.items() if value.strip() and refused_key(key))
     return refused

@@ -135,6 +135,9 @@ def test_unknown_settings_are_warned_about_without_their_values(caplog):
     # As in Kafka: a listener whose protocol cannot be told does not start.
     ({"listeners": "CLIENTS://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"},
      "listener.security.protocol.map has no security protocol for listener CLIENTS"),
+    ({"listener.security.protocol.map": "PLAINTEXT:TLS,CONTROLLER:PLAINTEXT"},
+     "TLS (listener PLAINTEXT) is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
+    ({"security.inter.broker.protocol": "KERBEROS"}, "security.inter.broker.protocol: KERBEROS is not one of"),
 ])
 def test_listeners_whose_protocol_cannot_be_told_are_config_errors(extra, message):
     with pytest.raises(ValueError, match=re.escape(message)) as info:
