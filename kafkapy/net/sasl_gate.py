@@ -89,8 +89,9 @@ class SaslGate:
             session.expires_at_ms = exchange.expires_at_ms
 
 
-async def screen_outside_sasl(request: Request) -> Reply | None:
-    """SASL requests on a listener without SASL get ILLEGAL_SASL_STATE, as Kafka answers them."""
+def screen_outside_sasl(request: Request) -> Reply | None:
+    """SASL requests on a listener without SASL get ILLEGAL_SASL_STATE, as Kafka answers them;
+    None (to the dispatcher) for every other request."""
     if request.api_key in SASL_APIS:
         return Reply(body=answer_outside_sasl(request))
     return None

@@ -53,7 +53,6 @@ from kafkapy.protocol import (
     frame_parts,
 )
 from kafkapy.protocol.events import Part, Reply
-from kafkapy.security.sasl.exchange import SASL_APIS
 from kafkapy.security.session import Session
 
 __all__ = [
@@ -385,11 +384,7 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
             if event is CLOSED:
                 return
             assert isinstance(event, Request)
-            reply = None
-            if gate is not None:
-                reply = await gate.screen(event)
-            elif event.api_key in SASL_APIS:
-                reply = await screen_outside_sasl(event)
+            reply = await gate.screen(event) if gate is not None else screen_outside_sasl(event)
             if reply is None:
                 reply = await _handle(dispatcher, event, info, handler_timeout)
             if reply is None:
