@@ -310,3 +310,18 @@ def test_a_node_that_dies_during_its_suite_is_a_broker_problem(suite, monkeypatc
     s = report_card.run_suite("s", "quick")
     assert not s.ok
     assert s.broker_problems == ["the broker process died during the suite's run"]
+
+
+def test_a_suite_whose_sources_are_unavailable_is_reported_not_run_and_keeps_its_last_results(suite, monkeypatch, capsys):
+    out = suite["out"]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text('{"kept": true}\n')
+
+    def unavailable(name, mode, bootstrap, results, log, *, timeout, only=None, node_env=None):
+        return report_card.UNAVAILABLE + "cannot download tests/test_sasl.py from GitHub"
+
+    monkeypatch.setattr(report_card, "_run_suite_process", unavailable)
+    s = report_card.run_suite("s", "quick")
+    assert s.ok and s.unavailable == "cannot download tests/test_sasl.py from GitHub"
+    assert (out / "summary.json").read_text() == '{"kept": true}\n'
+    assert "NOT RUN, its sources are not available here" in capsys.readouterr().out
