@@ -188,11 +188,5 @@ class StandardAuthorizer:
                 return True
         return False
 
-    def authorized_operations(self, principal: KafkaPrincipal, host: str | None,
-                              operations: Iterable[int], resource_type: ResourceType, name: str) -> set[int]:
-        """The subset of ``operations`` (AclOperation codes) the caller may perform on the resource."""
-        return {op for op in operations
-                if self.authorize(principal, host, AclOperation(op), resource_type, name)}
-
 
 __all__ = ["EMPTY_INDEX", "AclIndex", "StandardAuthorizer", "parse_super_users"]
