@@ -23,7 +23,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from kafkapy.net.client_security import ClientSecurity
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -84,6 +87,32 @@ def api_versions_round_trip(host: str, port: int, timeout: float = 2.0) -> bool:
     return got_id == correlation_id and error_code in (0, 35)
 
 
+def secured_api_versions_round_trip(host: str, port: int, security: "ClientSecurity",
+                                    timeout: float = 2.0) -> bool:
+    """Whether a listener that speaks ``security`` (TLS and/or SASL) answers: connect as a
+    client would (handshake, ApiVersions, SASL authentication when ``security.sasl`` is set).
+    ApiVersions is answered before authentication, so TLS alone is enough to see a SASL_SSL
+    listener up; with credentials, a refusal counts as not ready (SCRAM users arrive with the
+    metadata, after the listener opens)."""
+    import trio
+
+    from kafkapy.net.client import KafkaClient, KafkaClientError
+    from kafkapy.net.sasl_client import SaslAuthenticationFailed
+
+    async def answers() -> None:
+        with trio.fail_after(timeout):
+            client = await KafkaClient.connect(host, port, client_id="kafkapy-testing",
+                                               timeout=timeout, security=security)
+            await client.aclose()
+
+    try:
+        trio.run(answers)
+    except (OSError, trio.TooSlowError, trio.BrokenResourceError, KafkaClientError,
+            SaslAuthenticationFailed, ValueError):
+        return False
+    return True
+
+
 def recv_exactly(s: socket.socket, n: int) -> bytes:
     """Exactly ``n`` bytes from a blocking socket (ConnectionError if it closes first)."""
     chunks = []
@@ -107,7 +136,7 @@ def wait_answering(nodes: Sequence["_ProcessNode"], timeout: float, what: str = 
             if not node.running():
                 raise NodeError(f"{what}: {node.name} in {node.workdir} exited during startup\n"
                                 f"{node.log_tail()}")
-            if api_versions_round_trip(node.host, node.port, timeout=1.0):
+            if node.answers(timeout=1.0):
                 pending.remove(node)
         time.sleep(0.2)
     if pending:
@@ -151,9 +180,12 @@ class _ProcessNode(StartedInWith):
         env: Mapping[str, str] | None = None,
         host: str = "127.0.0.1",
         wrap: Sequence[str] = (),
+        probe_security: "ClientSecurity | None" = None,
     ) -> None:
         """``host``: the address the node listens on and is reached at; ``wrap``: a command the
-        node's command line runs under (``ip netns exec NS`` puts it in a network site)."""
+        node's command line runs under (``ip netns exec NS`` puts it in a network site);
+        ``probe_security``: how to reach ``port`` when it is a TLS or SASL listener (None:
+        PLAINTEXT). The readiness probe connects with it as a client does."""
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{self.name}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -163,6 +195,7 @@ class _ProcessNode(StartedInWith):
         self.port = free_port()
         self.host = host
         self.wrap = list(wrap)
+        self.probe_security = probe_security
         self._proc: subprocess.Popen | None = None
         self._log_file = None
         self.starts = 0
@@ -183,6 +216,13 @@ class _ProcessNode(StartedInWith):
 
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def answers(self, timeout: float = 1.0) -> bool:
+        """Whether ``port`` answers ApiVersions, in the listener's security (``probe_security``)."""
+        security = self.probe_security
+        if security is None or (security.ssl_context is None and security.sasl is None):
+            return api_versions_round_trip(self.host, self.port, timeout=timeout)
+        return secured_api_versions_round_trip(self.host, self.port, security, timeout=timeout)
 
     def start(self) -> "_ProcessNode":
         # Free ports are picked by binding port 0 and closing it, so another process can take one
@@ -273,7 +313,7 @@ class _ProcessNode(StartedInWith):
                     f"{self.name} exited with code {code} during startup\n"
                     f"command: {' '.join(self.command())}\n--- log tail ---\n{self.log_tail()}"
                 )
-            if api_versions_round_trip(self.host, self.port, timeout=1.0):
+            if self.answers(timeout=1.0):
                 return
             if ADDR_IN_USE.search(self.log_tail(4000)[-4000:].split("===== start")[-1]):
                 raise NodeError(f"{self.name} could not bind its ports\n--- log tail ---\n{self.log_tail()}")
