@@ -18,7 +18,7 @@ from kafkapy.net.client import KafkaClient
 from kafkapy.net.client_security import ClientSecurity
 from kafkapy.protocol import ErrorCode
 from kafkapy.testing.cluster import eventually
-from kafkapy.testing.node import KafkaNode, free_port
+from kafkapy.testing.node_quorum import NodeQuorum
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -28,48 +28,29 @@ NODE_IDS = (1, 2, 3)
 
 @pytest.fixture
 def cluster(tmp_path):
-    import subprocess
-    controller_ports = {i: free_port() for i in NODE_IDS}
-    internal_ports = {i: free_port() for i in NODE_IDS}
-    voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in controller_ports.items())
-    nodes: dict[int, KafkaNode] = {}
     plain = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" '
              'password="ctl-secret" user_ctl="ctl-secret";')
     scram = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
              'password="broker-secret";')
-    for i in NODE_IDS:
-        n = KafkaNode(tmp_path / f"node{i}", controller_port=controller_ports[i], cluster_id=CLUSTER_ID,
-                      overrides={"node.id": i, "controller.quorum.voters": voters,
-                                 "controller.quorum.election.timeout.ms": "1000",
-                                 "broker.heartbeat.interval.ms": "500",
-                                 "offsets.topic.replication.factor": "3",
-                                 "min.insync.replicas": "2"})
-        n.overrides.update({
-            "listeners": f"PLAINTEXT://127.0.0.1:{n.port},INTERNAL://127.0.0.1:{internal_ports[i]},"
-                         f"CONTROLLER://127.0.0.1:{controller_ports[i]}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{n.port},INTERNAL://127.0.0.1:{internal_ports[i]}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-            "inter.broker.listener.name": "INTERNAL",
-            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-            "sasl.mechanism.controller.protocol": "PLAIN",
-            "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-            "listener.name.internal.scram-sha-512.sasl.jaas.config": scram,
-            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.controller.plain.sasl.jaas.config": plain,
-        })
-        cmd = [n.python, "-m", "kafkapy", "storage", "format", "--cluster-id", CLUSTER_ID,
-               "--add-scram", "SCRAM-SHA-512=[name=broker,password=broker-secret]"]
-        for key, value in n._settings().items():
-            cmd += ["--override", f"{key}={value}"]
-        subprocess.run(cmd, check=True, capture_output=True, timeout=60)
-        nodes[i] = n
-    try:
-        for n in nodes.values():
-            n.start()
-        yield nodes, None, None
-    finally:
-        for n in nodes.values():
-            n.stop()
+    quorum = NodeQuorum(tmp_path, CLUSTER_ID, combined=NODE_IDS, overrides={
+        "controller.quorum.election.timeout.ms": "1000",
+        "broker.heartbeat.interval.ms": "500",
+        "offsets.topic.replication.factor": "3",
+        "min.insync.replicas": "2",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.internal.scram-sha-512.sasl.jaas.config": scram,
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": plain,
+    })
+    for n in quorum.nodes.values():
+        n.add_listener("INTERNAL", "SASL_PLAINTEXT")
+        n.format_args = ["--add-scram", "SCRAM-SHA-512=[name=broker,password=broker-secret]"]
+    with quorum:
+        yield quorum.nodes, None, None
 
 
 def _send(port: int, request: Any, security: ClientSecurity | None = None) -> Any:

@@ -8,26 +8,25 @@ SASL_SSL, with the StandardAuthorizer, as a production operator would run them.
   no ACLs);
 * one trustme CA; ``super.users`` names the node principals and the admin.
 
-The harness's readiness probe speaks TLS here (there is no plaintext port). Every wait is
-bounded; the fixture stops every node.
+The harness probes each node over TLS on its one listener (there is no plaintext port): a SASL_SSL
+listener answers ApiVersions before authentication. Every wait is bounded; the fixture kills
+every node.
 """
 
 from __future__ import annotations
 
 import re
-import socket
-import ssl
-import struct
-import subprocess
 import time
 import uuid
 from typing import Any
 
 import pytest
-import trustme
 
+from kafkapy.net.client_security import from_client_properties
 from kafkapy.testing.cluster import eventually
-from kafkapy.testing.node import KafkaNode, free_port, recv_exactly
+from kafkapy.testing.node import KafkaNode, free_port
+from kafkapy.testing.node_pki import write_node_pki
+from kafkapy.testing.node_quorum import NodeQuorum
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -46,56 +45,17 @@ SCRAM_USERS = ("SCRAM-SHA-512=[name=broker,password=broker-secret]",
                "SCRAM-SHA-512=[name=alice,password=alice-secret]")
 
 
-def tls_api_versions(port: int, ca: str, timeout: float = 5.0) -> bool:
-    """ApiVersions v0 over TLS: a SASL_SSL listener answers it before authentication."""
-    body = struct.pack(">hhih", 18, 0, 7, 2) + b"it"
-    context = ssl.create_default_context(cafile=ca)
-    try:
-        with socket.create_connection((HOST, port), timeout=timeout) as raw, \
-                context.wrap_socket(raw, server_hostname=HOST) as s:
-            s.sendall(struct.pack(">i", len(body)) + body)
-            size = struct.unpack(">i", recv_exactly(s, 4))[0]  # type: ignore[arg-type]
-            return struct.unpack(">ih", recv_exactly(s, size)[:6])[0] == 7  # type: ignore[arg-type]
-    except (OSError, ConnectionError, struct.error):
-        return False
-
-
-class SecureNode(KafkaNode):
-    """A node whose only listeners are SASL_SSL: it is ready once ``port`` answers over TLS."""
-
-    ca_path = ""
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            assert self._proc is not None
-            if self._proc.poll() is not None:
-                raise AssertionError(f"node in {self.workdir} exited\n{self.log_tail()}")
-            if tls_api_versions(self.port, self.ca_path):
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"node in {self.workdir} did not answer over TLS\n{self.log_tail()}")
-
-
 @pytest.fixture
 def cluster(tmp_path):
-    ca = trustme.CA()
-    ca_path, node_pem = tmp_path / "ca.pem", tmp_path / "node.pem"
-    ca.cert_pem.write_to_path(str(ca_path))
-    ca.issue_cert(HOST, "localhost").private_key_and_cert_chain_pem.write_to_path(str(node_pem))
-    SecureNode.ca_path = str(ca_path)
-    controller_ports = {i: free_port() for i in CONTROLLERS}
-    voters = ",".join(f"{i}@{HOST}:{p}" for i, p in controller_ports.items())
+    pki = write_node_pki(tmp_path, (HOST, "localhost"))
     common = {
-        "controller.quorum.voters": voters,
         "controller.listener.names": "CONTROLLER",
         "controller.quorum.election.timeout.ms": "1000",
         "controller.quorum.fetch.timeout.ms": "2000",
         "broker.heartbeat.interval.ms": "500",
         "broker.session.timeout.ms": "4000",
         "offsets.topic.replication.factor": "3",
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(node_pem),
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca_path),
+        **pki.node_settings(),
         "sasl.mechanism.controller.protocol": "PLAIN",
         "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.controller.plain.sasl.jaas.config": CTL_JAAS,
@@ -103,25 +63,15 @@ def cluster(tmp_path):
         "super.users": "User:ctl;User:broker;User:admin",
         "allow.everyone.if.no.acl.found": "false",
     }
-    nodes: dict[int, SecureNode] = {}
-    for i in CONTROLLERS:
-        n = SecureNode(tmp_path / f"node{i}", controller_port=controller_ports[i], cluster_id=CLUSTER_ID,
-                       format_storage=False)
-        n.port = controller_ports[i]
-        n.overrides.update(common)
+    tls_only = from_client_properties({"security.protocol": "SSL", **pki.truststore()})
+    quorum = NodeQuorum(tmp_path, CLUSTER_ID, controllers=CONTROLLERS, brokers=BROKERS, overrides=common,
+                        probe_security=tls_only, startup_timeout=60)
+    for n in quorum.controllers.values():
+        n.overrides["listener.security.protocol.map"] = "CONTROLLER:SASL_SSL"
+        n.format_args = [arg for user in SCRAM_USERS for arg in ("--add-scram", user)]
+    for n in quorum.brokers.values():
         n.overrides.update({
-            "node.id": i, "process.roles": "controller",
-            "listeners": f"CONTROLLER://{HOST}:{controller_ports[i]}",
-            "listener.security.protocol.map": "CONTROLLER:SASL_SSL",
-        })
-        nodes[i] = n
-    for i in BROKERS:
-        n = SecureNode(tmp_path / f"node{i}", cluster_id=CLUSTER_ID, format_storage=False)
-        internal = free_port()
-        n.overrides.update(common)
-        n.overrides.update({
-            "node.id": i, "process.roles": "broker",
-            "listeners": f"CLIENT://{HOST}:{n.port},INTERNAL://{HOST}:{internal}",
+            "listeners": f"CLIENT://{HOST}:{n.port},INTERNAL://{HOST}:{free_port()}",
             "listener.security.protocol.map": "CLIENT:SASL_SSL,INTERNAL:SASL_SSL,CONTROLLER:SASL_SSL",
             "inter.broker.listener.name": "INTERNAL",
             "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
@@ -131,31 +81,11 @@ def cluster(tmp_path):
             "listener.name.client.scram-sha-512.sasl.jaas.config":
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;",
         })
-        nodes[i] = n
-    formats = []
-    for i, n in nodes.items():
-        cmd = [n.python, "-m", "kafkapy", "storage", "format", "--cluster-id", CLUSTER_ID]
-        if i in CONTROLLERS:
-            for user in SCRAM_USERS:
-                cmd += ["--add-scram", user]
-        for key, value in n._settings().items():
-            cmd += ["--override", f"{key}={value}"]
-        formats.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-    for proc in formats:  # all six at once: each is mostly interpreter start-up
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, err.decode()
-    try:
-        for n in nodes.values():
-            n._launch()  # a quorum's nodes start together: none is ready until a majority runs
-        for n in nodes.values():
-            n._wait_ready()
-        yield nodes, str(ca_path)
-    finally:
-        for n in nodes.values():
-            n.kill9()  # nothing is checked after the test: no need to wait out a controlled shutdown
+    with quorum:
+        yield quorum.nodes, str(pki.ca_pem)
 
 
-def client_config(nodes: dict[int, SecureNode], ca: str, user: str, password: str,
+def client_config(nodes: dict[int, KafkaNode], ca: str, user: str, password: str,
                   **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": ",".join(nodes[b].bootstrap for b in BROKERS),
             "security.protocol": "SASL_SSL", "ssl.ca.location": ca,
@@ -163,7 +93,7 @@ def client_config(nodes: dict[int, SecureNode], ca: str, user: str, password: st
             "log_level": 0, **extra}
 
 
-def active_controller(nodes: dict[int, SecureNode]) -> int | None:
+def active_controller(nodes: dict[int, KafkaNode]) -> int | None:
     """The controller that last logged becoming active with the highest epoch."""
     best: tuple[int, int] | None = None
     for i in CONTROLLERS:

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 import trio
-import trustme
 
 from helpers import create_topics, metadata
 from kafkapy.net.client import KafkaClient
 from kafkapy.net.client_security import ClientSecurity, from_client_properties
 from kafkapy.protocol import ErrorCode, messages
 from kafkapy.testing.cluster import eventually
-from kafkapy.testing.node import KafkaNode, free_port
+from kafkapy.testing.node_pki import write_node_pki
+from kafkapy.testing.node_quorum import NodeQuorum
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -29,40 +29,21 @@ NODE_IDS = (1, 2, 3)
 
 @pytest.fixture
 def cluster(tmp_path):
-    ca = trustme.CA()
-    ca_path, node_pem = tmp_path / "ca.pem", tmp_path / "node.pem"
-    ca.cert_pem.write_to_path(str(ca_path))
-    ca.issue_cert("127.0.0.1", "localhost", common_name="kafkapy-node").private_key_and_cert_chain_pem.write_to_path(
-        str(node_pem))
-    controller_ports = {i: free_port() for i in NODE_IDS}
-    internal_ports = {i: free_port() for i in NODE_IDS}
-    voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in controller_ports.items())
-    nodes: dict[int, KafkaNode] = {}
-    for i in NODE_IDS:
-        n = KafkaNode(tmp_path / f"node{i}", controller_port=controller_ports[i], cluster_id=CLUSTER_ID,
-                      overrides={"node.id": i, "controller.quorum.voters": voters,
-                                 "controller.quorum.election.timeout.ms": "1000",
-                                 "broker.heartbeat.interval.ms": "500",
-                                 "offsets.topic.replication.factor": "3",
-                                 "min.insync.replicas": "2"})
-        n.overrides.update({
-            "listeners": f"PLAINTEXT://127.0.0.1:{n.port},INTERNAL://127.0.0.1:{internal_ports[i]},"
-                         f"CONTROLLER://127.0.0.1:{controller_ports[i]}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{n.port},INTERNAL://127.0.0.1:{internal_ports[i]}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SSL",
-            "inter.broker.listener.name": "INTERNAL",
-            "ssl.keystore.type": "PEM", "ssl.keystore.location": str(node_pem),
-            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca_path),
-            "listener.name.controller.ssl.client.auth": "required",
-        })
-        nodes[i] = n
-    try:
-        for n in nodes.values():
-            n.start()
-        yield nodes, ca_path, node_pem
-    finally:
-        for n in nodes.values():
-            n.stop()
+    pki = write_node_pki(tmp_path, common_name="kafkapy-node")
+    quorum = NodeQuorum(tmp_path, CLUSTER_ID, combined=NODE_IDS, overrides={
+        "controller.quorum.election.timeout.ms": "1000",
+        "broker.heartbeat.interval.ms": "500",
+        "offsets.topic.replication.factor": "3",
+        "min.insync.replicas": "2",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SSL",
+        "inter.broker.listener.name": "INTERNAL",
+        **pki.node_settings(),
+        "listener.name.controller.ssl.client.auth": "required",
+    })
+    for n in quorum.nodes.values():
+        n.add_listener("INTERNAL", "SSL")
+    with quorum:
+        yield quorum.nodes, pki
 
 
 def _send(port: int, request: Any, security: ClientSecurity | None = None) -> Any:
@@ -74,13 +55,11 @@ def _send(port: int, request: Any, security: ClientSecurity | None = None) -> An
 
 
 def test_cluster_with_tls_controller_and_inter_broker_listeners(cluster):
-    nodes, ca_path, node_pem = cluster
+    nodes, pki = cluster
     r = messages.DescribeQuorumRequest
     describe = r(topics=[r.TopicData(topic_name="__cluster_metadata", partitions=[
         r.TopicData.PartitionData(partition_index=0)])])
-    mtls = from_client_properties({"security.protocol": "SSL", "ssl.truststore.type": "PEM",
-                                   "ssl.truststore.location": str(ca_path), "ssl.keystore.type": "PEM",
-                                   "ssl.keystore.location": str(node_pem)})
+    mtls = from_client_properties({"security.protocol": "SSL", **pki.node_settings()})
 
     def leader() -> int | None:
         parts = [_send(n.controller_port, describe, mtls).topics[0].partitions[0] for n in nodes.values()]
