@@ -167,7 +167,7 @@ def cluster_status(directory: Path) -> dict[str, Any]:
     if state is None:
         raise ClusterError(f"no cluster in {directory} (no {STATE_FILE}): `kafkapy cluster up` makes one")
     running = {n.id: is_running(n.pid, config_path(directory, n)) for n in state.nodes}
-    leaders = active_controllers(state, running)
+    leaders = active_controllers(directory, state, running)
     return {
         "cluster_id": state.cluster_id,
         "nodes": [
