@@ -84,15 +84,28 @@ class Mutator:
             seed_index = rng.choice(self._with_records)
         else:
             seed_index = rng.randrange(len(self.seeds))
-        seed = self.seeds[seed_index]
-        data = bytearray(seed.frame)
+        return self._apply(rng, index, seed_index, bytearray(self.seeds[seed_index].frame), first,
+                           self.spots_of(seed_index))
+
+    def mutate(self, frame: bytes, index: int, salt: str = "") -> Mutant:
+        """Frame ``frame`` (a request of the caller's, size prefix included) mutated one to three
+        times, deterministically from the campaign seed, ``salt`` and ``index``; its correlation
+        id becomes ``index``. Splices take their other half from this mutator's seeds. The
+        Mutant's ``seed`` is -1."""
+        rng = random.Random(f"{self.campaign_seed}:{salt}:{index}")
+        first = rng.choices(self._ops, self._weights)[0]
+        data = bytearray(frame)
+        return self._apply(rng, index, -1, data, first, schema.spots(bytes(data), *_api(data)))
+
+    def _apply(self, rng: random.Random, index: int, seed_index: int, data: bytearray,
+               first: tuple[str, Callable[[random.Random, bytearray, int], bytearray | None], int],
+               spots: list[schema.Spot]) -> Mutant:
         kinds = []
         self._unsized = False
-        fresh = True  # spots of the unmutated seed are cached
+        fresh = True  # spots of the unmutated frame are known
         for n in range(rng.choice((1, 1, 1, 2, 2, 3))):
             name, op, _w = first if n == 0 else rng.choices(self._ops, self._weights)[0]
-            self._current_spots = (self.spots_of(seed_index) if fresh
-                                   else schema.spots(bytes(data), *_api(data)))
+            self._current_spots = spots if fresh else schema.spots(bytes(data), *_api(data))
             out = op(rng, data, seed_index)
             if out is None:
                 continue
