@@ -1,6 +1,7 @@
 """``python -m kafkapy.testing.fuzz``: run a campaign, record seeds, or rebuild one frame.
 
     python -m kafkapy.testing.fuzz run --frames 1000000 --seed 7 --out .fuzz
+    python -m kafkapy.testing.fuzz run --listener sasl_ssl --frames 100000   # pre-auth surface
     python -m kafkapy.testing.fuzz record            # rewrites the committed seed corpus
     python -m kafkapy.testing.fuzz frame --seed 7 --index 12345   # the frame, as hex
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from kafkapy.testing.fuzz.campaign import CampaignConfig, run_campaign
 from kafkapy.testing.fuzz.mutators import Mutator
+from kafkapy.testing.fuzz.preauth import LISTENERS, PreauthConfig, run_preauth_campaign
 from kafkapy.testing.fuzz.seeds import CORPUS_PATH, all_seeds
 
 
@@ -29,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", type=Path, default=Path(".fuzz"))
     run.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                      help="a node setting (repeatable)")
+    run.add_argument("--listener", choices=LISTENERS, default=None,
+                     help="fuzz this secured listener's pre-authentication surface instead "
+                          "(SASL conversations, TLS garbage)")
     rec = sub.add_parser("record", help="record the stock clients into the seed corpus")
     rec.add_argument("--out", type=Path, default=CORPUS_PATH)
     frame = sub.add_parser("frame", help="print frame INDEX of campaign SEED as hex")
@@ -52,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         print(mutant.frame.hex())
         return 0
     overrides = dict(o.split("=", 1) for o in args.override)
+    if args.listener:
+        return _preauth(args, overrides)
     cfg = CampaignConfig(frames=args.frames, seed=args.seed, workers=args.workers,
                          time_budget_s=args.time_budget, out_dir=args.out, overrides=overrides)
     summary = run_campaign(cfg)
@@ -62,6 +69,17 @@ def main(argv: list[str] | None = None) -> int:
     ok = (not summary["crashes"] and not summary["tracebacks"] and summary["max_stall_s"] < 1.0
           and summary["ledger_intact"] and summary["rss_flat"] and summary["fds_flat"])
     return 0 if ok else 1
+
+
+def _preauth(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+    cfg = PreauthConfig(frames=args.frames, seed=args.seed, listener=args.listener,
+                        workers=args.workers, time_budget_s=args.time_budget, out_dir=args.out,
+                        overrides=overrides)
+    summary = run_preauth_campaign(cfg)
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("rss_series", "error_lines_sample")},
+                     indent=2, default=str))
+    print(f"summary: {args.out / 'summary.json'}")
+    return 0 if summary["ok"] else 1
 
 
 if __name__ == "__main__":
