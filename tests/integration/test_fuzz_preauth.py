@@ -21,7 +21,7 @@ from kafkapy.testing.fuzz.preauth import PreauthConfig, run_preauth_campaign
 pytest.importorskip("confluent_kafka")
 pytest.importorskip("trustme")
 
-FRAMES = int(os.environ.get("KAFKAPY_FUZZ_PREAUTH_FRAMES", "3000"))
+FRAMES = int(os.environ.get("KAFKAPY_FUZZ_PREAUTH_FRAMES", "2500"))
 SEED = int(os.environ.get("KAFKAPY_FUZZ_PREAUTH_SEED", "20261127"))
 
 

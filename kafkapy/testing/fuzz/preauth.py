@@ -31,7 +31,7 @@ from typing import Any
 
 from kafkapy.net.tls_handshake import DEFAULT_HANDSHAKE_TIMEOUT
 from kafkapy.testing.fuzz import health
-from kafkapy.testing.fuzz.campaign import CampaignConfig, rss_is_flat
+from kafkapy.testing.fuzz.campaign import CampaignConfig, _expects_answer, rss_is_flat
 from kafkapy.testing.fuzz.preauth_frames import (
     SASL_KEYS,
     Conversation,
@@ -81,6 +81,7 @@ class _Tally:
     garbage: collections.Counter[str] = field(default_factory=collections.Counter)
     controls: collections.Counter[str] = field(default_factory=collections.Counter)
     findings: list[str] = field(default_factory=list)
+    silent: list[int] = field(default_factory=list)  # conversations the node neither answered nor closed
     errors: list[str] = field(default_factory=list)  # bugs of the fuzzer itself
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -197,7 +198,7 @@ class _Worker(threading.Thread):
                 if not sized and declared > len(frame) - 4:
                     _shutdown_write(sock)
                     break
-                if conv.burst:
+                if conv.burst or not _expects_answer(frame):  # an acks=0 Produce is never answered
                     continue
                 ending = self._await(answers, judge, conv.correlation_id(n), step.raw)
                 if ending != "open":
@@ -217,6 +218,8 @@ class _Worker(threading.Thread):
             r.tally.conversations += 1
             r.tally.answers.update(judge.outcomes)
             r.tally.endings[ending] += 1
+            if ending == "silent" and len(r.tally.silent) < 50:
+                r.tally.silent.append(conv.index)
             if conv.control:
                 r.tally.controls["served" if served and judge.logged_in else "not-served"] += 1
             for finding in judge.findings:
@@ -274,6 +277,7 @@ def _rng(seed: int, index: int, step: int) -> random.Random:
 def _shutdown_write(sock: socket.socket) -> None:
     try:
         if isinstance(sock, ssl.SSLSocket):
+            sock.settimeout(1.0)  # unwrap waits for the node's close_notify, which may not come
             sock.unwrap()  # close_notify: TLS's end of the stream
         else:
             sock.shutdown(socket.SHUT_WR)
@@ -401,6 +405,7 @@ def run_preauth_campaign(cfg: PreauthConfig, log: Any = print) -> dict[str, Any]
             "conversations": tally.conversations,
             "answers": dict(tally.answers),
             "endings": dict(tally.endings),
+            "silent_conversations": tally.silent,
             "tls_garbage": dict(sorted(tally.garbage.items())),
             "controls": dict(tally.controls),
             "unauthenticated_answers": len(tally.findings),
@@ -415,6 +420,8 @@ def run_preauth_campaign(cfg: PreauthConfig, log: Any = print) -> dict[str, Any]
             "stock_client_logins": [x or "ok" for x in logins],
             "rss_kib_before": before.rss_kib, "rss_kib_after": after.rss_kib if after else None,
             "fds_before": before.fds, "fds_after": after.fds if after else None,
+            # segment files of the topics that served requests (after real logins) created
+            "data_fds_before": before.data_fds, "data_fds_after": after.data_fds if after else None,
             "rss_series": rss_series,
             "fuzzer_errors": tally.errors[:20],
         })

@@ -175,7 +175,7 @@ def _garbage_records(rng: random.Random, tls: _TlsBio) -> bytes:
         sealed = bytearray(tls.seal(api_versions_frame(3, 7)))
         sealed[rng.randrange(5, len(sealed))] ^= 1 << rng.randrange(8)
         return bytes(sealed)
-    if what == 3:  # a good ApiVersions (answered), then a record that promises 16 KiB + more
+    if what == 3:  # a good ApiVersions (answered), then a record that promises 64 KiB
         return tls.seal(api_versions_frame(3, 7)) + struct.pack(">BBBH", 23, 3, 3, 0xFFFF) + rng.randbytes(64)
     return bytes((rng.choice((20, 21, 22, 24, 0)), 3, 3, 0, 2)) + rng.randbytes(2)  # a bad record
 
