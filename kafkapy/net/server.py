@@ -374,8 +374,9 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
                         received = True
                         conn.receive_data(data)
                         # A TLS stream hands over one TLS record (often a few KiB) per call:
-                        # gather a whole frame under one timeout instead of one per record.
-                        if not data or sock is not None or conn.buffered_frames:
+                        # gather a whole frame under one timeout instead of one per record. A size
+                        # prefix that broke the framing ends the gathering: no frame can follow.
+                        if not data or sock is not None or conn.buffered_frames or conn.broken:
                             break
                 if not received:
                     log.info("Closing connection %s: idle for %.0f s", info.connection_id, idle_timeout)

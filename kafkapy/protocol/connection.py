@@ -103,6 +103,12 @@ class ServerConnection:
         return self._frames.complete_frames
 
     @property
+    def broken(self) -> bool:
+        """Whether the peer already broke the framing (a negative or oversize size prefix):
+        :meth:`next_request` raises, and no more bytes can help."""
+        return self._error is not None or self._frames.error is not None
+
+    @property
     def their_state_closed(self) -> bool:
         """Whether the peer has closed its side (``receive_data(b"")`` was called)."""
         return self._eof

@@ -510,3 +510,21 @@ async def test_a_failure_before_serving_a_connection_does_not_end_the_listener(c
             assert (await client.send(metadata("fine"))).topics[0].name == "fine"
         nursery.cancel_scope.cancel()
     assert "Unexpected error accepting a connection" in caplog.text
+
+
+@trio_test
+async def test_a_bad_size_prefix_closes_a_stream_that_is_not_a_socket(caplog: Any) -> None:
+    """On a TLS listener (here: a memory stream, read the same way) a negative or oversize size
+    prefix closes the connection at once, as on a plain socket, instead of leaving it waiting
+    for bytes that cannot make a frame until the idle timeout."""
+    d = FakeDispatcher()
+    for bad in (struct.pack(">i", -7), struct.pack(">i", -(1 << 31)), struct.pack(">i", 5000)):
+        server_side, client_side = trio.testing.memory_stream_pair()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(functools.partial(serve_stream, server_side, d, d.versions,
+                                                 ConnectionInfo("mem-0", "PLAINTEXT"),
+                                                 max_request_bytes=4096))
+            await client_side.send_all(bad + b"\0" * 8)
+            with trio.fail_after(2):
+                assert await client_side.receive_some() == b""
+    assert "Invalid receive (size = -7)" in caplog.text and "larger than 4096" in caplog.text
