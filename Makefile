@@ -13,7 +13,7 @@ PORT   := 9092
 endif
 CONTROLLER_PORT ?= $(shell expr $(PORT) + 1)
 
-.PHONY: run test lint install install-run tools bench report-card clean fuzz fuzz-seeds
+.PHONY: run test lint install install-run tools bench report-card clean fuzz fuzz-seeds fuzz-preauth
 MODE   ?= quick
 
 run: install-run
@@ -66,6 +66,13 @@ SEED     ?= 1
 FUZZ_OUT ?= .fuzz/seed-$(SEED)
 fuzz: install
 	$(PY) -m kafkapy.testing.fuzz run --frames $(FRAMES) --seed $(SEED) --out $(FUZZ_OUT)
+
+# The pre-authentication surface of a secured listener (sasl_ssl, sasl_plaintext or ssl), for
+# ten minutes at the most: `make fuzz-preauth LISTENER=sasl_plaintext`.
+LISTENER ?= sasl_ssl
+fuzz-preauth: install
+	$(PY) -m kafkapy.testing.fuzz run --listener $(LISTENER) --frames $(FRAMES) --seed $(SEED) \
+		--time-budget 600 --out .fuzz/preauth-$(LISTENER)-$(SEED)
 
 fuzz-seeds: install tools
 	$(PY) -m kafkapy.testing.fuzz record

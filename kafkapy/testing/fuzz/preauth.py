@@ -82,6 +82,7 @@ class _Tally:
     controls: collections.Counter[str] = field(default_factory=collections.Counter)
     findings: list[str] = field(default_factory=list)
     silent: list[int] = field(default_factory=list)  # conversations the node neither answered nor closed
+    left_open: list[str] = field(default_factory=list)  # ... after a negative size prefix
     errors: list[str] = field(default_factory=list)  # bugs of the fuzzer itself
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -201,6 +202,9 @@ class _Worker(threading.Thread):
                 if conv.burst or not _expects_answer(frame):  # an acks=0 Produce is never answered
                     continue
                 ending = self._await(answers, judge, conv.correlation_id(n), step.raw)
+                if declared < 0 and ending == "silent":  # Kafka closes at once ("Invalid receive")
+                    with r.tally.lock:
+                        r.tally.left_open.append(f"conversation {conv.index}: {frame[:64].hex()}")
                 if ending != "open":
                     break
             if ending == "open":
@@ -208,8 +212,9 @@ class _Worker(threading.Thread):
                 ending = self._drain(answers, judge, r.cfg.answer_timeout_s if conv.burst else 0.2)
         except _Closed:
             ending = "closed"
-        except (OSError, ssl.SSLError):
+        except (OSError, ssl.SSLError):  # a send after the node closed: read what it said before
             ending = "closed"
+            self._drain(answers, judge, 0.2)
         finally:
             sock.close()
         served = any(o == "served-after-login" for o in judge.outcomes)
@@ -406,6 +411,7 @@ def run_preauth_campaign(cfg: PreauthConfig, log: Any = print) -> dict[str, Any]
             "answers": dict(tally.answers),
             "endings": dict(tally.endings),
             "silent_conversations": tally.silent,
+            "left_open_after_negative_size": tally.left_open[:20],
             "tls_garbage": dict(sorted(tally.garbage.items())),
             "controls": dict(tally.controls),
             "unauthenticated_answers": len(tally.findings),
@@ -446,6 +452,7 @@ def verdict(summary: dict[str, Any], cfg: PreauthConfig) -> list[str]:
         (summary["max_stall_s"] < cfg.stall_limit_s, f"a liveness answer took {summary['max_stall_s']} s"),
         (summary["unauthenticated_answers"] == 0, "requests were served without a login"),
         (summary["stalled_handshakes_closed"], "a stalled TLS handshake was not closed"),
+        (not summary["left_open_after_negative_size"], "a negative size prefix left a connection open"),
         (all(x == "ok" for x in summary["stock_client_logins"]), "a stock client could not log in"),
         (summary["rss_flat"], "RSS grew"),
         (summary["fds_flat"], "descriptors leaked"),
