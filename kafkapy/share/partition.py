@@ -122,6 +122,8 @@ class PartitionState:
     leader_epoch: int
     start_offset: int
     state_batches: tuple[StateBatch, ...] = ()
+    # WriteShareGroupState v1: finished offsets at or past the start offset (-1: not known).
+    delivery_complete_count: int = -1
 
 
 @dataclass(slots=True)
@@ -261,6 +263,7 @@ class SharePartition:
     def _acquire_released(self, member_id: str, batches: Sequence[FetchedBatch], read_last: int,
                           max_records: int, deadline: int, out: _Acquisition) -> None:
         read_first = batches[0].base_offset
+        self._archive_stale(read_first)
         for run in list(self._runs):
             if out.records >= max_records or run.first > read_last:
                 return
@@ -272,6 +275,16 @@ class SharePartition:
             for piece in self._isolate(first, last):
                 self._take(piece, member_id, deadline)
                 out.add(piece.first, piece.last, piece.count)
+
+    def _archive_stale(self, read_first: int) -> None:
+        """Released records below the first batch read from :meth:`next_fetch_offset` are gone
+        from the log (compacted): archive them, or the fetch offset would never move past them."""
+        for run in list(self._runs):
+            if run.first >= read_first:
+                return
+            if run.state is RecordState.AVAILABLE:
+                for piece in self._isolate(run.first, min(run.last, read_first - 1)):
+                    piece.state = RecordState.ARCHIVED
 
     def _acquire_new(self, member_id: str, batches: Sequence[FetchedBatch], read_last: int,
                      max_records: int, deadline: int, aborted: Sequence[AbortedTransaction],
@@ -396,7 +409,10 @@ class SharePartition:
         ACQUIRED is written as AVAILABLE with its delivery count: a new leader forgets who held
         what, but the count survives, so a poison message still reaches the limit."""
         out: list[StateBatch] = []
+        complete = 0
         for run in self._runs:
+            if run.state in TERMINAL:
+                complete += run.last - run.first + 1
             state = RecordState.AVAILABLE if run.state is RecordState.ACQUIRED else run.state
             if state is RecordState.AVAILABLE and run.count == 0:
                 continue
@@ -406,7 +422,8 @@ class SharePartition:
                 out[-1] = StateBatch(prev.first_offset, run.last, state, run.count)
             else:
                 out.append(StateBatch(run.first, run.last, int(state), run.count))
-        return PartitionState(self.state_epoch, self.leader_epoch, self._start, tuple(out))
+        return PartitionState(self.state_epoch, self.leader_epoch, self._start, tuple(out),
+                              complete)
 
     @classmethod
     def from_read_state(cls, state: PartitionState, config: SharePartitionConfig, *,

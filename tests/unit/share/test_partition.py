@@ -123,6 +123,18 @@ def test_offsets_no_batch_covers_are_archived() -> None:
     assert p.start_offset == 12
 
 
+def test_released_records_compacted_away_are_archived() -> None:
+    # 0-9 were released, then compacted: the read from 0 starts at 10, so 0-9 can never be
+    # delivered again and must not hold the fetch offset back.
+    p = part()
+    acq(p, "m1", (0, 4), (5, 9), (10, 14))
+    ack(p, "m1", 0, 9, RELEASE)
+    assert p.next_fetch_offset() == 0
+    assert acq(p, "m2", (15, 19)) == [(15, 19, 1)]
+    assert p.next_fetch_offset() == 20
+    assert states(p) == [(10, 14, AQ, 1), (15, 19, AQ, 1)] and p.start_offset == 10
+
+
 def test_fetch_from_the_middle_of_a_batch() -> None:
     p = part(5)
     assert acq(p, "m1", (0, 9)) == [(5, 9, 1)]
@@ -353,7 +365,7 @@ def test_write_state_lists_every_delivered_range() -> None:
     assert w == PartitionState(3, 7, 2, (
         StateBatch(2, 4, 0, 1), StateBatch(5, 5, 4, 1), StateBatch(6, 9, 2, 1),
         StateBatch(10, 19, 0, 1),  # acquired, written as available with its count
-    ))
+    ), delivery_complete_count=5)
 
 
 def test_read_state_round_trip_and_acquired_becomes_available() -> None:
