@@ -5,8 +5,8 @@ later requests send only what changed: new partitions by listing them, removed o
 ForgottenTopicsData. The ShareSessionEpoch of each request says what it does:
 
 - ``0`` opens a session (replacing the member's old one); it may not carry acknowledgements;
-- ``-1`` closes it: acknowledgements only, no fetch; the member's remaining acquired records in the
-  session's partitions are then released;
+- ``-1`` closes it: acknowledgements only, never a fetch (whatever topics it lists); the
+  member's remaining acquired records in the session's partitions are then released;
 - anything else must be the session's next epoch, which then moves on by one (wrapping past
   2^31-1 to 1).
 
@@ -100,8 +100,7 @@ class ShareSessionCache:
                 return SessionResult(ErrorCode.INVALID_REQUEST)
             return self._open(key, wanted, connection_id, now_ms)
         if epoch == FINAL_EPOCH:
-            if wanted or dropped:
-                return SessionResult(ErrorCode.INVALID_REQUEST)
+            # Kafka's FinalContext: whatever topics the request lists, it fetches nothing.
             return self._close(key)
         session, error = self._check(key, epoch)
         if session is None:
