@@ -19,6 +19,7 @@ from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer import records as rec
 from kafkapy.coordinator.consumer.partitions import Assignment, TopicId
 from kafkapy.coordinator.consumer.reconcile import MemberState, Reconciliation
+from kafkapy.protocol.errors import ErrorCode
 
 #: The member epoch of a member leaving for good (and of a fenced one).
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -173,6 +174,45 @@ class ConsumerGroup:
     def regex_in_use(self, regex: str, exclude_member: str | None = None) -> bool:
         return any(m.subscribed_topic_regex == regex for m in self.members.values()
                    if m.member_id != exclude_member)
+
+    # ----------------------------------------------------------------- offsets
+    def validate_offset_commit(self, member_id: str, member_epoch: int, api_version: int,
+                               transactional: bool = False) -> int:
+        """The error of an OffsetCommit (or TxnOffsetCommit) against this group, 0 when allowed.
+
+        A negative epoch is an admin or ``assign()`` commit: allowed only while nobody is a
+        member. A member must commit at its current epoch, with OffsetCommit v9+ (older versions
+        cannot carry a member epoch)."""
+        if member_epoch < 0 and not self.members:
+            return 0
+        m = self.members.get(member_id)
+        if m is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch != m.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return 0
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int:
+        """The error of an OffsetFetch v9+ naming a member, 0 when allowed (no member id and
+        epoch -1: an admin fetch, always allowed)."""
+        if member_id is None and member_epoch < 0:
+            return 0
+        m = self.members.get(member_id or "")
+        if m is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != m.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return 0
+
+    def validate_delete(self) -> int:
+        """DeleteGroups: only an empty group may go."""
+        return 0 if self.state() is ConsumerGroupState.EMPTY else ErrorCode.NON_EMPTY_GROUP
+
+    def subscribes_to(self, topic: str) -> bool:
+        """OffsetDelete refuses (GROUP_SUBSCRIBED_TO_TOPIC) a topic the group subscribes to."""
+        return topic in self.subscribed_topic_names()
 
     def tombstones(self) -> list[rec.GroupRecord]:
         """The records deleting this group from the log (DeleteGroups, or expiry of an empty

@@ -293,3 +293,41 @@ def test_rollback_restores_the_state_before_a_failed_write() -> None:
     out = join(fresh, "a")
     out.rollback()
     assert fresh.groups == {} and fresh.session_deadlines == {}
+
+
+def test_offset_commit_and_fetch_validation_with_member_epochs() -> None:
+    m = membership()
+    join(m, "a")
+    g = m.groups[G]
+    assert g.validate_offset_commit("a", 1, 9) == 0
+    assert g.validate_offset_commit("a", 0, 9) == E.STALE_MEMBER_EPOCH
+    assert g.validate_offset_commit("a", 1, 8) == E.UNSUPPORTED_VERSION
+    assert g.validate_offset_commit("a", 1, 3, transactional=True) == 0
+    assert g.validate_offset_commit("zz", 1, 9) == E.UNKNOWN_MEMBER_ID
+    assert g.validate_offset_commit("", -1, 9) == E.UNKNOWN_MEMBER_ID  # admin commits wait for an empty group
+    assert g.validate_offset_fetch(None, -1) == 0
+    assert g.validate_offset_fetch("a", 2) == E.STALE_MEMBER_EPOCH
+    assert g.validate_delete() == E.NON_EMPTY_GROUP and g.subscribes_to("foo") and not g.subscribes_to("bar")
+    hb(m, "a", -1)
+    assert g.validate_offset_commit("", -1, 2) == 0 and g.validate_delete() == 0
+
+
+def test_subscription_change_reassigns() -> None:
+    m = membership(foo=2, bar=2)
+    join(m, "a")
+    join(m, "b", subscribed_topic_names=["foo", "bar"])
+    for _ in range(3):
+        for x in ("a", "b"):
+            ack(m, x)
+    g = m.groups[G]
+    assert set(g.members["a"].assigned) == {FOO}
+    assert g.members["b"].assigned.get(BAR) == frozenset({0, 1})
+    epoch = g.group_epoch
+    hb(m, "a", g.members["a"].member_epoch, subscribed_topic_names=["bar"], owned=dict(g.members["a"].assigned))
+    assert g.group_epoch == epoch + 1
+    for _ in range(3):
+        for x in ("a", "b"):
+            ack(m, x)
+    no_double_ownership(g)
+    assert set(g.members["a"].assigned) == {BAR} and set(g.members["b"].assigned) >= {FOO}
+    assert g.state() is ConsumerGroupState.STABLE

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer.group import ConsumerGroupState
-from kafkapy.coordinator.consumer.heartbeat import ConsumerGroupMembership
+from kafkapy.coordinator.consumer.heartbeat import ConsumerGroupConfig, ConsumerGroupMembership
+from kafkapy.protocol.errors import ErrorCode as E
 
 from .harness import FOO, G, hb, join, membership, no_double_ownership
 
@@ -32,7 +33,12 @@ class Client:
 def step(m: ConsumerGroupMembership, c: Client, now: int) -> None:
     out = join(m, c.member_id, now) if not c.joined else hb(m, c.member_id, c.epoch, now, owned=dict(c.owned))
     r = out.response
-    assert r is not None and r.error == 0, r
+    assert r is not None
+    if c.joined and r.error in (E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID):
+        # Fenced (its session ran out): it drops everything and joins again next time.
+        c.joined, c.epoch, c.owned = False, 0, {}
+        return
+    assert r.error == 0, r
     c.joined, c.epoch = True, r.member_epoch
     if r.assignment is not None:
         # The client revokes at once what it lost and takes what it got.
@@ -44,9 +50,12 @@ def check(m: ConsumerGroupMembership, clients: dict[str, Client]) -> None:
     if group is None:
         return
     no_double_ownership(group)
-    # What the clients themselves believe they own never overlaps either.
+    # What the members themselves believe they own never overlaps either (a fenced client may
+    # still believe it owns partitions until its next heartbeat; its commits are refused).
     seen: set[tuple[object, int]] = set()
     for c in clients.values():
+        if c.member_id not in group.members:
+            continue
         for tp in ps.pairs(c.owned):
             assert tp not in seen
             seen.add(tp)
@@ -103,7 +112,7 @@ def test_random_interleavings(seed: int) -> None:
 
 def run(seed: int) -> None:
     rng = random.Random(seed)
-    m = membership(foo=PARTITIONS)
+    m = membership(ConsumerGroupConfig(session_timeout_ms=3_000), foo=PARTITIONS)
     clients: dict[str, Client] = {}
     now, next_id = 0, 0
     for _ in range(200):
@@ -117,8 +126,13 @@ def run(seed: int) -> None:
         elif roll < 0.22 and clients:
             c = clients.pop(rng.choice(sorted(clients)))
             hb(m, c.member_id, -1, now)
+        elif roll < 0.25 and clients:
+            clients.pop(rng.choice(sorted(clients)))  # crashes: silent until its session ends
         elif clients:
             step(m, clients[rng.choice(sorted(clients))], now)
+        m.tick(now)
         check(m, clients)
+    now += 3_000
+    m.tick(now)  # the crashed ones are gone (the live ones rejoin if fenced meanwhile)
     if clients:
         settle(m, clients, now)
