@@ -502,10 +502,11 @@ class ConsumerGroupMembership:
 
     def _reconcile(self, group: ConsumerGroup, m: ConsumerGroupMember,
                    owned: Mapping[ps.TopicId, frozenset[int]] | None, now_ms: int, out: HeartbeatOutcome) -> None:
-        if m.reconciliation.reconciled_to(group.assignment_epoch):
+        if m.reconciliation.reconciled_to(group.assignment_epoch) and self._consistent(group, m):
             return
+        subscribed = frozenset(self.topics[n].topic_id for n in group.member_topic_names(m) if n in self.topics)
         step = next_step(m.reconciliation, group.assignment_epoch, group.target.get(m.member_id, {}),
-                         group.owner_epoch, None if owned is None else ps.normalize(owned))
+                         group.owner_epoch, None if owned is None else ps.normalize(owned), subscribed)
         if step == m.reconciliation:
             return
         self._write(group, replace(m, reconciliation=step).assignment_record(group.group_id), out)
@@ -514,6 +515,12 @@ class ConsumerGroupMembership:
                                          (now_ms + m.rebalance_timeout_ms, step.member_epoch), out)
         else:
             self._set_rebalance_deadline(group.group_id, m.member_id, None, out)
+
+    def _consistent(self, group: ConsumerGroup, m: ConsumerGroupMember) -> bool:
+        """Whether every topic the member is assigned is one it still subscribes to."""
+        names = group.member_topic_names(m)
+        ids = {self.topics[n].topic_id for n in names if n in self.topics}
+        return all(t in ids for t in m.assigned)
 
     # ------------------------------------------------------------------ describe
     def describe(self, group_id: str) -> GroupDescription:

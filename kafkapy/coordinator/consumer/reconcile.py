@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer.partitions import Assignment, TopicId
@@ -48,16 +48,21 @@ OwnerEpoch = Callable[[TopicId, int], int]
 
 
 def next_step(current: Reconciliation, target_epoch: int, target: Mapping[TopicId, frozenset[int]],
-              owner_epoch: OwnerEpoch, owned: Mapping[TopicId, frozenset[int]] | None) -> Reconciliation:
+              owner_epoch: OwnerEpoch, owned: Mapping[TopicId, frozenset[int]] | None,
+              subscribed: frozenset[TopicId] | None = None) -> Reconciliation:
     """The member's next reconciliation state. ``owned`` is what the member reported owning in
-    this heartbeat, None when it did not say (then it is assumed to still own everything)."""
+    this heartbeat, None when it did not say (then it is assumed to still own everything).
+    ``subscribed`` (topic ids), when given, is the member's current subscription: partitions of
+    topics it dropped are revoked at once, without waiting for the next target."""
+    if subscribed is not None:
+        target = {t: p for t, p in target.items() if t in subscribed}
     if current.state is MemberState.STABLE:
         if current.member_epoch == target_epoch:
-            return current
+            return _drop_unsubscribed(current, subscribed, owned)
         return _compute(current, current.member_epoch, target_epoch, target, owner_epoch, owned)
     if current.state is MemberState.UNREVOKED_PARTITIONS:
         if _still_owns(current.pending_revocation, owned):
-            return current
+            return _drop_unsubscribed(current, subscribed, owned)
         return _compute(current, current.member_epoch, target_epoch, target, owner_epoch, owned)
     if current.state is MemberState.UNRELEASED_PARTITIONS:
         return _compute(current, current.member_epoch, target_epoch, target, owner_epoch, owned)
@@ -70,6 +75,23 @@ def _still_owns(revoking: Mapping[TopicId, frozenset[int]], owned: Mapping[Topic
     return ps.overlaps(revoking, owned)
 
 
+def _drop_unsubscribed(current: Reconciliation, subscribed: frozenset[TopicId] | None,
+                       owned: Mapping[TopicId, frozenset[int]] | None) -> Reconciliation:
+    """At the same epoch: the partitions of topics the member no longer subscribes to move to
+    revocation (or simply go, when the member already let go of them)."""
+    if subscribed is None:
+        return current
+    gone = {t: p for t, p in current.assigned.items() if t not in subscribed}
+    if not gone:
+        return current
+    keep = ps.minus(current.assigned, gone)
+    revoking = ps.union(current.pending_revocation, gone)
+    if _still_owns(revoking, owned):
+        return Reconciliation(MemberState.UNREVOKED_PARTITIONS, current.member_epoch, current.member_epoch,
+                              keep, revoking)
+    return replace(current, previous_member_epoch=current.member_epoch, assigned=keep)
+
+
 def _compute(current: Reconciliation, member_epoch: int, target_epoch: int,
              target: Mapping[TopicId, frozenset[int]], owner_epoch: OwnerEpoch,
              owned: Mapping[TopicId, frozenset[int]] | None) -> Reconciliation:
@@ -79,7 +101,8 @@ def _compute(current: Reconciliation, member_epoch: int, target_epoch: int,
     free: dict[TopicId, set[int]] = {}
     unreleased = False
     for t, p in ps.pairs(wanted):
-        if owner_epoch(t, p) == -1:
+        # A partition this member was revoking is not held by anyone else: it may come back.
+        if owner_epoch(t, p) == -1 or p in current.pending_revocation.get(t, frozenset()):
             free.setdefault(t, set()).add(p)
         else:
             unreleased = True

@@ -78,3 +78,23 @@ def test_next_step(name: str, current: Reconciliation, epoch: int, target: Mappi
 def test_unknown_state_is_refused() -> None:
     with pytest.raises(ValueError):
         next_step(Reconciliation(MemberState.UNKNOWN), 1, {}, FREE, None)  # type: ignore[arg-type]
+
+
+def test_own_pending_revocation_is_not_unreleased() -> None:
+    cur = Reconciliation(REV, 3, 3, a(A={0}), a(A={1}))
+    # the coordinator still records A-1 as held by this member, being revoked
+    step = next_step(cur, 4, a(A={0, 1}), held_by_other((A, 1)), a(A={0}))  # type: ignore[arg-type]
+    assert step == Reconciliation(S, 4, 3, a(A={0, 1}))
+
+
+def test_unsubscribed_topics_are_revoked_at_once() -> None:
+    cur = Reconciliation(S, 3, 2, a(A={0}, B={1}))
+    # same epoch, but B is no longer subscribed: revoke it now
+    step = next_step(cur, 3, a(A={0}, B={1}), FREE, a(A={0}, B={1}), frozenset({A}))  # type: ignore[arg-type]
+    assert step == Reconciliation(REV, 3, 3, a(A={0}), a(B={1}))
+    # already let go: just shrink
+    step = next_step(cur, 3, a(A={0}, B={1}), FREE, a(A={0}), frozenset({A}))  # type: ignore[arg-type]
+    assert step == Reconciliation(S, 3, 3, a(A={0}))
+    # a new epoch whose target still names B: B is not taken back
+    step = next_step(cur, 4, a(A={0, 1}, B={1}), FREE, a(A={0}), frozenset({A}))  # type: ignore[arg-type]
+    assert step == Reconciliation(S, 4, 3, a(A={0, 1}))
