@@ -293,7 +293,7 @@ class ConsumerGroupMembership:
                 raise _Refused(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
             if req.owned:
                 raise _Refused(E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
-            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            if not req.subscribed_topic_names and not req.subscribed_topic_regex:
                 raise _Refused(E.INVALID_REQUEST,
                                "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
         elif req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:

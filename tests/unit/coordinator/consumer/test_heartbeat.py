@@ -89,6 +89,7 @@ def test_lost_response_previous_epoch_is_accepted_with_a_subset() -> None:
     (dict(rebalance_timeout_ms=-1), E.INVALID_REQUEST),
     (dict(owned={FOO: frozenset({1})}), E.INVALID_REQUEST),
     (dict(subscribed_topic_names=None), E.INVALID_REQUEST),
+    (dict(subscribed_topic_names=[]), E.INVALID_REQUEST),
     (dict(member_epoch=-3), E.INVALID_REQUEST),
     (dict(member_epoch=-2), E.INVALID_REQUEST),  # a static leave needs an instance id
     (dict(server_assignor="sticky"), E.UNSUPPORTED_ASSIGNOR),
