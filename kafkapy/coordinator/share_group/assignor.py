@@ -25,6 +25,7 @@ def assign(subscriptions: Mapping[str, frozenset[TopicId]], partition_counts: Ma
     """Each member's target: ``subscriptions`` (member -> topic ids), the assignable partitions
     per topic, and the members' present targets (for stickiness)."""
     out: dict[str, Assignment] = {m: {} for m in subscriptions}
+    groups: dict[frozenset[str], frozenset[TopicId]]
     if len(set(subscriptions.values())) <= 1:
         groups = {frozenset(subscriptions): next(iter(subscriptions.values()), frozenset())}
     else:
@@ -33,8 +34,8 @@ def assign(subscriptions: Mapping[str, frozenset[TopicId]], partition_counts: Ma
             for t in topics:
                 by_topic[t].add(m)
         groups = {}
-        for t, members in by_topic.items():
-            groups[frozenset(members)] = groups.get(frozenset(members), frozenset()) | {t}
+        for t, holders in by_topic.items():
+            groups[frozenset(holders)] = groups.get(frozenset(holders), frozenset()) | {t}
     for members, topics in sorted(groups.items(), key=lambda kv: sorted(kv[0])):
         slots = [(t, p) for t in sorted(topics) for p in range(partition_counts.get(t, 0))]
         for m, got in _share(sorted(members), slots, current).items():

@@ -8,7 +8,7 @@ import enum
 from dataclasses import dataclass, field, replace
 
 from kafkapy.coordinator.consumer import partitions as ps
-from kafkapy.coordinator.consumer.partitions import Assignment, TopicId
+from kafkapy.coordinator.consumer.partitions import Assignment
 from kafkapy.coordinator.share_group import records as rec
 
 
