@@ -27,9 +27,6 @@ INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 _MAX_EPOCH = 2**31 - 1
 
-# Not yet in ErrorCode (issue 25's foundation package adds it); the value is Kafka's.
-SHARE_SESSION_LIMIT_REACHED = 133
-
 
 class TopicIdPartition(NamedTuple):
     topic_id: uuid.UUID
@@ -149,7 +146,7 @@ class ShareSessionCache:
               connection_id: str | None, now_ms: int) -> SessionResult:
         old = self._sessions.get(key)
         if old is None and len(self._sessions) >= self.max_sessions:
-            return SessionResult(SHARE_SESSION_LIMIT_REACHED)
+            return SessionResult(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
         if old is not None:
             # The member started over; records it still holds stay acquired under its member id
             # until it acknowledges them or their locks lapse.

@@ -307,7 +307,7 @@ class ConsumerGroupMembership:
         if req.subscribed_topic_regex:
             reason = rx.invalid_reason(req.subscribed_topic_regex)
             if reason is not None:
-                raise _Refused(rx.INVALID_REGULAR_EXPRESSION,
+                raise _Refused(E.INVALID_REGULAR_EXPRESSION,
                                f"SubscribedTopicRegex {req.subscribed_topic_regex} is invalid: {reason}")
 
     def _lookup(self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str) -> ConsumerGroupMember:

@@ -12,9 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-#: Kafka's INVALID_REGULAR_EXPRESSION error code (not yet in protocol.errors).
-INVALID_REGULAR_EXPRESSION = 128
-
 _REFUSED_GROUPS = ("(?=", "(?!", "(?<=", "(?<!", "(?P=", "(?>", "(?(")
 
 

@@ -8,7 +8,6 @@ import pytest
 
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.share.sessions import (
-    SHARE_SESSION_LIMIT_REACHED,
     ShareSessionCache,
     TopicIdPartition,
     next_epoch,
@@ -123,7 +122,7 @@ def test_session_limit() -> None:
     c = ShareSessionCache(max_sessions=2)
     opened(c, "m1")
     opened(c, "m2")
-    assert c.fetch(G, "m3", 0, topics=[P0]).error == SHARE_SESSION_LIMIT_REACHED == 133
+    assert c.fetch(G, "m3", 0, topics=[P0]).error == E.SHARE_SESSION_LIMIT_REACHED == 133
     c.fetch(G, "m1", -1)
     opened(c, "m3")
 

@@ -11,7 +11,6 @@ from kafkapy.coordinator.consumer import records as rec
 from kafkapy.coordinator.consumer.group import ConsumerGroupState, TopicInfo
 from kafkapy.coordinator.consumer.heartbeat import ConsumerGroupConfig, HeartbeatRequest
 from kafkapy.coordinator.consumer.reconcile import MemberState
-from kafkapy.coordinator.consumer.regex import INVALID_REGULAR_EXPRESSION
 from kafkapy.protocol.errors import ErrorCode as E
 
 from .harness import BAR, FOO, G, ack, hb, join, membership, no_double_ownership, snapshot, topics
@@ -93,7 +92,7 @@ def test_lost_response_previous_epoch_is_accepted_with_a_subset() -> None:
     (dict(member_epoch=-3), E.INVALID_REQUEST),
     (dict(member_epoch=-2), E.INVALID_REQUEST),  # a static leave needs an instance id
     (dict(server_assignor="sticky"), E.UNSUPPORTED_ASSIGNOR),
-    (dict(subscribed_topic_regex="(a)\\1"), INVALID_REGULAR_EXPRESSION),
+    (dict(subscribed_topic_regex="(a)\\1"), E.INVALID_REGULAR_EXPRESSION),
     (dict(member_epoch=3), E.GROUP_ID_NOT_FOUND),
 ])
 def test_invalid_requests(kw: dict[str, object], error: int) -> None:
