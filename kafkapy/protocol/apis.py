@@ -5,7 +5,8 @@ Three things live here:
 * ``ApiKey`` — every API key Apache Kafka assigns, client-facing and KRaft-internal alike.
 * The message-class registry: for each key, the request and response classes. kafka-python's
   JSON-schema classes cover the client APIs; schemas it lacks (KRaft-internal APIs) live as Kafka-style
-  JSON files in ``kafkapy/protocol/schemas/rpc/`` and become classes through :func:`load_schema_class`,
+  JSON files in ``kafkapy/protocol/schemas/rpc/`` (as do the consumer/share-group APIs of Kafka 4.4)
+  and become classes through :func:`load_schema_class`,
   which runs them through kafka-python's own loader so they behave identically.
 * ``ApiVersionsTable`` — the (api_key, min_version, max_version) ranges a node advertises. The
   connection uses it to accept or reject requests; ApiVersions responses are built from it.
@@ -283,6 +284,17 @@ _OWN_SCHEMAS = tuple(
                 "AllocateProducerIds", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter", "Envelope")
     for kind in ("Request", "Response")
 )
+# The KIP-848 consumer-group and KIP-932 share-group APIs (issue 25), copied from Kafka 4.4's
+# kafka-clients jar into the same directory. Having a class does not mean being served: a broker
+# advertises an API only once a handler registers it in its ApiVersionsTable.
+_GROUP_SCHEMAS = tuple(
+    f"{api}{kind}"
+    for api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "ShareGroupHeartbeat", "ShareGroupDescribe",
+                "ShareFetch", "ShareAcknowledge", "InitializeShareGroupState", "ReadShareGroupState",
+                "WriteShareGroupState", "DeleteShareGroupState", "ReadShareGroupStateSummary",
+                "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets")
+    for kind in ("Request", "Response")
+)
 #: kafkapy's own API keys: served, but left out of ApiVersions answers, so stock clients and
 #: Kafka's tools see exactly Apache Kafka's list (our CLI knows the server is kafkapy).
 OWN_API_KEYS = frozenset({
@@ -323,7 +335,7 @@ def _register(cls: type[ApiMessage]) -> None:
 def _build_registry() -> None:
     for cls in kafka_python_message_classes():
         _register(cls)
-    for name in _OWN_SCHEMAS:
+    for name in (*_OWN_SCHEMAS, *_GROUP_SCHEMAS):
         if name.endswith("Request") and ApiKey[name[: -len("Request")]] in _REQUESTS:
             continue  # kafka-python grew this schema; prefer its class
         if name.endswith("Response") and ApiKey[name[: -len("Response")]] in _RESPONSES:

@@ -1,0 +1,64 @@
+"""A broker's ApiVersions answer is exactly what it serves: having a message class for an API (the
+consumer/share-group schemas of issue 25) neither advertises it nor changes the features.
+
+The rows are pinned. Registering a handler for a new API changes them on purpose, and then this
+list changes with it.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import trio
+
+from kafkapy.broker.dispatcher import BrokerDispatcher
+from kafkapy.metadata.image import MetadataImage
+from kafkapy.protocol import messages
+from kafkapy.protocol.apis import ApiKey, request_class
+
+ADVERTISED = [
+    (0, 3, 11), (1, 4, 17), (2, 1, 9), (3, 0, 12), (8, 2, 9), (9, 1, 9), (10, 0, 6), (11, 0, 9), (12, 0, 4),
+    (13, 0, 5), (14, 0, 5), (15, 0, 6), (16, 0, 5), (17, 0, 1), (18, 0, 4), (19, 2, 7), (20, 1, 6), (21, 0, 2),
+    (22, 0, 5), (23, 2, 4), (24, 0, 4), (25, 0, 4), (26, 0, 4), (27, 1, 1), (28, 0, 4), (29, 1, 3), (30, 1, 3),
+    (31, 1, 3), (32, 1, 4), (33, 0, 2), (34, 1, 2), (35, 1, 4), (36, 0, 2), (37, 0, 3), (42, 0, 2), (43, 0, 2),
+    (44, 0, 1), (45, 0, 0), (46, 0, 0), (47, 0, 0), (48, 0, 1), (49, 0, 1), (50, 0, 0), (51, 0, 0), (55, 0, 2),
+    (60, 0, 1), (61, 0, 0), (65, 0, 0), (66, 0, 2), (75, 0, 0),
+]
+GROUP_APIS = (
+    ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.SHARE_GROUP_HEARTBEAT,
+    ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE,
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE, ApiKey.WRITE_SHARE_GROUP_STATE,
+    ApiKey.DELETE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+)
+
+
+def _answer(version: int) -> Any:
+    ctx = SimpleNamespace(image=MetadataImage.empty)
+    dispatcher = BrokerDispatcher(ctx)  # type: ignore[arg-type]
+    request = SimpleNamespace(api_key=ApiKey.API_VERSIONS, api_version=version)
+    body = trio.run(dispatcher.handle, request, None)
+    # Through the wire, as a client reads it.
+    cls = messages.ApiVersionsResponse
+    return cls.decode(bytes(body.encode(version=version)), version=version)
+
+
+def test_the_advertised_apis_are_unchanged() -> None:
+    for version in (0, 3, 4):
+        answer = _answer(version)
+        assert [(k.api_key, k.min_version, k.max_version) for k in answer.api_keys] == ADVERTISED
+
+
+def test_the_group_apis_have_classes_but_are_not_advertised() -> None:
+    advertised = {k.api_key for k in _answer(4).api_keys}
+    for key in GROUP_APIS:
+        assert request_class(key) is not None, key
+        assert key not in advertised, key
+
+
+def test_no_group_or_share_feature_is_advertised() -> None:
+    answer = _answer(4)
+    assert sorted(f.name for f in answer.supported_features) == ["eligible.leader.replicas.version",
+                                                                 "metadata.version"]
+    assert answer.finalized_features == []
