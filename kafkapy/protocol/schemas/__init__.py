@@ -7,7 +7,10 @@
 * ``tiered/``: the ``__remote_log_metadata`` records (``kafkapy.tiered.remote_metadata_serde``).
 * ``control/``: the KRaft control records - LeaderChange, snapshot header/footer, KRaftVersion,
   Voters (``kafkapy.raft.control``, ``kafkapy.raft.voters``).
-* ``coordinator/``: the ``__transaction_state`` records (``kafkapy.coordinator.transaction.records``).
+* ``coordinator/``: the ``__transaction_state`` records (``kafkapy.coordinator.transaction.records``)
+  and the ``__consumer_offsets`` records of Kafka 4.4 (offsets, classic group metadata, and the
+  KIP-848 consumer-group and KIP-932 share-group record types 3-16).
+* ``share_state/``: the ``__share_group_state`` records (ShareSnapshot, ShareUpdate).
 
 All but ``rpc/`` are encoded by ``kafkapy.protocol.schema_codec``. This module is the one place
 that knows where the files are: subtree name -> package, and the raw JSON of a schema.
@@ -20,7 +23,7 @@ import re
 from importlib import resources
 from typing import Any
 
-SUBTREES = ("rpc", "metadata", "tiered", "control", "coordinator")
+SUBTREES = ("rpc", "metadata", "tiered", "control", "coordinator", "share_state")
 
 _COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 
