@@ -14,7 +14,8 @@ Both of Kafka's encodings are covered, chosen per version by the schema's ``flex
 
 Integers are big-endian, UUIDs 16 raw bytes. A struct-typed field that is not an array (a "plain"
 nested struct) is laid out inline, as its own fields followed (when flexible) by its own tagged
-section; in versions where it is nullable an int8 comes first (-1 null, 1 present).
+section; in versions where it is nullable an int8 comes first (-1 null, 1 present), or, for a
+tagged field, an unsigned varint (0 null, 1 present), as Kafka's generated code writes them.
 ``commonStructs`` are resolved by name, as Kafka's generator does.
 
 kafka-python has its own codec, but it may only be touched through ``kafka_python_adapter`` and
@@ -258,7 +259,7 @@ class Struct:
         write_uvarint(out, len(tagged))
         for tag, f, value in tagged:
             body = bytearray()
-            _encode_value(f, value, version, flex, body)
+            _encode_value(f, value, version, flex, body, tagged=True)
             write_uvarint(out, tag)
             write_uvarint(out, len(body))
             out += body
@@ -276,7 +277,7 @@ class Struct:
                 if not f.present(version):
                     continue
                 if f.tag is not None and flex and f.tagged(version):
-                    by_tag[f.tag] = (f.name, _reader(f, version, True))
+                    by_tag[f.tag] = (f.name, _reader(f, version, True, tagged=True))
                     defaults[f.name] = f.default
                 else:
                     regular.append((f.name, _reader(f, version, flex)))
@@ -355,11 +356,15 @@ def _simple_reader(f: Field, t: str, version: int, flex: bool) -> _Reader:
     return lambda buf, pos: _decode_simple(t, f, buf, pos, version, flex)
 
 
-def _plain_struct_reader(f: Field, s: "Struct", version: int) -> _Reader:
+def _plain_struct_reader(f: Field, s: "Struct", version: int, tagged: bool) -> _Reader:
     nullable = f.nullable(version)
 
     def read(buf: bytes, pos: int) -> tuple[Any, int]:
-        if nullable:
+        if nullable and tagged:
+            marker, pos = read_uvarint(buf, pos)
+            if marker == 0:
+                return None, pos
+        elif nullable:
             marker, pos = _read_fixed(_I8, buf, pos, f"{f.name} null marker")
             if marker < 0:
                 return None, pos
@@ -368,12 +373,12 @@ def _plain_struct_reader(f: Field, s: "Struct", version: int) -> _Reader:
     return read
 
 
-def _reader(f: Field, version: int, flex: bool) -> _Reader:
+def _reader(f: Field, version: int, flex: bool, tagged: bool = False) -> _Reader:
     """The decoder of ``f`` at ``version``, with the type dispatch done up front."""
     t = f.type
     struct_ = f.struct
     if struct_ is not None and not f.is_array:
-        return _plain_struct_reader(f, struct_, version)
+        return _plain_struct_reader(f, struct_, version, tagged)
     if not t.startswith("[]"):
         return _simple_reader(f, t, version, flex)
     nullable = f.nullable(version)
@@ -404,10 +409,16 @@ def _same(value: Any, default: Any) -> bool:
     return bool(value == default)
 
 
-def _encode_value(f: Field, value: Any, version: int, flex: bool, out: bytearray) -> None:
+def _encode_value(f: Field, value: Any, version: int, flex: bool, out: bytearray, tagged: bool = False) -> None:
     t = f.type
     if f.struct is not None and not f.is_array:
-        if f.nullable(version):
+        if f.nullable(version) and tagged:
+            # Kafka's generated code marks a tagged nullable struct with an unsigned varint:
+            # 0 for null, 1 for present (an untagged one with an int8, -1 or 1).
+            write_uvarint(out, 0 if value is None else 1)
+            if value is None:
+                return
+        elif f.nullable(version):
             if value is None:
                 out += _I8.pack(-1)
                 return
