@@ -69,6 +69,18 @@ def _partition_count(ctx: Context, topic: str) -> Any:
     return observe(ask)
 
 
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def _created_partition_count(ctx: Context, topic: str) -> Any:
+    """The partitions of a topic CreateTopics just made, once the broker's metadata shows it, as a
+    client waits: Kafka's broker learns of the topic a moment after the controller answers, and an
+    immediate describe on a loaded machine can still say UNKNOWN_TOPIC_OR_PARTITION."""
+    ctx.wait_until(lambda: _partition_count(ctx, topic) != {"error_code": UNKNOWN_TOPIC_OR_PARTITION},
+                   timeout=10)
+    return _partition_count(ctx, topic)
+
+
 # ---------------------------------------------------------------- produce, offsets, watermarks
 @scenario("offsets")
 def produce_offsets(ctx: Context) -> dict:
@@ -403,7 +415,7 @@ def create_topic_replication_zero(ctx: Context) -> dict:
 def create_topic_broker_defaults(ctx: Context) -> dict:
     name = ctx.topic_name()
     answer = _raw_create(ctx, {name: {}})
-    return {"answer": answer, "partitions": _partition_count(ctx, name)}
+    return {"answer": answer, "partitions": _created_partition_count(ctx, name)}
 
 
 @scenario("topics")
@@ -459,7 +471,7 @@ def create_topic_validate_only(ctx: Context) -> dict:
 def create_topic_manual_assignment(ctx: Context) -> dict:
     name = ctx.topic_name()
     answer = _raw_create(ctx, {name: {"assignments": {0: [1], 1: [1]}}})
-    return {"answer": answer, "partitions": _partition_count(ctx, name)}
+    return {"answer": answer, "partitions": _created_partition_count(ctx, name)}
 
 
 @scenario("topics")
