@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from kafkapy.broker.authorization import request_principal
 from kafkapy.broker.context import BrokerContext, client_address, request_listener
 from kafkapy.broker.features import api_versions_feature_fields
+from kafkapy.broker.gated_apis import GatedApi
 from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from kafkapy.broker.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from kafkapy.broker.handlers.cluster import (
@@ -26,6 +27,7 @@ from kafkapy.broker.handlers.configs import (
     handle_describe_configs,
     handle_incremental_alter_configs,
 )
+from kafkapy.broker.handlers.consumer_groups import CONSUMER_GROUP_APIS
 from kafkapy.broker.handlers.coordinator import handle_find_coordinator
 from kafkapy.broker.handlers.delete_records import handle_delete_records
 from kafkapy.broker.handlers.elections import handle_elect_leaders
@@ -63,6 +65,9 @@ from kafkapy.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from kafkapy.broker.handlers.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
+from kafkapy.broker.handlers.share_fetch import SHARE_FETCH_APIS
+from kafkapy.broker.handlers.share_groups import SHARE_GROUP_APIS
+from kafkapy.broker.handlers.share_state import SHARE_STATE_APIS
 from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from kafkapy.broker.handlers.transactions import (
     handle_add_offsets_to_txn,
@@ -153,6 +158,9 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, handle_alter_user_scram_credentials),
 ]
 API_VERSIONS_RANGE = (0, 4)
+
+#: Served only while a feature is finalized (group.version, share.version): see gated_apis.
+GATED_APIS: list[GatedApi] = [*CONSUMER_GROUP_APIS, *SHARE_GROUP_APIS, *SHARE_FETCH_APIS, *SHARE_STATE_APIS]
 
 #: Requests only the active controller may answer: a broker node forwards them to it (Kafka's
 #: forwarding of admin requests) rather than running the handler itself.

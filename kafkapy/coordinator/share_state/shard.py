@@ -26,6 +26,7 @@ from kafkapy.coordinator.share_state.batches import combine
 from kafkapy.coordinator.share_state.records import ShareSnapshot, ShareStateRecord, ShareUpdate, Tombstone
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.share.partition import PartitionState, StateBatch
+from kafkapy.share.persister import StateResult
 
 E = ErrorCode
 _V = TypeVar("_V")
@@ -57,16 +58,6 @@ class ShareGroupOffset:
     def partition_state(self) -> PartitionState:
         return PartitionState(self.state_epoch, self.leader_epoch, self.start_offset, self.state_batches,
                               self.delivery_complete_count)
-
-
-@dataclass(frozen=True)
-class StateResult:
-    """One partition's answer. ``state`` is set by Read (the whole state) and ReadStateSummary
-    (no batches); Initialize, Write and Delete answer the error only."""
-
-    error: int = 0
-    message: str | None = None
-    state: PartitionState | None = None
 
 
 @dataclass

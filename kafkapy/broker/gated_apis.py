@@ -1,0 +1,30 @@
+"""APIs a broker serves only once a cluster feature is finalized at a level (KIP-584 gating).
+
+Kafka advertises ConsumerGroupHeartbeat only with ``group.version`` >= 1 and the share-group APIs
+only with ``share.version`` >= 1: a client decides from ApiVersions which protocol it may speak,
+so an API must disappear from the answer (and be refused) while its feature is off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import NamedTuple
+
+from kafkapy.protocol.apis import ApiKey
+
+GROUP_VERSION_FEATURE = "group.version"
+SHARE_VERSION_FEATURE = "share.version"
+
+
+class GatedApi(NamedTuple):
+    """An API served at ``min_version..max_version`` while ``feature`` is at ``min_level`` or more."""
+
+    key: ApiKey
+    min_version: int
+    max_version: int
+    handler: Callable[..., Awaitable[object | None]]
+    feature: str
+    min_level: int
+
+
+__all__ = ["GROUP_VERSION_FEATURE", "SHARE_VERSION_FEATURE", "GatedApi"]
