@@ -19,6 +19,7 @@ from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
+from kafkapy.coordinator.share_state_service import ShareCoordinator
 from kafkapy.metadata.image import MetadataImage
 from kafkapy.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
@@ -78,6 +79,8 @@ class BrokerContext:
     links: LinkService | None = None
     # The ACL authorizer (authorizer.class.name), None: every request is allowed.
     authorizer: BrokerAuthorizer | None = None
+    # The share coordinator of the __share_group_state partitions led here, None until it runs.
+    share_state: ShareCoordinator | None = None
 
     def authorize(self, op: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME, *,
                   audit: bool = True) -> bool:

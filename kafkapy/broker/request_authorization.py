@@ -107,10 +107,20 @@ def _group_item(op: AclOperation) -> ItemCheck:
 
 
 def _coordinator_key(ctx: BrokerContext, request: Request, key: Any) -> int:
+    if request.body.key_type == 2:
+        return 0  # a share coordinator: CLUSTER_ACTION, checked for the whole request
     if request.body.key_type == 1:
         ok = ctx.authorize(Op.DESCRIBE, Res.TRANSACTIONAL_ID, key)
         return 0 if ok else E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     return 0 if ctx.authorize(Op.DESCRIBE, Res.GROUP, key) else E.GROUP_AUTHORIZATION_FAILED
+
+
+def _share_coordinator(ctx: BrokerContext, request: Request) -> int:
+    """Finding share coordinators (key type 2, v6+) is for brokers: CLUSTER_ACTION, else the whole
+    request fails, as Kafka's authorizeClusterOperation."""
+    if request.api_version < 6 or request.body.key_type != 2:
+        return 0
+    return 0 if ctx.authorize(Op.CLUSTER_ACTION, Res.CLUSTER) else E.CLUSTER_AUTHORIZATION_FAILED
 
 
 def _single_coordinator_key(ctx: BrokerContext, request: Request) -> int:
@@ -226,8 +236,8 @@ RULES: dict[int, Rule] = {
     ApiKey.DELETE_GROUPS: Rule(items=(_field("groups_names"), "results", _group_item(Op.DELETE))),
     ApiKey.LIST_GROUPS: Rule(filter_response=_visible_groups),
     # One key before v4, a list of them from v4.
-    ApiKey.FIND_COORDINATOR: Rule((_single_coordinator_key,), (_field("coordinator_keys"), "coordinators",
-                                                               _coordinator_key)),
+    ApiKey.FIND_COORDINATOR: Rule((_share_coordinator, _single_coordinator_key),
+                                  (_field("coordinator_keys"), "coordinators", _coordinator_key)),
     # Transactions (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
     ApiKey.INIT_PRODUCER_ID: Rule((_init_producer_id,)),
     ApiKey.ADD_PARTITIONS_TO_TXN: Rule((_add_partitions_to_txn,)),
@@ -237,6 +247,12 @@ RULES: dict[int, Rule] = {
     ApiKey.LIST_TRANSACTIONS: Rule(filter_response=_visible_transactions),
     # Inter-broker and cluster-wide APIs.
     ApiKey.WRITE_TXN_MARKERS: Rule((_cluster(Op.CLUSTER_ACTION),)),
+    # The share coordinator's RPCs, sent by brokers (KafkaApis: CLUSTER_AUTHORIZATION_FAILED).
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: Rule((_cluster(Op.CLUSTER_ACTION),)),
+    ApiKey.READ_SHARE_GROUP_STATE: Rule((_cluster(Op.CLUSTER_ACTION),)),
+    ApiKey.WRITE_SHARE_GROUP_STATE: Rule((_cluster(Op.CLUSTER_ACTION),)),
+    ApiKey.DELETE_SHARE_GROUP_STATE: Rule((_cluster(Op.CLUSTER_ACTION),)),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: Rule((_cluster(Op.CLUSTER_ACTION),)),
     ApiKey.DESCRIBE_LOG_DIRS: Rule((_cluster(Op.DESCRIBE),)),
     ApiKey.ALTER_REPLICA_LOG_DIRS: Rule((_cluster(Op.ALTER),)),
     ApiKey.ELECT_LEADERS: Rule((_cluster(Op.ALTER),)),
@@ -270,6 +286,8 @@ def _offset_delete_refusal(request: Request, code: int) -> Any:
 def _refusal(request: Request, code: int, ctx: BrokerContext | None = None) -> Any:
     if request.api_key == ApiKey.WRITE_TXN_MARKERS:
         return _markers_refusal(request, code)
+    if request.api_key in _SHARE_STATE_RESULTS:
+        return _share_state_refusal(request, code)
     if request.api_key == ApiKey.OFFSET_DELETE and code == E.TOPIC_AUTHORIZATION_FAILED:
         return _offset_delete_refusal(request, code)
     if request.api_key == ApiKey.ADD_PARTITIONS_TO_TXN and code == E.TOPIC_AUTHORIZATION_FAILED and ctx:
@@ -295,6 +313,26 @@ def _add_partitions_refusal(ctx: BrokerContext, request: Request) -> Any:
         topics.append(T(version=version, name=t.name, results_by_partition=[
             P(version=version, partition_index=i, partition_error_code=code) for i in t.partitions or []]))
     return R(version=version, throttle_time_ms=0, results_by_topic_v3_and_below=topics)
+
+
+#: The share coordinator's responses and the name of their per-topic result class.
+_SHARE_STATE_RESULTS: dict[int, tuple[Any, str]] = {
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: (m.InitializeShareGroupStateResponse, "InitializeStateResult"),
+    ApiKey.READ_SHARE_GROUP_STATE: (m.ReadShareGroupStateResponse, "ReadStateResult"),
+    ApiKey.WRITE_SHARE_GROUP_STATE: (m.WriteShareGroupStateResponse, "WriteStateResult"),
+    ApiKey.DELETE_SHARE_GROUP_STATE: (m.DeleteShareGroupStateResponse, "DeleteStateResult"),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (m.ReadShareGroupStateSummaryResponse, "ReadStateSummaryResult"),
+}
+
+
+def _share_state_refusal(request: Request, code: int) -> Any:
+    """Every partition of a share-state RPC with ``code`` (Kafka's toGlobalErrorResponse: these
+    answers have no top-level error)."""
+    R, result = _SHARE_STATE_RESULTS[request.api_key]
+    T = getattr(R, result)
+    return R(results=[T(topic_id=t.topic_id, partitions=[T.PartitionResult(partition=p.partition, error_code=code)
+                                                         for p in t.partitions or ()])
+                      for t in request.body.topics or ()])
 
 
 def _markers_refusal(request: Request, code: int) -> Any:

@@ -32,6 +32,7 @@ from kafkapy.broker.config_view import BrokerLayers
 from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.dispatcher import BrokerDispatcher
 from kafkapy.broker.features import SUPPORTED_FEATURES
+from kafkapy.broker.handlers.coordinator import ensure_share_state_topic
 from kafkapy.broker.handlers.topics import create_topics_internal
 from kafkapy.broker.lifecycle import BrokerLifecycleManager
 from kafkapy.broker.log_creation import LogCreator
@@ -46,6 +47,8 @@ from kafkapy.config_views import BrokerSettings
 from kafkapy.controller import NewTopic
 from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import GroupCoordinator
+from kafkapy.coordinator.share_persister import ShareStatePersister
+from kafkapy.coordinator.share_state_service import SHARE_STATE_TOPIC, ShareCoordinator
 from kafkapy.coordinator.transaction import TRANSACTION_STATE_TOPIC
 from kafkapy.coordinator.transaction_service import TransactionCoordinator
 from kafkapy.link.manager import ClusterLinkManager
@@ -160,6 +163,12 @@ class BrokerRuntime(Runtime):
         self.transactions = TransactionCoordinator(
             config, self.replicas, clock, node_id, next_producer_id=producer_ids.next_id,
             image=lambda: loader.image, connect=self._connect_to_broker)
+        # The share coordinator of the __share_group_state partitions led here, and the persister
+        # share-partition leaders use (in-process for those, RPCs to the other brokers').
+        self.share_state = ShareCoordinator(config, self.replicas, clock, node_id, image=lambda: loader.image)
+        self.share_persister = ShareStatePersister(
+            self.share_state, node_id, lambda: loader.image, self._connect_to_broker,
+            ensure_topic=lambda: ensure_share_state_topic(self.context))
         self.txn_verifier = TxnVerifier(self._connect_to_broker, lambda: loader.image,
                                         self.transactions.request_timeout_ms / 1000.0)
         # Cluster links: mirror partitions led here are filled from their sources; the link's
@@ -175,7 +184,7 @@ class BrokerRuntime(Runtime):
             controller=None, advertised=advertised, controller_request=self.controller_request,
             producer_ids=producer_ids, groups=self.groups,
             remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
-            txn_verifier=self.txn_verifier, links=self.links,
+            txn_verifier=self.txn_verifier, links=self.links, share_state=self.share_state,
             authorizer=BrokerAuthorizer.from_config(config.props, lambda: loader.image),
             client_quotas=ClientQuotas(
                 samples=config.get_int("quota.window.num"),
@@ -255,6 +264,7 @@ class BrokerRuntime(Runtime):
         await nursery.start(self.producer_expiration.run)
         await nursery.start(self.groups.run)
         await nursery.start(self.transactions.run)
+        await nursery.start(self.share_state.run)
         await nursery.start(self.txn_verifier.run)
         nursery.start_soon(self.tasks.cleaner_loop)
         if self.remote_log_manager is not None:
@@ -298,6 +308,8 @@ class BrokerRuntime(Runtime):
             self.groups.on_image(update.image)
         if update.topic_touched(TRANSACTION_STATE_TOPIC):
             self.transactions.on_image(update.image)
+        if update.topic_touched(SHARE_STATE_TOPIC):
+            self.share_state.on_image(update.image)
 
     def _on_hosted(self, topics: set[str]) -> None:
         """Logs made in the background are served now: tell those that follow the hosted
@@ -308,6 +320,8 @@ class BrokerRuntime(Runtime):
             self.groups.on_image(image)
         if TRANSACTION_STATE_TOPIC in topics:
             self.transactions.on_image(image)
+        if SHARE_STATE_TOPIC in topics:
+            self.share_state.on_image(image)
 
     def _tiering_follow(self, update: MetadataUpdate, what: str) -> None:
         if self.remote_log_manager is not None:

@@ -6,7 +6,10 @@ controller (``offsets.topic.replication.factor`` replicas, ``cleanup.policy=comp
 topic or its partition is not ready the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
 A transactional id's coordinator leads partition ``abs(hashCode(id)) %
 transaction.state.log.num.partitions`` of ``__transaction_state``, created the same way on first
-use (``transaction.state.log.*`` settings).
+use (``transaction.state.log.*`` settings). A share partition's coordinator (key type 2, FindCoordinator
+v6+, ``<group>:<topic id>:<partition>``) leads partition ``abs(hashCode(key)) %
+share.coordinator.state.topic.num.partitions`` of ``__share_group_state`` (Kafka's settings for it:
+``cleanup.policy=delete``, infinite retention, pruned by the coordinator).
 
 ``served_shard`` is the other side, for the group and transaction APIs sent to a coordinator: the
 shard serving a key on this broker, or the error a client retries on when it is not served here.
@@ -22,6 +25,7 @@ from kafkapy.broker.handlers.topics import create_topics_internal
 from kafkapy.controller import NewTopic
 from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import setting
+from kafkapy.coordinator.share_state_service import SHARE_STATE_TOPIC, parse_coordinator_key, share_coordinator_settings
 from kafkapy.coordinator.transaction import TRANSACTION_STATE_TOPIC
 from kafkapy.coordinator.transaction_service import transaction_config
 from kafkapy.protocol import messages as m
@@ -33,6 +37,9 @@ log = logging.getLogger(__name__)
 Resp = m.FindCoordinatorResponse
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+SHARE_KEY = 2
+#: The first FindCoordinator version that may ask for a share coordinator.
+SHARE_KEY_MIN_VERSION = 6
 
 ShardT = TypeVar("ShardT")
 ShardT_co = TypeVar("ShardT_co", covariant=True)
@@ -107,9 +114,37 @@ async def ensure_transaction_topic(ctx: BrokerContext) -> bool:
     return TRANSACTION_STATE_TOPIC in ctx.image().topics.by_name
 
 
-async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
+async def ensure_share_state_topic(ctx: BrokerContext) -> bool:
+    """Create ``__share_group_state`` if it does not exist (Kafka's settings for it); True when
+    it exists now."""
+    if SHARE_STATE_TOPIC in ctx.image().topics.by_name:
+        return True
+    settings = share_coordinator_settings(ctx.config)
+    results = await create_topics_internal(ctx, [NewTopic(
+        SHARE_STATE_TOPIC, settings.num_partitions, settings.replication_factor, configs=settings.topic_configs())])
+    for _, code, message in results:
+        if code == ErrorCode.NONE:
+            log.info("Created %s with %d partitions, replication factor %d", SHARE_STATE_TOPIC,
+                     settings.num_partitions, settings.replication_factor)
+        elif code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.warning("Could not create %s: %s %s", SHARE_STATE_TOPIC, ErrorCode(code).name, message)
+    return SHARE_STATE_TOPIC in ctx.image().topics.by_name
+
+
+async def _lookup(ctx: BrokerContext, key: str, key_type: int,
+                  version: int) -> tuple[int, str | None, int, str, int]:
     """(error, message, node_id, host, port) for one coordinator key."""
-    if key_type == TRANSACTION_KEY:
+    if key_type == SHARE_KEY:
+        if version < SHARE_KEY_MIN_VERSION:
+            return ErrorCode.INVALID_REQUEST, None, -1, "", -1
+        try:
+            parse_coordinator_key(key)
+        except ValueError as exc:
+            return ErrorCode.INVALID_REQUEST, str(exc), -1, "", -1
+        if ctx.share_state is None or not await ensure_share_state_topic(ctx):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
+        topic_name, partition = SHARE_STATE_TOPIC, ctx.share_state.partition_for_key(key)
+    elif key_type == TRANSACTION_KEY:
         if not key:
             return ErrorCode.INVALID_REQUEST, "The transactional id is empty.", -1, "", -1
         if ctx.transactions is None or not await ensure_transaction_topic(ctx):
@@ -138,9 +173,9 @@ async def handle_find_coordinator(ctx: BrokerContext, request: Request) -> objec
     if version >= 4:
         coordinators = []
         for key in body.coordinator_keys:
-            code, message, node, host, port = await _lookup(ctx, key, key_type)
+            code, message, node, host, port = await _lookup(ctx, key, key_type, version)
             coordinators.append(Resp.Coordinator(key=key, node_id=node, host=host, port=port,
                                                  error_code=code, error_message=message))
         return Resp(throttle_time_ms=0, coordinators=coordinators)
-    code, message, node, host, port = await _lookup(ctx, body.key, key_type)
+    code, message, node, host, port = await _lookup(ctx, body.key, key_type, version)
     return Resp(throttle_time_ms=0, error_code=code, error_message=message, node_id=node, host=host, port=port)
