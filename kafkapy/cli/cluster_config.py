@@ -254,6 +254,8 @@ def node_properties(state: ClusterState, node: NodeState, node_dir: Path) -> dic
         "offsets.topic.replication.factor": str(replication),
         "transaction.state.log.replication.factor": str(replication),
         "transaction.state.log.min.isr": str(min(2, replication)),
+        "share.coordinator.state.topic.replication.factor": str(replication),
+        "share.coordinator.state.topic.min.isr": str(min(2, replication)),
         "group.initial.rebalance.delay.ms": "0",
     })
     props.update(dict(state.overrides))
