@@ -22,6 +22,7 @@ from kafkapy.broker.handlers.share_state import (
     handle_write_share_group_state,
 )
 from kafkapy.broker.request_authorization import authorized_call
+from kafkapy.coordinator.share_persister import ShareStatePersister
 from kafkapy.coordinator.share_state_service import SHARE_STATE_TOPIC, ShareCoordinator, coordinator_key
 from kafkapy.metadata.records import AccessControlEntryRecord
 from kafkapy.protocol import ApiKey
@@ -33,6 +34,7 @@ from kafkapy.security.acl import AclOperation as Op
 from kafkapy.security.acl import AclPermissionType as Perm
 from kafkapy.security.acl import PatternType as Pat
 from kafkapy.security.acl import ResourceType as Res
+from kafkapy.share.partition import PartitionState, StateBatch
 from tests.unit.broker.fakes import InMemoryBroker
 from tests.unit.coordinator.test_share_state_service import run as run_coordinator
 
@@ -194,3 +196,42 @@ def test_the_rpcs_and_finding_a_share_coordinator_need_cluster_action(broker):
         return await authorized_call(broker.ctx, find, ran), await authorized_call(broker.ctx, write(0), ran)
 
     assert trio.run(main) == ("ran", "ran")
+
+
+class Wire:
+    """A connection to the in-memory broker: requests and answers go through their bytes."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.handlers = {a.key: a.handler for a in SHARE_STATE_APIS}
+
+    async def send(self, body, version=None, *, timeout=None):
+        body = type(body).decode(body.encode(version=version), version=version)
+        response = await self.handlers[body.API_KEY](self.ctx, request(body.API_KEY, version, body))
+        return type(response).decode(response.encode(version=version), version=version)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_another_brokers_persister_reaches_the_coordinator_over_the_rpcs(broker):
+    async def go(ctx):
+        connected: list[int] = []
+
+        async def connect(broker_id: int) -> Wire:
+            connected.append(broker_id)
+            return Wire(ctx)
+
+        # a persister on broker 2: the key's partition is led by broker 1
+        persister = ShareStatePersister(ctx.share_state, 2, lambda: broker.image, connect)
+        state = PartitionState(1, 4, 20, (StateBatch(20, 22, 2, 1), StateBatch(23, 23, 4, 5)), 3)
+        assert (await persister.initialize(GROUP, TOPIC, 0, 1, 20)).error == E.NONE
+        assert (await persister.write(GROUP, TOPIC, 0, state)).error == E.NONE
+        assert (await persister.read(GROUP, TOPIC, 0, 4)).state == PartitionState(1, 4, 20, state.state_batches)
+        assert (await persister.read_summary(GROUP, TOPIC, 0)).state == PartitionState(1, 4, 20, (), 3)
+        assert (await persister.write(GROUP, TOPIC, 0, PartitionState(0, 4, 20))).error == E.FENCED_STATE_EPOCH
+        assert (await persister.delete(GROUP, TOPIC, 0)).error == E.NONE
+        assert (await persister.read(GROUP, TOPIC, 0, 4)).error == E.INVALID_REQUEST
+        assert connected == [1]  # one connection, kept
+
+    run(broker, go)
