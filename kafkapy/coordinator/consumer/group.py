@@ -15,6 +15,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from kafkapy.coordinator import modern_group
 from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer import records as rec
 from kafkapy.coordinator.consumer.partitions import Assignment, TopicId
@@ -304,8 +305,6 @@ class ConsumerGroup:
 
 def member_tombstones(group_id: str, member_id: str) -> list[rec.GroupRecord]:
     """A member's records deleted, in Kafka's order: current assignment, target, metadata."""
-    return [
-        rec.Tombstone(rec.CurrentMemberAssignment.RECORD_TYPE, group_id, member_id),
-        rec.Tombstone(rec.TargetAssignmentMember.RECORD_TYPE, group_id, member_id),
-        rec.Tombstone(rec.MemberMetadata.RECORD_TYPE, group_id, member_id),
-    ]
+    return list(modern_group.member_tombstones(
+        rec.Tombstone, group_id, member_id, rec.CurrentMemberAssignment.RECORD_TYPE,
+        rec.TargetAssignmentMember.RECORD_TYPE, rec.MemberMetadata.RECORD_TYPE))

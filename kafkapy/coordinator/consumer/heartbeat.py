@@ -10,11 +10,9 @@ due ones and :meth:`next_deadline` says when.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
 from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer import records as rec
@@ -31,10 +29,10 @@ from kafkapy.coordinator.consumer.group import (
 )
 from kafkapy.coordinator.consumer.partitions import Assignment
 from kafkapy.coordinator.consumer.reconcile import MemberState, Reconciliation, next_step
+from kafkapy.coordinator.modern_group import Refused, Undoable
 from kafkapy.protocol.errors import ErrorCode
 
 E = ErrorCode
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -81,20 +79,13 @@ class HeartbeatResponse:
 
 
 @dataclass
-class HeartbeatOutcome:
-    """What an operation hands the edge: its answer, the records to append first, log lines."""
+class HeartbeatOutcome(Undoable):
+    """What an operation hands the edge: its answer, the records to append first, log lines;
+    :meth:`rollback` when the records could not be appended."""
 
     response: HeartbeatResponse | None = None
     records: list[rec.GroupRecord] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
-    _undo: list[Callable[[], None]] = field(default_factory=list, repr=False)
-    _snapshotted: set[str] = field(default_factory=set, repr=False)
-
-    def rollback(self) -> None:
-        """Undo the state change: the records could not be appended."""
-        for undo in reversed(self._undo):
-            undo()
-        self._undo.clear()
 
 
 @dataclass(frozen=True)
@@ -126,18 +117,7 @@ class GroupDescription:
     members: tuple[MemberDescription, ...] = ()
 
 
-class _Refused(Exception):
-    def __init__(self, error: int, message: str | None = None) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
-def _put(table: dict[tuple[str, str], _T], key: tuple[str, str], value: _T | None) -> None:
-    if value is None:
-        table.pop(key, None)
-    else:
-        table[key] = value
+_Refused = Refused
 
 
 def _error(error: int, message: str | None = None, member_id: str | None = None) -> HeartbeatOutcome:
@@ -206,17 +186,11 @@ class ConsumerGroupMembership:
         return out
 
     def _set_session_deadline(self, gid: str, mid: str, when: int | None, out: HeartbeatOutcome) -> None:
-        table, key = self.session_deadlines, (gid, mid)
-        before = table.get(key)
-        _put(table, key, when)
-        out._undo.append(lambda: _put(table, key, before))
+        out.set_entry(self.session_deadlines, (gid, mid), when)
 
     def _set_rebalance_deadline(self, gid: str, mid: str, when: tuple[int, int] | None,
                                 out: HeartbeatOutcome) -> None:
-        table, key = self.rebalance_deadlines, (gid, mid)
-        before = table.get(key)
-        _put(table, key, when)
-        out._undo.append(lambda: _put(table, key, before))
+        out.set_entry(self.rebalance_deadlines, (gid, mid), when)
 
     def _cancel_timers(self, gid: str, mid: str, out: HeartbeatOutcome) -> None:
         self._set_session_deadline(gid, mid, None, out)
@@ -250,22 +224,8 @@ class ConsumerGroupMembership:
         self.replay(record)
 
     def _ensure_snapshot(self, group: ConsumerGroup, out: HeartbeatOutcome) -> None:
-        """Remember the group as it was before this operation first changes it, for rollback.
-        Heartbeats that change nothing (the steady state) copy nothing."""
-        gid = group.group_id
-        if gid in out._snapshotted:
-            return
-        out._snapshotted.add(gid)
-        existed = self.groups.get(gid) is group
-        saved = copy.deepcopy(group)
-
-        def undo() -> None:
-            if existed:
-                self.groups[gid] = saved
-            else:
-                self.groups.pop(gid, None)
-
-        out._undo.append(undo)
+        """Remember the group as it was before this operation first changes it, for rollback."""
+        out.snapshot(self.groups, group)
 
     # ------------------------------------------------------------------ heartbeat
     def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> HeartbeatOutcome:

@@ -12,17 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafkapy.coordinator.consumer.partitions import Assignment
+from kafkapy.coordinator.modern_group import GroupEpochRecord, TargetMemberRecord, TombstoneRecord
 
 
-@dataclass(frozen=True)
-class GroupMetadata:
+class GroupMetadata(GroupEpochRecord):
     """ConsumerGroupMetadataValue (type 3): the group epoch, bumped on every change of
     membership, subscriptions or subscribed topics' metadata."""
 
     RECORD_TYPE = 3
-    group_id: str
-    epoch: int
-    metadata_hash: int = 0
 
 
 @dataclass(frozen=True)
@@ -53,14 +50,10 @@ class TargetAssignmentMetadata:
     assignment_timestamp_ms: int = -1
 
 
-@dataclass(frozen=True)
-class TargetAssignmentMember:
+class TargetAssignmentMember(TargetMemberRecord):
     """ConsumerGroupTargetAssignmentMemberValue (type 7): one member's target partitions."""
 
     RECORD_TYPE = 7
-    group_id: str
-    member_id: str
-    partitions: Assignment
 
 
 @dataclass(frozen=True)
@@ -90,14 +83,9 @@ class RegularExpression:
     timestamp_ms: int
 
 
-@dataclass(frozen=True)
-class Tombstone:
+class Tombstone(TombstoneRecord):
     """A key with a null value: deletes the record of ``record_type`` for ``group_id`` and ``sub_key``
     (the member id for types 5, 7, 8; the regex for 16; empty for 3 and 6)."""
-
-    record_type: int
-    group_id: str
-    sub_key: str = ""
 
 
 GroupRecord = (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
+from kafkapy.coordinator import modern_group
 from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer.partitions import Assignment
 from kafkapy.coordinator.share_group import records as rec
@@ -115,8 +116,6 @@ class ShareGroup:
 
 def member_tombstones(group_id: str, member_id: str) -> list[rec.ShareGroupRecord]:
     """A member's records deleted, in Kafka's order: current assignment, target, metadata."""
-    return [
-        rec.Tombstone(rec.CurrentMemberAssignment.RECORD_TYPE, group_id, member_id),
-        rec.Tombstone(rec.TargetAssignmentMember.RECORD_TYPE, group_id, member_id),
-        rec.Tombstone(rec.MemberMetadata.RECORD_TYPE, group_id, member_id),
-    ]
+    return list(modern_group.member_tombstones(
+        rec.Tombstone, group_id, member_id, rec.CurrentMemberAssignment.RECORD_TYPE,
+        rec.TargetAssignmentMember.RECORD_TYPE, rec.MemberMetadata.RECORD_TYPE))

@@ -16,7 +16,6 @@ one; :meth:`ShareHeartbeatOutcome.rollback` undoes an operation whose append fai
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -25,6 +24,7 @@ from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer.group import TopicInfo, metadata_hash
 from kafkapy.coordinator.consumer.heartbeat import HeartbeatResponse
 from kafkapy.coordinator.consumer.partitions import Assignment, TopicId
+from kafkapy.coordinator.modern_group import Refused, Undoable
 from kafkapy.coordinator.share_group import assignor
 from kafkapy.coordinator.share_group import records as rec
 from kafkapy.coordinator.share_group.group import ShareGroup, ShareGroupMember, member_tombstones
@@ -80,22 +80,15 @@ class DeleteRequest:
 
 
 @dataclass
-class ShareHeartbeatOutcome:
+class ShareHeartbeatOutcome(Undoable):
     """An operation's answer, the records to append first, and the share-coordinator calls the
-    edge should make once they are appended."""
+    edge should make once they are appended; :meth:`rollback` when the append failed."""
 
     response: HeartbeatResponse | None = None
     records: list[rec.ShareGroupRecord] = field(default_factory=list)
     initialize: list[InitializeRequest] = field(default_factory=list)
     delete: list[DeleteRequest] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
-    _undo: list[Callable[[], None]] = field(default_factory=list, repr=False)
-    _snapshotted: set[str] = field(default_factory=set, repr=False)
-
-    def rollback(self) -> None:
-        for undo in reversed(self._undo):
-            undo()
-        self._undo.clear()
 
 
 @dataclass(frozen=True)
@@ -122,11 +115,7 @@ class ShareGroupDescription:
     members: tuple[ShareMemberDescription, ...] = ()
 
 
-class _Refused(Exception):
-    def __init__(self, error: int, message: str | None = None) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
+_Refused = Refused
 
 
 class ShareGroupMembership:
@@ -176,28 +165,16 @@ class ShareGroupMembership:
 
     def _write(self, group: ShareGroup, record: rec.ShareGroupRecord, out: ShareHeartbeatOutcome) -> None:
         gid = group.group_id
-        if gid not in out._snapshotted:
-            out._snapshotted.add(gid)
-            existed = self.groups.get(gid) is group
-            saved = copy.deepcopy(group)
-
-            def undo() -> None:
-                if existed:
-                    self.groups[gid] = saved
-                else:
-                    self.groups.pop(gid, None)
-
-            out._undo.append(undo)
+        out.snapshot(self.groups, group)
         if gid not in self.groups:
             self.groups[gid] = group
         out.records.append(record)
         self.replay(record)
 
-    def _set_deadline(self, table: dict[tuple[str, _K], int], key: tuple[str, _K], when: int | None,
+    @staticmethod
+    def _set_deadline(table: dict[tuple[str, _K], int], key: tuple[str, _K], when: int | None,
                       out: ShareHeartbeatOutcome) -> None:
-        before = table.get(key)
-        _put(table, key, when)
-        out._undo.append(lambda: _put(table, key, before))
+        out.set_entry(table, key, when)
 
     # ------------------------------------------------------------------ timers
     def next_deadline(self) -> int | None:
@@ -439,10 +416,3 @@ class ShareGroupMembership:
 def group_parts(table: Mapping[TopicId, tuple[str, frozenset[int]]], t: TopicId) -> Assignment:
     return ps.normalize({t: table[t][1]}) if t in table else {}
 
-
-
-def _put(table: dict[tuple[str, _K], int], key: tuple[str, _K], value: int | None) -> None:
-    if value is None:
-        table.pop(key, None)
-    else:
-        table[key] = value

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kafkapy.coordinator.consumer.partitions import Assignment, TopicId
+from kafkapy.coordinator.modern_group import GroupEpochRecord, TargetMemberRecord, TombstoneRecord
 
 
 @dataclass(frozen=True)
@@ -27,14 +28,10 @@ class MemberMetadata:
     subscribed_topic_names: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class GroupMetadata:
+class GroupMetadata(GroupEpochRecord):
     """ShareGroupMetadataValue (type 11): the group epoch and the subscribed topics' hash."""
 
     RECORD_TYPE = 11
-    group_id: str
-    epoch: int
-    metadata_hash: int = 0
 
 
 @dataclass(frozen=True)
@@ -47,14 +44,10 @@ class TargetAssignmentMetadata:
     assignment_timestamp_ms: int = 0
 
 
-@dataclass(frozen=True)
-class TargetAssignmentMember:
+class TargetAssignmentMember(TargetMemberRecord):
     """ShareGroupTargetAssignmentMemberValue (type 13)."""
 
     RECORD_TYPE = 13
-    group_id: str
-    member_id: str
-    partitions: Assignment
 
 
 @dataclass(frozen=True)
@@ -84,13 +77,8 @@ class StatePartitionMetadata:
     deleting: Mapping[TopicId, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Tombstone:
+class Tombstone(TombstoneRecord):
     """A key with a null value for ``record_type`` (``sub_key``: the member id for 10, 13, 14)."""
-
-    record_type: int
-    group_id: str
-    sub_key: str = ""
 
 
 ShareGroupRecord = (
