@@ -64,6 +64,12 @@ class ConsumerGroupMember:
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
     reconciliation: Reconciliation = field(default_factory=Reconciliation)
+    #: set when the member speaks the classic protocol (JoinGroup/SyncGroup) in this group
+    classic: rec.ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     @property
     def member_epoch(self) -> int:
@@ -89,7 +95,7 @@ class ConsumerGroupMember:
         return rec.MemberMetadata(
             group_id, self.member_id, self.instance_id, self.rack_id, self.client_id,
             self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex,
-            self.rebalance_timeout_ms, self.server_assignor)
+            self.rebalance_timeout_ms, self.server_assignor, self.classic)
 
     def assignment_record(self, group_id: str) -> rec.CurrentMemberAssignment:
         r = self.reconciliation
@@ -241,7 +247,8 @@ class ConsumerGroup:
                 client_id=record.client_id, client_host=record.client_host,
                 subscribed_topic_names=tuple(record.subscribed_topic_names),
                 subscribed_topic_regex=record.subscribed_topic_regex,
-                rebalance_timeout_ms=record.rebalance_timeout_ms, server_assignor=record.server_assignor)
+                rebalance_timeout_ms=record.rebalance_timeout_ms, server_assignor=record.server_assignor,
+                classic=record.classic)
             self._set_member(old if record.member_id in self.members else None, new)
         elif isinstance(record, rec.TargetAssignmentMember):
             self.target[record.member_id] = ps.normalize(record.partitions)

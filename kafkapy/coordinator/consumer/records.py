@@ -23,8 +23,19 @@ class GroupMetadata(GroupEpochRecord):
 
 
 @dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """The ``ClassicMemberMetadata`` of a type-5 record: set on a member that speaks the classic
+    protocol inside a consumer group (JoinGroup's session timeout and its (name, metadata)
+    protocols, in the member's order of preference)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
 class MemberMetadata:
-    """ConsumerGroupMemberMetadataValue (type 5): what a member asked for."""
+    """ConsumerGroupMemberMetadataValue (type 5): what a member asked for (``classic``: None for
+    a member of the consumer protocol)."""
 
     RECORD_TYPE = 5
     group_id: str
@@ -37,6 +48,7 @@ class MemberMetadata:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,224 @@
+"""Online migration between a classic group and a KIP-848 consumer group (Kafka's
+convertToConsumerGroup / convertToClassicGroup), sans-I/O.
+
+* :func:`upgrade`: a ConsumerGroupHeartbeat reached a classic group. An empty one is simply
+  deleted; otherwise, when ``group.consumer.migration.policy`` allows it, the group uses the
+  consumer embedded protocol and fits ``group.consumer.max.size``, its members become consumer
+  group members that keep their partitions (group epoch = target epoch = member epochs = the
+  classic generation) and remember how they joined (``ClassicMemberMetadata``), so they go on
+  speaking JoinGroup/SyncGroup/Heartbeat (:mod:`~kafkapy.coordinator.consumer.classic_members`).
+* :func:`downgrade`: the last consumer-protocol member leaves (or is fenced) and only classic
+  members remain: the group becomes a classic group again, which then rebalances.
+
+Both return the records to append in order: the classic ``(key, value)`` records (bytes, as
+:mod:`~kafkapy.coordinator.membership` writes them) and the consumer group records (values,
+as :mod:`~kafkapy.coordinator.consumer.heartbeat` writes them). Committed offsets are separate
+records, and neither conversion writes one.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kafkapy.coordinator import schema
+from kafkapy.coordinator.classic_group import ClassicGroup, GroupState, Member, Record, group_record
+from kafkapy.coordinator.consumer import partitions as ps
+from kafkapy.coordinator.consumer import records as rec
+from kafkapy.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, TopicInfo, metadata_hash
+from kafkapy.coordinator.consumer.heartbeat import ConsumerGroupMembership, HeartbeatOutcome
+from kafkapy.coordinator.consumer.reconcile import MemberState, Reconciliation
+from kafkapy.coordinator.outcome import JoinResult, SyncResult
+from kafkapy.protocol import consumer_protocol as cp
+from kafkapy.protocol.errors import ErrorCode
+
+E = ErrorCode
+
+
+class MigrationPolicy(enum.Enum):
+    """``group.consumer.migration.policy`` (default ``bidirectional``; parsed case-insensitively)."""
+
+    BIDIRECTIONAL = "bidirectional"
+    UPGRADE = "upgrade"
+    DOWNGRADE = "downgrade"
+    DISABLED = "disabled"
+
+    @classmethod
+    def parse(cls, name: str | None) -> MigrationPolicy:
+        """Kafka's parse: None is ``disabled``; an unknown name raises ValueError (the config
+        validator refuses it first)."""
+        return cls.DISABLED if name is None else cls(name.lower())
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self in (MigrationPolicy.BIDIRECTIONAL, MigrationPolicy.UPGRADE)
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self in (MigrationPolicy.BIDIRECTIONAL, MigrationPolicy.DOWNGRADE)
+
+
+@dataclass
+class Upgrade:
+    """A classic group converted (or, when it was empty, deleted): the records to append, in this
+    order, the consumer group they build, when each member's session ends, and the answers to the
+    JoinGroup/SyncGroup requests parked on the classic group (``(group, "join"|"sync", member)``
+    keys, as :mod:`~kafkapy.coordinator.membership` parks them)."""
+
+    classic_records: list[Record]
+    consumer_records: list[rec.GroupRecord]
+    group: ConsumerGroup | None
+    session_deadlines: dict[str, int] = field(default_factory=dict)
+    completions: list[tuple[tuple[str, str, str], object]] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Refusal:
+    """The conversion is not allowed: the heartbeat is answered with this error."""
+
+    error: int
+    message: str
+
+
+def upgrade(classic: ClassicGroup, policy: MigrationPolicy, consumer_max_size: int,
+            topics: Mapping[str, TopicInfo], now_ms: int) -> Upgrade | Refusal:
+    """Convert ``classic`` for a ConsumerGroupHeartbeat (``topics``: topic metadata by name).
+
+    An empty classic group is deleted whatever the policy (only its GroupMetadata record; its
+    offsets stay). Otherwise the refusal is GROUP_ID_NOT_FOUND, as Kafka's: the group stays
+    classic, and a malformed embedded protocol refuses it the same way."""
+    gid = classic.group_id
+    tombstone: Record = (schema.encode_group_key(gid), None)
+    if not classic.members:
+        return Upgrade([tombstone], [], None, log=[f"[GroupCoordinator] Deleted empty classic group {gid} "
+                                                   "to create a consumer group"])
+    not_consumer = Refusal(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group")
+    if not policy.upgrade_enabled or classic.protocol_type != cp.PROTOCOL_TYPE \
+            or len(classic.members) > consumer_max_size:
+        return not_consumer
+    try:
+        members = [_member_from_classic(classic, m, topics) for m in classic.members.values()]
+    except cp.MalformedConsumerProtocol as e:
+        return Refusal(E.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {gid} to consumer group "
+                       f"because the embedded consumer protocol is malformed: {e}.")
+    epoch = classic.generation
+    subscribed = {n for m, _ in members for n in m.subscribed_topic_names}
+    out = Upgrade([tombstone], [], None)
+    records = out.consumer_records
+    records += [m.metadata_record(gid) for m, _ in members]
+    records.append(rec.GroupMetadata(gid, epoch, metadata_hash(topics[n] for n in subscribed if n in topics)))
+    records += [rec.TargetAssignmentMember(gid, m.member_id, target) for m, target in members]
+    records.append(rec.TargetAssignmentMetadata(gid, epoch, now_ms))
+    records += [m.assignment_record(gid) for m, _ in members]
+    group = ConsumerGroup(gid)
+    for r in records:
+        group.replay(r)
+    out.group = group
+    for m, _ in members:
+        assert m.classic is not None
+        out.session_deadlines[m.member_id] = now_ms + m.classic.session_timeout_ms
+    # A rebalance under way is over: the members rejoin and the consumer group assigns them.
+    for mid, cm in classic.members.items():
+        if cm.awaiting_join:
+            out.completions.append(((gid, "join", mid), JoinResult(E.REBALANCE_IN_PROGRESS, member_id=mid)))
+        if cm.awaiting_sync:
+            out.completions.append(((gid, "sync", mid), SyncResult(E.REBALANCE_IN_PROGRESS)))
+    out.log.append(f"[GroupCoordinator] Converted the classic group {gid} to a consumer group "
+                   f"at epoch {epoch} with {len(members)} members")
+    return out
+
+
+def install(membership: ConsumerGroupMembership, up: Upgrade) -> HeartbeatOutcome:
+    """Put the converted group of ``up`` into ``membership`` with its members' sessions; the
+    outcome's records are ``up.consumer_records`` and its rollback takes the group out again.
+    The ConsumerGroupHeartbeat that triggered the upgrade runs next, on the installed group."""
+    out = HeartbeatOutcome(records=list(up.consumer_records), log=list(up.log))
+    if up.group is None:
+        return out
+    gid = up.group.group_id
+    out.snapshot(membership.groups, up.group)
+    membership.groups[gid] = up.group
+    for mid, deadline in up.session_deadlines.items():
+        out.set_entry(membership.session_deadlines, (gid, mid), deadline)
+    return out
+
+
+def _member_from_classic(classic: ClassicGroup, m: Member, topics: Mapping[str, TopicInfo]
+                         ) -> tuple[ConsumerGroupMember, ps.Assignment]:
+    """A classic member as a stable consumer group member at the generation, holding (and
+    targeted at) the partitions of its last assignment; topics no longer known are dropped."""
+    protocol = classic.protocol_name or (m.protocols[0][0] if m.protocols else "")
+    sub = cp.decode_subscription(m.metadata(protocol))
+    # A member that has not synced yet (a rebalance under way) holds nothing.
+    given = cp.decode_assignment(m.assignment).partitions if m.assignment else {}
+    assigned = ps.normalize({topics[t].topic_id: p for t, p in given.items() if t in topics})
+    epoch = classic.generation
+    member = ConsumerGroupMember(
+        m.member_id, instance_id=m.group_instance_id, rack_id=sub.rack_id, client_id=m.client_id,
+        client_host=m.client_host, subscribed_topic_names=tuple(sorted(set(sub.topics))),
+        rebalance_timeout_ms=m.rebalance_timeout_ms,
+        reconciliation=Reconciliation(MemberState.STABLE, epoch, epoch, assigned),
+        classic=rec.ClassicMemberMetadata(m.session_timeout_ms, tuple((n, bytes(b)) for n, b in m.protocols)))
+    return member, assigned
+
+
+# ------------------------------------------------------------------------------- downgrade
+@dataclass
+class Downgrade:
+    """A consumer group converted back: the records to append (the consumer group's tombstones
+    first, then the classic group's GroupMetadata) and the classic group, preparing a rebalance."""
+
+    consumer_records: list[rec.GroupRecord]
+    classic_records: list[Record]
+    group: ClassicGroup
+    log: list[str] = field(default_factory=list)
+
+
+def may_downgrade(group: ConsumerGroup, leaving_member_id: str, policy: MigrationPolicy,
+                  classic_max_size: int) -> bool:
+    """Whether ``leaving_member_id`` leaving (or being fenced) turns ``group`` classic again:
+    every other member speaks the classic protocol, someone stays, the policy allows it and the
+    rest fits ``group.max.size``."""
+    others = [m for mid, m in group.members.items() if mid != leaving_member_id]
+    return (all(m.uses_classic_protocol for m in others) and len(group.members) > 1
+            and policy.downgrade_enabled and len(group.members) - 1 <= classic_max_size)
+
+
+def downgrade(group: ConsumerGroup, leaving_member_id: str, topics: Mapping[str, TopicInfo],
+              now_ms: int) -> Downgrade:
+    """Convert ``group`` (check :func:`may_downgrade` first) without ``leaving_member_id``: a
+    classic group at generation = group epoch whose members keep their target partitions as
+    their assignment, written Stable and then preparing a rebalance."""
+    gid = group.group_id
+    names = {t.topic_id: n for n, t in topics.items()}
+    classic = ClassicGroup(gid, GroupState.STABLE, now_ms, group.group_epoch, cp.PROTOCOL_TYPE)
+    for mid, m in group.members.items():
+        if mid == leaving_member_id or m.classic is None:
+            continue
+        classic.members[mid] = Member(
+            mid, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+            m.classic.session_timeout_ms, cp.PROTOCOL_TYPE, list(m.classic.supported_protocols))
+        if m.instance_id is not None:
+            classic.static_members[m.instance_id] = mid
+        if classic.leader is None:
+            classic.leader = mid
+    classic.protocol_name = classic.select_protocol()
+    for mid, cm in classic.members.items():
+        target = group.target.get(mid, {})
+        by_name = {names[t]: sorted(p) for t, p in target.items() if t in names}
+        try:
+            version = cp.version_of(cm.metadata(classic.protocol_name))
+        except cp.MalformedConsumerProtocol:
+            version = 0
+        cm.assignment = cp.encode_assignment(by_name, None, version)
+    out = Downgrade(group.tombstones(), [group_record(classic)], classic)
+    # As Kafka's prepareRebalance: the members rejoin within the rebalance timeout.
+    out.log.append(f"Preparing to rebalance group {gid} in state {classic.state.value} with old generation "
+                   f"{classic.generation} (reason: Downgrade group {gid} from consumer to classic.)")
+    classic.transition(GroupState.PREPARING_REBALANCE, now_ms)
+    classic.join_deadline = now_ms + classic.max_rebalance_timeout()
+    for cm in classic.members.values():
+        cm.session_deadline = now_ms + cm.session_timeout_ms
+    return out

@@ -1,0 +1,249 @@
+"""Online migration between classic and consumer groups (Kafka's convertToConsumerGroup and
+convertToClassicGroup): what is converted, what is refused, the records, and their replay."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkapy.coordinator import migration, schema
+from kafkapy.coordinator.consumer import records as rec
+from kafkapy.coordinator.consumer.group import ConsumerGroup
+from kafkapy.coordinator.consumer.heartbeat import HeartbeatRequest
+from kafkapy.coordinator.consumer.reconcile import MemberState
+from kafkapy.coordinator.group import PARKED_TYPE, GroupState, JoinResult, SyncResult
+from kafkapy.coordinator.migration import MigrationPolicy as P
+from kafkapy.protocol import consumer_protocol as cp
+from kafkapy.protocol.errors import ErrorCode as E
+
+from .migration_harness import (
+    FOO,
+    REBALANCE,
+    SESSION,
+    TOPICS,
+    G,
+    classic_join,
+    jreq,
+    membership,
+    shard,
+    stable_classic_group,
+    sub,
+)
+
+BIG = 2**31 - 1
+
+
+def committed(s) -> dict:
+    s.commit(G, [("foo", 0, 42, -1, "m"), ("foo", 3, 7, -1, None)], 5).written()
+    return dict(s.groups[G].offsets)
+
+
+def no_offset_records(classic_records) -> None:
+    assert all(isinstance(schema.decode_key(k), schema.GroupKey) for k, _ in classic_records)
+
+
+def test_policy_names_parse_as_kafka():
+    assert P.parse("BiDirectional") is P.BIDIRECTIONAL and P.parse(None) is P.DISABLED
+    assert [p.upgrade_enabled for p in P] == [True, True, False, False]
+    assert [p.downgrade_enabled for p in P] == [True, False, True, False]
+    with pytest.raises(ValueError):
+        P.parse("sideways")
+
+
+@pytest.mark.parametrize("policy", list(P))
+def test_an_empty_classic_group_is_deleted_whatever_the_policy_and_its_offsets_stay(policy):
+    s = shard()
+    mid, _ = classic_join(s)
+    s.leave(G, [(mid, None)], 1)
+    offsets = committed(s)
+    up = migration.upgrade(s.groups[G], policy, BIG, TOPICS, 10)
+    assert isinstance(up, migration.Upgrade)
+    assert up.classic_records == [(schema.encode_group_key(G), None)] and up.consumer_records == []
+    assert up.group is None
+    assert s.groups[G].offsets == offsets
+
+
+def test_a_stable_group_becomes_a_consumer_group_whose_members_keep_their_partitions():
+    s = shard()
+    a, b = stable_classic_group(s)
+    classic = s.groups[G]
+    offsets = committed(s)
+    up = migration.upgrade(classic, P.BIDIRECTIONAL, BIG, TOPICS, 100)
+    assert isinstance(up, migration.Upgrade)
+    assert up.classic_records == [(schema.encode_group_key(G), None)]
+    no_offset_records(up.classic_records)
+    assert classic.offsets == offsets
+    # Kafka's order: subscriptions, group epoch, targets, target epoch, current assignments.
+    kinds = [type(r).__name__ for r in up.consumer_records]
+    assert kinds == ["MemberMetadata"] * 2 + ["GroupMetadata"] + ["TargetAssignmentMember"] * 2 \
+        + ["TargetAssignmentMetadata"] + ["CurrentMemberAssignment"] * 2
+    g = up.group
+    gen = classic.generation
+    assert g.group_epoch == g.assignment_epoch == gen
+    assert g.state().value == "Stable"
+    assert g.members[a].assigned == {FOO: frozenset({0, 1, 2})} == g.target[a]
+    assert g.members[b].assigned == {FOO: frozenset({3, 4, 5})} == g.target[b]
+    for mid in (a, b):
+        m = g.members[mid]
+        assert (m.member_epoch, m.previous_member_epoch, m.state) == (gen, gen, MemberState.STABLE)
+        assert m.subscribed_topic_names == ("foo",) and m.rebalance_timeout_ms == REBALANCE
+        assert m.classic == rec.ClassicMemberMetadata(SESSION, (("range", sub()),))
+        assert m.client_id == "cl" and m.client_host == "/h"
+    assert up.session_deadlines == {a: 100 + SESSION, b: 100 + SESSION}
+    assert up.completions == []
+
+
+def test_replaying_the_upgrade_records_rebuilds_the_same_group():
+    s = shard()
+    stable_classic_group(s, 3)
+    up = migration.upgrade(s.groups[G], P.UPGRADE, BIG, TOPICS, 100)
+    again = ConsumerGroup(G)
+    for r in up.consumer_records:
+        again.replay(r)
+    assert again.members == up.group.members and again.target == up.group.target
+    assert (again.group_epoch, again.assignment_epoch, again.metadata_hash) == \
+        (up.group.group_epoch, up.group.assignment_epoch, up.group.metadata_hash)
+    assert again.partition_owners() == up.group.partition_owners()
+
+
+def test_upgrading_a_rebalancing_group_tells_the_parked_members_to_rejoin():
+    s = shard()
+    a, b = stable_classic_group(s)
+    mid, out = classic_join(s, 50)  # a third member: the group prepares a rebalance
+    assert isinstance(out.response, PARKED_TYPE) and s.groups[G].state is GroupState.PREPARING_REBALANCE
+    s.join(jreq(a), 50)  # a rejoined and waits; b has not yet
+    up = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 60)
+    assert isinstance(up, migration.Upgrade)
+    got = dict(up.completions)
+    assert got == {(G, "join", mid): JoinResult(E.REBALANCE_IN_PROGRESS, member_id=mid),
+                   (G, "join", a): JoinResult(E.REBALANCE_IN_PROGRESS, member_id=a)}
+    # The newcomer had no assignment yet; the others keep theirs.
+    assert up.group.members[mid].assigned == {}
+    assert up.group.members[b].assigned == {FOO: frozenset({3, 4, 5})}
+
+
+def test_upgrading_a_group_waiting_for_the_leaders_sync_answers_the_waiting_syncs():
+    s = shard()
+    a, = stable_classic_group(s, 1)
+    b, _ = classic_join(s, 10)
+    s.join(jreq(a), 10)
+    g = s.groups[G]
+    assert g.state is GroupState.COMPLETING_REBALANCE
+    follower = b if g.leader == a else a
+    parked = s.sync(G, g.generation, follower, None, None, None, [], 11)
+    assert isinstance(parked.response, PARKED_TYPE)
+    up = migration.upgrade(g, P.BIDIRECTIONAL, BIG, TOPICS, 12)
+    assert dict(up.completions) == {(G, "sync", follower): SyncResult(E.REBALANCE_IN_PROGRESS)}
+
+
+@pytest.mark.parametrize("policy", [P.DOWNGRADE, P.DISABLED])
+def test_a_policy_without_upgrade_refuses(policy):
+    s = shard()
+    stable_classic_group(s)
+    got = migration.upgrade(s.groups[G], policy, BIG, TOPICS, 0)
+    assert got == migration.Refusal(E.GROUP_ID_NOT_FOUND, f"Group {G} is not a consumer group")
+
+
+def test_a_group_of_another_protocol_type_or_too_big_is_refused():
+    s = shard()
+    mid, _ = classic_join(s, protocol_type="connect", protocols=[("sessioned", b"x")])
+    assert migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 0).error == E.GROUP_ID_NOT_FOUND
+    s2 = shard()
+    stable_classic_group(s2, 3)
+    assert migration.upgrade(s2.groups[G], P.BIDIRECTIONAL, 2, TOPICS, 0).error == E.GROUP_ID_NOT_FOUND
+    assert isinstance(migration.upgrade(s2.groups[G], P.BIDIRECTIONAL, 3, TOPICS, 0), migration.Upgrade)
+
+
+def test_a_malformed_embedded_protocol_refuses_with_group_id_not_found():
+    s = shard()
+    stable_classic_group(s, 1, protocols=[("range", b"\x00\x01garbage")])
+    got = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 0)
+    assert isinstance(got, migration.Refusal) and got.error == E.GROUP_ID_NOT_FOUND
+    assert "malformed" in got.message
+
+
+# ------------------------------------------------------------------------------- downgrade
+def upgraded_with_a_consumer_member():
+    """A classic group upgraded by a consumer-protocol member's join; returns what is needed."""
+    s = shard()
+    a, b = stable_classic_group(s)
+    ms = membership()
+    up = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100)
+    migration.install(ms, up)
+    out = ms.heartbeat(HeartbeatRequest(G, "new", 0, rebalance_timeout_ms=30_000,
+                                        subscribed_topic_names=["foo"]), 100)
+    assert out.response.error == 0
+    return s, ms, a, b
+
+
+def test_install_then_a_consumer_heartbeat_bumps_the_epoch_and_rolls_back_cleanly():
+    s = shard()
+    stable_classic_group(s)
+    ms = membership()
+    up = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100)
+    epoch = s.groups[G].generation
+    inst = migration.install(ms, up)
+    assert inst.records == up.consumer_records
+    out = ms.heartbeat(HeartbeatRequest(G, "new", 0, rebalance_timeout_ms=30_000,
+                                        subscribed_topic_names=["foo"]), 100)
+    assert ms.groups[G].group_epoch == epoch + 1
+    out.rollback()
+    inst.rollback()
+    assert G not in ms.groups and ms.session_deadlines == {}
+
+
+def test_the_last_consumer_member_leaving_turns_the_group_classic_again():
+    s, ms, a, b = upgraded_with_a_consumer_member()
+    group = ms.groups[G]
+    assert not migration.may_downgrade(group, a, P.BIDIRECTIONAL, BIG)  # "new" stays
+    assert migration.may_downgrade(group, "new", P.BIDIRECTIONAL, BIG)
+    assert not migration.may_downgrade(group, "new", P.UPGRADE, BIG)
+    assert not migration.may_downgrade(group, "new", P.BIDIRECTIONAL, 1)
+    offsets = dict(s.groups[G].offsets)
+    down = migration.downgrade(group, "new", TOPICS, 500)
+    # The consumer group's records are all deleted, then the classic group is written.
+    assert all(isinstance(r, rec.Tombstone) for r in down.consumer_records)
+    assert rec.Tombstone(rec.GroupMetadata.RECORD_TYPE, G) in down.consumer_records
+    assert {r.sub_key for r in down.consumer_records if r.record_type == rec.MemberMetadata.RECORD_TYPE} \
+        == {a, b, "new"}
+    [(key, value)] = down.classic_records
+    no_offset_records(down.classic_records)
+    assert s.groups[G].offsets == offsets
+    v = schema.decode_group_value(value)
+    assert (v.protocol_type, v.generation, v.protocol) == ("consumer", group.group_epoch, "range")
+    assert v.leader in (a, b) and {m.member_id for m in v.members} == {a, b}
+    for mv in v.members:
+        target = group.target[mv.member_id]
+        assert cp.decode_assignment(mv.assignment).partitions == {"foo": tuple(sorted(target[FOO]))}
+        assert cp.version_of(mv.assignment) == 1  # the version of the member's subscription
+        assert mv.session_timeout_ms == SESSION and mv.subscription == sub()
+    c = down.group
+    assert c.state is GroupState.PREPARING_REBALANCE and c.join_deadline == 500 + REBALANCE
+    assert c.generation == group.group_epoch
+
+
+def test_the_downgraded_group_rebalances_as_a_classic_group_and_replays_from_its_record():
+    s, ms, a, b = upgraded_with_a_consumer_member()
+    down = migration.downgrade(ms.groups[G], "new", TOPICS, 500)
+    gen = down.group.generation
+    s.groups[G] = down.group  # what the shard does when it swaps the group
+    s.join(jreq(a), 501)
+    out = s.join(jreq(b), 502)
+    [(key, res)] = [c for c in out.completions if c[0] == (G, "join", b)]
+    assert res.error == E.NONE and res.generation == gen + 1
+    fresh = shard()
+    k, v = down.classic_records[0]
+    fresh.replay(k, v, 0)
+    assert set(fresh.groups[G].members) == {a, b} and fresh.groups[G].generation == gen
+
+
+def test_an_upgrade_then_a_downgrade_leaves_committed_offsets_alone():
+    s = shard()
+    stable_classic_group(s)
+    offsets = committed(s)
+    ms = membership()
+    up = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100)
+    migration.install(ms, up)
+    ms.heartbeat(HeartbeatRequest(G, "new", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"]), 100)
+    down = migration.downgrade(ms.groups[G], "new", TOPICS, 200)
+    no_offset_records(up.classic_records + down.classic_records)
+    assert s.groups[G].offsets == offsets and down.group.offsets == {}
