@@ -354,8 +354,7 @@ class ConsumerGroupMembership:
             bump = True
         new_hash = self._metadata_hash(group)
         if bump or new_hash != group.metadata_hash:
-            self._write(group, rec.GroupMetadata(group.group_id, group.group_epoch + 1, new_hash), out)
-            out.log.append(f"[GroupCoordinator] Bumped epoch of group {group.group_id} to {group.group_epoch}")
+            self._bump(group, new_hash, out)
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, now_ms, out)
         member = group.members[member_id]
@@ -370,6 +369,10 @@ class ConsumerGroupMembership:
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
             assignment=dict(member.assigned) if full or before != member.assigned else None)
         return out
+
+    def _bump(self, group: ConsumerGroup, new_hash: int, out: HeartbeatOutcome) -> None:
+        self._write(group, rec.GroupMetadata(group.group_id, group.group_epoch + 1, new_hash), out)
+        out.log.append(f"[GroupCoordinator] Bumped epoch of group {group.group_id} to {group.group_epoch}")
 
     def _replace_static(self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
                         out: HeartbeatOutcome) -> ConsumerGroupMember:
