@@ -19,7 +19,7 @@ records, and neither conversion writes one.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kafkapy.coordinator import schema
@@ -184,6 +184,17 @@ def may_downgrade(group: ConsumerGroup, leaving_member_id: str, policy: Migratio
     others = [m for mid, m in group.members.items() if mid != leaving_member_id]
     return (all(m.uses_classic_protocol for m in others) and len(group.members) > 1
             and policy.downgrade_enabled and len(group.members) - 1 <= classic_max_size)
+
+
+def downgrader(policy: MigrationPolicy, classic_max_size: int, membership: ConsumerGroupMembership
+               ) -> Callable[[ConsumerGroup, str, int], Downgrade | None]:
+    """The hook for :attr:`ConsumerGroupMembership.downgrader`: the :class:`Downgrade` when a
+    member leaving turns its group classic, else None."""
+    def check(group: ConsumerGroup, leaving_member_id: str, now_ms: int) -> Downgrade | None:
+        if not may_downgrade(group, leaving_member_id, policy, classic_max_size):
+            return None
+        return downgrade(group, leaving_member_id, membership.topics, now_ms)
+    return check
 
 
 def downgrade(group: ConsumerGroup, leaving_member_id: str, topics: Mapping[str, TopicInfo],

@@ -66,8 +66,9 @@ class ClassicMembers:
                     self._remove(group, mid, now_ms, out)
         return out
 
-    def _remove(self, group: ConsumerGroup, mid: str, now_ms: int, out: HeartbeatOutcome) -> None:
-        self.ms._remove_member(group, mid, now_ms, out)
+    def _remove(self, group: ConsumerGroup, mid: str, now_ms: int, out: HeartbeatOutcome,
+                may_downgrade: bool = True) -> None:
+        self.ms._remove_member(group, mid, now_ms, out, may_downgrade)
         out.set_entry(self.sync_deadlines, (group.group_id, mid), None)
         out.set_entry(self.join_deadlines, (group.group_id, mid), None)
 
@@ -269,7 +270,8 @@ class ClassicMembers:
                 continue
             out.log.append(f"[GroupCoordinator] Member {m.member_id} has left group {group_id} through "
                            "explicit `LeaveGroup` request")
-            self._remove(group, m.member_id, now_ms, out)
+            # As Kafka: a classic LeaveGroup never downgrades the group.
+            self._remove(group, m.member_id, now_ms, out, may_downgrade=False)
             codes.append(E.NONE)
         out.answer = codes
         return out

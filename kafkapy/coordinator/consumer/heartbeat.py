@@ -86,6 +86,9 @@ class HeartbeatOutcome(Undoable):
     response: HeartbeatResponse | None = None
     records: list[rec.GroupRecord] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
+    #: groups this operation turned classic (online downgrade): what :attr:`ConsumerGroupMembership.downgrader`
+    #: answered for each; the edge writes their classic records after ``records`` and swaps the group
+    converted: list[object] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,10 @@ class ConsumerGroupMembership:
         self._config_for = config_for
         self.topics: Mapping[str, TopicInfo] = {}
         self.topics_version = -1
+        #: Online downgrade (``coordinator.migration.downgrader`` makes one): asked before a member
+        #: is removed (leave with epoch -1, or fenced); a non-None answer means the group becomes
+        #: classic instead: its records are all deleted and the answer goes to ``converted``.
+        self.downgrader: Callable[[ConsumerGroup, str, int], object | None] | None = None
         #: (group, member) -> when its session ends
         self.session_deadlines: dict[tuple[str, str], int] = {}
         #: (group, member) -> (when its revocation must be done, at which member epoch)
@@ -529,8 +536,20 @@ class ConsumerGroupMembership:
         out.response = HeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
         return out
 
-    def _remove_member(self, group: ConsumerGroup, member_id: str, now_ms: int, out: HeartbeatOutcome) -> None:
-        """Leave or fencing: the member's records deleted, the group epoch bumped."""
+    def _remove_member(self, group: ConsumerGroup, member_id: str, now_ms: int, out: HeartbeatOutcome,
+                       may_downgrade: bool = True) -> None:
+        """Leave or fencing: the member's records deleted, the group epoch bumped; or, when the
+        downgrader says so, the whole group deleted to become a classic group."""
+        converted = self.downgrader(group, member_id, now_ms) if may_downgrade and self.downgrader else None
+        if converted is not None:
+            out.log.append(f"[GroupCoordinator] Member {member_id} leaving turns group {group.group_id} "
+                           "into a classic group")
+            for mid in list(group.members):
+                self._cancel_timers(group.group_id, mid, out)
+            for t in group.tombstones():
+                self._write(group, t, out)
+            out.converted.append(converted)
+            return
         m = group.members[member_id]
         for t in member_tombstones(group.group_id, member_id):
             self._write(group, t, out)

@@ -247,3 +247,57 @@ def test_an_upgrade_then_a_downgrade_leaves_committed_offsets_alone():
     down = migration.downgrade(ms.groups[G], "new", TOPICS, 200)
     no_offset_records(up.classic_records + down.classic_records)
     assert s.groups[G].offsets == offsets and down.group.offsets == {}
+
+
+# ------------------------------------------------------------------------------- the hook
+def hooked(policy=P.BIDIRECTIONAL, classic_max=BIG):
+    s, ms, a, b = upgraded_with_a_consumer_member()
+    ms.downgrader = migration.downgrader(policy, classic_max, ms)
+    return s, ms, a, b
+
+
+def test_the_consumer_member_leaving_converts_the_group_through_the_membership_hook():
+    s, ms, a, b = hooked()
+    group = ms.groups[G]
+    tombstones = group.tombstones()
+    epoch = group.group_epoch
+    out = ms.heartbeat(HeartbeatRequest(G, "new", -1), 300)
+    assert out.response.error == 0 and out.response.member_epoch == -1
+    [down] = out.converted
+    assert isinstance(down, migration.Downgrade)
+    assert out.records == tombstones == down.consumer_records
+    assert G not in ms.groups and not any(g == G for g, _ in ms.session_deadlines)
+    assert set(down.group.members) == {a, b} and down.group.generation == epoch
+    out.rollback()  # the append failed: the consumer group is back as it was
+    assert set(ms.groups[G].members) == {a, b, "new"}
+
+
+def test_the_consumer_member_fenced_by_its_session_converts_the_group_too():
+    s, ms, a, b = hooked()
+    ms.session_deadlines[(G, a)] = ms.session_deadlines[(G, b)] = 10**9
+    out = ms.tick(ms.session_deadlines[(G, "new")])
+    assert len(out.converted) == 1 and G not in ms.groups
+
+
+@pytest.mark.parametrize(("policy", "classic_max"), [(P.UPGRADE, BIG), (P.DISABLED, BIG), (P.BIDIRECTIONAL, 1)])
+def test_without_downgrade_the_consumer_member_simply_leaves(policy, classic_max):
+    s, ms, a, b = hooked(policy, classic_max)
+    out = ms.heartbeat(HeartbeatRequest(G, "new", -1), 300)
+    assert out.converted == [] and set(ms.groups[G].members) == {a, b}
+
+
+def test_a_classic_leave_never_converts_but_a_classic_member_fenced_does():
+    from kafkapy.coordinator.consumer.classic_members import ClassicMembers
+
+    s = shard()
+    a, b, c = stable_classic_group(s, 3)
+    ms = membership()
+    migration.install(ms, migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100))
+    ms.downgrader = migration.downgrader(P.BIDIRECTIONAL, BIG, ms)
+    out = ClassicMembers(ms).leave(G, [(a, None)], 101)
+    assert out.answer == [E.NONE] and out.converted == [] and set(ms.groups[G].members) == {b, c}
+    # Every member speaks the classic protocol: a fencing converts (Kafka's consumerGroupFenceMember).
+    ms.session_deadlines[(G, c)] = 10**9
+    out = ms.tick(ms.session_deadlines[(G, b)])
+    [down] = out.converted
+    assert set(down.group.members) == {c} and G not in ms.groups
