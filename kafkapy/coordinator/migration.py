@@ -18,8 +18,7 @@ records, and neither conversion writes one.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from kafkapy.coordinator import schema
@@ -28,6 +27,7 @@ from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer import records as rec
 from kafkapy.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, TopicInfo, metadata_hash
 from kafkapy.coordinator.consumer.heartbeat import ConsumerGroupMembership, HeartbeatOutcome
+from kafkapy.coordinator.consumer.migration_policy import MigrationPolicy
 from kafkapy.coordinator.consumer.reconcile import MemberState, Reconciliation
 from kafkapy.coordinator.outcome import JoinResult, SyncResult
 from kafkapy.protocol import consumer_protocol as cp
@@ -35,28 +35,8 @@ from kafkapy.protocol.errors import ErrorCode
 
 E = ErrorCode
 
-
-class MigrationPolicy(enum.Enum):
-    """``group.consumer.migration.policy`` (default ``bidirectional``; parsed case-insensitively)."""
-
-    BIDIRECTIONAL = "bidirectional"
-    UPGRADE = "upgrade"
-    DOWNGRADE = "downgrade"
-    DISABLED = "disabled"
-
-    @classmethod
-    def parse(cls, name: str | None) -> MigrationPolicy:
-        """Kafka's parse: None is ``disabled``; an unknown name raises ValueError (the config
-        validator refuses it first)."""
-        return cls.DISABLED if name is None else cls(name.lower())
-
-    @property
-    def upgrade_enabled(self) -> bool:
-        return self in (MigrationPolicy.BIDIRECTIONAL, MigrationPolicy.UPGRADE)
-
-    @property
-    def downgrade_enabled(self) -> bool:
-        return self in (MigrationPolicy.BIDIRECTIONAL, MigrationPolicy.DOWNGRADE)
+__all__ = ["Downgrade", "MigrationPolicy", "Refusal", "Upgrade", "downgrade", "downgrader", "install",
+           "may_downgrade", "upgrade"]
 
 
 @dataclass
@@ -76,10 +56,16 @@ class Upgrade:
 
 @dataclass
 class Refusal:
-    """The conversion is not allowed: the heartbeat is answered with this error."""
+    """The conversion is not allowed: the heartbeat is answered with this error (Kafka's
+    messages); the group stays as it is."""
 
     error: int
     message: str
+    log: list[str] = field(default_factory=list)
+
+
+class _CustomAssignor(Exception):
+    """An assignment carries user data: an assignor the server cannot stand in for."""
 
 
 def upgrade(classic: ClassicGroup, policy: MigrationPolicy, consumer_max_size: int,
@@ -92,17 +78,23 @@ def upgrade(classic: ClassicGroup, policy: MigrationPolicy, consumer_max_size: i
     gid = classic.group_id
     tombstone: Record = (schema.encode_group_key(gid), None)
     if not classic.members:
-        return Upgrade([tombstone], [], None, log=[f"[GroupCoordinator] Deleted empty classic group {gid} "
-                                                   "to create a consumer group"])
-    not_consumer = Refusal(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group")
-    if not policy.upgrade_enabled or classic.protocol_type != cp.PROTOCOL_TYPE \
-            or len(classic.members) > consumer_max_size:
-        return not_consumer
+        return Upgrade([tombstone], [], None, log=[f"[GroupId {gid}] Converted the empty classic group to a "
+                                                   "consumer group."])
+    cannot = f"Cannot upgrade classic group {gid} to consumer group because"
+    if not policy.upgrade_enabled:
+        return Refusal(E.GROUP_ID_NOT_FOUND, f"{cannot} online upgrade is disabled.")
+    if classic.protocol_type != cp.PROTOCOL_TYPE:
+        return Refusal(E.GROUP_ID_NOT_FOUND, f"{cannot} the group does not use the consumer embedded protocol.")
+    if len(classic.members) > consumer_max_size:
+        return Refusal(E.GROUP_ID_NOT_FOUND, f"{cannot} the group size exceeds the consumer group maximum size.")
     try:
         members = [_member_from_classic(classic, m, topics) for m in classic.members.values()]
     except cp.MalformedConsumerProtocol as e:
-        return Refusal(E.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {gid} to consumer group "
-                       f"because the embedded consumer protocol is malformed: {e}.")
+        return Refusal(E.GROUP_ID_NOT_FOUND, f"{cannot} the embedded consumer protocol is malformed.",
+                       [f"{cannot} the embedded consumer protocol is malformed: {e}."])
+    except _CustomAssignor:
+        return Refusal(E.GROUP_ID_NOT_FOUND, f"{cannot} an unsupported custom assignor is in use. Please refer to "
+                       "the documentation or switch to a default assignor before re-attempting the upgrade.")
     epoch = classic.generation
     subscribed = {n for m, _ in members for n in m.subscribed_topic_names}
     out = Upgrade([tombstone], [], None)
@@ -110,7 +102,8 @@ def upgrade(classic: ClassicGroup, policy: MigrationPolicy, consumer_max_size: i
     records += [m.metadata_record(gid) for m, _ in members]
     records.append(rec.GroupMetadata(gid, epoch, metadata_hash(topics[n] for n in subscribed if n in topics)))
     records += [rec.TargetAssignmentMember(gid, m.member_id, target) for m, target in members]
-    records.append(rec.TargetAssignmentMetadata(gid, epoch, now_ms))
+    # Kafka stamps the converted target with time 0: it was not computed at any time here.
+    records.append(rec.TargetAssignmentMetadata(gid, epoch, 0))
     records += [m.assignment_record(gid) for m, _ in members]
     group = ConsumerGroup(gid)
     for r in records:
@@ -125,8 +118,7 @@ def upgrade(classic: ClassicGroup, policy: MigrationPolicy, consumer_max_size: i
             out.completions.append(((gid, "join", mid), JoinResult(E.REBALANCE_IN_PROGRESS, member_id=mid)))
         if cm.awaiting_sync:
             out.completions.append(((gid, "sync", mid), SyncResult(E.REBALANCE_IN_PROGRESS)))
-    out.log.append(f"[GroupCoordinator] Converted the classic group {gid} to a consumer group "
-                   f"at epoch {epoch} with {len(members)} members")
+    out.log.append(f"[GroupId {gid}] Converted the classic group to a consumer group.")
     return out
 
 
@@ -152,7 +144,13 @@ def _member_from_classic(classic: ClassicGroup, m: Member, topics: Mapping[str, 
     protocol = classic.protocol_name or (m.protocols[0][0] if m.protocols else "")
     sub = cp.decode_subscription(m.metadata(protocol))
     # A member that has not synced yet (a rebalance under way) holds nothing.
-    given = cp.decode_assignment(m.assignment).partitions if m.assignment else {}
+    given: Mapping[str, tuple[int, ...]] = {}
+    if m.assignment:
+        decoded = cp.decode_assignment(m.assignment)
+        if decoded.user_data:
+            # Kafka refuses: the consumer group's assignor would drop what a custom one shares.
+            raise _CustomAssignor()
+        given = decoded.partitions
     assigned = ps.normalize({topics[t].topic_id: p for t, p in given.items() if t in topics})
     epoch = classic.generation
     member = ConsumerGroupMember(
@@ -176,37 +174,39 @@ class Downgrade:
     log: list[str] = field(default_factory=list)
 
 
-def may_downgrade(group: ConsumerGroup, leaving_member_id: str, policy: MigrationPolicy,
+def may_downgrade(group: ConsumerGroup, leaving: Collection[str], policy: MigrationPolicy,
                   classic_max_size: int) -> bool:
-    """Whether ``leaving_member_id`` leaving (or being fenced) turns ``group`` classic again:
-    every other member speaks the classic protocol, someone stays, the policy allows it and the
-    rest fits ``group.max.size``."""
-    others = [m for mid, m in group.members.items() if mid != leaving_member_id]
-    return (all(m.uses_classic_protocol for m in others) and len(group.members) > 1
-            and policy.downgrade_enabled and len(group.members) - 1 <= classic_max_size)
+    """Whether the members ``leaving`` (leaving, or fenced) turn ``group`` classic again: every
+    other member speaks the classic protocol, someone stays, the policy allows it and the rest
+    fits ``group.max.size``."""
+    leaving = {leaving} if isinstance(leaving, str) else leaving
+    others = [m for mid, m in group.members.items() if mid not in leaving]
+    return (bool(others) and all(m.uses_classic_protocol for m in others)
+            and policy.downgrade_enabled and len(others) <= classic_max_size)
 
 
 def downgrader(policy: MigrationPolicy, classic_max_size: int, membership: ConsumerGroupMembership
-               ) -> Callable[[ConsumerGroup, str, int], Downgrade | None]:
-    """The hook for :attr:`ConsumerGroupMembership.downgrader`: the :class:`Downgrade` when a
-    member leaving turns its group classic, else None."""
-    def check(group: ConsumerGroup, leaving_member_id: str, now_ms: int) -> Downgrade | None:
-        if not may_downgrade(group, leaving_member_id, policy, classic_max_size):
+               ) -> Callable[[ConsumerGroup, frozenset[str], int], Downgrade | None]:
+    """The hook for :attr:`ConsumerGroupMembership.downgrader`: the :class:`Downgrade` when the
+    members leaving turn their group classic, else None."""
+    def check(group: ConsumerGroup, leaving: frozenset[str], now_ms: int) -> Downgrade | None:
+        if not may_downgrade(group, leaving, policy, classic_max_size):
             return None
-        return downgrade(group, leaving_member_id, membership.topics, now_ms)
+        return downgrade(group, leaving, membership.topics, now_ms)
     return check
 
 
-def downgrade(group: ConsumerGroup, leaving_member_id: str, topics: Mapping[str, TopicInfo],
+def downgrade(group: ConsumerGroup, leaving: Collection[str], topics: Mapping[str, TopicInfo],
               now_ms: int) -> Downgrade:
-    """Convert ``group`` (check :func:`may_downgrade` first) without ``leaving_member_id``: a
+    """Convert ``group`` (check :func:`may_downgrade` first) without the members ``leaving``: a
     classic group at generation = group epoch whose members keep their target partitions as
     their assignment, written Stable and then preparing a rebalance."""
     gid = group.group_id
+    leaving = {leaving} if isinstance(leaving, str) else leaving
     names = {t.topic_id: n for n, t in topics.items()}
     classic = ClassicGroup(gid, GroupState.STABLE, now_ms, group.group_epoch, cp.PROTOCOL_TYPE)
     for mid, m in group.members.items():
-        if mid == leaving_member_id or m.classic is None:
+        if mid in leaving or m.classic is None:
             continue
         classic.members[mid] = Member(
             mid, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
@@ -224,10 +224,11 @@ def downgrade(group: ConsumerGroup, leaving_member_id: str, topics: Mapping[str,
         except cp.MalformedConsumerProtocol:
             version = 0
         cm.assignment = cp.encode_assignment(by_name, None, version)
-    out = Downgrade(group.tombstones(), [group_record(classic)], classic)
+    out = Downgrade(group.tombstones(), [group_record(classic)], classic,
+                    [f"[GroupId {gid}] Converted the consumer group to a classic group."])
     # As Kafka's prepareRebalance: the members rejoin within the rebalance timeout.
     out.log.append(f"Preparing to rebalance group {gid} in state {classic.state.value} with old generation "
-                   f"{classic.generation} (reason: Downgrade group {gid} from consumer to classic.)")
+                   f"{classic.generation} (reason: Downgrade group {gid} from consumer to classic for member leaving.)")
     classic.transition(GroupState.PREPARING_REBALANCE, now_ms)
     classic.join_deadline = now_ms + classic.max_rebalance_timeout()
     for cm in classic.members.values():

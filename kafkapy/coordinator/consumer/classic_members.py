@@ -21,6 +21,7 @@ from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer import records as rec
 from kafkapy.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember
 from kafkapy.coordinator.consumer.heartbeat import ConsumerGroupMembership, HeartbeatOutcome
+from kafkapy.coordinator.consumer.migration_policy import MigrationPolicy
 from kafkapy.coordinator.consumer.reconcile import MemberState
 from kafkapy.coordinator.modern_group import Refused
 from kafkapy.coordinator.outcome import JoinRequest, JoinResult, SyncResult
@@ -40,8 +41,11 @@ class ClassicOutcome(HeartbeatOutcome):
 class ClassicMembers:
     """The classic-protocol members of the consumer groups of ``membership``."""
 
-    def __init__(self, membership: ConsumerGroupMembership) -> None:
+    def __init__(self, membership: ConsumerGroupMembership,
+                 policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL) -> None:
         self.ms = membership
+        #: ``group.consumer.migration.policy``: ``disabled`` keeps classic members out
+        self.policy = policy
         #: (group, member) -> when it must have sent SyncGroup after its JoinGroup
         self.sync_deadlines: dict[tuple[str, str], int] = {}
         #: (group, member) -> when it must have rejoined after being told to
@@ -63,14 +67,14 @@ class ClassicMembers:
                 if group is not None and mid in group.members:
                     out.log.append(f"[GroupCoordinator] Member {mid} in group {gid} failed to {what} "
                                    "within the rebalance timeout, removing it from the group")
-                    self._remove(group, mid, now_ms, out)
+                    self._remove(group, [mid], now_ms, out)
         return out
 
-    def _remove(self, group: ConsumerGroup, mid: str, now_ms: int, out: HeartbeatOutcome,
-                may_downgrade: bool = True) -> None:
-        self.ms._remove_member(group, mid, now_ms, out, may_downgrade)
-        out.set_entry(self.sync_deadlines, (group.group_id, mid), None)
-        out.set_entry(self.join_deadlines, (group.group_id, mid), None)
+    def _remove(self, group: ConsumerGroup, mids: list[str], now_ms: int, out: HeartbeatOutcome) -> None:
+        for mid in mids:
+            out.set_entry(self.sync_deadlines, (group.group_id, mid), None)
+            out.set_entry(self.join_deadlines, (group.group_id, mid), None)
+        self.ms._remove_members(group, mids, now_ms, out)
 
     # ------------------------------------------------------------------ JoinGroup
     def join(self, req: JoinRequest, now_ms: int) -> ClassicOutcome:
@@ -88,6 +92,9 @@ class ClassicMembers:
         group = ms.groups.get(req.group_id)
         if group is None or group.dead:
             raise Refused(E.UNKNOWN_MEMBER_ID, f"Group {req.group_id} not found.")
+        if self.policy is MigrationPolicy.DISABLED:
+            raise Refused(E.INCONSISTENT_GROUP_PROTOCOL, f"Cannot join the consumer group {group.group_id} with "
+                          "the classic protocol because the group migration is disabled.")
         member_id = req.member_id or ms._new_uuid()
         cfg = ms.group_config(group.group_id)
         if member_id not in group.members and len(group.members) >= cfg.max_size:
@@ -246,33 +253,33 @@ class ClassicMembers:
     # ------------------------------------------------------------------ LeaveGroup
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int) -> ClassicOutcome:
         """``leaving`` is (member_id, group_instance_id) pairs (member id "" with an instance id:
-        an admin removal); the answer is one code each."""
+        an admin removal); the answer is one code each. As Kafka 4.x, any member may be removed
+        this way, and the group epoch is bumped once; when only classic members remain, the
+        group may turn classic (the membership's downgrader)."""
         out = ClassicOutcome()
         codes: list[int] = []
+        gone: list[str] = []
         group = self.ms.groups.get(group_id)
         for member_id, instance_id in leaving:
             if group is None or group.dead:
                 codes.append(E.UNKNOWN_MEMBER_ID)
                 continue
             if instance_id is None:
-                m = group.members.get(member_id)
+                mid: str | None = member_id if member_id in group.members else None
             else:
-                sid = group.static_members.get(instance_id)
-                if sid is None:
-                    codes.append(E.UNKNOWN_MEMBER_ID)
-                    continue
-                if member_id and member_id != sid:
+                mid = group.static_members.get(instance_id)
+                if mid is not None and member_id and member_id != mid:
                     codes.append(E.FENCED_INSTANCE_ID)
                     continue
-                m = group.members[sid]
-            if m is None or not m.uses_classic_protocol:
+            if mid is None:
                 codes.append(E.UNKNOWN_MEMBER_ID)
                 continue
-            out.log.append(f"[GroupCoordinator] Member {m.member_id} has left group {group_id} through "
-                           "explicit `LeaveGroup` request")
-            # As Kafka: a classic LeaveGroup never downgrades the group.
-            self._remove(group, m.member_id, now_ms, out, may_downgrade=False)
+            out.log.append(f"[GroupId {group_id}] Member {mid} has left group through explicit `LeaveGroup` request")
+            if mid not in gone:
+                gone.append(mid)
             codes.append(E.NONE)
+        if group is not None and gone:
+            self._remove(group, gone, now_ms, out)
         out.answer = codes
         return out
 

@@ -144,7 +144,7 @@ class ConsumerGroupMembership:
         #: Online downgrade (``coordinator.migration.downgrader`` makes one): asked before a member
         #: is removed (leave with epoch -1, or fenced); a non-None answer means the group becomes
         #: classic instead: its records are all deleted and the answer goes to ``converted``.
-        self.downgrader: Callable[[ConsumerGroup, str, int], object | None] | None = None
+        self.downgrader: Callable[[ConsumerGroup, frozenset[str], int], object | None] | None = None
         #: (group, member) -> when its session ends
         self.session_deadlines: dict[tuple[str, str], int] = {}
         #: (group, member) -> (when its revocation must be done, at which member epoch)
@@ -536,25 +536,30 @@ class ConsumerGroupMembership:
         out.response = HeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
         return out
 
-    def _remove_member(self, group: ConsumerGroup, member_id: str, now_ms: int, out: HeartbeatOutcome,
-                       may_downgrade: bool = True) -> None:
-        """Leave or fencing: the member's records deleted, the group epoch bumped; or, when the
-        downgrader says so, the whole group deleted to become a classic group."""
-        converted = self.downgrader(group, member_id, now_ms) if may_downgrade and self.downgrader else None
+    def _remove_member(self, group: ConsumerGroup, member_id: str, now_ms: int, out: HeartbeatOutcome) -> None:
+        """Leave or fencing of one member (see :meth:`_remove_members`)."""
+        self._remove_members(group, [member_id], now_ms, out)
+
+    def _remove_members(self, group: ConsumerGroup, member_ids: list[str], now_ms: int,
+                        out: HeartbeatOutcome) -> None:
+        """Leave or fencing: the members' records deleted, the group epoch bumped once; or, when
+        the downgrader says so, the whole group deleted to become a classic group."""
+        converted = self.downgrader(group, frozenset(member_ids), now_ms) if self.downgrader else None
         if converted is not None:
-            out.log.append(f"[GroupCoordinator] Member {member_id} leaving turns group {group.group_id} "
-                           "into a classic group")
+            out.log.append(f"[GroupCoordinator] Members {', '.join(member_ids)} leaving turn group "
+                           f"{group.group_id} into a classic group")
             for mid in list(group.members):
                 self._cancel_timers(group.group_id, mid, out)
             for t in group.tombstones():
                 self._write(group, t, out)
             out.converted.append(converted)
             return
-        m = group.members[member_id]
-        for t in member_tombstones(group.group_id, member_id):
-            self._write(group, t, out)
-        if m.subscribed_topic_regex is not None and not group.regex_in_use(m.subscribed_topic_regex):
-            self._write(group, rec.Tombstone(rec.RegularExpression.RECORD_TYPE, group.group_id,
-                                             m.subscribed_topic_regex), out)
+        for member_id in member_ids:
+            m = group.members[member_id]
+            for t in member_tombstones(group.group_id, member_id):
+                self._write(group, t, out)
+            if m.subscribed_topic_regex is not None and not group.regex_in_use(m.subscribed_topic_regex):
+                self._write(group, rec.Tombstone(rec.RegularExpression.RECORD_TYPE, group.group_id,
+                                                 m.subscribed_topic_regex), out)
+            self._cancel_timers(group.group_id, member_id, out)
         self._write(group, rec.GroupMetadata(group.group_id, group.group_epoch + 1, self._metadata_hash(group)), out)
-        self._cancel_timers(group.group_id, member_id, out)

@@ -140,16 +140,29 @@ def test_a_policy_without_upgrade_refuses(policy):
     s = shard()
     stable_classic_group(s)
     got = migration.upgrade(s.groups[G], policy, BIG, TOPICS, 0)
-    assert got == migration.Refusal(E.GROUP_ID_NOT_FOUND, f"Group {G} is not a consumer group")
+    assert got == migration.Refusal(
+        E.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {G} to consumer group because online upgrade is disabled.")
+
+
+def test_an_assignment_with_user_data_is_a_custom_assignor_and_refused():
+    s = shard()
+    mid, _ = classic_join(s)
+    g = s.groups[G]
+    s.sync(G, g.generation, mid, None, None, None,
+           [(mid, cp.encode_assignment({"foo": [0]}, b"sticky-state", 1))], 0).written()
+    got = migration.upgrade(g, P.BIDIRECTIONAL, BIG, TOPICS, 0)
+    assert got.error == E.GROUP_ID_NOT_FOUND and "unsupported custom assignor" in got.message
 
 
 def test_a_group_of_another_protocol_type_or_too_big_is_refused():
     s = shard()
     mid, _ = classic_join(s, protocol_type="connect", protocols=[("sessioned", b"x")])
-    assert migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 0).error == E.GROUP_ID_NOT_FOUND
+    got = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 0)
+    assert got.error == E.GROUP_ID_NOT_FOUND and "does not use the consumer embedded protocol" in got.message
     s2 = shard()
     stable_classic_group(s2, 3)
-    assert migration.upgrade(s2.groups[G], P.BIDIRECTIONAL, 2, TOPICS, 0).error == E.GROUP_ID_NOT_FOUND
+    got = migration.upgrade(s2.groups[G], P.BIDIRECTIONAL, 2, TOPICS, 0)
+    assert got.error == E.GROUP_ID_NOT_FOUND and "exceeds the consumer group maximum size" in got.message
     assert isinstance(migration.upgrade(s2.groups[G], P.BIDIRECTIONAL, 3, TOPICS, 0), migration.Upgrade)
 
 
@@ -158,7 +171,8 @@ def test_a_malformed_embedded_protocol_refuses_with_group_id_not_found():
     stable_classic_group(s, 1, protocols=[("range", b"\x00\x01garbage")])
     got = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 0)
     assert isinstance(got, migration.Refusal) and got.error == E.GROUP_ID_NOT_FOUND
-    assert "malformed" in got.message
+    assert got.message == f"Cannot upgrade classic group {G} to consumer group because the embedded consumer " \
+        "protocol is malformed."
 
 
 # ------------------------------------------------------------------------------- downgrade
@@ -194,12 +208,14 @@ def test_install_then_a_consumer_heartbeat_bumps_the_epoch_and_rolls_back_cleanl
 def test_the_last_consumer_member_leaving_turns_the_group_classic_again():
     s, ms, a, b = upgraded_with_a_consumer_member()
     group = ms.groups[G]
-    assert not migration.may_downgrade(group, a, P.BIDIRECTIONAL, BIG)  # "new" stays
-    assert migration.may_downgrade(group, "new", P.BIDIRECTIONAL, BIG)
-    assert not migration.may_downgrade(group, "new", P.UPGRADE, BIG)
-    assert not migration.may_downgrade(group, "new", P.BIDIRECTIONAL, 1)
+    assert not migration.may_downgrade(group, {a}, P.BIDIRECTIONAL, BIG)  # "new" stays
+    assert migration.may_downgrade(group, {"new"}, P.BIDIRECTIONAL, BIG)
+    assert migration.may_downgrade(group, {"new", a}, P.BIDIRECTIONAL, 1)
+    assert not migration.may_downgrade(group, {"new", a, b}, P.BIDIRECTIONAL, BIG)  # nobody stays
+    assert not migration.may_downgrade(group, {"new"}, P.UPGRADE, BIG)
+    assert not migration.may_downgrade(group, {"new"}, P.BIDIRECTIONAL, 1)
     offsets = dict(s.groups[G].offsets)
-    down = migration.downgrade(group, "new", TOPICS, 500)
+    down = migration.downgrade(group, {"new"}, TOPICS, 500)
     # The consumer group's records are all deleted, then the classic group is written.
     assert all(isinstance(r, rec.Tombstone) for r in down.consumer_records)
     assert rec.Tombstone(rec.GroupMetadata.RECORD_TYPE, G) in down.consumer_records
@@ -223,7 +239,7 @@ def test_the_last_consumer_member_leaving_turns_the_group_classic_again():
 
 def test_the_downgraded_group_rebalances_as_a_classic_group_and_replays_from_its_record():
     s, ms, a, b = upgraded_with_a_consumer_member()
-    down = migration.downgrade(ms.groups[G], "new", TOPICS, 500)
+    down = migration.downgrade(ms.groups[G], {"new"}, TOPICS, 500)
     gen = down.group.generation
     s.groups[G] = down.group  # what the shard does when it swaps the group
     s.join(jreq(a), 501)
@@ -244,7 +260,7 @@ def test_an_upgrade_then_a_downgrade_leaves_committed_offsets_alone():
     up = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100)
     migration.install(ms, up)
     ms.heartbeat(HeartbeatRequest(G, "new", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"]), 100)
-    down = migration.downgrade(ms.groups[G], "new", TOPICS, 200)
+    down = migration.downgrade(ms.groups[G], {"new"}, TOPICS, 200)
     no_offset_records(up.classic_records + down.classic_records)
     assert s.groups[G].offsets == offsets and down.group.offsets == {}
 
@@ -286,17 +302,18 @@ def test_without_downgrade_the_consumer_member_simply_leaves(policy, classic_max
     assert out.converted == [] and set(ms.groups[G].members) == {a, b}
 
 
-def test_a_classic_leave_never_converts_but_a_classic_member_fenced_does():
+def test_a_classic_leave_or_fencing_leaving_only_classic_members_converts():
     from kafkapy.coordinator.consumer.classic_members import ClassicMembers
 
     s = shard()
     a, b, c = stable_classic_group(s, 3)
     ms = membership()
     migration.install(ms, migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100))
-    ms.downgrader = migration.downgrader(P.BIDIRECTIONAL, BIG, ms)
+    ms.downgrader = migration.downgrader(P.UPGRADE, BIG, ms)
     out = ClassicMembers(ms).leave(G, [(a, None)], 101)
     assert out.answer == [E.NONE] and out.converted == [] and set(ms.groups[G].members) == {b, c}
-    # Every member speaks the classic protocol: a fencing converts (Kafka's consumerGroupFenceMember).
+    ms.downgrader = migration.downgrader(P.BIDIRECTIONAL, BIG, ms)
+    # Every member speaks the classic protocol (Kafka 4.x's consumerGroupFenceMembers).
     ms.session_deadlines[(G, c)] = 10**9
     out = ms.tick(ms.session_deadlines[(G, b)])
     [down] = out.converted

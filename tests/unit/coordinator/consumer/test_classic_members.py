@@ -112,12 +112,27 @@ def test_sync_refusals(generation, ptype, pname, error):
     assert cm.sync(G, gen, a, None, ptype, pname, [], 201).answer.error == error
 
 
-def test_a_consumer_protocol_member_or_a_stranger_is_unknown_to_the_classic_apis():
+def test_a_consumer_protocol_member_or_a_stranger_is_unknown_to_classic_heartbeat_and_sync():
     ms, cm, a, b = mixed()
     epoch = ms.groups[G].members["new"].member_epoch
     assert cm.heartbeat(G, epoch, "new", None, 200).answer == E.UNKNOWN_MEMBER_ID
+    assert cm.sync(G, epoch, "new", None, None, None, [], 200).answer.error == E.UNKNOWN_MEMBER_ID
     assert cm.sync(G, epoch, "nobody", None, None, None, [], 200).answer.error == E.UNKNOWN_MEMBER_ID
-    assert cm.leave(G, [("new", None), ("nobody", None)], 200).answer == [E.UNKNOWN_MEMBER_ID] * 2
+
+
+def test_leave_removes_any_member_named_and_bumps_the_group_epoch_once():
+    ms, cm, a, b = mixed()
+    epoch = ms.groups[G].group_epoch
+    out = cm.leave(G, [("new", None), ("nobody", None), (a, None)], 200)
+    assert out.answer == [E.NONE, E.UNKNOWN_MEMBER_ID, E.NONE]
+    assert set(ms.groups[G].members) == {b} and ms.groups[G].group_epoch == epoch + 1
+
+
+def test_a_classic_join_is_refused_when_migration_is_disabled():
+    ms, cm, a, b = mixed()
+    cm.policy = migration.MigrationPolicy.DISABLED
+    res = join(cm, a, 200, owned={"foo": [0, 1, 2]}).answer
+    assert res.error == E.INCONSISTENT_GROUP_PROTOCOL
 
 
 def test_a_sync_behind_the_group_epoch_is_told_to_rejoin():
