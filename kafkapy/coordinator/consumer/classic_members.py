@@ -117,7 +117,8 @@ class ClassicMembers:
             rack_id=sub.rack_id if sub.rack_id is not None else old.rack_id,
             rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
             else old.rebalance_timeout_ms,
-            subscribed_topic_names=tuple(sorted(set(sub.topics))), client_id=req.client_id,
+            subscribed_topic_names=tuple(sorted(set(sub.topics))), subscribed_topic_regex=None,
+            server_assignor=None, client_id=req.client_id,
             client_host=req.client_host,
             classic=rec.ClassicMemberMetadata(req.session_timeout_ms,
                                               tuple((n, bytes(b)) for n, b in req.protocols)))
@@ -125,7 +126,10 @@ class ClassicMembers:
         if not known or not updated.same_metadata(old):
             ms._write(group, updated.metadata_record(group.group_id), out)
             bump = bump or updated.subscribed_topic_names != old.subscribed_topic_names \
-                or updated.rack_id != old.rack_id
+                or updated.rack_id != old.rack_id or updated.subscribed_topic_regex != old.subscribed_topic_regex
+        if old.subscribed_topic_regex is not None and not group.regex_in_use(old.subscribed_topic_regex):
+            ms._write(group, rec.Tombstone(rec.RegularExpression.RECORD_TYPE, group.group_id,
+                                           old.subscribed_topic_regex), out)
         new_hash = ms._metadata_hash(group)
         if bump or new_hash != group.metadata_hash:
             ms._bump(group, new_hash, out)
@@ -145,10 +149,8 @@ class ClassicMembers:
                      out: HeartbeatOutcome) -> ConsumerGroupMember:
         """The member joining: known, new, or a static member taking over its instance id."""
         if req.group_instance_id is None:
-            m = group.members.get(member_id)
-            if m is not None and not m.uses_classic_protocol:
-                raise Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} does not use the classic protocol.")
-            return m or ConsumerGroupMember(member_id)
+            # As Kafka, a member id of the consumer protocol joining this way switches protocols.
+            return group.members.get(member_id) or ConsumerGroupMember(member_id)
         old_id = group.static_members.get(req.group_instance_id)
         if old_id is None:
             return group.members.get(member_id) or ConsumerGroupMember(member_id, instance_id=req.group_instance_id)
