@@ -12,12 +12,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
+from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer.partitions import Assignment
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+_M = TypeVar("_M")
 
 
 class Refused(Exception):
@@ -114,3 +116,40 @@ def member_tombstones(tombstone: type[_T], group_id: str, member_id: str,
                       current_type: int, target_type: int, metadata_type: int) -> list[_T]:
     """A member's records deleted, in Kafka's order: current assignment, target, metadata."""
     return [tombstone(t, group_id, member_id) for t in (current_type, target_type, metadata_type)]
+
+
+# ---------------------------------------------------------------------- groups
+class ModernGroup(Generic[_M]):
+    """The state consumer groups and share groups both keep (members by id, the group epoch and
+    metadata hash, each member's target, the target's epoch), and the replay of the records
+    that build it alike. A subclass names its record types in ``EPOCH_TYPE`` and
+    ``TARGET_MEMBER_TYPE`` and replays the rest itself."""
+
+    EPOCH_TYPE: ClassVar[int]
+    TARGET_MEMBER_TYPE: ClassVar[int]
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.metadata_hash = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, _M] = {}
+        #: member id -> target partitions (the assignor's last answer)
+        self.target: dict[str, Assignment] = {}
+        self.dead = False
+
+    def replay_shared(self, record: object) -> bool:
+        """Apply ``record`` if it is one of the shared kinds (the group epoch, a member's target,
+        or their tombstones; the epoch's tombstone marks the group dead). False otherwise."""
+        if isinstance(record, GroupEpochRecord):
+            self.group_epoch = record.epoch
+            self.metadata_hash = record.metadata_hash
+        elif isinstance(record, TargetMemberRecord):
+            self.target[record.member_id] = ps.normalize(record.partitions)
+        elif isinstance(record, TombstoneRecord) and record.record_type == self.EPOCH_TYPE:
+            self.dead = True
+        elif isinstance(record, TombstoneRecord) and record.record_type == self.TARGET_MEMBER_TYPE:
+            self.target.pop(record.sub_key, None)
+        else:
+            return False
+        return True

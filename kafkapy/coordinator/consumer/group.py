@@ -117,25 +117,21 @@ def metadata_hash(topics: Iterable[TopicInfo]) -> int:
     return int.from_bytes(h.digest(), "big") >> 1
 
 
-class ConsumerGroup:
+class ConsumerGroup(modern_group.ModernGroup[ConsumerGroupMember]):
     """A consumer group's membership, epochs, target assignment, resolved regexes and partition
     epochs. Mutated only through :meth:`replay`."""
 
+    EPOCH_TYPE = rec.GroupMetadata.RECORD_TYPE
+    TARGET_MEMBER_TYPE = rec.TargetAssignmentMember.RECORD_TYPE
+
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.metadata_hash = 0
-        self.assignment_epoch = 0
+        super().__init__(group_id)
         self.assignment_timestamp_ms = -1
-        self.members: dict[str, ConsumerGroupMember] = {}
         #: instance id -> member id, for static members
         self.static_members: dict[str, str] = {}
-        #: member id -> target partitions (the assignor's last answer)
-        self.target: dict[str, Assignment] = {}
         #: regex -> its last resolution
         self.regexes: dict[str, rec.RegularExpression] = {}
         self._partition_epochs: dict[tuple[TopicId, int], tuple[str, int]] = {}
-        self.dead = False
         #: regex -> (topics version, time) it was last resolved at; not a record, a cache
         self.regex_checked: dict[str, tuple[int, int]] = {}
 
@@ -235,11 +231,10 @@ class ConsumerGroup:
     # ----------------------------------------------------------------- replay
     def replay(self, record: rec.GroupRecord) -> None:
         """Apply one record of this group (its type-3 tombstone marks the group dead)."""
+        if self.replay_shared(record):
+            return
         if isinstance(record, rec.Tombstone):
             self._replay_tombstone(record)
-        elif isinstance(record, rec.GroupMetadata):
-            self.group_epoch = record.epoch
-            self.metadata_hash = record.metadata_hash
         elif isinstance(record, rec.MemberMetadata):
             old = self.members.get(record.member_id) or ConsumerGroupMember(record.member_id)
             new = replace(
@@ -250,8 +245,6 @@ class ConsumerGroup:
                 rebalance_timeout_ms=record.rebalance_timeout_ms, server_assignor=record.server_assignor,
                 classic=record.classic)
             self._set_member(old if record.member_id in self.members else None, new)
-        elif isinstance(record, rec.TargetAssignmentMember):
-            self.target[record.member_id] = ps.normalize(record.partitions)
         elif isinstance(record, rec.TargetAssignmentMetadata):
             self.assignment_epoch = record.assignment_epoch
             self.assignment_timestamp_ms = record.assignment_timestamp_ms
@@ -268,16 +261,12 @@ class ConsumerGroup:
             raise TypeError(f"not a consumer group record: {record!r}")
 
     def _replay_tombstone(self, t: rec.Tombstone) -> None:
-        if t.record_type == rec.GroupMetadata.RECORD_TYPE:
-            self.dead = True
-        elif t.record_type == rec.MemberMetadata.RECORD_TYPE:
+        if t.record_type == rec.MemberMetadata.RECORD_TYPE:
             old = self.members.pop(t.sub_key, None)
             if old is not None:
                 self._drop_epochs(old)
                 if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
                     del self.static_members[old.instance_id]
-        elif t.record_type == rec.TargetAssignmentMember.RECORD_TYPE:
-            self.target.pop(t.sub_key, None)
         elif t.record_type == rec.TargetAssignmentMetadata.RECORD_TYPE:
             self.assignment_epoch = 0
             self.assignment_timestamp_ms = -1

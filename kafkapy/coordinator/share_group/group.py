@@ -43,19 +43,16 @@ class ShareGroupMember:
                                            self.previous_member_epoch, 0, self.assigned)
 
 
-class ShareGroup:
+class ShareGroup(modern_group.ModernGroup[ShareGroupMember]):
     """A share group's members, epochs, target assignment and share-partition initialization
     state. Mutated only through :meth:`replay`."""
 
+    EPOCH_TYPE = rec.GroupMetadata.RECORD_TYPE
+    TARGET_MEMBER_TYPE = rec.TargetAssignmentMember.RECORD_TYPE
+
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.metadata_hash = 0
-        self.assignment_epoch = 0
-        self.members: dict[str, ShareGroupMember] = {}
-        self.target: dict[str, Assignment] = {}
+        super().__init__(group_id)
         self.partition_metadata = rec.StatePartitionMetadata(group_id)
-        self.dead = False
 
     def state(self) -> ShareGroupState:
         if self.dead:
@@ -73,18 +70,15 @@ class ShareGroup:
         return ps.normalize({t: p for t, (_, p) in self.partition_metadata.initializing.items()})
 
     def replay(self, record: rec.ShareGroupRecord) -> None:
+        if self.replay_shared(record):
+            return
         if isinstance(record, rec.Tombstone):
             self._replay_tombstone(record)
-        elif isinstance(record, rec.GroupMetadata):
-            self.group_epoch = record.epoch
-            self.metadata_hash = record.metadata_hash
         elif isinstance(record, rec.MemberMetadata):
             old = self.members.get(record.member_id) or ShareGroupMember(record.member_id)
             self.members[record.member_id] = replace(
                 old, rack_id=record.rack_id, client_id=record.client_id, client_host=record.client_host,
                 subscribed_topic_names=tuple(record.subscribed_topic_names))
-        elif isinstance(record, rec.TargetAssignmentMember):
-            self.target[record.member_id] = ps.normalize(record.partitions)
         elif isinstance(record, rec.TargetAssignmentMetadata):
             self.assignment_epoch = record.assignment_epoch
         elif isinstance(record, rec.CurrentMemberAssignment):
@@ -98,12 +92,8 @@ class ShareGroup:
             raise TypeError(f"not a share group record: {record!r}")
 
     def _replay_tombstone(self, t: rec.Tombstone) -> None:
-        if t.record_type == rec.GroupMetadata.RECORD_TYPE:
-            self.dead = True
-        elif t.record_type == rec.MemberMetadata.RECORD_TYPE:
+        if t.record_type == rec.MemberMetadata.RECORD_TYPE:
             self.members.pop(t.sub_key, None)
-        elif t.record_type == rec.TargetAssignmentMember.RECORD_TYPE:
-            self.target.pop(t.sub_key, None)
         elif t.record_type == rec.TargetAssignmentMetadata.RECORD_TYPE:
             self.assignment_epoch = 0
         elif t.record_type == rec.StatePartitionMetadata.RECORD_TYPE:
