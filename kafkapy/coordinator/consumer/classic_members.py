@@ -97,7 +97,8 @@ class ClassicMembers:
                           "the classic protocol because the group migration is disabled.")
         member_id = req.member_id or ms._new_uuid()
         cfg = ms.group_config(group.group_id)
-        if member_id not in group.members and len(group.members) >= cfg.max_size:
+        replacing = req.group_instance_id is not None and req.group_instance_id in group.static_members
+        if member_id not in group.members and not replacing and len(group.members) >= cfg.max_size:
             raise Refused(E.GROUP_MAX_SIZE_REACHED,
                           f"The consumer group has reached its maximum capacity of {cfg.max_size} members.")
         if not supports(group, req.protocol_type, [n for n, _ in req.protocols]):

@@ -226,3 +226,35 @@ def test_owned_partitions_are_read_by_topic_name():
     join(cm, a, 200, owned={"foo": [0, 1, 2]})
     assert set(owns(cm, a)["foo"]) < {0, 1, 2}
     assert FOO in ms.groups[G].members[a].assigned
+
+
+def test_a_full_group_refuses_a_new_member_but_not_a_static_one_taking_over():
+    from kafkapy.coordinator.consumer.heartbeat import ConsumerGroupConfig
+
+    ms, cm, a, b = mixed()
+    join(cm, "", 300, instance="i1")
+    ms.config = ConsumerGroupConfig(max_size=len(ms.groups[G].members))
+    assert join(cm, "x", 301).answer.error == E.GROUP_MAX_SIZE_REACHED
+    assert join(cm, "", 302, instance="i1").answer.error == E.NONE
+
+
+def test_a_member_waiting_for_partitions_is_told_to_rejoin_once_they_are_free():
+    ms, cm, a, b = mixed()
+    x = join(cm, "", 300).answer.member_id
+    res = join(cm, x, 301).answer
+    g = ms.groups[G]
+    m = g.members[x]
+    assert m.state is MemberState.UNRELEASED_PARTITIONS and res.generation == g.group_epoch
+    assert cm.sync(G, res.generation, x, None, None, None, [], 302).answer.error == E.NONE
+    assert cm.heartbeat(G, res.generation, x, None, 303).answer == E.NONE  # still held by others
+    for mid in (a, b, "new"):  # everybody else gives up what x waits for
+        member = g.members[mid]
+        keep = {"foo": sorted(g.target[mid].get(FOO, ()))}
+        if member.classic is not None:
+            join(cm, mid, 304, owned=keep)
+        else:
+            ms.heartbeat(HeartbeatRequest(G, mid, member.member_epoch, owned=dict(g.target[mid])), 304)
+    assert cm.heartbeat(G, res.generation, x, None, 305).answer == E.REBALANCE_IN_PROGRESS
+    res2 = join(cm, x, 306).answer
+    assert g.members[x].state is MemberState.STABLE and g.members[x].assigned == g.target[x]
+    assert res2.generation == g.group_epoch
