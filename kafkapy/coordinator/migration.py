@@ -18,7 +18,7 @@ records, and neither conversion writes one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from kafkapy.coordinator import schema
@@ -26,7 +26,7 @@ from kafkapy.coordinator.classic_group import ClassicGroup, GroupState, Member, 
 from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer import records as rec
 from kafkapy.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, TopicInfo, metadata_hash
-from kafkapy.coordinator.consumer.heartbeat import ConsumerGroupMembership, HeartbeatOutcome
+from kafkapy.coordinator.consumer.heartbeat import ConsumerGroupMembership, Downgrader, HeartbeatOutcome
 from kafkapy.coordinator.consumer.migration_policy import MigrationPolicy
 from kafkapy.coordinator.consumer.reconcile import MemberState, Reconciliation
 from kafkapy.coordinator.outcome import JoinResult, SyncResult
@@ -186,21 +186,22 @@ def may_downgrade(group: ConsumerGroup, leaving: Collection[str], policy: Migrat
 
 
 def downgrader(policy: MigrationPolicy, classic_max_size: int, membership: ConsumerGroupMembership
-               ) -> Callable[[ConsumerGroup, frozenset[str], int], Downgrade | None]:
+               ) -> Downgrader:
     """The hook for :attr:`ConsumerGroupMembership.downgrader`: the :class:`Downgrade` when the
     members leaving turn their group classic, else None."""
-    def check(group: ConsumerGroup, leaving: frozenset[str], now_ms: int) -> Downgrade | None:
+    def check(group: ConsumerGroup, leaving: frozenset[str], now_ms: int, rebalance: bool = True) -> Downgrade | None:
         if not may_downgrade(group, leaving, policy, classic_max_size):
             return None
-        return downgrade(group, leaving, membership.topics, now_ms)
+        return downgrade(group, leaving, membership.topics, now_ms, rebalance)
     return check
 
 
 def downgrade(group: ConsumerGroup, leaving: Collection[str], topics: Mapping[str, TopicInfo],
-              now_ms: int) -> Downgrade:
+              now_ms: int, rebalance: bool = True) -> Downgrade:
     """Convert ``group`` (check :func:`may_downgrade` first) without the members ``leaving``: a
     classic group at generation = group epoch whose members keep their target partitions as
-    their assignment, written Stable and then preparing a rebalance."""
+    their assignment, written Stable and then (``rebalance``) preparing a rebalance. Without a
+    rebalance it stays Stable: a static member took another's place on an up-to-date target."""
     gid = group.group_id
     leaving = {leaving} if isinstance(leaving, str) else leaving
     names = {t.topic_id: n for n, t in topics.items()}
@@ -226,11 +227,14 @@ def downgrade(group: ConsumerGroup, leaving: Collection[str], topics: Mapping[st
         cm.assignment = cp.encode_assignment(by_name, None, version)
     out = Downgrade(group.tombstones(), [group_record(classic)], classic,
                     [f"[GroupId {gid}] Converted the consumer group to a classic group."])
-    # As Kafka's prepareRebalance: the members rejoin within the rebalance timeout.
-    out.log.append(f"Preparing to rebalance group {gid} in state {classic.state.value} with old generation "
-                   f"{classic.generation} (reason: Downgrade group {gid} from consumer to classic for member leaving.)")
-    classic.transition(GroupState.PREPARING_REBALANCE, now_ms)
-    classic.join_deadline = now_ms + classic.max_rebalance_timeout()
     for cm in classic.members.values():
         cm.session_deadline = now_ms + cm.session_timeout_ms
+    if not rebalance:
+        return out
+    # As Kafka's prepareRebalance: the members rejoin within the rebalance timeout.
+    why = "for member leaving" if leaving else "with stale assignment"
+    out.log.append(f"Preparing to rebalance group {gid} in state {classic.state.value} with old generation "
+                   f"{classic.generation} (reason: Downgrade group {gid} from consumer to classic {why}.)")
+    classic.transition(GroupState.PREPARING_REBALANCE, now_ms)
+    classic.join_deadline = now_ms + classic.max_rebalance_timeout()
     return out

@@ -134,12 +134,28 @@ class ClassicMembers:
         new_hash = ms._metadata_hash(group)
         if bump or new_hash != group.metadata_hash:
             ms._bump(group, new_hash, out)
+        owned = ps.normalize({ms.topics[t].topic_id: p for t, p in sub.owned_partitions.items() if t in ms.topics})
+        gid = group.group_id
+        if replacing and ms.downgrader is not None:
+            # A static member is back: if every member now speaks the classic protocol, the
+            # group may turn classic (Kafka's validateOnlineDowngradeWithReplacedMember); on a
+            # stale target it rebalances, else the member is first brought up to the target.
+            stale = group.assignment_epoch < group.group_epoch
+            if not stale:
+                ms._reconcile(group, group.members[member_id], owned, now_ms, out)
+            converted = ms.downgrader(group, frozenset(), now_ms, rebalance=stale)
+            if converted is not None:
+                member = group.members[member_id]
+                ms._convert(group, converted, out)
+                for key in [k for k in {**self.sync_deadlines, **self.join_deadlines} if k[0] == gid]:
+                    out.set_entry(self.sync_deadlines, key, None)
+                    out.set_entry(self.join_deadlines, key, None)
+                return JoinResult(E.NONE, generation=member.member_epoch, protocol_type=cp.PROTOCOL_TYPE,
+                                  protocol_name=req.protocols[0][0], leader="", member_id=member_id)
         if group.group_epoch > group.assignment_epoch:
             ms._assign(group, now_ms, out)
-        owned = ps.normalize({ms.topics[t].topic_id: p for t, p in sub.owned_partitions.items() if t in ms.topics})
         ms._reconcile(group, group.members[member_id], owned, now_ms, out)
         member = group.members[member_id]
-        gid = group.group_id
         ms._set_session_deadline(gid, member_id, now_ms + req.session_timeout_ms, out)
         out.set_entry(self.join_deadlines, (gid, member_id), None)
         out.set_entry(self.sync_deadlines, (gid, member_id), now_ms + req.rebalance_timeout_ms)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from kafkapy.coordinator.consumer import partitions as ps
 from kafkapy.coordinator.consumer import records as rec
@@ -76,6 +77,14 @@ class HeartbeatResponse:
     heartbeat_interval_ms: int = 0
     #: the member's whole assignment, when sent (None: unchanged since the last answer)
     assignment: Assignment | None = None
+
+
+class Downgrader(Protocol):
+    """Whether ``group`` becomes classic once the members ``leaving`` are gone, and if so the
+    conversion (an object for the edge); ``rebalance``: whether the classic group then rebalances."""
+
+    def __call__(self, group: ConsumerGroup, leaving: frozenset[str], now_ms: int,
+                 rebalance: bool = True) -> object | None: ...
 
 
 @dataclass
@@ -144,7 +153,7 @@ class ConsumerGroupMembership:
         #: Online downgrade (``coordinator.migration.downgrader`` makes one): asked before a member
         #: is removed (leave with epoch -1, or fenced); a non-None answer means the group becomes
         #: classic instead: its records are all deleted and the answer goes to ``converted``.
-        self.downgrader: Callable[[ConsumerGroup, frozenset[str], int], object | None] | None = None
+        self.downgrader: Downgrader | None = None
         #: (group, member) -> when its session ends
         self.session_deadlines: dict[tuple[str, str], int] = {}
         #: (group, member) -> (when its revocation must be done, at which member epoch)
@@ -536,6 +545,15 @@ class ConsumerGroupMembership:
         out.response = HeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
         return out
 
+    def _convert(self, group: ConsumerGroup, converted: object, out: HeartbeatOutcome) -> None:
+        """The group becomes classic: every record of it deleted, its timers cancelled, and the
+        conversion handed to the edge."""
+        for mid in list(group.members):
+            self._cancel_timers(group.group_id, mid, out)
+        for t in group.tombstones():
+            self._write(group, t, out)
+        out.converted.append(converted)
+
     def _remove_member(self, group: ConsumerGroup, member_id: str, now_ms: int, out: HeartbeatOutcome) -> None:
         """Leave or fencing of one member (see :meth:`_remove_members`)."""
         self._remove_members(group, [member_id], now_ms, out)
@@ -548,11 +566,7 @@ class ConsumerGroupMembership:
         if converted is not None:
             out.log.append(f"[GroupCoordinator] Members {', '.join(member_ids)} leaving turn group "
                            f"{group.group_id} into a classic group")
-            for mid in list(group.members):
-                self._cancel_timers(group.group_id, mid, out)
-            for t in group.tombstones():
-                self._write(group, t, out)
-            out.converted.append(converted)
+            self._convert(group, converted, out)
             return
         for member_id in member_ids:
             m = group.members[member_id]

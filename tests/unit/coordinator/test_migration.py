@@ -318,3 +318,47 @@ def test_a_classic_leave_or_fencing_leaving_only_classic_members_converts():
     out = ms.tick(ms.session_deadlines[(G, b)])
     [down] = out.converted
     assert set(down.group.members) == {c} and G not in ms.groups
+
+
+def test_a_static_classic_member_replacing_the_last_consumer_member_converts_without_rebalance():
+    from kafkapy.coordinator.consumer.classic_members import ClassicMembers
+
+    s = shard()
+    a, b = stable_classic_group(s)
+    ms = membership()
+    migration.install(ms, migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100))
+    ms.downgrader = migration.downgrader(P.BIDIRECTIONAL, BIG, ms)
+    # A static member of the consumer protocol joins, settles, and is then replaced by a
+    # classic consumer with its instance id (say a rolling downgrade of the application).
+    ms.heartbeat(HeartbeatRequest(G, "new", 0, instance_id="i1", rebalance_timeout_ms=REBALANCE,
+                                  subscribed_topic_names=["foo"]), 100)
+    g = ms.groups[G]
+    target = dict(g.target["new"])
+    cm = ClassicMembers(ms)
+    out = cm.join(jreq("", instance="i1", protocols=[("range", sub(("foo",), {}))]), 200)
+    res = out.answer
+    [down] = out.converted
+    assert res.error == E.NONE and res.member_id not in (a, b, "new")
+    c = down.group
+    assert set(c.members) == {a, b, res.member_id} and c.static_members == {"i1": res.member_id}
+    assert c.state is GroupState.STABLE and c.generation == res.generation
+    taken = cp.decode_assignment(c.members[res.member_id].assignment).partitions
+    assert taken == {"foo": tuple(sorted(target[FOO]))}  # the replaced member's target
+    assert G not in ms.groups
+
+
+def test_a_static_replacement_on_a_stale_target_converts_and_rebalances():
+    from kafkapy.coordinator.consumer.classic_members import ClassicMembers
+
+    s = shard()
+    stable_classic_group(s)
+    ms = membership()
+    migration.install(ms, migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100))
+    ms.downgrader = migration.downgrader(P.BIDIRECTIONAL, BIG, ms)
+    ms.heartbeat(HeartbeatRequest(G, "new", 0, instance_id="i1", rebalance_timeout_ms=REBALANCE,
+                                  subscribed_topic_names=["foo"]), 100)
+    # The replacement subscribes differently: the group epoch moves past the target's.
+    out = ClassicMembers(ms).join(jreq("", instance="i1", protocols=[("range", sub(("foo", "bar")))]), 200)
+    [down] = out.converted
+    assert down.group.state is GroupState.PREPARING_REBALANCE
+    assert any("with stale assignment" in line for line in down.log)
