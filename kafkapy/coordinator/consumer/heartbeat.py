@@ -114,6 +114,8 @@ class MemberDescription:
     subscribed_topic_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
+    #: ConsumerGroupDescribe v1's MemberType (KIP-1099): 0 a classic-protocol member, 1 a consumer one
+    member_type: int = 1
 
 
 @dataclass(frozen=True)
@@ -510,7 +512,7 @@ class ConsumerGroupMembership:
             MemberDescription(
                 m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
                 m.subscribed_topic_names, m.subscribed_topic_regex, dict(m.assigned),
-                dict(group.target.get(m.member_id, {})))
+                dict(group.target.get(m.member_id, {})), 0 if m.uses_classic_protocol else 1)
             for m in sorted(group.members.values(), key=lambda m: m.member_id))
         return GroupDescription(group_id, 0, group.state().value, group.group_epoch, group.assignment_epoch,
                                 self._assignor_name(group), members)

@@ -258,3 +258,9 @@ def test_a_member_waiting_for_partitions_is_told_to_rejoin_once_they_are_free():
     res2 = join(cm, x, 306).answer
     assert g.members[x].state is MemberState.STABLE and g.members[x].assigned == g.target[x]
     assert res2.generation == g.group_epoch
+
+
+def test_describe_tells_classic_members_from_consumer_ones():
+    ms, cm, a, b = mixed()
+    types = {m.member_id: m.member_type for m in ms.describe(G).members}
+    assert types == {a: 0, b: 0, "new": 1}
