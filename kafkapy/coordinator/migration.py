@@ -7,8 +7,12 @@ convertToConsumerGroup / convertToClassicGroup), sans-I/O.
   group members that keep their partitions (group epoch = target epoch = member epochs = the
   classic generation) and remember how they joined (``ClassicMemberMetadata``), so they go on
   speaking JoinGroup/SyncGroup/Heartbeat (:mod:`~kafkapy.coordinator.consumer.classic_members`).
-* :func:`downgrade`: the last consumer-protocol member leaves (or is fenced) and only classic
-  members remain: the group becomes a classic group again, which then rebalances.
+  :func:`install` puts the result into a :class:`ConsumerGroupMembership`.
+* :func:`downgrade`: the last consumer-protocol member leaves (or is fenced), or a static classic
+  member takes its place, and only classic members remain (:func:`may_downgrade`): the group
+  becomes a classic group again, which rebalances unless its target was up to date.
+  :func:`downgrader` makes the hook :attr:`ConsumerGroupMembership.downgrader` through which the
+  consumer group core asks, so the conversion happens inside the leave or fencing.
 
 Both return the records to append in order: the classic ``(key, value)`` records (bytes, as
 :mod:`~kafkapy.coordinator.membership` writes them) and the consumer group records (values,
@@ -44,7 +48,8 @@ class Upgrade:
     """A classic group converted (or, when it was empty, deleted): the records to append, in this
     order, the consumer group they build, when each member's session ends, and the answers to the
     JoinGroup/SyncGroup requests parked on the classic group (``(group, "join"|"sync", member)``
-    keys, as :mod:`~kafkapy.coordinator.membership` parks them)."""
+    keys, as :mod:`~kafkapy.coordinator.membership` parks them; Kafka answers them at once, the
+    members rejoin either way)."""
 
     classic_records: list[Record]
     consumer_records: list[rec.GroupRecord]
