@@ -17,6 +17,7 @@ from kafkapy.broker.edges import GroupService, LinkService, ProducerIds, RemoteL
 from kafkapy.broker.fetch_session import FetchSessionCache
 from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.replica_manager import ReplicaManager
+from kafkapy.broker.share_partitions import SharePartitionManager
 from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
 from kafkapy.coordinator.share_state_service import ShareCoordinator
@@ -81,6 +82,9 @@ class BrokerContext:
     authorizer: BrokerAuthorizer | None = None
     # The share coordinator of the __share_group_state partitions led here, None until it runs.
     share_state: ShareCoordinator | None = None
+    # Share partitions led here and their sessions (KIP-932 ShareFetch/ShareAcknowledge), None
+    # until a share-state persister is wired: those requests are then UNSUPPORTED_VERSION.
+    share_partitions: SharePartitionManager | None = None
 
     def authorize(self, op: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME, *,
                   audit: bool = True) -> bool:

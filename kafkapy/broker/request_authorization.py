@@ -244,6 +244,10 @@ RULES: dict[int, Rule] = {
     ApiKey.ADD_OFFSETS_TO_TXN: Rule((_TXN_WRITE, _GROUP_READ)),
     ApiKey.END_TXN: Rule((_TXN_WRITE,)),
     ApiKey.TXN_OFFSET_COMMIT: Rule((_TXN_WRITE, _GROUP_READ), (_TOPICS, "topics", _topic_item(Op.READ))),
+    # Share consumers: READ on the group here; READ on each topic in the handler, which answers
+    # the refused partitions itself (the share session still holds them, as Kafka's).
+    ApiKey.SHARE_FETCH: Rule((_GROUP_READ,)),
+    ApiKey.SHARE_ACKNOWLEDGE: Rule((_GROUP_READ,)),
     ApiKey.LIST_TRANSACTIONS: Rule(filter_response=_visible_transactions),
     # Inter-broker and cluster-wide APIs.
     ApiKey.WRITE_TXN_MARKERS: Rule((_cluster(Op.CLUSTER_ACTION),)),

@@ -41,6 +41,7 @@ from kafkapy.broker.producer_expiration import ProducerExpiration
 from kafkapy.broker.producer_id_manager import ProducerIdManager
 from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
+from kafkapy.broker.share_partitions import SharePartitionManager, broker_share_settings, max_share_sessions
 from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
 from kafkapy.config_views import BrokerSettings
@@ -78,6 +79,7 @@ from kafkapy.security.listener_protocols import (
     own_listener,
 )
 from kafkapy.security.principal import KafkaPrincipal
+from kafkapy.share.persister import SharePersister
 from kafkapy.storage import MetaProperties, StorageError, kafka_uuid_to_uuid
 from kafkapy.tiered.manager import RemoteLogManager
 from kafkapy.tiered.metadata_log import MetadataLog
@@ -270,6 +272,15 @@ class BrokerRuntime(Runtime):
         if self.remote_log_manager is not None:
             await nursery.start(self.remote_log_manager.run)
         await nursery.start(self.links.run)
+        if self.context.share_partitions is not None:
+            await nursery.start(self.context.share_partitions.run)
+
+    def serve_share_partitions(self, persister: SharePersister) -> None:
+        """Serve ShareFetch/ShareAcknowledge with ``persister`` holding the share states (the
+        share coordinator's service, or a test's); call before the runtime starts."""
+        self.context.share_partitions = SharePartitionManager(
+            self.replicas, persister, self.clock, settings=broker_share_settings(self.config),
+            max_sessions=max_share_sessions(self.config))
 
     def close(self) -> bool:
         """Close tiered storage and every partition log; False when a log could not be closed

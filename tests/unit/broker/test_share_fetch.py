@@ -1,0 +1,452 @@
+"""ShareFetch and ShareAcknowledge as a share consumer sees them, against an in-memory broker.
+
+Real partition logs behind a real ReplicaManager (``fakes.InMemoryBroker``), the handlers called
+directly, and an in-memory share-state store standing in for the share coordinator. Lock
+timeouts and long polls run under Trio's MockClock, so a 30-second lock lapses at once.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from kafkapy.broker.handlers.share_fetch import handle_share_acknowledge, handle_share_fetch
+from kafkapy.broker.share_partitions import (
+    ShareGroupSettings,
+    ShareKey,
+    SharePartitionManager,
+    _iso_duration_ms,
+)
+from kafkapy.metadata.records import BrokerEndpoint, PartitionChangeRecord, RegisterBrokerRecord
+from kafkapy.protocol import ApiKey
+from kafkapy.protocol.apis import request_class
+from kafkapy.protocol.connection import Request, RequestHeader
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.events import FileRegion
+from kafkapy.records.reader import iter_batches, iter_records
+from kafkapy.share.partition import PartitionState, RecordState, SharePartitionConfig, StateBatch
+from kafkapy.share.persister import StateResult
+from tests.unit.broker.fakes import InMemoryBroker
+
+SF, SA = request_class(ApiKey.SHARE_FETCH), request_class(ApiKey.SHARE_ACKNOWLEDGE)
+ORDERS, GHOST = uuid.UUID(int=1), uuid.UUID(int=99)
+GROUP = "workers"
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+class MemoryPersister:
+    """The share coordinator's store in a dict: what was written is what is read back. ``fail``
+    answers every write with that error code instead."""
+
+    def __init__(self) -> None:
+        self.states: dict[tuple[str, uuid.UUID, int], PartitionState] = {}
+        self.writes: list[PartitionState] = []
+        self.fail = 0
+
+    async def initialize(self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int,
+                         start_offset: int) -> StateResult:
+        self.states[(group_id, topic_id, partition)] = PartitionState(state_epoch, -1, start_offset)
+        return StateResult()
+
+    async def read(self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int) -> StateResult:
+        state = self.states.get((group_id, topic_id, partition), PartitionState(0, -1, -1))
+        return StateResult(state=state)
+
+    async def read_summary(self, group_id: str, topic_id: uuid.UUID, partition: int,
+                           leader_epoch: int = -1) -> StateResult:
+        return await self.read(group_id, topic_id, partition, leader_epoch)
+
+    async def write(self, group_id: str, topic_id: uuid.UUID, partition: int,
+                    state: PartitionState) -> StateResult:
+        if self.fail:
+            return StateResult(error=self.fail)
+        self.states[(group_id, topic_id, partition)] = state
+        self.writes.append(state)
+        return StateResult()
+
+    async def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> StateResult:
+        self.states.pop((group_id, topic_id, partition), None)
+        return StateResult()
+
+
+class Env:
+    def __init__(self, broker: InMemoryBroker, persister: MemoryPersister, mgr: SharePartitionManager) -> None:
+        self.broker, self.persister, self.mgr = broker, persister, mgr
+
+    @property
+    def ctx(self) -> Any:
+        return self.broker.ctx
+
+    def produce(self, *values: bytes, partition: int = 0) -> None:
+        self.broker.produce("orders", partition, *values)
+
+
+def make_env(tmp_path: Any, *, reset: str = "earliest", max_sessions: int = 2000,
+             **partition_config: Any) -> Env:
+    broker = InMemoryBroker(tmp_path)
+    broker.step(RegisterBrokerRecord(broker_id=2, incarnation_id=uuid.UUID(int=2), broker_epoch=2, fenced=False,
+                                     end_points=(BrokerEndpoint("PLAINTEXT", "host2", 9093, 0),)))
+    broker.create("orders", ORDERS, partitions=2, leader_epoch=3)
+    persister = MemoryPersister()
+    settings = ShareGroupSettings(SharePartitionConfig(**partition_config), auto_offset_reset=reset)
+    mgr = SharePartitionManager(broker.replicas, persister, broker.ctx.clock,
+                                settings=lambda group_id: settings, max_sessions=max_sessions)
+    broker.ctx.share_partitions = mgr
+    return Env(broker, persister, mgr)
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = make_env(tmp_path)
+    yield e
+    e.broker.close()
+
+
+def run(fn: Callable[..., Any], *args: Any) -> Any:
+    return trio.run(fn, *args, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def _req(key: ApiKey, body: Any) -> Request:
+    return Request(key, 1, 7, "share-consumer", RequestHeader(key, 1, 7, "share-consumer", 2), body, 0)
+
+
+def fetch_request(member: str, epoch: int, parts: dict[tuple[uuid.UUID, int], list[tuple[int, int, list[int]]]]
+                  | None = None, *, max_wait_ms: int = 0, max_records: int = 500, batch_size: int = 0,
+                  forgotten: list[tuple[uuid.UUID, int]] = (), max_bytes: int = 1 << 20) -> Request:
+    parts = {(ORDERS, 0): []} if parts is None else parts
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for (tid, p), acks in parts.items():
+        by_topic.setdefault(tid, []).append(SF.FetchTopic.FetchPartition(
+            partition_index=p, acknowledgement_batches=[
+                SF.FetchTopic.FetchPartition.AcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=t)
+                for f, la, t in acks]))
+    by_forgotten: dict[uuid.UUID, list[int]] = {}
+    for tid, p in forgotten:
+        by_forgotten.setdefault(tid, []).append(p)
+    body = SF(group_id=GROUP, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
+              min_bytes=1, max_bytes=max_bytes, max_records=max_records, batch_size=batch_size,
+              topics=[SF.FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
+              forgotten_topics_data=[SF.ForgottenTopic(topic_id=t, partitions=ps) for t, ps in by_forgotten.items()])
+    return _req(ApiKey.SHARE_FETCH, body)
+
+
+def ack_request(member: str, epoch: int, parts: dict[tuple[uuid.UUID, int], list[tuple[int, int, list[int]]]]) -> Request:
+    T = SA.AcknowledgeTopic
+    P = T.AcknowledgePartition
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for (tid, p), acks in parts.items():
+        by_topic.setdefault(tid, []).append(P(partition_index=p, acknowledgement_batches=[
+            P.AcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=t) for f, la, t in acks]))
+    body = SA(group_id=GROUP, member_id=member, share_session_epoch=epoch,
+              topics=[T(topic_id=t, partitions=ps) for t, ps in by_topic.items()])
+    return _req(ApiKey.SHARE_ACKNOWLEDGE, body)
+
+
+def partitions(resp: Any) -> dict[tuple[uuid.UUID, int], Any]:
+    return {(t.topic_id, p.partition_index): p for t in resp.responses for p in t.partitions}
+
+
+def values(p: Any) -> list[tuple[int, bytes]]:
+    """(offset, value) of every record the partition's batches carry (the region released)."""
+    records = p.records
+    if isinstance(records, FileRegion):
+        data = os.pread(records.fileno(), records.count, records.offset)
+        records.release()
+    else:
+        data = bytes(records or b"")
+    return [(r.offset, r.value) for _, batch in iter_batches(data) for r in iter_records(batch)]
+
+
+def acquired(p: Any) -> list[tuple[int, int, int]]:
+    return [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records]
+
+
+async def share_fetch(env: Env, req: Request) -> Any:
+    return await handle_share_fetch(env.ctx, req)
+
+
+async def share_ack(env: Env, req: Request) -> Any:
+    return await handle_share_acknowledge(env.ctx, req)
+
+
+# -- acquiring and acknowledging ----------------------------------------------------------------
+
+
+def test_a_fetch_acquires_records_and_an_accept_is_persisted_before_it_is_answered(env) -> None:
+    env.produce(b"a", b"b", b"c")
+
+    async def main() -> None:
+        resp = await share_fetch(env, fetch_request("m1", 0))
+        assert resp.error_code == 0 and resp.acquisition_lock_timeout_ms == 30_000
+        p = partitions(resp)[(ORDERS, 0)]
+        assert p.error_code == 0 and acquired(p) == [(0, 2, 1)]
+        assert values(p) == [(0, b"a"), (1, b"b"), (2, b"c")]
+        # The records are locked to m1: another member gets nothing.
+        other = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
+        assert acquired(other) == [] and values(other) == []
+        ack = await share_ack(env, ack_request("m1", 1, {(ORDERS, 0): [(0, 2, [ACCEPT])]}))
+        assert ack.error_code == 0 and partitions(ack)[(ORDERS, 0)].error_code == 0
+        state = env.persister.states[(GROUP, ORDERS, 0)]
+        assert state.start_offset == 3 and state.state_batches == ()
+    run(main)
+
+
+def test_acknowledgements_ride_on_the_next_fetch(env) -> None:
+    env.produce(b"a", b"b")
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("m1", 0))
+        env.produce(b"c")
+        resp = await share_fetch(env, fetch_request("m1", 1, {(ORDERS, 0): [(0, 0, [ACCEPT]), (1, 1, [REJECT])]}))
+        p = partitions(resp)[(ORDERS, 0)]
+        assert p.acknowledge_error_code == 0
+        assert acquired(p) == [(2, 2, 1)] and [v for _, v in values(p)] == [b"c"]
+        assert env.persister.states[(GROUP, ORDERS, 0)].start_offset == 2
+    run(main)
+
+
+def test_only_the_holder_may_acknowledge(env) -> None:
+    env.produce(b"a")
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("m1", 0))
+        await share_fetch(env, fetch_request("m2", 0))
+        ack = await share_ack(env, ack_request("m2", 1, {(ORDERS, 0): [(0, 0, [ACCEPT])]}))
+        assert partitions(ack)[(ORDERS, 0)].error_code == ErrorCode.INVALID_RECORD_STATE
+        assert env.persister.writes == []
+    run(main)
+
+
+def test_a_failed_state_write_fails_the_acknowledgement_and_changes_nothing(env) -> None:
+    env.produce(b"a")
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("m1", 0))
+        env.persister.fail = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        ack = await share_ack(env, ack_request("m1", 1, {(ORDERS, 0): [(0, 0, [ACCEPT])]}))
+        assert partitions(ack)[(ORDERS, 0)].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        part = env.mgr.held(ShareKey(GROUP, ORDERS, 0))
+        assert part is not None and part.record_state(0)[0] is RecordState.ACQUIRED
+        env.persister.fail = 0
+        ack = await share_ack(env, ack_request("m1", 2, {(ORDERS, 0): [(0, 0, [ACCEPT])]}))
+        assert partitions(ack)[(ORDERS, 0)].error_code == 0
+    run(main)
+
+
+def test_max_records_is_rounded_up_to_whole_batches_and_only_those_are_sent(env) -> None:
+    for pair in ((b"a", b"b"), (b"c", b"d"), (b"e", b"f")):
+        env.produce(*pair)
+
+    async def main() -> None:
+        p = partitions(await share_fetch(env, fetch_request("m1", 0, max_records=3)))[(ORDERS, 0)]
+        assert acquired(p) == [(0, 3, 1)]
+        assert [o for o, _ in values(p)] == [0, 1, 2, 3]
+        # BatchSize cuts the acquired ranges where log batches end.
+        q = partitions(await share_fetch(env, fetch_request("m2", 0, batch_size=1)))[(ORDERS, 0)]
+        assert acquired(q) == [(4, 5, 1)]
+    run(main)
+
+
+def test_batch_size_splits_acquired_records_at_batch_boundaries(env) -> None:
+    for pair in ((b"a", b"b"), (b"c", b"d"), (b"e", b"f")):
+        env.produce(*pair)
+
+    async def main() -> None:
+        p = partitions(await share_fetch(env, fetch_request("m1", 0, batch_size=3)))[(ORDERS, 0)]
+        assert acquired(p) == [(0, 3, 1), (4, 5, 1)]
+        assert len(values(p)) == 6
+    run(main)
+
+
+# -- releasing ------------------------------------------------------------------------------------
+
+
+def test_closing_the_session_releases_the_members_records(env) -> None:
+    env.produce(b"a", b"b")
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("m1", 0))
+        closed = await share_fetch(env, fetch_request("m1", -1, {(ORDERS, 0): [(0, 0, [ACCEPT])]}))
+        assert closed.error_code == 0 and partitions(closed)[(ORDERS, 0)].acknowledge_error_code == 0
+        p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
+        assert acquired(p) == [(1, 1, 2)]  # offset 0 was accepted on the way out
+    run(main)
+
+
+def test_a_member_leaving_releases_its_records(env) -> None:
+    env.produce(b"a")
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("m1", 0))
+        await env.mgr.member_left(GROUP, "m1")
+        assert env.mgr.sessions.get(GROUP, "m1") is None
+        p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
+        assert acquired(p) == [(0, 0, 2)]
+    run(main)
+
+
+def test_an_expired_lock_makes_the_records_available_to_a_parked_fetch(env) -> None:
+    env.produce(b"a", b"b")
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(env.mgr.run)
+            first = partitions(await share_fetch(env, fetch_request("m1", 0)))[(ORDERS, 0)]
+            assert acquired(first) == [(0, 1, 1)]
+            # m2 parks; when m1's 30 s lock lapses the records are its, second delivery.
+            resp = await share_fetch(env, fetch_request("m2", 0, max_wait_ms=60_000))
+            assert acquired(partitions(resp)[(ORDERS, 0)]) == [(0, 1, 2)]
+            late = await share_ack(env, ack_request("m1", 1, {(ORDERS, 0): [(0, 1, [ACCEPT])]}))
+            assert partitions(late)[(ORDERS, 0)].error_code == ErrorCode.INVALID_RECORD_STATE
+            nursery.cancel_scope.cancel()
+    run(main)
+
+
+def test_a_fetch_parks_until_records_arrive_or_max_wait(env) -> None:
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            async def produce_later() -> None:
+                await trio.sleep(1)
+                env.produce(b"late")
+            nursery.start_soon(produce_later)
+            start = trio.current_time()
+            p = partitions(await share_fetch(env, fetch_request("m1", 0, max_wait_ms=5000)))[(ORDERS, 0)]
+            assert acquired(p) == [(0, 0, 1)] and trio.current_time() - start < 5
+        empty = await share_fetch(env, fetch_request("m1", 1, max_wait_ms=5000))
+        assert partitions(empty) == {}  # an incremental answer leaves out partitions with nothing
+    run(main)
+
+
+def test_records_released_up_to_the_delivery_limit_are_archived(tmp_path) -> None:
+    env = make_env(tmp_path, delivery_count_limit=2)
+    env.produce(b"poison")
+
+    async def main() -> None:
+        for epoch, count in ((0, 1), (2, 2)):
+            p = partitions(await share_fetch(env, fetch_request("m1", epoch)))[(ORDERS, 0)]
+            assert acquired(p) == [(0, 0, count)]
+            await share_ack(env, ack_request("m1", epoch + 1, {(ORDERS, 0): [(0, 0, [RELEASE])]}))
+        # Released at the limit: archived, never offered again, and the start moves past it.
+        p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
+        assert acquired(p) == []
+        assert env.persister.states[(GROUP, ORDERS, 0)].start_offset == 1
+    try:
+        run(main)
+    finally:
+        env.broker.close()
+
+
+# -- where the partition starts -------------------------------------------------------------------
+
+
+def test_latest_starts_at_the_high_watermark_and_a_stored_start_wins(tmp_path) -> None:
+    env = make_env(tmp_path, reset="latest")
+    env.produce(b"old")
+    env.persister.states[(GROUP, ORDERS, 1)] = PartitionState(
+        1, -1, 1, (StateBatch(1, 1, int(RecordState.ARCHIVED), 1),))
+    env.produce(b"x", b"y", b"z", partition=1)
+
+    async def main() -> None:
+        parts = {(ORDERS, 0): [], (ORDERS, 1): []}
+        resp = partitions(await share_fetch(env, fetch_request("m1", 0, parts)))
+        assert acquired(resp[(ORDERS, 0)]) == []  # latest: only what comes after
+        assert acquired(resp[(ORDERS, 1)]) == [(2, 2, 1)]  # 0 before the start, 1 archived
+        env.produce(b"new")
+        p = partitions(await share_fetch(env, fetch_request("m1", 1)))[(ORDERS, 0)]
+        assert acquired(p) == [(1, 1, 1)]
+    try:
+        run(main)
+    finally:
+        env.broker.close()
+
+
+def test_by_duration_durations() -> None:
+    assert _iso_duration_ms("PT1H") == 3_600_000
+    assert _iso_duration_ms("P1DT0.5S") == 86_400_500
+    with pytest.raises(ValueError):
+        _iso_duration_ms("1h")
+
+
+def test_the_log_start_moving_archives_what_lies_below(env) -> None:
+    env.produce(b"a", b"b", b"c")
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("m1", 0, max_records=1))
+        env.broker.replicas.leader("orders", 0).delete_records_on_leader(3)
+        env.produce(b"d")
+        p = partitions(await share_fetch(env, fetch_request("m1", 1)))[(ORDERS, 0)]
+        assert acquired(p) == [(3, 3, 1)]
+        assert env.persister.states[(GROUP, ORDERS, 0)].start_offset == 3
+    run(main)
+
+
+# -- errors ---------------------------------------------------------------------------------------
+
+
+def test_session_epochs_and_limits(tmp_path) -> None:
+    env = make_env(tmp_path, max_sessions=1)
+
+    async def main() -> None:
+        assert (await share_fetch(env, fetch_request("m1", 3))).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        assert (await share_fetch(env, fetch_request("m1", 0))).error_code == 0
+        assert (await share_fetch(env, fetch_request("m1", 5))).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        assert (await share_fetch(env, fetch_request("m2", 0))).error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+        with_acks = fetch_request("m1", 0, {(ORDERS, 0): [(0, 0, [ACCEPT])]})
+        assert (await share_fetch(env, with_acks)).error_code == ErrorCode.INVALID_REQUEST
+        ack = await share_ack(env, ack_request("m1", 0, {(ORDERS, 0): [(0, 0, [ACCEPT])]}))
+        assert ack.error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        ack = await share_ack(env, ack_request("m1", 1, {(ORDERS, 0): [(0, 0, [ACCEPT])]}))
+        assert ack.error_code == 0  # (nothing acquired: the partition says INVALID_RECORD_STATE)
+        assert partitions(ack)[(ORDERS, 0)].error_code == ErrorCode.INVALID_RECORD_STATE
+    try:
+        run(main)
+    finally:
+        env.broker.close()
+
+
+def test_forgotten_partitions_are_no_longer_fetched(env) -> None:
+    env.produce(b"a")
+    env.produce(b"b", partition=1)
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("m1", 0, {(ORDERS, 1): []}))  # session: partition 1
+        env.produce(b"c", partition=1)
+        resp = await share_fetch(env, fetch_request("m1", 1, {(ORDERS, 0): []}, forgotten=[(ORDERS, 1)]))
+        assert list(partitions(resp)) == [(ORDERS, 0)]
+        assert acquired(partitions(resp)[(ORDERS, 0)]) == [(0, 0, 1)]
+    run(main)
+
+
+def test_unknown_topic_ids_and_moved_leaders(env) -> None:
+    env.produce(b"a")
+
+    async def main() -> None:
+        resp = await share_fetch(env, fetch_request("m1", 0, {(GHOST, 0): []}))
+        assert partitions(resp)[(GHOST, 0)].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        await share_fetch(env, fetch_request("m2", 0))
+        assert env.mgr.held(ShareKey(GROUP, ORDERS, 0)) is not None
+        env.broker.step(PartitionChangeRecord(partition_id=0, topic_id=ORDERS, leader=2, replicas=(1, 2), isr=(1, 2)))
+        await env.mgr.expire_locks()
+        assert env.mgr.held(ShareKey(GROUP, ORDERS, 0)) is None  # its in-memory state is gone
+        resp = await share_fetch(env, fetch_request("m2", 1, {(ORDERS, 0): [(0, 0, [ACCEPT])]}))
+        p = partitions(resp)[(ORDERS, 0)]
+        assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert p.acknowledge_error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (2, 4)
+        assert [(e.node_id, e.host, e.port) for e in resp.node_endpoints] == [(2, "host2", 9093)]
+    run(main)
+
+
+def test_without_a_manager_share_fetch_is_unsupported(tmp_path) -> None:
+    broker = InMemoryBroker(tmp_path)
+    try:
+        resp = run(handle_share_fetch, broker.ctx, fetch_request("m1", 0))
+        assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
+    finally:
+        broker.close()
