@@ -268,6 +268,29 @@ class SharePartitionManager:
         self._timers.set()
         return ShareRead(records=_covering(region, refs, acquired), acquired=acquired, refs=refs)
 
+    async def acquirable_bytes(self, key: ShareKey, topic: str, *, limit: int) -> int:
+        """How many bytes a fetch of ``key`` could read now, up to ``limit``, acquiring nothing
+        (-1 when the fetch should go ahead at once: an error to answer, or the log start moved
+        past the share partition's start, which the fetch archives and persists)."""
+        try:
+            held = await self._get(key, topic)
+            hosted = self._replicas.leader(topic, key.partition, topic_id=key.topic_id)
+            part = held.partition
+            if hosted.log.log_start_offset > part.start_offset:
+                return -1
+            if not part.can_acquire():
+                return 0
+            result = hosted.read(part.next_fetch_offset(), limit, min_one=False,
+                                 read_committed=part.config.read_committed)
+        except KafkaError as exc:
+            return 0 if exc.code == ErrorCode.OFFSET_OUT_OF_RANGE else -1
+        except OSError:
+            return -1
+        size = len(result.records)
+        if isinstance(result.records, FileRegion):
+            result.records.release()
+        return size
+
     async def wait(self, deadline: float) -> None:
         """Sleep until some log gets new data, records are released, or ``deadline`` (trio time)."""
         released = self._released

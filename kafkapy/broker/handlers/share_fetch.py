@@ -51,6 +51,16 @@ class _Answer:
     acked: bool = False
 
 
+def _invalid_ids(body: Any) -> str | None:
+    """Kafka's checks of the ids before anything else: a group id, and a member id of 1 to 36
+    characters (a client-chosen UUID string)."""
+    if body.group_id is None:
+        return "Invalid group id in the request."
+    if not body.member_id or len(body.member_id) > 36:
+        return "Invalid member id in the request."
+    return None
+
+
 def _manager(ctx: BrokerContext) -> SharePartitionManager | None:
     return ctx.share_partitions
 
@@ -110,7 +120,11 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> object:
     if mgr is None:
         return FetchResp(version=version, throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
                          acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
-    group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
+    invalid = _invalid_ids(body)
+    if invalid is not None:
+        return FetchResp(version=version, throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                         error_message=invalid, acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
+    group_id, member_id, epoch = body.group_id, body.member_id, body.share_session_epoch
     wanted = [TopicIdPartition(t.topic_id, p.partition_index) for t in body.topics or () for p in t.partitions or ()]
     forgotten = [TopicIdPartition(t.topic_id, i) for t in body.forgotten_topics_data or () for i in t.partitions or ()]
     has_acks = any(p.acknowledgement_batches for t in body.topics or () for p in t.partitions or ())
@@ -151,7 +165,17 @@ async def _fetch_all(ctx: BrokerContext, mgr: SharePartitionManager, group_id: s
             answer.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         else:
             readable_parts.append(tp)
+    if readable_parts:
+        # Kafka's round-robin: each request starts one partition further on, so MaxRecords and
+        # MaxBytes do not always go to the first partitions of a session.
+        turn = max(0, body.share_session_epoch) % len(readable_parts)
+        readable_parts = readable_parts[turn:] + readable_parts[:turn]
     while True:
+        if body.min_bytes > 1 and trio.current_time() < deadline:
+            pending = await _pending_bytes(mgr, group_id, readable_parts, names, max_bytes)
+            if 0 <= pending < body.min_bytes:
+                await mgr.wait(deadline)
+                continue
         records_left, total, got = body.max_records, 0, False
         for tp in readable_parts:
             answer = answers[tp]
@@ -164,11 +188,27 @@ async def _fetch_all(ctx: BrokerContext, mgr: SharePartitionManager, group_id: s
             got = got or bool(read.acquired)
             total += read.size
             records_left -= sum(a.last_offset - a.first_offset + 1 for a in read.acquired)
-        # Acquired records are locked to this member: they go out now, whatever MinBytes says.
+        # Acquired records are locked to this member: once any are, they go out now.
         urgent = any(answers[tp].error != ErrorCode.NONE for tp in readable_parts)
         if got or urgent or not readable_parts or trio.current_time() >= deadline:
             return
         await mgr.wait(deadline)
+
+
+async def _pending_bytes(mgr: SharePartitionManager, group_id: str, parts: list[TopicIdPartition],
+                         names: dict[uuid.UUID, str], max_bytes: int) -> int:
+    """Bytes the session's partitions could hand out now (MinBytes' measure, as Kafka's
+    DelayedShareFetch checks before acquiring); -1 when one must be fetched at once."""
+    total = 0
+    for tp in parts:
+        size = await mgr.acquirable_bytes(ShareKey(group_id, tp.topic_id, tp.partition),
+                                          names[tp.topic_id], limit=max_bytes - total)
+        if size < 0:
+            return -1
+        total += size
+        if total >= max_bytes:
+            break
+    return total
 
 
 def _fetch_response(ctx: BrokerContext, version: int, lock_ms: int,
@@ -206,7 +246,11 @@ async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> obje
     if mgr is None:
         return AckResp(version=version, throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
                        responses=[], node_endpoints=[])
-    group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
+    invalid = _invalid_ids(body)
+    if invalid is not None:
+        return AckResp(version=version, throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                       error_message=invalid, responses=[], node_endpoints=[])
+    group_id, member_id, epoch = body.group_id, body.member_id, body.share_session_epoch
     session = mgr.sessions.acknowledge(group_id, member_id, epoch, now_ms=ctx.clock.now_ms())
     if session.error != ErrorCode.NONE:
         return AckResp(version=version, throttle_time_ms=0, error_code=session.error, responses=[],

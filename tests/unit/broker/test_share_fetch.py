@@ -16,20 +16,32 @@ import pytest
 import trio
 import trio.testing
 
+from kafkapy.broker.authorization import BrokerAuthorizer, request_principal
 from kafkapy.broker.handlers.share_fetch import handle_share_acknowledge, handle_share_fetch
+from kafkapy.broker.request_authorization import authorized_call
 from kafkapy.broker.share_partitions import (
     ShareGroupSettings,
     ShareKey,
     SharePartitionManager,
     _iso_duration_ms,
 )
-from kafkapy.metadata.records import BrokerEndpoint, PartitionChangeRecord, RegisterBrokerRecord
+from kafkapy.metadata.records import (
+    AccessControlEntryRecord,
+    BrokerEndpoint,
+    PartitionChangeRecord,
+    RegisterBrokerRecord,
+)
 from kafkapy.protocol import ApiKey
 from kafkapy.protocol.apis import request_class
 from kafkapy.protocol.connection import Request, RequestHeader
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.events import FileRegion
 from kafkapy.records.reader import iter_batches, iter_records
+from kafkapy.security import KafkaPrincipal
+from kafkapy.security.acl import AclOperation as Op
+from kafkapy.security.acl import AclPermissionType as Perm
+from kafkapy.security.acl import PatternType as Pat
+from kafkapy.security.acl import ResourceType as Res
 from kafkapy.share.partition import PartitionState, RecordState, SharePartitionConfig, StateBatch
 from kafkapy.share.persister import StateResult
 from tests.unit.broker.fakes import InMemoryBroker
@@ -116,9 +128,13 @@ def _req(key: ApiKey, body: Any) -> Request:
     return Request(key, 1, 7, "share-consumer", RequestHeader(key, 1, 7, "share-consumer", 2), body, 0)
 
 
-def fetch_request(member: str, epoch: int, parts: dict[tuple[uuid.UUID, int], list[tuple[int, int, list[int]]]]
-                  | None = None, *, max_wait_ms: int = 0, max_records: int = 500, batch_size: int = 0,
-                  forgotten: list[tuple[uuid.UUID, int]] = (), max_bytes: int = 1 << 20) -> Request:
+# (topic id, partition) -> its acknowledgement batches as (first, last, types).
+Acks = dict[tuple[uuid.UUID, int], list[tuple[int, int, list[int]]]]
+
+
+def fetch_request(member: str, epoch: int, parts: Acks | None = None, *, max_wait_ms: int = 0,
+                  max_records: int = 500, batch_size: int = 0, forgotten: list[tuple[uuid.UUID, int]] = (),
+                  max_bytes: int = 1 << 20, min_bytes: int = 1) -> Request:
     parts = {(ORDERS, 0): []} if parts is None else parts
     by_topic: dict[uuid.UUID, list[Any]] = {}
     for (tid, p), acks in parts.items():
@@ -130,13 +146,13 @@ def fetch_request(member: str, epoch: int, parts: dict[tuple[uuid.UUID, int], li
     for tid, p in forgotten:
         by_forgotten.setdefault(tid, []).append(p)
     body = SF(group_id=GROUP, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
-              min_bytes=1, max_bytes=max_bytes, max_records=max_records, batch_size=batch_size,
+              min_bytes=min_bytes, max_bytes=max_bytes, max_records=max_records, batch_size=batch_size,
               topics=[SF.FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
               forgotten_topics_data=[SF.ForgottenTopic(topic_id=t, partitions=ps) for t, ps in by_forgotten.items()])
     return _req(ApiKey.SHARE_FETCH, body)
 
 
-def ack_request(member: str, epoch: int, parts: dict[tuple[uuid.UUID, int], list[tuple[int, int, list[int]]]]) -> Request:
+def ack_request(member: str, epoch: int, parts: Acks) -> Request:
     T = SA.AcknowledgeTopic
     P = T.AcknowledgePartition
     by_topic: dict[uuid.UUID, list[Any]] = {}
@@ -323,6 +339,41 @@ def test_a_fetch_parks_until_records_arrive_or_max_wait(env) -> None:
     run(main)
 
 
+def test_min_bytes_waits_for_enough_acquirable_data(env) -> None:
+    env.produce(b"x")
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            async def produce_later() -> None:
+                await trio.sleep(1)
+                env.produce(b"y" * 2000)
+            nursery.start_soon(produce_later)
+            start = trio.current_time()
+            p = partitions(await share_fetch(env, fetch_request("m1", 0, max_wait_ms=5000, min_bytes=1000)))
+            assert acquired(p[(ORDERS, 0)]) == [(0, 1, 1)]  # both batches, after the second came
+            assert 1 <= trio.current_time() - start < 5
+        # At MaxWaitMs whatever there is goes out.
+        env.produce(b"z")
+        p = partitions(await share_fetch(env, fetch_request("m1", 1, max_wait_ms=5000, min_bytes=1 << 20)))
+        assert acquired(p[(ORDERS, 0)]) == [(2, 2, 1)]
+    run(main)
+
+
+def test_group_and_member_ids_are_checked_first(env) -> None:
+    async def main() -> None:
+        for member in ("", "m" * 37):
+            resp = await share_fetch(env, fetch_request(member, 0))
+            assert resp.error_code == ErrorCode.INVALID_REQUEST
+            assert resp.error_message == "Invalid member id in the request."
+            ack = await share_ack(env, ack_request(member, 1, {}))
+            assert ack.error_code == ErrorCode.INVALID_REQUEST
+        req = fetch_request("m1", 0)
+        req.body.group_id = None
+        assert (await share_fetch(env, req)).error_message == "Invalid group id in the request."
+        assert len(env.mgr.sessions) == 0
+    run(main)
+
+
 def test_records_released_up_to_the_delivery_limit_are_archived(tmp_path) -> None:
     env = make_env(tmp_path, delivery_count_limit=2)
     env.produce(b"poison")
@@ -450,3 +501,30 @@ def test_without_a_manager_share_fetch_is_unsupported(tmp_path) -> None:
         assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
     finally:
         broker.close()
+
+
+def test_group_read_and_topic_read_are_required(env) -> None:
+    env.produce(b"a")
+    env.broker.ctx.authorizer = BrokerAuthorizer(lambda: env.broker.image, super_users=frozenset(),
+                                                 allow_if_no_acl=False)
+
+    def allow(n: int, rtype: Res, name: str) -> AccessControlEntryRecord:
+        return AccessControlEntryRecord(uuid.UUID(int=1000 + n), rtype, name, Pat.LITERAL, "User:alice", "*",
+                                        Op.READ, Perm.ALLOW)
+
+    async def main() -> None:
+        request_principal.set(KafkaPrincipal.user("alice"))
+
+        async def call(req: Request) -> Any:
+            handler = handle_share_fetch if req.api_key == ApiKey.SHARE_FETCH else handle_share_acknowledge
+            return await authorized_call(env.ctx, req, lambda r: handler(env.ctx, r))
+        refused = await call(fetch_request("m1", 0))
+        assert refused.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED and len(env.mgr.sessions) == 0
+        assert (await call(ack_request("m1", 1, {}))).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        env.broker.step(allow(1, Res.GROUP, GROUP))
+        p = partitions(await call(fetch_request("m1", 0)))[(ORDERS, 0)]
+        assert p.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and acquired(p) == []
+        env.broker.step(allow(2, Res.TOPIC, "orders"))
+        p = partitions(await call(fetch_request("m1", 1)))[(ORDERS, 0)]
+        assert p.error_code == 0 and acquired(p) == [(0, 0, 1)]
+    run(main)
