@@ -32,10 +32,11 @@ from kafkapy.metadata.records import (
     RegisterBrokerRecord,
 )
 from kafkapy.protocol import ApiKey
-from kafkapy.protocol.apis import request_class
+from kafkapy.protocol.apis import request_class, response_class
 from kafkapy.protocol.connection import Request, RequestHeader
+from kafkapy.protocol.encode import encode_response_parts
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.protocol.events import FileRegion
+from kafkapy.protocol.events import FileRegion, Reply
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.security import KafkaPrincipal
 from kafkapy.security.acl import AclOperation as Op
@@ -44,9 +45,10 @@ from kafkapy.security.acl import PatternType as Pat
 from kafkapy.security.acl import ResourceType as Res
 from kafkapy.share.partition import PartitionState, RecordState, SharePartitionConfig, StateBatch
 from kafkapy.share.persister import StateResult
-from tests.unit.broker.fakes import InMemoryBroker
+from tests.unit.broker.fakes import InMemoryBroker, reply_frame
 
 SF, SA = request_class(ApiKey.SHARE_FETCH), request_class(ApiKey.SHARE_ACKNOWLEDGE)
+SF_RESP: Any = response_class(ApiKey.SHARE_FETCH)
 ORDERS, GHOST = uuid.UUID(int=1), uuid.UUID(int=99)
 GROUP = "workers"
 ACCEPT, RELEASE, REJECT = 1, 2, 3
@@ -527,4 +529,46 @@ def test_group_read_and_topic_read_are_required(env) -> None:
         env.broker.step(allow(2, Res.TOPIC, "orders"))
         p = partitions(await call(fetch_request("m1", 1)))[(ORDERS, 0)]
         assert p.error_code == 0 and acquired(p) == [(0, 0, 1)]
+    run(main)
+
+
+def test_the_answer_goes_on_the_wire_with_the_batches_as_file_regions(env) -> None:
+    env.produce(b"a", b"b")
+
+    async def main() -> None:
+        req = fetch_request("m1", 0)
+        parts = encode_response_parts(req, await share_fetch(env, req))
+        assert any(isinstance(part, FileRegion) for part in parts)  # zero-copy, as Fetch
+        frame = reply_frame(Reply(parts=parts))
+        resp = SF_RESP.decode(memoryview(frame)[4 + 4 + 1:], version=1)
+        p = partitions(resp)[(ORDERS, 0)]
+        assert acquired(p) == [(0, 1, 1)] and values(p) == [(0, b"a"), (1, b"b")]
+    run(main)
+
+
+def test_three_members_share_the_work_and_each_record_is_processed_once(env) -> None:
+    for i in range(0, 60, 3):
+        env.produce(*(b"%d" % n for n in range(i, i + 3)))
+
+    async def main() -> None:
+        epochs = {m: 0 for m in ("m1", "m2", "m3")}
+        pending: dict[str, Acks] = {m: {} for m in epochs}
+        seen: list[bytes] = []
+        for _ in range(10):
+            for member in epochs:
+                req = fetch_request(member, epochs[member], pending[member] or None, max_records=5)
+                epochs[member] += 1
+                p = partitions(await share_fetch(env, req)).get((ORDERS, 0))
+                pending[member] = {}
+                if p is None or not p.acquired_records:
+                    continue
+                assert p.acknowledge_error_code == 0
+                held = {o for a in p.acquired_records for o in range(a.first_offset, a.last_offset + 1)}
+                seen += [v for o, v in values(p) if o in held]
+                pending[member] = {(ORDERS, 0): [(a.first_offset, a.last_offset, [ACCEPT])
+                                                 for a in p.acquired_records]}
+        for member in epochs:  # the last acknowledgements, closing the sessions
+            await share_fetch(env, fetch_request(member, -1, pending[member] or None))
+        assert sorted(seen, key=int) == [b"%d" % n for n in range(60)]
+        assert env.persister.states[(GROUP, ORDERS, 0)].start_offset == 60
     run(main)
