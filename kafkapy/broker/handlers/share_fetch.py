@@ -22,7 +22,7 @@ from typing import Any
 
 import trio
 
-from kafkapy.broker.context import BrokerContext
+from kafkapy.broker.context import BrokerContext, client_address, request_listener
 from kafkapy.broker.gated_apis import SHARE_VERSION_FEATURE, GatedApi
 from kafkapy.broker.leader_hints import MOVED, LeaderHints
 from kafkapy.broker.share_partitions import ShareKey, SharePartitionManager, ShareRead
@@ -59,6 +59,17 @@ def _invalid_ids(body: Any) -> str | None:
     if not body.member_id or len(body.member_id) > 36:
         return "Invalid member id in the request."
     return None
+
+
+def connection_key(listener: str | None, peer: tuple[Any, ...] | None) -> str | None:
+    """The connection a share session is tied to (Kafka closes a session with its connection):
+    the listener and the client's address, which name one open connection at a time. The edge
+    that sees a connection close passes the same key to ``SharePartitionManager.connection_closed``."""
+    return None if peer is None else f"{listener}/{peer}"
+
+
+def _connection() -> str | None:
+    return connection_key(request_listener.get(), client_address.get())
 
 
 def _manager(ctx: BrokerContext) -> SharePartitionManager | None:
@@ -129,7 +140,8 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> object:
     forgotten = [TopicIdPartition(t.topic_id, i) for t in body.forgotten_topics_data or () for i in t.partitions or ()]
     has_acks = any(p.acknowledgement_batches for t in body.topics or () for p in t.partitions or ())
     session = mgr.sessions.fetch(group_id, member_id, epoch, topics=wanted, forgotten=forgotten,
-                                 has_acknowledgements=has_acks, now_ms=ctx.clock.now_ms())
+                                 has_acknowledgements=has_acks, connection_id=_connection(),
+                                 now_ms=ctx.clock.now_ms())
     lock_ms = mgr.lock_duration_ms(group_id)
     if session.error != ErrorCode.NONE:
         return FetchResp(version=version, throttle_time_ms=0, error_code=session.error,
@@ -279,4 +291,4 @@ SHARE_FETCH_APIS: list[GatedApi] = [
     GatedApi(ApiKey.SHARE_ACKNOWLEDGE, 1, 1, handle_share_acknowledge, SHARE_VERSION_FEATURE, 1),
 ]
 
-__all__ = ["SHARE_FETCH_APIS", "handle_share_acknowledge", "handle_share_fetch"]
+__all__ = ["SHARE_FETCH_APIS", "connection_key", "handle_share_acknowledge", "handle_share_fetch"]

@@ -17,7 +17,8 @@ import trio
 import trio.testing
 
 from kafkapy.broker.authorization import BrokerAuthorizer, request_principal
-from kafkapy.broker.handlers.share_fetch import handle_share_acknowledge, handle_share_fetch
+from kafkapy.broker.context import client_address, request_listener
+from kafkapy.broker.handlers.share_fetch import connection_key, handle_share_acknowledge, handle_share_fetch
 from kafkapy.broker.request_authorization import authorized_call
 from kafkapy.broker.share_partitions import (
     ShareGroupSettings,
@@ -571,4 +572,19 @@ def test_three_members_share_the_work_and_each_record_is_processed_once(env) -> 
             await share_fetch(env, fetch_request(member, -1, pending[member] or None))
         assert sorted(seen, key=int) == [b"%d" % n for n in range(60)]
         assert env.persister.states[(GROUP, ORDERS, 0)].start_offset == 60
+    run(main)
+
+
+def test_a_closed_connection_ends_its_sessions_and_releases_their_records(env) -> None:
+    env.produce(b"a")
+
+    async def main() -> None:
+        client_address.set(("10.0.0.7", 50123))
+        request_listener.set("PLAINTEXT")
+        await share_fetch(env, fetch_request("m1", 0))
+        await env.mgr.connection_closed(connection_key("PLAINTEXT", ("10.0.0.7", 50123)))
+        assert env.mgr.sessions.get(GROUP, "m1") is None
+        client_address.set(("10.0.0.8", 40000))
+        p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
+        assert acquired(p) == [(0, 0, 2)]
     run(main)
