@@ -24,7 +24,9 @@ import trio
 
 from kafkapy.broker.context import BrokerContext, client_address, request_listener
 from kafkapy.broker.gated_apis import SHARE_VERSION_FEATURE, GatedApi
+from kafkapy.broker.handlers.fetch import _over_quota
 from kafkapy.broker.leader_hints import MOVED, LeaderHints
+from kafkapy.broker.request_throttle import current_throttle
 from kafkapy.broker.share_partitions import ShareKey, SharePartitionManager, ShareRead
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiKey
@@ -32,7 +34,7 @@ from kafkapy.protocol.connection import Request
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.events import FileRegion
 from kafkapy.security.acl import AclOperation, ResourceType
-from kafkapy.share.partition import AcknowledgementBatch
+from kafkapy.share.partition import AcknowledgementBatch, AcknowledgeType
 from kafkapy.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, TopicIdPartition
 
 FetchResp: Any = m.ShareFetchResponse
@@ -155,6 +157,13 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> object:
         await mgr.release_member(group_id, member_id, session.release)
     else:
         await _fetch_all(ctx, mgr, group_id, member_id, body, fetching, names, readable, answers)
+        throttle = current_throttle.get()
+        if throttle is not None and _over_quota(ctx, throttle, sum(a.read.size for a in answers.values())):
+            # Over the consumer's byte (or request) quota: Kafka's throttled answer carries
+            # nothing. The records go back at once rather than when their locks lapse.
+            await _give_back(mgr, group_id, member_id, answers, names)
+            return FetchResp(version=version, throttle_time_ms=0, error_code=0,
+                             acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
     # An initial fetch answers every partition of the new session; later ones only those with
     # something to say (records, an error, an acknowledgement's outcome), as Kafka's sessions do.
     shown = {tp: a for tp, a in answers.items()
@@ -168,6 +177,13 @@ async def _fetch_all(ctx: BrokerContext, mgr: SharePartitionManager, group_id: s
     """Acquire records in the session's partitions, waiting up to MaxWaitMs for the first."""
     deadline = trio.current_time() + max(0, body.max_wait_ms) / 1000.0
     max_bytes = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
+    throttle = current_throttle.get()
+    if throttle is not None:
+        # Never more than the consumer's quota allows in a window, as Kafka caps it.
+        cap = throttle.quotas.fetch.max_value_in_window(throttle.user, throttle.client_id)
+        if cap < max_bytes:
+            max_bytes = int(cap)
+    min_bytes = min(body.min_bytes, max_bytes)
     readable_parts = []
     for tp in fetching:
         answer = answers.setdefault(tp, _Answer())
@@ -183,9 +199,9 @@ async def _fetch_all(ctx: BrokerContext, mgr: SharePartitionManager, group_id: s
         turn = max(0, body.share_session_epoch) % len(readable_parts)
         readable_parts = readable_parts[turn:] + readable_parts[:turn]
     while True:
-        if body.min_bytes > 1 and trio.current_time() < deadline:
+        if min_bytes > 1 and trio.current_time() < deadline:
             pending = await _pending_bytes(mgr, group_id, readable_parts, names, max_bytes)
-            if 0 <= pending < body.min_bytes:
+            if 0 <= pending < min_bytes:
                 await mgr.wait(deadline)
                 continue
         records_left, total, got = body.max_records, 0, False
@@ -205,6 +221,19 @@ async def _fetch_all(ctx: BrokerContext, mgr: SharePartitionManager, group_id: s
         if got or urgent or not readable_parts or trio.current_time() >= deadline:
             return
         await mgr.wait(deadline)
+
+
+async def _give_back(mgr: SharePartitionManager, group_id: str, member_id: str,
+                     answers: dict[TopicIdPartition, _Answer], names: dict[uuid.UUID, str]) -> None:
+    """Release what this fetch acquired and drop its batches: the answer will not carry them."""
+    for tp, answer in answers.items():
+        read = answer.read
+        if isinstance(read.records, FileRegion):
+            read.records.release()
+        if read.acquired:
+            await mgr.acknowledge(ShareKey(group_id, tp.topic_id, tp.partition), names[tp.topic_id], member_id,
+                                  [AcknowledgementBatch(a.first_offset, a.last_offset, (AcknowledgeType.RELEASE,))
+                                   for a in read.acquired])
 
 
 async def _pending_bytes(mgr: SharePartitionManager, group_id: str, parts: list[TopicIdPartition],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -19,13 +20,16 @@ import trio.testing
 from kafkapy.broker.authorization import BrokerAuthorizer, request_principal
 from kafkapy.broker.context import client_address, request_listener
 from kafkapy.broker.handlers.share_fetch import connection_key, handle_share_acknowledge, handle_share_fetch
+from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.request_authorization import authorized_call
+from kafkapy.broker.request_throttle import RequestThrottle, current_throttle
 from kafkapy.broker.share_partitions import (
     ShareGroupSettings,
     ShareKey,
     SharePartitionManager,
     _iso_duration_ms,
 )
+from kafkapy.metadata.client_quotas import ClientQuotasImage
 from kafkapy.metadata.records import (
     AccessControlEntryRecord,
     BrokerEndpoint,
@@ -587,4 +591,21 @@ def test_a_closed_connection_ends_its_sessions_and_releases_their_records(env) -
         client_address.set(("10.0.0.8", 40000))
         p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
         assert acquired(p) == [(0, 0, 2)]
+    run(main)
+
+
+def test_over_the_consumer_byte_quota_nothing_is_sent_and_the_records_go_back(env) -> None:
+    quotas = ClientQuotas()
+    quotas.refresh(ClientQuotasImage(MappingProxyType({
+        (("client-id", "share-consumer"),): MappingProxyType({"consumer_byte_rate": 10.0})})))
+    env.produce(b"x" * 2000)
+
+    async def main() -> None:
+        throttle = RequestThrottle(quotas, "ANONYMOUS", "share-consumer")
+        current_throttle.set(throttle)
+        resp = await share_fetch(env, fetch_request("m1", 0))
+        assert resp.responses == [] and throttle.throttle_ms > 0
+        current_throttle.set(None)
+        p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
+        assert acquired(p) == [(0, 0, 2)]  # released at once, not when the lock lapsed
     run(main)
