@@ -25,6 +25,8 @@ from typing import NamedTuple, Protocol
 
 import trio
 
+from kafkapy.broker.edges import RemoteLog
+from kafkapy.broker.partition import Partition
 from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.config import BrokerConfig
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -130,8 +132,10 @@ class SharePartitionManager:
 
     def __init__(self, replicas: ReplicaManager, persister: SharePersister, clock: Clock, *,
                  settings: Callable[[str], ShareGroupSettings] | None = None,
-                 max_sessions: int = 2000) -> None:
+                 max_sessions: int = 2000, remote: RemoteLog | None = None) -> None:
         self._replicas = replicas
+        # Tiered storage (KIP-405), when enabled: records below the local log are read from it.
+        self._remote = remote
         self._persister = persister
         self._clock = clock
         self._settings = settings or (lambda group_id: ShareGroupSettings())
@@ -251,22 +255,50 @@ class SharePartitionManager:
         try:
             result = hosted.read(offset, limit, min_one=min_one, read_committed=read_committed)
         except KafkaError as exc:
-            if exc.code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                return ShareRead()  # past a log end that truncation moved back: nothing yet
-            raise
+            if exc.code != ErrorCode.OFFSET_OUT_OF_RANGE:
+                raise
+            if self._remote is not None and self._remote.serves_remotely(hosted, offset):
+                return await self._acquire_remote(hosted, part, member_id, offset, max_records, limit, min_one)
+            return ShareRead()  # past a log end that truncation moved back: nothing yet
         region = result.records
         if not isinstance(region, FileRegion) or len(region) == 0:
             return ShareRead()
         refs = batch_headers(region)
         end = result.last_stable_offset if read_committed else result.high_watermark
-        aborted = [AbortedTransaction(pid, first) for pid, first in result.aborted_transactions or ()]
         acquired = part.acquire(member_id, [b for _, _, b in refs], self._clock.now_ms(),
-                                max_records=max_records, end_offset=end, aborted=aborted)
+                                max_records=max_records, end_offset=end,
+                                aborted=_aborted(result.aborted_transactions))
         if not acquired:
             region.release()
             return ShareRead()
         self._timers.set()
         return ShareRead(records=_covering(region, refs, acquired), acquired=acquired, refs=refs)
+
+    async def _acquire_remote(self, hosted: Partition, part: SharePartition, member_id: str, offset: int,
+                              max_records: int, limit: int, min_one: bool) -> ShareRead:
+        """Acquire from batches below the local log that tiered storage holds (KIP-405)."""
+        remote = self._remote
+        assert remote is not None
+        plog = hosted.log
+        hw = plog.high_watermark
+        aborted: Sequence[tuple[int, int]] | None = None
+        if part.config.read_committed:
+            got = await remote.read_remote_committed(hosted, offset, limit, min_one=min_one)
+            data, aborted = (None, None) if got is None else got
+            end = min(plog.last_stable_offset, hw)
+        else:
+            data, end = await remote.read_remote(hosted, offset, limit, min_one=min_one), hw
+        if not data:
+            return ShareRead()
+        refs = batch_headers_of(data)
+        acquired = part.acquire(member_id, [b for _, _, b in refs], self._clock.now_ms(),
+                                max_records=max_records, end_offset=end, aborted=_aborted(aborted))
+        if not acquired:
+            return ShareRead()
+        self._timers.set()
+        first, last = _covering_refs(refs, acquired)
+        return ShareRead(records=data[first.position:last.position + last.size], acquired=acquired,
+                         refs=refs)
 
     async def acquirable_bytes(self, key: ShareKey, topic: str, *, limit: int) -> int:
         """How many bytes a fetch of ``key`` could read now, up to ``limit``, acquiring nothing
@@ -275,15 +307,22 @@ class SharePartitionManager:
         try:
             held = await self._get(key, topic)
             hosted = self._replicas.leader(topic, key.partition, topic_id=key.topic_id)
-            part = held.partition
-            if hosted.log.log_start_offset > part.start_offset:
-                return -1
-            if not part.can_acquire():
-                return 0
-            result = hosted.read(part.next_fetch_offset(), limit, min_one=False,
-                                 read_committed=part.config.read_committed)
+        except KafkaError:
+            return -1
+        part = held.partition
+        if hosted.log.log_start_offset > part.start_offset:
+            return -1
+        if not part.can_acquire():
+            return 0
+        offset = part.next_fetch_offset()
+        try:
+            result = hosted.read(offset, limit, min_one=False, read_committed=part.config.read_committed)
         except KafkaError as exc:
-            return 0 if exc.code == ErrorCode.OFFSET_OUT_OF_RANGE else -1
+            if exc.code != ErrorCode.OFFSET_OUT_OF_RANGE:
+                return -1
+            # Below the local log but in tiered storage: the fetch reads it at once.
+            remote = self._remote
+            return -1 if remote is not None and remote.serves_remotely(hosted, offset) else 0
         except OSError:
             return -1
         size = len(result.records)
@@ -417,6 +456,20 @@ class SharePartitionManager:
                 await timers.wait()
 
 
+def batch_headers_of(data: bytes) -> list[BatchRef]:
+    """The headers of the whole batches in ``data`` (a remote read), positions within it."""
+    out: list[BatchRef] = []
+    pos = 0
+    while len(data) - pos >= fmt.HEADER_SIZE:
+        h = fmt.parse_header(data, pos)
+        if h.size < fmt.HEADER_SIZE or pos + h.size > len(data):
+            break
+        out.append(BatchRef(pos, h.size, FetchedBatch(h.base_offset, h.last_offset, h.producer_id,
+                                                      h.is_transactional, h.is_control)))
+        pos += h.size
+    return out
+
+
 def batch_headers(region: FileRegion) -> list[BatchRef]:
     """The headers of the whole batches in ``region``, read a chunk at a time: what acquiring
     needs, without touching the records."""
@@ -444,11 +497,21 @@ def _covering(region: FileRegion, refs: Sequence[BatchRef],
               acquired: Sequence[AcquiredRecords]) -> FileRegion:
     """The part of ``region`` from the batch holding the first acquired offset to the one
     holding the last (Kafka's maybeSliceFetchRecords): the client gets no batch it cannot use."""
+    start, stop = _covering_refs(refs, acquired)
+    return FileRegion(region.fd, start.position, stop.position + stop.size - start.position,
+                      region.owner)
+
+
+def _covering_refs(refs: Sequence[BatchRef], acquired: Sequence[AcquiredRecords]) -> tuple[BatchRef, BatchRef]:
+    """The first and the last batch holding acquired offsets."""
     first, last = acquired[0].first_offset, acquired[-1].last_offset
     start = next(r for r in refs if r.batch.last_offset >= first)
     stop = next((r for r in reversed(refs) if r.batch.base_offset <= last), refs[-1])
-    return FileRegion(region.fd, start.position, stop.position + stop.size - start.position,
-                      region.owner)
+    return start, stop
+
+
+def _aborted(found: Sequence[tuple[int, int]] | None) -> list[AbortedTransaction]:
+    return [AbortedTransaction(pid, first) for pid, first in found or ()]
 
 
 def split_acquired(acquired: Sequence[AcquiredRecords], refs: Sequence[BatchRef],
@@ -486,4 +549,4 @@ def _iso_duration_ms(text: str) -> int:
 
 
 __all__ = ["BatchRef", "ShareGroupSettings", "ShareKey", "SharePartitionManager", "ShareRead",
-           "batch_headers", "broker_share_settings", "max_share_sessions", "split_acquired"]
+           "batch_headers", "batch_headers_of", "broker_share_settings", "max_share_sessions", "split_acquired"]

@@ -280,7 +280,7 @@ class BrokerRuntime(Runtime):
         share coordinator's service, or a test's); call before the runtime starts."""
         self.context.share_partitions = SharePartitionManager(
             self.replicas, persister, self.clock, settings=broker_share_settings(self.config),
-            max_sessions=max_share_sessions(self.config))
+            max_sessions=max_share_sessions(self.config), remote=self.remote_log_manager)
 
     def close(self) -> bool:
         """Close tiered storage and every partition log; False when a log could not be closed

@@ -40,7 +40,7 @@ from kafkapy.protocol import ApiKey
 from kafkapy.protocol.apis import request_class, response_class
 from kafkapy.protocol.connection import Request, RequestHeader
 from kafkapy.protocol.encode import encode_response_parts
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.events import FileRegion, Reply
 from kafkapy.records.reader import iter_batches, iter_records
 from kafkapy.security import KafkaPrincipal
@@ -608,4 +608,47 @@ def test_over_the_consumer_byte_quota_nothing_is_sent_and_the_records_go_back(en
         current_throttle.set(None)
         p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
         assert acquired(p) == [(0, 0, 2)]  # released at once, not when the lock lapsed
+    run(main)
+
+
+class TieredBelow:
+    """Tiered storage holding the offsets below ``local_start`` (the batches are the local log's
+    own, read before the local reads are made to refuse them)."""
+
+    def __init__(self, env: Env, local_start: int) -> None:
+        hosted = env.broker.replicas.leader("orders", 0)
+        region = hosted.read(0, 1 << 20, min_one=True, read_committed=False).records
+        data = os.pread(region.fileno(), region.count, region.offset)
+        region.release()
+        self.data = b"".join(bytes(batch) for _, batch in _batches_below(data, local_start))
+        self.local_start = local_start
+        local_read = hosted.read
+
+        def read(offset: int, limit: int, **kw: Any) -> Any:
+            if offset < local_start:
+                raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
+            return local_read(offset, limit, **kw)
+        hosted.read = read  # type: ignore[method-assign]
+
+    def serves_remotely(self, hosted: Any, offset: int) -> bool:
+        return offset < self.local_start
+
+    async def read_remote(self, hosted: Any, offset: int, max_bytes: int, *, min_one: bool) -> bytes | None:
+        return self.data
+
+
+def _batches_below(data: bytes, end: int) -> list[tuple[Any, memoryview]]:
+    return [(h, b) for h, b in iter_batches(data) if h.last_offset < end]
+
+
+def test_records_below_the_local_log_come_from_tiered_storage(env) -> None:
+    env.produce(b"a", b"b")
+    env.produce(b"c")
+    env.mgr._remote = TieredBelow(env, local_start=2)
+
+    async def main() -> None:
+        p = partitions(await share_fetch(env, fetch_request("m1", 0, min_bytes=10, max_wait_ms=1000)))[(ORDERS, 0)]
+        assert acquired(p) == [(0, 1, 1)] and values(p) == [(0, b"a"), (1, b"b")]
+        q = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
+        assert acquired(q) == [(2, 2, 1)] and values(q) == [(2, b"c")]
     run(main)
