@@ -164,6 +164,7 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> object:
             await _give_back(mgr, group_id, member_id, answers, names)
             return FetchResp(version=version, throttle_time_ms=0, error_code=0,
                              acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+    _count(ctx, answers, names)
     # An initial fetch answers every partition of the new session; later ones only those with
     # something to say (records, an error, an acknowledgement's outcome), as Kafka's sessions do.
     shown = {tp: a for tp, a in answers.items()
@@ -250,6 +251,22 @@ async def _pending_bytes(mgr: SharePartitionManager, group_id: str, parts: list[
         if total >= max_bytes:
             break
     return total
+
+
+def _count(ctx: BrokerContext, answers: dict[TopicIdPartition, _Answer], names: dict[uuid.UUID, str]) -> None:
+    """Bytes out per topic and partition, in the broker's topic metrics, as Fetch counts them."""
+    stats = ctx.stats
+    if stats is None:
+        return
+    for tp, a in answers.items():
+        name = names.get(tp.topic_id)
+        if name is None:
+            continue
+        if a.error == ErrorCode.NONE:
+            stats.fetched(name, a.read.size)
+            stats.partition_fetched(name, tp.partition, a.read.size)
+        else:
+            stats.fetched(name, 0, failed=True)
 
 
 def _fetch_response(ctx: BrokerContext, version: int, lock_ms: int,
