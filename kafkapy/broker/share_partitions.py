@@ -14,7 +14,6 @@ fenced by a newer leader, is forgotten here and reloaded on its next use.
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import re
@@ -263,7 +262,9 @@ class SharePartitionManager:
         region = result.records
         if not isinstance(region, FileRegion) or len(region) == 0:
             return ShareRead()
-        refs = batch_headers(region)
+        # Acquiring never reaches past max_records new records beyond the SPEO: headers further
+        # on are not read.
+        refs = batch_headers(region, until=part.end_offset + max_records)
         end = result.last_stable_offset if read_committed else result.high_watermark
         acquired = part.acquire(member_id, [b for _, _, b in refs], self._clock.now_ms(),
                                 max_records=max_records, end_offset=end,
@@ -358,7 +359,7 @@ class SharePartitionManager:
         except KafkaError as exc:
             return exc.code, exc.message
         async with held.lock:
-            before = copy.deepcopy(held.partition)
+            before = held.partition.copy()
             code = held.partition.acknowledge(member_id, batches)
             if code != ErrorCode.NONE:
                 return code, None
@@ -470,9 +471,9 @@ def batch_headers_of(data: bytes) -> list[BatchRef]:
     return out
 
 
-def batch_headers(region: FileRegion) -> list[BatchRef]:
+def batch_headers(region: FileRegion, until: int | None = None) -> list[BatchRef]:
     """The headers of the whole batches in ``region``, read a chunk at a time: what acquiring
-    needs, without touching the records."""
+    needs, without touching the records; with ``until``, only up to the batch holding it."""
     fd = region.fileno()
     out: list[BatchRef] = []
     pos, end = region.offset, region.offset + region.count
@@ -489,6 +490,8 @@ def batch_headers(region: FileRegion) -> list[BatchRef]:
             break
         out.append(BatchRef(pos, size, FetchedBatch(h.base_offset, h.last_offset, h.producer_id,
                                                     h.is_transactional, h.is_control)))
+        if until is not None and h.last_offset >= until:
+            break
         pos += size
     return out
 

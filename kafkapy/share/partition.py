@@ -25,6 +25,7 @@ answers.
 from __future__ import annotations
 
 import bisect
+import copy
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -177,6 +178,13 @@ class SharePartition:
         self._start = start_offset
         self._end = start_offset - 1  # the last offset with a state; start - 1 when nothing is
         self._runs: list[_Run] = []
+
+    def copy(self) -> SharePartition:
+        """An independent copy of the whole state: what the edge rolls back to when a change
+        could not be persisted."""
+        clone = copy.copy(self)
+        clone._runs = [run.cut(run.first, run.last) for run in self._runs]
+        return clone
 
     # -- reading the state --------------------------------------------------------------------
 
