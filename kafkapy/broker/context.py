@@ -82,8 +82,8 @@ class BrokerContext:
     authorizer: BrokerAuthorizer | None = None
     # The share coordinator of the __share_group_state partitions led here, None until it runs.
     share_state: ShareCoordinator | None = None
-    # Share partitions led here and their sessions (KIP-932 ShareFetch/ShareAcknowledge), None
-    # until a share-state persister is wired: those requests are then UNSUPPORTED_VERSION.
+    # Share partitions led here and their sessions (KIP-932 ShareFetch/ShareAcknowledge); None
+    # where none are served (tests, the controller's admin context): UNSUPPORTED_VERSION then.
     share_partitions: SharePartitionManager | None = None
 
     def authorize(self, op: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME, *,

@@ -79,7 +79,6 @@ from kafkapy.security.listener_protocols import (
     own_listener,
 )
 from kafkapy.security.principal import KafkaPrincipal
-from kafkapy.share.persister import SharePersister
 from kafkapy.storage import MetaProperties, StorageError, kafka_uuid_to_uuid
 from kafkapy.tiered.manager import RemoteLogManager
 from kafkapy.tiered.metadata_log import MetadataLog
@@ -171,6 +170,11 @@ class BrokerRuntime(Runtime):
         self.share_persister = ShareStatePersister(
             self.share_state, node_id, lambda: loader.image, self._connect_to_broker,
             ensure_topic=lambda: ensure_share_state_topic(self.context))
+        # The share partitions this broker leads (ShareFetch/ShareAcknowledge), their state kept
+        # through that persister.
+        self.share_partitions = SharePartitionManager(
+            self.replicas, self.share_persister, clock, settings=broker_share_settings(config),
+            max_sessions=max_share_sessions(config), remote=self.remote_log_manager)
         self.txn_verifier = TxnVerifier(self._connect_to_broker, lambda: loader.image,
                                         self.transactions.request_timeout_ms / 1000.0)
         # Cluster links: mirror partitions led here are filled from their sources; the link's
@@ -187,6 +191,7 @@ class BrokerRuntime(Runtime):
             producer_ids=producer_ids, groups=self.groups,
             remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
             txn_verifier=self.txn_verifier, links=self.links, share_state=self.share_state,
+            share_partitions=self.share_partitions,
             authorizer=BrokerAuthorizer.from_config(config.props, lambda: loader.image),
             client_quotas=ClientQuotas(
                 samples=config.get_int("quota.window.num"),
@@ -272,15 +277,7 @@ class BrokerRuntime(Runtime):
         if self.remote_log_manager is not None:
             await nursery.start(self.remote_log_manager.run)
         await nursery.start(self.links.run)
-        if self.context.share_partitions is not None:
-            await nursery.start(self.context.share_partitions.run)
-
-    def serve_share_partitions(self, persister: SharePersister) -> None:
-        """Serve ShareFetch/ShareAcknowledge with ``persister`` holding the share states (the
-        share coordinator's service, or a test's); call before the runtime starts."""
-        self.context.share_partitions = SharePartitionManager(
-            self.replicas, persister, self.clock, settings=broker_share_settings(self.config),
-            max_sessions=max_share_sessions(self.config), remote=self.remote_log_manager)
+        await nursery.start(self.share_partitions.run)
 
     def close(self) -> bool:
         """Close tiered storage and every partition log; False when a log could not be closed
