@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 
+from kafkapy.coordinator.share_state_service import coordinator_key
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import ApiKey
 from kafkapy.protocol import messages as m
@@ -78,14 +79,20 @@ async def setup(client: KafkaClient) -> uuid.UUID | None:
         if resp.responses[0].partition_responses[0].error_code == E.NONE:
             break
         await trio.sleep(0.1)
+    key = coordinator_key(GROUP, topic_id, 0)
+    for _ in range(100):  # the first FindCoordinator creates __share_group_state
+        [c] = (await client.send(m.FindCoordinatorRequest(key_type=2, coordinator_keys=[key]), 6)).coordinators
+        if c.error_code == E.NONE:
+            break
+        await trio.sleep(0.1)
     Init = m.InitializeShareGroupStateRequest
-    for _ in range(100):  # the first call creates __share_group_state, then its coordinator loads
+    for _ in range(100):  # then its coordinator loads
         resp = await client.send(Init(group_id=GROUP, topics=[Init.InitializeStateData(topic_id=topic_id, partitions=[
             Init.InitializeStateData.PartitionData(partition=0, state_epoch=1, start_offset=0)])]), 0)
         if resp.results[0].partitions[0].error_code == E.NONE:
             return topic_id
         await trio.sleep(0.1)
-    raise AssertionError("the share-partition state was not initialized")
+    raise AssertionError(f"the share-partition state was not initialized: {resp}")
 
 
 @pytest.mark.timeout(180)
