@@ -397,6 +397,16 @@ class SharePartitionManager:
                 await self.release_member(result.session.group_id, result.session.member_id,
                                           result.release)
 
+    async def evict_idle_sessions(self, idle_ms: int) -> int:
+        """Make room when the session cache is full: end the sessions unused for ``idle_ms``
+        (their clients are gone, though no connection close told us) and release their records;
+        how many ended."""
+        ended = self.sessions.evict_idle(self._clock.now_ms() - idle_ms)
+        for result in ended:
+            if result.session is not None:
+                await self.release_member(result.session.group_id, result.session.member_id, result.release)
+        return len(ended)
+
     async def _persist(self, key: ShareKey, held: _Held) -> int:
         """Write ``held``'s state; a fenced answer means another leader owns it: forget it."""
         result = await self._persister.write(key.group_id, key.topic_id, key.partition,

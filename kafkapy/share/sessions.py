@@ -134,6 +134,12 @@ class ShareSessionCache:
         keys = self._by_connection.pop(connection_id, set())
         return [self._close(key) for key in sorted(keys)]
 
+    def evict_idle(self, idle_before_ms: int) -> list[SessionResult]:
+        """End the sessions last used before ``idle_before_ms`` (their records to be released):
+        room for new sessions when the cache is full of sessions whose clients went away unseen."""
+        stale = [key for key, s in self._sessions.items() if s.last_used_ms < idle_before_ms]
+        return [self._close(key) for key in stale]
+
     def _check(self, key: tuple[str, str], epoch: int) -> tuple[ShareSession | None, int]:
         session = self._sessions.get(key)
         if session is None:

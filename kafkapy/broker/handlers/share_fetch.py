@@ -37,6 +37,11 @@ from kafkapy.security.acl import AclOperation, ResourceType
 from kafkapy.share.partition import AcknowledgementBatch, AcknowledgeType
 from kafkapy.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, TopicIdPartition
 
+# A full session cache first ends sessions unused this long: a share consumer fetches far more
+# often, and by then its group membership has expired too (group.share.session.timeout.ms'
+# default). Kafka ends them when their connection closes instead (see connection_key).
+_IDLE_SESSION_MS = 45_000
+
 FetchResp: Any = m.ShareFetchResponse
 AckResp: Any = m.ShareAcknowledgeResponse
 
@@ -144,6 +149,11 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> object:
     session = mgr.sessions.fetch(group_id, member_id, epoch, topics=wanted, forgotten=forgotten,
                                  has_acknowledgements=has_acks, connection_id=_connection(),
                                  now_ms=ctx.clock.now_ms())
+    if session.error == ErrorCode.SHARE_SESSION_LIMIT_REACHED and \
+            await mgr.evict_idle_sessions(_IDLE_SESSION_MS):
+        session = mgr.sessions.fetch(group_id, member_id, epoch, topics=wanted, forgotten=forgotten,
+                                     has_acknowledgements=has_acks, connection_id=_connection(),
+                                     now_ms=ctx.clock.now_ms())
     lock_ms = mgr.lock_duration_ms(group_id)
     if session.error != ErrorCode.NONE:
         return FetchResp(version=version, throttle_time_ms=0, error_code=session.error,

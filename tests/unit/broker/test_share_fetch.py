@@ -652,3 +652,20 @@ def test_records_below_the_local_log_come_from_tiered_storage(env) -> None:
         q = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
         assert acquired(q) == [(2, 2, 1)] and values(q) == [(2, b"c")]
     run(main)
+
+
+def test_a_full_session_cache_makes_room_by_ending_idle_sessions(tmp_path) -> None:
+    env = make_env(tmp_path, max_sessions=1)
+    env.produce(b"a")
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("gone", 0))
+        assert (await share_fetch(env, fetch_request("m2", 0))).error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+        await trio.sleep(46)  # "gone" never came back
+        p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
+        assert acquired(p) == [(0, 0, 2)]  # its session ended and its records went back
+        assert env.mgr.sessions.get(GROUP, "gone") is None
+    try:
+        run(main)
+    finally:
+        env.broker.close()

@@ -147,3 +147,12 @@ def test_connection_close_ends_its_sessions() -> None:
     assert [(r.session.member_id, r.release) for r in closed] == [("m1", {P0})]  # type: ignore[union-attr]
     assert c.connection_closed("c1") == []
     assert len(c) == 1 and c.get(G, "m3") is not None
+
+
+def test_idle_sessions_can_be_ended() -> None:
+    c = ShareSessionCache()
+    assert c.fetch(G, "old", 0, topics=(P0,), now_ms=1_000, connection_id="c1").error == E.NONE
+    assert c.fetch(G, "new", 0, topics=(P1,), now_ms=50_000).error == E.NONE
+    ended = c.evict_idle(10_000)
+    assert [(r.session.member_id, r.release) for r in ended] == [("old", {P0})]  # type: ignore[union-attr]
+    assert len(c) == 1 and c.connection_closed("c1") == []
