@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -61,7 +60,37 @@ class ShareGroupSettings:
     ``share.*`` values, each defaulting to the broker's ``group.share.*``)."""
 
     partition: SharePartitionConfig = SharePartitionConfig()
-    auto_offset_reset: str = "latest"  # share.auto.offset.reset: latest, earliest, by_duration:<ISO-8601>
+    # share.auto.offset.reset: "latest", "earliest" or "by_duration" (then ``reset_duration_ms``).
+    auto_offset_reset: str = "latest"
+    reset_duration_ms: int = 0
+
+
+class _Reset(Protocol):
+    strategy: str
+    duration_ms: int
+
+
+class GroupShareConfig(Protocol):
+    """The share settings of a group's effective configs (``metadata.group_configs.GroupConfig``)."""
+
+    share_record_lock_duration_ms: int
+    share_delivery_count_limit: int
+    share_partition_max_record_locks: int
+    share_isolation_level: int  # 0 read_uncommitted, 1 read_committed
+
+    @property
+    def share_auto_offset_reset(self) -> _Reset: ...
+
+
+def share_settings_of(config: GroupShareConfig) -> ShareGroupSettings:
+    """A group's effective configs as the share partitions apply them."""
+    reset = config.share_auto_offset_reset
+    return ShareGroupSettings(
+        SharePartitionConfig(record_lock_duration_ms=config.share_record_lock_duration_ms,
+                             delivery_count_limit=config.share_delivery_count_limit,
+                             max_record_locks=config.share_partition_max_record_locks,
+                             read_committed=config.share_isolation_level == 1),
+        auto_offset_reset=reset.strategy, reset_duration_ms=reset.duration_ms)
 
 
 def broker_share_settings(config: BrokerConfig) -> Callable[[str], ShareGroupSettings]:
@@ -206,8 +235,8 @@ class SharePartitionManager:
         reset = settings.auto_offset_reset
         if reset == "earliest":
             return plog.log_start_offset
-        if reset.startswith("by_duration:"):
-            target = self._clock.now_ms() - _iso_duration_ms(reset[len("by_duration:"):])
+        if reset == "by_duration":
+            target = self._clock.now_ms() - settings.reset_duration_ms
             found = plog.offset_for_timestamp(target)
             if found is not None:
                 return max(found[0], plog.log_start_offset)
@@ -243,6 +272,9 @@ class SharePartitionManager:
     async def _acquire(self, key: ShareKey, held: _Held, member_id: str, max_records: int,
                        limit: int, min_one: bool) -> ShareRead:
         part = held.partition
+        # The group's configs may have changed (IncrementalAlterConfigs on the group): the next
+        # acquisition uses them, as Kafka's reads them per acquisition.
+        part.config = self._settings(key.group_id).partition
         hosted = self._replicas.leader(held.topic, key.partition, topic_id=key.topic_id)
         plog = hosted.log
         if part.update_log_start(plog.log_start_offset):
@@ -359,6 +391,7 @@ class SharePartitionManager:
         except KafkaError as exc:
             return exc.code, exc.message
         async with held.lock:
+            held.partition.config = self._settings(key.group_id).partition
             before = held.partition.copy()
             code = held.partition.acknowledge(member_id, batches)
             if code != ErrorCode.NONE:
@@ -548,18 +581,6 @@ def split_acquired(acquired: Sequence[AcquiredRecords], refs: Sequence[BatchRef]
     return out
 
 
-def _iso_duration_ms(text: str) -> int:
-    """Milliseconds of an ISO-8601 duration such as ``PT1H`` or ``P2DT3H4M5.5S`` (days and
-    smaller units, as Java's Duration.parse accepts)."""
-    m = re.fullmatch(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?"
-                     r"(?:([-+]?\d+(?:[.,]\d+)?)S)?)?", text.strip().upper())
-    if m is None or text.strip().upper() in ("P", "PT") or text.strip().upper().endswith("T"):
-        raise ValueError(f"not an ISO-8601 duration: {text!r}")
-    sign = -1 if m.group(1) == "-" else 1
-    days, hours, minutes = (int(g or 0) for g in m.group(2, 3, 4))
-    seconds = float((m.group(5) or "0").replace(",", "."))
-    return sign * int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
-
-
-__all__ = ["BatchRef", "ShareGroupSettings", "ShareKey", "SharePartitionManager", "ShareRead",
-           "batch_headers", "batch_headers_of", "broker_share_settings", "max_share_sessions", "split_acquired"]
+__all__ = ["BatchRef", "GroupShareConfig", "ShareGroupSettings", "ShareKey", "SharePartitionManager", "ShareRead",
+           "batch_headers", "batch_headers_of", "broker_share_settings", "max_share_sessions", "share_settings_of",
+           "split_acquired"]

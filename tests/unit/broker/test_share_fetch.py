@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,7 +27,7 @@ from kafkapy.broker.share_partitions import (
     ShareGroupSettings,
     ShareKey,
     SharePartitionManager,
-    _iso_duration_ms,
+    share_settings_of,
 )
 from kafkapy.metadata.client_quotas import ClientQuotasImage
 from kafkapy.metadata.records import (
@@ -424,11 +424,28 @@ def test_latest_starts_at_the_high_watermark_and_a_stored_start_wins(tmp_path) -
         env.broker.close()
 
 
-def test_by_duration_durations() -> None:
-    assert _iso_duration_ms("PT1H") == 3_600_000
-    assert _iso_duration_ms("P1DT0.5S") == 86_400_500
-    with pytest.raises(ValueError):
-        _iso_duration_ms("1h")
+def test_by_duration_starts_at_the_first_record_that_recent(tmp_path) -> None:
+    env = make_env(tmp_path, reset="by_duration")
+    env.mgr._settings = lambda g: ShareGroupSettings(auto_offset_reset="by_duration", reset_duration_ms=60_000)
+
+    async def main() -> None:
+        now = env.ctx.clock.now_ms()
+        env.broker.produce("orders", 0, b"old", now_ms=now - 120_000)
+        env.broker.produce("orders", 0, b"new", now_ms=now - 30_000)
+        p = partitions(await share_fetch(env, fetch_request("m1", 0)))[(ORDERS, 0)]
+        assert acquired(p) == [(1, 1, 1)]
+    try:
+        run(main)
+    finally:
+        env.broker.close()
+
+
+def test_a_groups_effective_configs_become_share_settings() -> None:
+    config = SimpleNamespace(share_record_lock_duration_ms=15_000, share_delivery_count_limit=3,
+                             share_partition_max_record_locks=200, share_isolation_level=1,
+                             share_auto_offset_reset=SimpleNamespace(strategy="by_duration", duration_ms=5000))
+    assert share_settings_of(config) == ShareGroupSettings(
+        SharePartitionConfig(15_000, 3, 200, True), auto_offset_reset="by_duration", reset_duration_ms=5000)
 
 
 def test_the_log_start_moving_archives_what_lies_below(env) -> None:
