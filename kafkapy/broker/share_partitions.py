@@ -66,17 +66,27 @@ class ShareGroupSettings:
 
 
 class _Reset(Protocol):
-    strategy: str
-    duration_ms: int
+    @property
+    def strategy(self) -> str: ...
+
+    @property
+    def duration_ms(self) -> int: ...
 
 
 class GroupShareConfig(Protocol):
     """The share settings of a group's effective configs (``metadata.group_configs.GroupConfig``)."""
 
-    share_record_lock_duration_ms: int
-    share_delivery_count_limit: int
-    share_partition_max_record_locks: int
-    share_isolation_level: int  # 0 read_uncommitted, 1 read_committed
+    @property
+    def share_record_lock_duration_ms(self) -> int: ...
+
+    @property
+    def share_delivery_count_limit(self) -> int: ...
+
+    @property
+    def share_partition_max_record_locks(self) -> int: ...
+
+    @property
+    def share_isolation_level(self) -> int: ...  # 0 read_uncommitted, 1 read_committed
 
     @property
     def share_auto_offset_reset(self) -> _Reset: ...
