@@ -433,6 +433,13 @@ class SharePartitionManager:
         await self.release_member(group_id, member_id,
                                   [TopicIdPartition(k.topic_id, k.partition) for k in held])
 
+    def group_empty(self, group_id: str) -> None:
+        """The share group has no members left (or was deleted): its partitions' state is all
+        persisted but what is in flight, which nobody holds now, so forget them here; a later
+        fetch loads them again (Kafka's onGroupEmpty)."""
+        for key in [k for k in self._held if k.group_id == group_id]:
+            self._drop(key)
+
     async def connection_closed(self, connection_id: str) -> None:
         """A client connection closed: its share sessions end and their records are released."""
         for result in self.sessions.connection_closed(connection_id):

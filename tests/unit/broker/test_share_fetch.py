@@ -686,3 +686,17 @@ def test_a_full_session_cache_makes_room_by_ending_idle_sessions(tmp_path) -> No
         run(main)
     finally:
         env.broker.close()
+
+
+def test_an_empty_group_is_forgotten_and_reloaded_from_its_state(env) -> None:
+    env.produce(b"a", b"b")
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("m1", 0))
+        await share_ack(env, ack_request("m1", 1, {(ORDERS, 0): [(0, 0, [ACCEPT])]}))
+        await env.mgr.member_left(GROUP, "m1")
+        env.mgr.group_empty(GROUP)
+        assert env.mgr.held(ShareKey(GROUP, ORDERS, 0)) is None
+        p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
+        assert acquired(p) == [(1, 1, 2)]  # from the persisted state: 0 done, 1 released once
+    run(main)
