@@ -51,6 +51,7 @@ from kafkapy.security.acl import ResourceType as Res
 from kafkapy.share.partition import PartitionState, RecordState, SharePartitionConfig, StateBatch
 from kafkapy.share.persister import StateResult
 from tests.unit.broker.fakes import InMemoryBroker, reply_frame
+from tests.unit.broker.test_fetch_handler import end_txn, txn_append
 
 SF, SA = request_class(ApiKey.SHARE_FETCH), request_class(ApiKey.SHARE_ACKNOWLEDGE)
 SF_RESP: Any = response_class(ApiKey.SHARE_FETCH)
@@ -700,3 +701,24 @@ def test_an_empty_group_is_forgotten_and_reloaded_from_its_state(env) -> None:
         p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]
         assert acquired(p) == [(1, 1, 2)]  # from the persisted state: 0 done, 1 released once
     run(main)
+
+
+def test_read_committed_stops_at_the_open_transaction_and_archives_aborted_ones(tmp_path) -> None:
+    env = make_env(tmp_path, read_committed=True)
+    txn_append(env.broker, 7, b"aborted")             # 0
+    end_txn(env.broker, 7, commit=False)              # 1: abort marker
+    txn_append(env.broker, 8, b"open", seq=0)         # 2: still open
+
+    async def main() -> None:
+        # 0 aborted: archived, never handed out; 1 the abort marker, acquired as Kafka does (the
+        # client, finding no record there, acknowledges it as a gap); 2 above the LSO.
+        p = partitions(await share_fetch(env, fetch_request("m1", 0)))[(ORDERS, 0)]
+        assert acquired(p) == [(1, 1, 1)] and [o for o, _ in values(p)] == [1]  # the marker batch
+        end_txn(env.broker, 8, commit=True)           # 3: commit marker
+        p = partitions(await share_fetch(env, fetch_request("m1", 1, {(ORDERS, 0): [(1, 1, [0])]})))[(ORDERS, 0)]
+        assert p.acknowledge_error_code == 0 and acquired(p) == [(2, 3, 1)]
+        assert [o for o, _ in values(p)] == [2, 3]  # the record and the commit marker
+    try:
+        run(main)
+    finally:
+        env.broker.close()
