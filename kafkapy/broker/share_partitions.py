@@ -127,6 +127,8 @@ def max_share_sessions(config: BrokerConfig) -> int:
 
 
 class ShareKey(NamedTuple):
+    """A share partition: a share group's view of one topic partition."""
+
     group_id: str
     topic_id: uuid.UUID
     partition: int
