@@ -65,7 +65,7 @@ from kafkapy.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from kafkapy.broker.handlers.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
-from kafkapy.broker.handlers.share_fetch import SHARE_FETCH_APIS
+from kafkapy.broker.handlers.share_fetch import SHARE_FETCH_APIS, connection_key
 from kafkapy.broker.handlers.share_groups import SHARE_GROUP_APIS
 from kafkapy.broker.handlers.share_state import SHARE_STATE_APIS
 from kafkapy.broker.handlers.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
@@ -209,6 +209,14 @@ class BrokerDispatcher:
             return 0.0
         quotas.refresh(self.ctx.image().client_quotas)
         return quotas.connections.on_accept(str(peer[0]), self.ctx.clock.now_ms()) / 1000.0
+
+    async def connection_closed(self, conn: object) -> None:
+        """A client connection ended: its share sessions end with it (KIP-932), and the records
+        they held are released to other consumers at once rather than when their locks lapse."""
+        if self.ctx.share_partitions is not None:
+            key = connection_key(getattr(conn, "listener", None), getattr(conn, "peer", None))
+            if key is not None:
+                await self.ctx.share_partitions.connection_closed(key)
 
     async def handle(self, request: Request, conn: object) -> object | None:
         if request.api_key == ApiKey.API_VERSIONS:

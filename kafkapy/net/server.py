@@ -16,7 +16,9 @@ A handler that raises ``KafkaError(code)`` gets the request's error response wit
 other exception is logged with its traceback and answered with UNKNOWN_SERVER_ERROR. When the
 response schema can't carry an error (see ``protocol.error_response``), or the request was an acks=0
 produce, that connection alone is closed instead. Protocol violations by the peer close the
-connection after one log line, as in Kafka. Shutdown is cancellation of :func:`serve`.
+connection after one log line, as in Kafka. Shutdown is cancellation of :func:`serve`. A
+dispatcher with ``async def connection_closed(conn)`` hears of every served connection that ends
+(KIP-932's share sessions end with their connection).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import itertools
 import logging
 import os
 import socket as _stdlib_socket
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final, Protocol
@@ -437,6 +439,20 @@ async def serve_stream(stream: trio.abc.Stream, dispatcher: Dispatcher, supporte
 # The listener
 # ---------------------------------------------------------------------------------------------
 
+# What the dispatcher does when a connection ends (release a share session's records: a state
+# write) is bounded: a slow state store must not hold a closing connection's task for long.
+_CLOSE_NOTICE_TIMEOUT_S = 10.0
+
+
+async def _tell_closed(closed: Callable[[ConnectionInfo], Awaitable[None]], info: ConnectionInfo) -> None:
+    # Not shielded: when the listener shuts down, what a connection held is released by its locks
+    # lapsing (nothing acquired is ever persisted as such). A failure ends nothing else.
+    with trio.move_on_after(_CLOSE_NOTICE_TIMEOUT_S):
+        try:
+            await closed(info)
+        except Exception:
+            log.exception("Error ending the state of closed connection %s", info.connection_id)
+
 
 class ListenError(OSError):
     """A listener could not be opened; the message names its address, e.g. ``cannot listen on
@@ -513,6 +529,7 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
         raise ListenError(listener_name, host, port, exc) from None
     counter = itertools.count()
     admit: Callable[[tuple[Any, ...] | None], float] | None = getattr(dispatcher, "admit_connection", None)
+    closed: Callable[[ConnectionInfo], Awaitable[None]] | None = getattr(dispatcher, "connection_closed", None)
 
     async def handler(stream: trio.SocketStream) -> None:
         # trio.serve_listeners runs handlers in the listener's nursery: an exception escaping one
@@ -563,6 +580,8 @@ async def serve(dispatcher: Dispatcher, host: str | None, port: int, *,
         finally:
             if on_connection is not None:
                 on_connection(-1)
+            if closed is not None:
+                await _tell_closed(closed, info)
 
     async with trio.open_nursery() as nursery:
         await nursery.start(partial(trio.serve_listeners, handler, listeners, handler_nursery=nursery))

@@ -19,7 +19,8 @@ import trio.testing
 
 from kafkapy.broker.authorization import BrokerAuthorizer, request_principal
 from kafkapy.broker.context import client_address, request_listener
-from kafkapy.broker.handlers.share_fetch import connection_key, handle_share_acknowledge, handle_share_fetch
+from kafkapy.broker.dispatcher import BrokerDispatcher
+from kafkapy.broker.handlers.share_fetch import handle_share_acknowledge, handle_share_fetch
 from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.request_authorization import authorized_call
 from kafkapy.broker.request_throttle import RequestThrottle, current_throttle
@@ -36,6 +37,7 @@ from kafkapy.metadata.records import (
     PartitionChangeRecord,
     RegisterBrokerRecord,
 )
+from kafkapy.net.server import ConnectionInfo
 from kafkapy.protocol import ApiKey
 from kafkapy.protocol.apis import request_class, response_class
 from kafkapy.protocol.connection import Request, RequestHeader
@@ -604,7 +606,9 @@ def test_a_closed_connection_ends_its_sessions_and_releases_their_records(env) -
         client_address.set(("10.0.0.7", 50123))
         request_listener.set("PLAINTEXT")
         await share_fetch(env, fetch_request("m1", 0))
-        await env.mgr.connection_closed(connection_key("PLAINTEXT", ("10.0.0.7", 50123)))
+        # As the listener reports it: the dispatcher ends the sessions tied to that connection.
+        await BrokerDispatcher(env.ctx).connection_closed(
+            ConnectionInfo("c-1", "PLAINTEXT", ("10.0.0.7", 50123)))
         assert env.mgr.sessions.get(GROUP, "m1") is None
         client_address.set(("10.0.0.8", 40000))
         p = partitions(await share_fetch(env, fetch_request("m2", 0)))[(ORDERS, 0)]

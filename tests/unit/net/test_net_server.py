@@ -528,3 +528,27 @@ async def test_a_bad_size_prefix_closes_a_stream_that_is_not_a_socket(caplog: An
             with trio.fail_after(2):
                 assert await client_side.receive_some() == b""
     assert "Invalid receive (size = -7)" in caplog.text and "larger than 4096" in caplog.text
+
+
+@trio_test
+async def test_the_dispatcher_hears_of_each_served_connection_that_ends() -> None:
+    """A dispatcher with ``connection_closed`` is told once per connection, with the same
+    listener and peer its requests carried (KIP-932 ends share sessions with their connection)."""
+    d = FakeDispatcher()
+    ended: list[ConnectionInfo] = []
+    heard = trio.Event()
+
+    async def connection_closed(conn: ConnectionInfo) -> None:
+        ended.append(conn)
+        heard.set()
+
+    d.connection_closed = connection_closed  # type: ignore[attr-defined]
+    async with trio.open_nursery() as nursery:
+        port = await start(nursery, d)
+        client = await KafkaClient.connect("127.0.0.1", port)
+        assert (await client.send(metadata("fine"))).topics[0].name == "fine"
+        await client.aclose()
+        with trio.fail_after(5):
+            await heard.wait()
+        nursery.cancel_scope.cancel()
+    assert len(ended) == 1 and ended[0].peer is not None and ended[0].listener
