@@ -13,8 +13,12 @@ from typing import Any
 from kafkapy.controller.feature_control import (
     ELR_FEATURE,
     ELR_VERSION_1,
+    GROUP_VERSION_1,
+    GROUP_VERSION_FEATURE,
     LATEST_PRODUCTION_METADATA_VERSION,
     MINIMUM_KRAFT_METADATA_VERSION,
+    SHARE_VERSION_1,
+    SHARE_VERSION_FEATURE,
 )
 from kafkapy.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
 from kafkapy.protocol.apis import _RESPONSES, ApiKey
@@ -23,6 +27,8 @@ from kafkapy.protocol.apis import _RESPONSES, ApiKey
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
     METADATA_VERSION_FEATURE: (MINIMUM_KRAFT_METADATA_VERSION, LATEST_PRODUCTION_METADATA_VERSION),
     ELR_FEATURE: (0, ELR_VERSION_1),
+    GROUP_VERSION_FEATURE: (0, GROUP_VERSION_1),
+    SHARE_VERSION_FEATURE: (0, SHARE_VERSION_1),
 }
 
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
+from kafkapy.controller.feature_control import GROUP_VERSION_FEATURE, SHARE_VERSION_FEATURE
 from kafkapy.protocol.apis import ApiKey
-
-GROUP_VERSION_FEATURE = "group.version"
-SHARE_VERSION_FEATURE = "share.version"
 
 
 class GatedApi(NamedTuple):

@@ -238,14 +238,16 @@ class QuorumController:
         self.cluster_control.reset_sessions()
 
     def bootstrap(self, metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION, *,
-                  elr_level: int | None = None) -> ControllerResult[None]:
+                  elr_level: int | None = None, group_level: int | None = None,
+                  share_level: int | None = None) -> ControllerResult[None]:
         """Records to write when the metadata log is empty (none otherwise): metadata.version,
         eligible.leader.replicas.version (``elr_level``, default Kafka 4.1's for that
-        metadata.version) and, with ELR on, the cluster-level min.insync.replicas taken from
-        the node's static config."""
+        metadata.version), group.version and share.version (default 1 each) and, with ELR on,
+        the cluster-level min.insync.replicas taken from the node's static config."""
         return self.feature_control.bootstrap(
             metadata_version, elr_level=elr_level,
-            min_insync_replicas=self.configuration_control.static_min_insync_replicas())
+            min_insync_replicas=self.configuration_control.static_min_insync_replicas(),
+            group_level=group_level, share_level=share_level)
 
     # -- topics and partitions (ReplicationControlManager) --------------------------------------
 

@@ -1,5 +1,6 @@
 """A broker's ApiVersions answer is exactly what it serves: having a message class for an API (the
-consumer/share-group schemas of issue 25) neither advertises it nor changes the features.
+consumer/share-group schemas of issue 25) does not advertise it; a handler in a gated list does,
+while its feature is on (test_gated_apis.py).
 
 The rows are pinned. Registering a handler for a new API changes them on purpose, and then this
 list changes with it.
@@ -57,8 +58,11 @@ def test_the_group_apis_have_classes_but_are_not_advertised() -> None:
         assert key not in advertised, key
 
 
-def test_no_group_or_share_feature_is_advertised() -> None:
+def test_the_group_and_share_features_are_supported_from_level_0_to_1() -> None:
+    # Brokers register (and ApiVersions v3+ lists) group.version and share.version 0..1; the
+    # finalized levels come from the image (none in an empty one).
     answer = _answer(4)
-    assert sorted(f.name for f in answer.supported_features) == ["eligible.leader.replicas.version",
-                                                                 "metadata.version"]
+    assert sorted((f.name, f.min_version, f.max_version) for f in answer.supported_features) == [
+        ("eligible.leader.replicas.version", 0, 1), ("group.version", 0, 1), ("metadata.version", 1, 26),
+        ("share.version", 0, 1)]
     assert answer.finalized_features == []

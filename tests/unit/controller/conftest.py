@@ -52,7 +52,8 @@ class Harness:
             incarnation_id=uuid.UUID(int=broker_id + 1),
             listeners=(BrokerEndpoint("PLAINTEXT", f"b{broker_id}", 9092, 0),),
             features=(BrokerFeature("metadata.version", 1, 26),
-                      BrokerFeature("eligible.leader.replicas.version", 0, 1)),
+                      BrokerFeature("eligible.leader.replicas.version", 0, 1),
+                      BrokerFeature("group.version", 0, 1), BrokerFeature("share.version", 0, 1)),
             rack=rack, log_dirs=(uuid.UUID(int=(broker_id + 7) << 64),),
         ), now_ms=self.now_ms))
         assert reply.error_code == 0, reply

@@ -69,7 +69,9 @@ def test_bootstrap_takes_the_static_min_insync_replicas_and_may_leave_elr_off() 
     c = make_harness(broker_topic_configs={"min.insync.replicas": "2"}).controller
     assert c.image.configs.get(RESOURCE_BROKER, "") == {"min.insync.replicas": "2"}
     h = make_harness(elr_level=0)
-    assert [r for r, _ in h.log] == [FeatureLevelRecord("metadata.version", 26)]
+    assert [r for r, _ in h.log] == [FeatureLevelRecord("metadata.version", 26),
+                                     FeatureLevelRecord("group.version", 1),
+                                     FeatureLevelRecord("share.version", 1)]
     with pytest.raises(ValueError):  # ELR needs metadata.version 4.0-IV1
         bootstrap_records(21, elr_level=1)
     assert bootstrap_records(21) == [FeatureLevelRecord("metadata.version", 21)]
@@ -396,7 +398,8 @@ def reg_request(broker_id, incarnation, **kw):
     base = dict(broker_id=broker_id, cluster_id=CLUSTER_ID, incarnation_id=incarnation,
                 log_dirs=(uuid.UUID(int=(broker_id + 50) << 64),),
                 features=(BrokerFeature("metadata.version", 1, 26),
-                          BrokerFeature("eligible.leader.replicas.version", 0, 1)))
+                          BrokerFeature("eligible.leader.replicas.version", 0, 1),
+                      BrokerFeature("group.version", 0, 1), BrokerFeature("share.version", 0, 1)))
     base.update(kw)
     return BrokerRegistrationRequest(**base)
 

@@ -34,7 +34,8 @@ from kafkapy.protocol.errors import ErrorCode as E
 
 from .conftest import CLUSTER_ID, Harness, make_harness
 
-FEATURES = (BrokerFeature("metadata.version", 1, 26), BrokerFeature("eligible.leader.replicas.version", 0, 1))
+FEATURES = (BrokerFeature("metadata.version", 1, 26), BrokerFeature("eligible.leader.replicas.version", 0, 1),
+            BrokerFeature("group.version", 0, 1), BrokerFeature("share.version", 0, 1))
 
 
 def cluster(min_isr: int = 2, brokers=(1, 2, 3), replicas=(1, 2, 3), **kwargs: Any

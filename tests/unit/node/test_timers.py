@@ -103,7 +103,8 @@ def test_the_active_controller_fences_a_broker_whose_session_expired():
                     broker_id=2, cluster_id=CLUSTER, incarnation_id=uuid.UUID(int=2),
                     listeners=(BrokerEndpoint("PLAINTEXT", "b2", 9092, 0),),
                     features=(BrokerFeature("metadata.version", 1, 26),
-                              BrokerFeature("eligible.leader.replicas.version", 0, 1)),
+                              BrokerFeature("eligible.leader.replicas.version", 0, 1),
+                      BrokerFeature("group.version", 0, 1), BrokerFeature("share.version", 0, 1)),
                     log_dirs=(uuid.UUID(int=9 << 64),)),
                 now_ms=runtime.now_ms(), next_offset=runtime.next_metadata_offset()))
             assert reply.error_code == 0

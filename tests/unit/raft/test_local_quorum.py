@@ -120,7 +120,8 @@ def test_controller_over_local_quorum_end_to_end() -> None:
     q.append(c.bootstrap().records, now_ms=0)
     reg = c.register_broker(BrokerRegistrationRequest(
         1, "c", uuid.UUID(int=9), features=(BrokerFeature("metadata.version", 1, 26),
-                              BrokerFeature("eligible.leader.replicas.version", 0, 1)),
+                              BrokerFeature("eligible.leader.replicas.version", 0, 1),
+                      BrokerFeature("group.version", 0, 1), BrokerFeature("share.version", 0, 1)),
         log_dirs=(uuid.UUID(int=1 << 100),)), now_ms=0)
     q.append(reg.records, now_ms=0)
     hb = c.broker_heartbeat(BrokerHeartbeatRequest(1, reg.response.broker_epoch, q.high_watermark - 1), now_ms=0)
