@@ -8,12 +8,12 @@ follow Apache Kafka 3.9/4.0 where we implement the whole version.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from kafkapy.broker.authorization import request_principal
 from kafkapy.broker.context import BrokerContext, client_address, request_listener
 from kafkapy.broker.features import api_versions_feature_fields
-from kafkapy.broker.gated_apis import GatedApi
+from kafkapy.broker.gated_apis import GROUP_VERSION_FEATURE, GatedApi
 from kafkapy.broker.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from kafkapy.broker.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from kafkapy.broker.handlers.cluster import (
@@ -82,7 +82,8 @@ from kafkapy.broker.request_throttle import close_throttle, gate_request, open_t
 from kafkapy.broker.request_time import RequestTimeMeter
 from kafkapy.protocol.apis import ApiKey, ApiVersionsTable
 from kafkapy.protocol.connection import Request
-from kafkapy.protocol.errors import KafkaError
+from kafkapy.protocol.error_responses import error_response
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.security.principal import ANONYMOUS
 from kafkapy.security.sasl.exchange import SASL_AUTHENTICATE_VERSIONS, SASL_HANDSHAKE_VERSIONS
 
@@ -161,6 +162,8 @@ API_VERSIONS_RANGE = (0, 4)
 
 #: Served only while a feature is finalized (group.version, share.version): see gated_apis.
 GATED_APIS: list[GatedApi] = [*CONSUMER_GROUP_APIS, *SHARE_GROUP_APIS, *SHARE_FETCH_APIS, *SHARE_STATE_APIS]
+# Kafka's message for UNSUPPORTED_VERSION, which its KafkaApis answers a gated API with while off.
+_NOT_ENABLED_MESSAGE = "The version of API is not supported."
 
 #: Requests only the active controller may answer: a broker node forwards them to it (Kafka's
 #: forwarding of admin requests) rather than running the handler itself.
@@ -187,7 +190,8 @@ FORWARDED_BY_HANDLER = frozenset({
 class BrokerDispatcher:
     """The network edge's dispatcher for client listeners."""
 
-    def __init__(self, ctx: BrokerContext, apis: list[tuple[ApiKey, int, int, Handler]] = BROKER_APIS) -> None:
+    def __init__(self, ctx: BrokerContext, apis: list[tuple[ApiKey, int, int, Handler]] = BROKER_APIS,
+                 gated: Sequence[GatedApi] = GATED_APIS) -> None:
         self.ctx = ctx
         self._handlers: dict[int, Handler] = {}
         self.versions = ApiVersionsTable()
@@ -200,6 +204,38 @@ class BrokerDispatcher:
         for key, lo, hi, handler in apis:
             self.versions.register(key, lo, hi)
             self._handlers[key] = handler
+        # A gated API is decoded always (the connection accepts it) but advertised and run only
+        # while its feature is on; see gated_api_enabled.
+        self._gated: dict[int, GatedApi] = {}
+        for api in gated:
+            self.versions.register(api.key, api.min_version, api.max_version)
+            self._handlers[api.key] = api.handler
+            self._gated[int(api.key)] = api
+        config = getattr(ctx, "config", None)
+        # Static: Kafka reads group.coordinator.rebalance.protocols once.
+        self._consumer_protocol = config is None or \
+            "consumer" in config.get_list("group.coordinator.rebalance.protocols")
+        self._advertised_cache: tuple[frozenset[int], ApiVersionsTable] | None = None
+
+    def gated_api_enabled(self, api: GatedApi) -> bool:
+        """Whether a gated API is on: its feature finalized at ``min_level`` or more in this
+        broker's image, and for KIP-848's APIs ``consumer`` among the configured rebalance
+        protocols (Kafka's isConsumerGroupProtocolEnabled)."""
+        if self.ctx.image().features.levels.get(api.feature, 0) < api.min_level:
+            return False
+        return api.feature != GROUP_VERSION_FEATURE or self._consumer_protocol
+
+    def advertised_versions(self) -> ApiVersionsTable:
+        """What ApiVersions lists now: every served API but the gated ones that are off."""
+        off = frozenset(key for key, api in self._gated.items() if not self.gated_api_enabled(api))
+        if not off:
+            return self.versions
+        cached = self._advertised_cache
+        if cached is None or cached[0] != off:
+            table = ApiVersionsTable((r.api_key, r.min_version, r.max_version)
+                                     for r in self.versions if r.api_key not in off)
+            cached = self._advertised_cache = (off, table)
+        return cached[1]
 
     def admit_connection(self, peer: tuple[object, ...] | None) -> float:
         """Seconds after which to close a new connection from ``peer`` unserved (its address
@@ -222,8 +258,11 @@ class BrokerDispatcher:
         if request.api_key == ApiKey.API_VERSIONS:
             features = api_versions_feature_fields(self.ctx.image(), request.api_version) \
                 if request.api_version >= 3 else {}
-            versions: object = self.versions.response(request.api_version, **features)
+            versions: object = self.advertised_versions().response(request.api_version, **features)
             return versions
+        gated = self._gated.get(request.api_key)
+        if gated is not None and not self.gated_api_enabled(gated):
+            return self._not_enabled(request, gated)
         handler = self._handlers[request.api_key]
         client_address.set(getattr(conn, "peer", None))
         request_listener.set(getattr(conn, "listener", None))
@@ -259,3 +298,16 @@ class BrokerDispatcher:
         finally:
             if throttle is not None:
                 throttle.abandon()  # (a no-op once closed)
+
+    def _not_enabled(self, request: Request, api: GatedApi) -> object:
+        """A gated API while its feature is off: Kafka's KafkaApis answers with the API's error
+        response and UNSUPPORTED_VERSION (the edge closes the connection if it has no error field)."""
+        level = self.ctx.image().features.levels.get(api.feature, 0)
+        why = (f"{api.feature} is {level}, it needs {api.min_level}" if level < api.min_level
+               else "group.coordinator.rebalance.protocols does not include consumer")
+        log.info("%s v%d from %s refused with UNSUPPORTED_VERSION: %s", ApiKey.name_of(request.api_key),
+                 request.api_version, request.client_id, why)
+        response = error_response(request, ErrorCode.UNSUPPORTED_VERSION, _NOT_ENABLED_MESSAGE)
+        if response is None:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, _NOT_ENABLED_MESSAGE)
+        return response
