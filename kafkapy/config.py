@@ -19,6 +19,7 @@ from kafkapy.config_defs import ConfigDef as ConfigDef
 from kafkapy.config_defs import ConfigSource as ConfigSource
 from kafkapy.config_defs import ConfigType as ConfigType
 from kafkapy.config_defs import config_defs as _defs
+from kafkapy.config_groups import GROUP_COORDINATOR_CONFIGS, group_coordinator_config_problem
 from kafkapy.config_security import SECURITY_CONFIGS
 from kafkapy.config_sources import DEFAULT_PROTOCOL_MAP, is_security_key
 
@@ -326,7 +327,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("remote.log.metadata.topic.retention.ms", T.LONG, "-1", "retention.ms of __remote_log_metadata."),
     # kafkapy's own: the HTTP endpoint serving /metrics (Prometheus), /health and /ready.
     ConfigDef("kafkapy.metrics.listener", T.STRING, None, "http://HOST:PORT of the metrics and health endpoint; unset: off."),
-) | SECURITY_CONFIGS
+) | SECURITY_CONFIGS | GROUP_COORDINATOR_CONFIGS
 
 # Broker settings that may change at runtime, as Kafka's DynamicBrokerConfig lists them: every
 # primary broker synonym of a topic config (except the ignored message format), the log cleaner's,
@@ -483,6 +484,10 @@ class BrokerConfig:
                 cdef.parse(value)
             except KafkaError as exc:
                 raise ValueError(exc.message) from None
+        # Kafka's GroupCoordinatorConfig refuses to start with inconsistent bounds.
+        problem = group_coordinator_config_problem(self.get_int)
+        if problem is not None:
+            raise ValueError(problem)
 
     def get(self, name: str) -> object:
         """Typed value: the configured one, else the default (None when there is none). The

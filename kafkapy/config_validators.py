@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kafkapy.metadata import placement_constraints
+from kafkapy.metadata import group_configs, placement_constraints
 
 Validator = Callable[[object], str | None]
 
@@ -76,3 +76,48 @@ def one_of(*choices: str) -> Validator:
         return None if not bad else f"String must be one of: {', '.join(choices)}"
 
     return check
+
+
+def in_range(low: int, high: int | None = None) -> Validator:
+    """Kafka's ConfigDef.Range: ``low..high`` (no upper end when ``high`` is None), in its words."""
+    def check(value: object) -> str | None:
+        assert isinstance(value, int)
+        if value < low:
+            return f"Value must be at least {low}"
+        if high is not None and value > high:
+            return f"Value must be no more than {high}"
+        return None
+
+    return check
+
+
+def case_insensitive_one_of(*choices: str) -> Validator:
+    """Kafka's CaseInsensitiveValidString (e.g. group.consumer.migration.policy)."""
+    allowed = {c.lower() for c in choices}
+
+    def check(value: object) -> str | None:
+        if str(value).lower() in allowed:
+            return None
+        return f"String must be one of (case insensitive): {', '.join(choices)}"
+
+    return check
+
+
+def known_names(*names: str) -> Validator:
+    """A LIST of built-in names (the server-side assignors): Kafka would load any other entry as a
+    class and fail with its ClassNotFound wording; kafkapy has only the built-in ones."""
+    def check(value: object) -> str | None:
+        items = value if isinstance(value, list) else [value]
+        return None if all(item in names for item in items) else "Class cannot be found"
+
+    return check
+
+
+def share_auto_offset_reset(value: object) -> str | None:
+    """``share.auto.offset.reset``: ``earliest``, ``latest`` or ``by_duration:<ISO-8601>`` with a
+    non-negative duration (Kafka's ShareGroupAutoOffsetResetStrategy validator)."""
+    text = str(value)
+    if group_configs.parse_share_auto_offset_reset(text) is not None:
+        return None
+    return (f"Invalid value `{text}` for configuration share.auto.offset.reset. The value must be "
+            "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")

@@ -729,6 +729,74 @@ def alter_broker_config_read_only(ctx: Context) -> dict:
     return {"altered": _alter(ctx, "broker", str(ctx.node_id()), {"node.id": "7"})}
 
 
+# ---------------------------------------------------------------- group configs (resource 32)
+GROUP_CONFIG_KEYS = ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "share.session.timeout.ms",
+                     "share.heartbeat.interval.ms", "share.record.lock.duration.ms", "share.delivery.count.limit",
+                     "share.partition.max.record.locks", "share.auto.offset.reset", "share.isolation.level")
+_GROUP = 32
+
+
+def _describe_group(ctx: Context, group: str, keys: tuple[str, ...] | None, synonyms: bool = False) -> Any:
+    """DescribeConfigs of a GROUP resource, raw (kafka-python's admin has no GROUP type): per key
+    value, source, type and (optionally) synonyms."""
+    from kafka.protocol.admin.configs import DescribeConfigsRequest as Req
+
+    def ask():
+        request = Req(resources=[Req.DescribeConfigsResource(resource_type=_GROUP, resource_name=group,
+                                                             configuration_keys=list(keys) if keys else None)],
+                      include_synonyms=synonyms, include_documentation=False)
+        result = ctx.raw(request)["results"][0]
+        configs = {c["name"]: {"value": c["value"], "source": c["config_source"], "type": c["config_type"],
+                               "read_only": c["read_only"],
+                               **({"synonyms": [[y["name"], y["value"], y["source"]] for y in c["synonyms"]]}
+                                  if synonyms else {})}
+                   for c in result["configs"]}
+        return {"error_code": result["error_code"], "configs": configs}
+    return observe(ask)
+
+
+def _alter_group(ctx: Context, group: str, sets: dict[str, str | None]) -> Any:
+    """IncrementalAlterConfigs of a GROUP resource, raw: SET for a value, DELETE for None."""
+    from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest as Req
+    resource = Req.AlterConfigsResource
+    request = Req(validate_only=False, resources=[resource(resource_type=_GROUP, resource_name=group, configs=[
+        resource.AlterableConfig(name=k, config_operation=0 if v is not None else 1, value=v)
+        for k, v in sets.items()])])
+    return observe(lambda: [{"error_code": r["error_code"], "error_message": r["error_message"]}
+                            for r in ctx.raw(request)["responses"]])
+
+
+@scenario("configs")
+def describe_group_config_defaults(ctx: Context) -> dict:
+    """A group that does not exist: every served key at the broker's value (KIP-848/KIP-932)."""
+    group = ctx.topic_name("group")
+    return {"configs": _describe_group(ctx, group, GROUP_CONFIG_KEYS, synonyms=True),
+            "empty_name": _describe_group(ctx, "", ("consumer.session.timeout.ms",))}
+
+
+@scenario("configs")
+def alter_group_config_out_of_range(ctx: Context) -> dict:
+    """Values outside the broker's min/max (INVALID_CONFIG, Kafka's message), then a valid one."""
+    group = ctx.topic_name("group")
+    out = {
+        "session_low": _alter_group(ctx, group, {"consumer.session.timeout.ms": "1000"}),
+        "heartbeat_high": _alter_group(ctx, group, {"consumer.heartbeat.interval.ms": "15001"}),
+        "lock_low": _alter_group(ctx, group, {"share.record.lock.duration.ms": "14999"}),
+        "delivery_static_min": _alter_group(ctx, group, {"share.delivery.count.limit": "1"}),
+        "not_a_number": _alter_group(ctx, group, {"share.session.timeout.ms": "x"}),
+        "unknown": _alter_group(ctx, group, {"no.such.group.config": "1"}),
+        "bad_reset": _alter_group(ctx, group, {"share.auto.offset.reset": "sometimes"}),
+        "default_resource": _alter_group(ctx, "", {"consumer.session.timeout.ms": "50000"}),
+        "valid": _alter_group(ctx, group, {"consumer.session.timeout.ms": "50000",
+                                           "share.auto.offset.reset": "earliest"}),
+    }
+    ctx.wait_until(lambda: ((_describe_group(ctx, group, ("consumer.session.timeout.ms",)).get("configs") or {})
+                            .get("consumer.session.timeout.ms") or {}).get("value") == "50000", timeout=10)
+    out["after"] = _describe_group(ctx, group, ("consumer.session.timeout.ms", "share.auto.offset.reset"),
+                                   synonyms=True)
+    return out
+
+
 # ---------------------------------------------------------------- groups
 class _Polling:
     """Consumers of one group, each polled by its own thread (a member must keep polling to

@@ -26,6 +26,8 @@ from kafkapy.config import (
     broker_synonyms,
     broker_update_mode,
 )
+from kafkapy.config_groups import GROUP_CONFIGS
+from kafkapy.metadata.group_configs import GROUP_CONFIG_SYNONYMS
 from kafkapy.metadata.image import RESOURCE_BROKER, MetadataImage
 
 _STATIC_DEFAULTS: dict[str, str] = {n: d.default for n, d in BROKER_CONFIGS.items() if d.default is not None}
@@ -108,6 +110,26 @@ def topic_config_entries(layers: BrokerLayers, dynamic: Mapping[str, str]) -> li
             synonyms.insert(0, Synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
         source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(ConfigEntry(name, value, source, False, cdef.sensitive, cdef.type, cdef.doc, synonyms))
+    return entries
+
+
+def group_config_entries(layers: BrokerLayers, dynamic: Mapping[str, str]) -> list[ConfigEntry]:
+    """Every served config of a group whose own (dynamic) configs are ``dynamic``: its value,
+    else the broker's value of the synonym (``group.consumer.session.timeout.ms`` for
+    ``consumer.session.timeout.ms``), else the fixed default, which Kafka lists as a synonym of
+    the key's own name."""
+    entries = []
+    for name, cdef in sorted(GROUP_CONFIGS.items()):
+        broker_key = GROUP_CONFIG_SYNONYMS[name]
+        if broker_key is not None:
+            synonyms = layers.synonyms(broker_key, sensitive=False)
+        else:
+            synonyms = [Synonym(name, cdef.default, ConfigSource.DEFAULT_CONFIG)]
+        if name in dynamic:
+            synonyms.insert(0, Synonym(name, dynamic[name], ConfigSource.GROUP_CONFIG))
+        first = synonyms[0] if synonyms else Synonym(name, cdef.default, ConfigSource.DEFAULT_CONFIG)
+        entries.append(ConfigEntry(name, first.value, first.source, False, False, cdef.type, cdef.doc,
+                                   synonyms))
     return entries
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kafkapy import config as kconfig
+from kafkapy.config_groups import GROUP_CONFIGS, group_settings, validate_group_configs
 from kafkapy.controller.config_validation import (
     check_broker_configs,
     check_tiered_topic_configs,
@@ -31,6 +32,7 @@ from kafkapy.controller.types import (
     OpType,
     TopicConfigEntry,
 )
+from kafkapy.metadata.group_configs import RESOURCE_GROUP
 from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC
 from kafkapy.metadata.placement_constraints import CONFIG_NAME as CONSTRAINTS
 from kafkapy.metadata.placement_constraints import PlacementConstraints
@@ -48,19 +50,23 @@ _OP_TYPES = frozenset(OpType)
 
 
 class ConfigurationControlManager(ControlManager):
-    """Dynamic configs of topics and brokers (the cluster default is the BROKER resource with
-    the empty name)."""
+    """Dynamic configs of topics, brokers (the cluster default is the BROKER resource with the
+    empty name) and groups (the GROUP resource, for any group id)."""
 
     record_types = (ConfigRecord,)
 
     def __init__(self, *, image: ImageSource, broker_topic_configs: Mapping[str, str] | None = None,
                  remote_storage_system_enable: bool = False,
-                 controller_ids: Iterable[int] = ()) -> None:
+                 controller_ids: Iterable[int] = (),
+                 group_coordinator_props: Mapping[str, str] | None = None) -> None:
         """``broker_topic_configs``: topic config keys the node's static config sets (by topic
         name, e.g. ``retention.ms``), reported as STATIC_BROKER_CONFIG. ``remote_storage_system_enable``:
         the node's ``remote.log.storage.system.enable``; without it topics may not set
-        ``remote.storage.enable=true`` (Kafka's LogConfig.validate)."""
+        ``remote.storage.enable=true`` (Kafka's LogConfig.validate). ``group_coordinator_props``:
+        the node's static settings, whose ``group.consumer.*``/``group.share.*`` bounds group
+        configs are checked against, as Kafka's controller checks them against its own."""
         self._image = image
+        self._group_settings = group_settings(group_coordinator_props or {})
         self.broker_topic_configs = dict(broker_topic_configs or {})
         self.remote_storage_system_enable = remote_storage_system_enable
         # Controller node ids: BROKER config resources may name them even when unregistered.
@@ -168,6 +174,10 @@ class ConfigurationControlManager(ControlManager):
                 if node_id < 0:
                     raise error(ErrorCode.INVALID_REQUEST, "Invalid negative broker ID.")
             defs = kconfig.BROKER_CONFIGS
+        elif rtype == RESOURCE_GROUP:
+            if not rname:
+                raise error(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+            defs = GROUP_CONFIGS
         else:
             raise error(ErrorCode.INVALID_REQUEST,
                         f"Unknown resource type {_RESOURCE_TYPE_NAMES.get(rtype, rtype)}")
@@ -223,6 +233,9 @@ class ConfigurationControlManager(ControlManager):
             if rname not in self._image().topics.by_name:
                 raise error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                             f"The topic '{rname}' does not exist.")
+        elif rtype == RESOURCE_GROUP:
+            # A group need not exist: its configs wait for it (Kafka's GroupConfig.validate).
+            validate_group_configs(new, self._group_settings)
         else:
             check_broker_configs(new, per_broker=node_id is not None)
             if node_id is not None and node_id not in self._image().brokers \

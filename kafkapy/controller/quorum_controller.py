@@ -120,6 +120,7 @@ class QuorumController:
         controller_ids: Iterable[int] = (),
         leader_imbalance_percentage: int = 10,
         remote_storage_system_enable: bool = False,
+        group_coordinator_props: Mapping[str, str] | None = None,
     ) -> None:
         """``broker_topic_configs``: topic config keys the node's static config sets (by topic
         name, e.g. ``retention.ms``), reported as STATIC_BROKER_CONFIG in CreateTopics results.
@@ -128,6 +129,7 @@ class QuorumController:
         so a factor above the unfenced broker count fails with INVALID_REPLICATION_FACTOR.
         ``remote_storage_system_enable``: the node's ``remote.log.storage.system.enable``; without
         it topics may not set ``remote.storage.enable=true`` (Kafka's LogConfig.validate).
+        ``group_coordinator_props``: the node's static settings, the bounds of group configs.
         """
         self.cluster_id = cluster_id
         self._image = image if image is not None else MetadataImage.empty(cluster_id)
@@ -138,7 +140,8 @@ class QuorumController:
             session_timeout_ms=session_timeout_ms, place_on_fenced_brokers=place_on_fenced_brokers)
         self.configuration_control = ConfigurationControlManager(
             image=current, broker_topic_configs=broker_topic_configs,
-            remote_storage_system_enable=remote_storage_system_enable, controller_ids=controller_ids)
+            remote_storage_system_enable=remote_storage_system_enable, controller_ids=controller_ids,
+            group_coordinator_props=group_coordinator_props)
         self.producer_id_control = ProducerIdControlManager(image=current, cluster=self.cluster_control)
         self.replication_control = ReplicationControlManager(
             image=current, cluster=self.cluster_control, configs=self.configuration_control,

@@ -67,6 +67,7 @@ def new_quorum_controller(config: BrokerConfig, settings: ControllerSettings, cl
         controller_ids=controller_ids,
         leader_imbalance_percentage=settings.leader_imbalance_percentage,
         remote_storage_system_enable=settings.remote_storage_system_enable,
+        group_coordinator_props=config.props,
     )
 
 

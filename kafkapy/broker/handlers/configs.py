@@ -1,4 +1,4 @@
-"""DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for topics and this broker.
+"""DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for topics, this broker and groups.
 
 Changes are ConfigRecords in the metadata log, so they survive restarts and reach every broker.
 """
@@ -15,11 +15,13 @@ from kafkapy.broker.config_view import (
     ConfigEntry,
     broker_config_entries,
     default_broker_config_entries,
+    group_config_entries,
     topic_config_entries,
 )
 from kafkapy.broker.context import BrokerContext
 from kafkapy.controller import AlterConfigOp, AlterConfigsResource, OpType, topic_name_error
 from kafkapy.controller.types import AlterConfigsResult
+from kafkapy.metadata.group_configs import RESOURCE_GROUP
 from kafkapy.metadata.image import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.connection import Request
@@ -71,6 +73,12 @@ def _entries(ctx: BrokerContext, resource_type: int, name: str) -> list[ConfigEn
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}")
         return broker_config_entries(layers)
+    if resource_type == RESOURCE_GROUP:
+        # Any group id, existing or not, as Kafka's ConfigHelper.
+        if not name:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+        return group_config_entries(BrokerLayers.of(ctx.config, image, ctx.node_id),
+                                    image.configs.get(RESOURCE_GROUP, name))
     if resource_type == RESOURCE_BROKER_LOGGER:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker logger configs are not supported yet")
     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {resource_type}")
