@@ -253,6 +253,37 @@ def test_configs_are_checked_per_resource_with_its_own_error(broker) -> None:
         (4, "1"): ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
 
 
+def test_group_configs_need_describe_or_alter_configs_on_the_group(broker) -> None:
+    # Kafka: DESCRIBE_CONFIGS / ALTER_CONFIGS on the GROUP resource, else GROUP_AUTHORIZATION_FAILED.
+    D, Inc = m.DescribeConfigsRequest, m.IncrementalAlterConfigsRequest
+    describe_body = D(resources=[D.DescribeConfigsResource(resource_type=32, resource_name=n, configuration_keys=None)
+                                 for n in ("g1", "g2", "g3")], include_synonyms=False, include_documentation=False)
+    alter_body = Inc(validate_only=False, resources=[Inc.AlterConfigsResource(
+        resource_type=32, resource_name=n, configs=[]) for n in ("g1", "g2", "g3")])
+    broker.step(acl(1, Res.GROUP, "g1", Op.DESCRIBE_CONFIGS))
+    broker.step(acl(2, Res.GROUP, "g2", Op.ALTER_CONFIGS))
+
+    async def describe(r: Request) -> Any:
+        R = m.DescribeConfigsResponse
+        return R(version=4, throttle_time_ms=0, results=[R.DescribeConfigsResult(
+            error_code=0, error_message=None, resource_type=x.resource_type, resource_name=x.resource_name,
+            configs=[]) for x in r.body.resources])
+
+    async def alter(r: Request) -> Any:
+        R = m.IncrementalAlterConfigsResponse
+        return R(version=1, throttle_time_ms=0, responses=[R.AlterConfigsResourceResponse(
+            error_code=0, error_message=None, resource_type=x.resource_type, resource_name=x.resource_name)
+            for x in r.body.resources])
+
+    resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.DESCRIBE_CONFIGS, 4, describe_body), describe)
+    # (ALTER_CONFIGS implies DESCRIBE_CONFIGS, as in Kafka.)
+    assert [(r.resource_name, r.error_code) for r in resp.results] == [
+        ("g1", 0), ("g2", 0), ("g3", ErrorCode.GROUP_AUTHORIZATION_FAILED)]
+    resp = as_(ALICE, authorized_call, broker.ctx, request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, alter_body), alter)
+    assert {r.resource_name: r.error_code for r in resp.responses} == {
+        "g1": ErrorCode.GROUP_AUTHORIZATION_FAILED, "g2": 0, "g3": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+
+
 def test_idempotent_producers_need_write_on_some_topic(broker) -> None:
     Init = m.InitProducerIdRequest
     req = request(ApiKey.INIT_PRODUCER_ID, 4, Init(transactional_id=None, transaction_timeout_ms=1000,
