@@ -21,6 +21,7 @@ from kafkapy.config_validators import (
     case_insensitive_one_of,
     in_range,
     known_names,
+    non_empty,
     one_of,
     share_auto_offset_reset,
 )
@@ -65,7 +66,7 @@ GROUP_COORDINATOR_CONFIGS: dict[str, ConfigDef] = config_defs(
     # -- the group coordinator (GroupCoordinatorConfig) --
     ConfigDef("group.coordinator.rebalance.protocols", T.LIST, "classic,consumer,streams",
               "Group protocols the coordinator serves (deprecated in Kafka 4.4; streams is not served).",
-              one_of("consumer", "classic", "share", "streams")),
+              non_empty(one_of("consumer", "classic", "share", "streams"))),
     _int("group.coordinator.threads", 4, "Coordinator threads (no effect: one event loop)."),
     _int("group.coordinator.background.threads", 2, "Coordinator background threads (no effect)."),
     _int("group.coordinator.append.linger.ms", -1, "Write accumulation before a flush (no effect).", -1),
@@ -75,7 +76,8 @@ GROUP_COORDINATOR_CONFIGS: dict[str, ConfigDef] = config_defs(
     *_member_timeouts("consumer"),
     _int("group.consumer.max.size", 2147483647, "Most members of one consumer group."),
     ConfigDef("group.consumer.assignors", T.LIST, "uniform,range",
-              "Server-side assignors; the first is the default.", known_names("uniform", "range")),
+              "Server-side assignors; the first is the default.",
+              non_empty(known_names("uniform", "range"))),
     ConfigDef("group.consumer.migration.policy", T.STRING, "bidirectional",
               "Converting non-empty groups between the classic and consumer protocols.",
               case_insensitive_one_of("DISABLED", "DOWNGRADE", "UPGRADE", "BIDIRECTIONAL")),
@@ -85,7 +87,8 @@ GROUP_COORDINATOR_CONFIGS: dict[str, ConfigDef] = config_defs(
     # -- KIP-932 share groups --
     *_member_timeouts("share"),
     _int("group.share.max.size", 200, "Most members of one share group.", 1, 1000),
-    ConfigDef("group.share.assignors", T.LIST, "simple", "The share-group assignor.", known_names("simple")),
+    ConfigDef("group.share.assignors", T.LIST, "simple", "The share-group assignor.",
+              non_empty(known_names("simple"))),
     _int("group.share.initialize.retry.interval.ms", 30000, "Retry of a failed share-state initialization.",
          internal=True),
     *_assignment_batching("share"),

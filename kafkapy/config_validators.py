@@ -121,3 +121,13 @@ def share_auto_offset_reset(value: object) -> str | None:
         return None
     return (f"Invalid value `{text}` for configuration share.auto.offset.reset. The value must be "
             "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
+
+
+def non_empty(inner: Validator) -> Validator:
+    """A LIST that may not be empty (Kafka's ValidList with isEmptyAllowed false), then ``inner``."""
+    def check(value: object) -> str | None:
+        if isinstance(value, list) and not value:
+            return "must not be empty"
+        return inner(value)
+
+    return check

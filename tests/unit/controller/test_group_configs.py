@@ -211,3 +211,9 @@ def test_broker_bounds_are_cross_checked_at_startup() -> None:
                                    "group.consumer.heartbeat.interval.ms": "46000"})
     with pytest.raises(ValueError, match="Value must be no more than 10"):
         BrokerConfig.from_sources({"group.share.delivery.count.limit": "11"})
+    with pytest.raises(ValueError, match="must not be empty"):
+        BrokerConfig.from_sources({"group.share.assignors": ""})
+    with pytest.raises(ValueError, match="Class cannot be found"):  # only the built-in assignors
+        BrokerConfig.from_sources({"group.consumer.assignors": "com.example.MyAssignor"})
+    assert BrokerConfig.from_sources({"group.coordinator.rebalance.protocols": "classic"}).get_list(
+        "group.coordinator.rebalance.protocols") == ["classic"]
