@@ -186,15 +186,17 @@ def group_settings(props: Mapping[str, str]) -> Callable[[str], int]:
 # -- the GROUP config resource ------------------------------------------------------------------
 
 _GROUP_DOCS = {
-    gc.CONSUMER_SESSION_TIMEOUT_MS: "The timeout to detect client failures when using the consumer group protocol.",
-    gc.CONSUMER_HEARTBEAT_INTERVAL_MS: "The heartbeat interval given to the members of a consumer group.",
-    gc.SHARE_SESSION_TIMEOUT_MS: "The timeout to detect client failures when using the share group protocol.",
-    gc.SHARE_HEARTBEAT_INTERVAL_MS: "The heartbeat interval given to the members of a share group.",
-    gc.SHARE_RECORD_LOCK_DURATION_MS: "The record acquisition lock duration in milliseconds for share groups.",
-    gc.SHARE_DELIVERY_COUNT_LIMIT: "The maximum number of delivery attempts for a record delivered to a share group.",
-    gc.SHARE_PARTITION_MAX_RECORD_LOCKS: "Share-group record lock limit per share-partition.",
-    gc.SHARE_AUTO_OFFSET_RESET: "The strategy to initialize the share-partition start offset: earliest, latest "
-                                "or by_duration:<ISO-8601 duration>.",
+    gc.CONSUMER_SESSION_TIMEOUT_MS: "How long a consumer-protocol member may go without a heartbeat before it "
+                                    "is removed.",
+    gc.CONSUMER_HEARTBEAT_INTERVAL_MS: "How often members of this consumer group are told to heartbeat.",
+    gc.SHARE_SESSION_TIMEOUT_MS: "How long a share-group member may go without a heartbeat before it is removed.",
+    gc.SHARE_HEARTBEAT_INTERVAL_MS: "How often members of this share group are told to heartbeat.",
+    gc.SHARE_RECORD_LOCK_DURATION_MS: "How long a record delivered to a member stays locked to it before it "
+                                      "is redelivered.",
+    gc.SHARE_DELIVERY_COUNT_LIMIT: "Deliveries of one record to this share group before it is archived.",
+    gc.SHARE_PARTITION_MAX_RECORD_LOCKS: "Most records of one partition this share group may hold acquired at once.",
+    gc.SHARE_AUTO_OFFSET_RESET: "Where a share partition's first offset is when the group starts on it: earliest, "
+                                "latest or by_duration:<ISO-8601 duration> back from now.",
     gc.SHARE_ISOLATION_LEVEL: "Whether the share group delivers only committed transactional records "
                               "(read_committed) or every record (read_uncommitted).",
 }
