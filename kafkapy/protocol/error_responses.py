@@ -178,6 +178,21 @@ def _describe_groups_error(cls: Any, req: Any, version: int, code: int, message:
     return cls(version=version, throttle_time_ms=0, groups=groups)
 
 
+def _group_describe_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    # ConsumerGroupDescribe and ShareGroupDescribe: each asked-for group carries the error.
+    G = cls.DescribedGroup
+    groups = [G(error_code=code, error_message=message, group_id=g, group_state="", group_epoch=0,
+                assignment_epoch=0, assignor_name="", members=[], authorized_operations=-2147483648)
+              for g in req.group_ids or []]
+    return cls(version=version, throttle_time_ms=0, groups=groups)
+
+
+def _describe_share_group_offsets_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
+    G = cls.DescribeShareGroupOffsetsResponseGroup
+    groups = [G(group_id=g.group_id, topics=[], error_code=code, error_message=message) for g in req.groups or []]
+    return cls(version=version, throttle_time_ms=0, groups=groups)
+
+
 def _delete_records_error(cls: Any, req: Any, version: int, code: int, message: str | None) -> Any:
     T = cls.DeleteRecordsTopicResult
     P = T.DeleteRecordsPartitionResult
@@ -259,6 +274,9 @@ _ERROR_BUILDERS: dict[int, Callable[[Any, Any, int, int, str | None], Any]] = {
     ApiKey.OFFSET_COMMIT: _offset_commit_error,
     ApiKey.OFFSET_FETCH: _offset_fetch_error,
     ApiKey.DESCRIBE_GROUPS: _describe_groups_error,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: _group_describe_error,
+    ApiKey.SHARE_GROUP_DESCRIBE: _group_describe_error,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _describe_share_group_offsets_error,
     ApiKey.DELETE_RECORDS: _delete_records_error,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch_error,
     ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit_error,

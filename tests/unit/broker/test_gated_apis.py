@@ -32,6 +32,7 @@ async def _heartbeat(ctx: Any, request: Request) -> object:
 
 FAKE_GROUP = GatedApi(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, _heartbeat, GROUP_VERSION_FEATURE, 1)
 FAKE_SHARE = GatedApi(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, _heartbeat, SHARE_VERSION_FEATURE, 1)
+FAKE_DESCRIBE = GatedApi(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, _heartbeat, GROUP_VERSION_FEATURE, 1)
 
 
 def _dispatcher(levels: dict[str, int], protocols: str | None = None) -> BrokerDispatcher:
@@ -41,7 +42,7 @@ def _dispatcher(levels: dict[str, int], protocols: str | None = None) -> BrokerD
                           clock=SimpleNamespace(now_ms=lambda: 0))
     if protocols is not None:
         ctx.config = SimpleNamespace(get_list=lambda name: protocols.split(","))
-    return BrokerDispatcher(ctx, apis=[], gated=[FAKE_GROUP, FAKE_SHARE])  # type: ignore[arg-type]
+    return BrokerDispatcher(ctx, apis=[], gated=[FAKE_GROUP, FAKE_SHARE, FAKE_DESCRIBE])  # type: ignore[arg-type]
 
 
 def _advertised(dispatcher: BrokerDispatcher, version: int) -> dict[int, tuple[int, int]]:
@@ -105,3 +106,15 @@ def test_consumer_group_apis_need_the_consumer_rebalance_protocol() -> None:
     assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
     on = _dispatcher({GROUP_VERSION_FEATURE: 1}, protocols="classic,consumer")
     assert ApiKey.CONSUMER_GROUP_HEARTBEAT in _advertised(on, 4)
+
+
+def test_a_describe_while_off_fails_each_group() -> None:
+    # Kafka's ConsumerGroupDescribe error response: every asked-for group carries the code.
+    cls = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
+    assert cls is not None
+    body = cls(version=1, group_ids=["a", "b"], include_authorized_operations=False)
+    header = RequestHeader(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, 4, "client", 2)
+    request = Request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, 4, "client", header, body, 0)
+    response = trio.run(_dispatcher({}).handle, request, None)
+    assert [(g.group_id, g.error_code) for g in response.groups] == [
+        ("a", ErrorCode.UNSUPPORTED_VERSION), ("b", ErrorCode.UNSUPPORTED_VERSION)]
