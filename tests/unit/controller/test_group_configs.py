@@ -27,6 +27,7 @@ from kafkapy.metadata.group_configs import (
     parse_share_auto_offset_reset,
 )
 from kafkapy.metadata.records import ConfigRecord
+from kafkapy.metadata.snapshot import image_records
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode
 
@@ -90,6 +91,9 @@ def test_a_group_config_is_stored_for_any_group_id_and_described() -> None:
     assert (isolation.value, isolation.config_source) == ("read_uncommitted", 5)
     assert [(s.name, s.value, s.source) for s in isolation.synonyms] == [
         ("share.isolation.level", "read_uncommitted", 5)]
+    # A snapshot carries it like any config.
+    assert ConfigRecord(RESOURCE_GROUP, "no-such-group", "consumer.session.timeout.ms", "50000") in \
+        image_records(node.controller.image)
     # DELETE goes back to the broker's value.
     assert node.alter("no-such-group", ("consumer.session.timeout.ms", DELETE, None)) == (0, None)
     assert node.describe("no-such-group", ["consumer.session.timeout.ms"]).configs[0].value == "45000"
