@@ -3,10 +3,13 @@
 Every record's key starts with an int16 version saying what it is:
 
 * versions 0 and 1: an offset commit, ``group, topic, partition`` (Kafka writes version 1);
-* version 2: a group's metadata, ``group``.
+* version 2: a classic group's metadata, ``group``;
+* 3-16: consumer and share group records (:mod:`kafkapy.coordinator.group_records`), for which
+  :func:`decode_key` answers None; 17-23 streams groups', skipped.
 
-Offset commit values come in versions 0-3 (we write 3, or 1 when the commit carries an explicit
-expiry as OffsetCommit v2-v4 allowed); group metadata values in versions 0-3 (we write 3). A record
+Offset commit values come in versions 0-4 (we write 3, or 1 when the commit carries an explicit
+expiry as OffsetCommit v2-v4 allowed); group metadata values in versions 0-4 (we write 3). Version
+4 of both is version 3 made flexible, read through the schema codec. A record
 with a null value is a tombstone: the offset or the group is gone. Strings are int16-length UTF-8,
 nullable ones use length -1; byte fields are int32-length.
 
@@ -17,8 +20,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
+from kafkapy.protocol import schemas
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.schema_codec import MessageSchema, SchemaError, load_schema
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -27,6 +33,9 @@ GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
 OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_VALUE_VERSION = 3
+
+_OFFSET_VALUE = load_schema("OffsetCommitValue", schemas.package("coordinator"))
+_GROUP_VALUE = load_schema("GroupMetadataValue", schemas.package("coordinator"))
 
 
 def java_string_hash(s: str) -> int:
@@ -136,7 +145,7 @@ def encode_group_key(group: str) -> bytes:
 
 
 def decode_key(key: bytes) -> OffsetKey | GroupKey | None:
-    """The key of a record; None for key versions this broker does not know (skipped on load)."""
+    """The key of an offset or classic group record; None for every other type."""
     r = _Reader(key)
     version = r.i16()
     if version in (0, 1):
@@ -179,11 +188,12 @@ def decode_offset_value(value: bytes) -> OffsetValue:
         return OffsetValue(offset, -1, metadata, commit_ts, expire_ts)
     if version == 2:
         return OffsetValue(r.i64(), -1, r.string(), r.i64())
-    if version >= 3:
-        # Version 4 is v3 made flexible; we read the fixed part only when it is v3.
-        if version > 3:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"offset commit value version {version} is not supported")
+    if version == 3:
         return OffsetValue(r.i64(), r.i32(), r.string(), r.i64())
+    if version == 4:
+        # v3 made flexible (Kafka 4.x may write it, with the topic id as a tagged field).
+        v = _flexible(_OFFSET_VALUE, value, version)
+        return OffsetValue(v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"])
     raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"bad offset commit value version {version}")
 
 
@@ -233,6 +243,8 @@ def encode_group_value(v: GroupValue) -> bytes:
 def decode_group_value(value: bytes) -> GroupValue:
     r = _Reader(value)
     version = r.i16()
+    if version == 4:
+        return _group_value_v4(_flexible(_GROUP_VALUE, value, version))
     if not 0 <= version <= 3:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"group metadata value version {version} is not supported")
     protocol_type = r.string()
@@ -253,6 +265,23 @@ def decode_group_value(value: bytes) -> GroupValue:
         members.append(MemberValue(member_id, instance, client_id, client_host, rebalance, session,
                                    r.bytes_(), r.bytes_()))
     return GroupValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))
+
+
+def _flexible(schema: MessageSchema, value: bytes, version: int) -> dict[str, Any]:
+    try:
+        return schema.decode_all(value[2:], version)
+    except SchemaError as e:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{schema.name} v{version}: {e}") from None
+
+
+def _group_value_v4(v: dict[str, Any]) -> GroupValue:
+    members = tuple(
+        MemberValue(mv["member_id"], mv["group_instance_id"], mv["client_id"], mv["client_host"],
+                    mv["rebalance_timeout"], mv["session_timeout"], mv["subscription"] or b"",
+                    mv["assignment"] or b"")
+        for mv in v["members"])
+    return GroupValue(v["protocol_type"], v["generation"], v["protocol"], v["leader"],
+                      v["current_state_timestamp"], members)
 
 
 def subscribed_topics(protocol_type: str, metadata: bytes) -> set[str] | None:
