@@ -10,8 +10,18 @@ part that owns it and replays the partition's records when it loads:
 * :mod:`~kafkapy.coordinator.offsets` — OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete,
   offset retention; the shard's pending transactional offsets are a
   :class:`~kafkapy.coordinator.txn_offsets.PendingTxnOffsets`;
-* here — DeleteGroups, which spans both, the end of transactions, and the replay of the log
-  (transactional batches hold pending offsets, their markers complete them).
+* :mod:`~kafkapy.coordinator.consumer.heartbeat` — KIP-848 consumer groups (ConsumerGroupHeartbeat,
+  their timers), through :meth:`GroupShard.consumer_heartbeat`;
+* :mod:`~kafkapy.coordinator.share_group.heartbeat` — KIP-932 share groups, loaded here and served
+  through :attr:`GroupShard.share` by the share-group handlers;
+* here — the group kinds' one namespace and its type checks, DeleteGroups, which spans
+  membership and offsets, the end of transactions, and the replay of the log (transactional
+  batches hold pending offsets, their markers complete them; record types 3-16 go to the
+  consumer and share cores).
+
+A consumer group's committed offsets are kept, as a classic group's are, in a memberless
+:class:`ClassicGroup` of the same id (an *offset holder*: no protocol type, never listed as a
+group of its own), so OffsetCommit/Fetch/Delete and retention work the same for every kind.
 
 Any group goes Dead on DeleteGroups, or when its offsets all expired while it was empty.
 
@@ -21,8 +31,10 @@ tests know the shard by this module.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import logging
+from collections.abc import Callable, Iterable, Mapping
 
+from kafkapy.coordinator import group_records as gr
 from kafkapy.coordinator import schema
 from kafkapy.coordinator.classic_group import (
     ClassicGroup,
@@ -32,6 +44,15 @@ from kafkapy.coordinator.classic_group import (
     Member,
     Record,
     live_group,
+)
+from kafkapy.coordinator.consumer import records as crec
+from kafkapy.coordinator.consumer.group import ConsumerGroup, TopicInfo
+from kafkapy.coordinator.consumer.heartbeat import (
+    ConsumerGroupConfig,
+    ConsumerGroupMembership,
+    HeartbeatOutcome,
+    HeartbeatRequest,
+    HeartbeatResponse,
 )
 from kafkapy.coordinator.membership import ClassicGroupMembership
 from kafkapy.coordinator.offsets import GroupOffsets
@@ -44,58 +65,217 @@ from kafkapy.coordinator.outcome import (
     Parked,
     SyncResult,
 )
+from kafkapy.coordinator.share_group import records as srec
+from kafkapy.coordinator.share_group.group import ShareGroup
+from kafkapy.coordinator.share_group.heartbeat import ShareGroupConfig, ShareGroupMembership
 from kafkapy.coordinator.txn_offsets import PendingTxnOffsets
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.schema_codec import SchemaError
 
 __all__ = [
+    "CLASSIC", "CONSUMER", "SHARE", "ConsumerGroupConfig", "HeartbeatRequest", "HeartbeatResponse",
+    "ShareGroupConfig", "TopicInfo", "modern_outcome",
     "PARKED_TYPE", "ClassicGroup", "CommittedOffset", "GroupConfig", "GroupShard", "GroupState",
     "JoinMember", "JoinRequest", "JoinResult", "Member", "Outcome", "Parked", "Record", "SyncResult",
 ]
 
 E = ErrorCode
+log = logging.getLogger(__name__)
+
+CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
+
+
+def modern_outcome(hb: HeartbeatOutcome) -> Outcome:
+    """A consumer core's outcome as the edge writes it: the records encoded, a failed append
+    undoing the state change."""
+    out = Outcome(response=hb.response, records=[gr.encode(r) for r in hb.records], log=list(hb.log))
+    if hb.records:
+        out.on_write_failure.append(lambda _code, _at: hb.rollback())
+    return out
 
 
 class GroupShard:
-    """The groups whose coordinator partition is ``partition``."""
+    """The groups whose coordinator partition is ``partition``: classic, consumer (KIP-848) and
+    share (KIP-932) groups, in one namespace of group ids."""
 
-    def __init__(self, partition: int, config: GroupConfig, new_uuid: Callable[[], str]) -> None:
+    def __init__(self, partition: int, config: GroupConfig, new_uuid: Callable[[], str],
+                 consumer_config: ConsumerGroupConfig | None = None,
+                 consumer_config_for: Callable[[str], ConsumerGroupConfig] | None = None,
+                 share_config: ShareGroupConfig | None = None) -> None:
         self.partition = partition
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
         self.membership = ClassicGroupMembership(config, self.groups, new_uuid)
         self.pending = PendingTxnOffsets()
         self.offsets = GroupOffsets(config, self.groups, self.pending)
+        self.consumer = ConsumerGroupMembership(consumer_config or ConsumerGroupConfig(), new_uuid,
+                                                config_for=consumer_config_for)
+        #: The share groups; their heartbeats are served by the share-group handlers.
+        self.share = ShareGroupMembership(share_config)
+        # A holder of a consumer group's offsets is not a group whose offsets retention removes.
+        self.offsets.keeps = self._holds_live_group
+
+    # ---------------------------------------------------------------- kinds
+    def group_type(self, group_id: str) -> str | None:
+        """``classic``, ``consumer`` or ``share``; None when no such group lives here."""
+        if group_id in self.consumer.groups:
+            return CONSUMER
+        if group_id in self.share.groups:
+            return SHARE
+        return CLASSIC if live_group(self.groups, group_id) is not None else None
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        return self.consumer.groups.get(group_id)
+
+    def share_group(self, group_id: str) -> ShareGroup | None:
+        return self.share.groups.get(group_id)
+
+    def _holds_live_group(self, group_id: str) -> bool:
+        g = self.consumer.groups.get(group_id)
+        return g is not None and bool(g.members)
+
+    def set_topics(self, topics: Mapping[str, TopicInfo], version: int) -> None:
+        """The cluster's topics changed (``version``: the metadata offset)."""
+        self.consumer.set_topics(topics, version)
+        self.share.set_topics(topics)
 
     # ---------------------------------------------------------------- membership
     def next_deadline(self) -> int | None:
-        """The earliest time ``tick`` has something to do, or None."""
-        return self.membership.next_deadline()
+        """The earliest time ``tick`` has something to do, or None. Share groups' timers are
+        run by the share-group edge through :attr:`share`."""
+        times = [t for t in (self.membership.next_deadline(), self.consumer.next_deadline()) if t is not None]
+        return min(times, default=None)
+
+    def _not_classic(self, group_id: str, join: bool) -> int:
+        """The error of a classic-protocol request to a group of another kind, NONE when it is
+        (or may become) a classic group.
+
+        Mixed mode (classic members inside a consumer group, Kafka's online migration) plugs in
+        here: until it exists, a classic request to a consumer group with members is refused as
+        Kafka refuses it when the migration is not possible."""
+        kind = self.group_type(group_id)
+        if kind == SHARE or (kind == CONSUMER and self.consumer.groups[group_id].members):
+            return E.INCONSISTENT_GROUP_PROTOCOL if join else E.GROUP_ID_NOT_FOUND
+        return E.NONE
 
     def join(self, req: JoinRequest, now_ms: int) -> Outcome:
-        return self.membership.join(req, now_ms)
+        error = self._not_classic(req.group_id, join=True)
+        if error:
+            return Outcome(response=JoinResult(error, member_id=req.member_id))
+        dropped = self._drop_empty_consumer_group(req.group_id)
+        out = self.membership.join(req, now_ms)
+        if dropped is not None:
+            out.records[:0] = dropped.records
+            out.on_write_failure += dropped.on_write_failure
+            out.log += dropped.log
+        return out
+
+    def _drop_empty_consumer_group(self, group_id: str) -> Outcome | None:
+        """A classic member joins an empty consumer group: the consumer group's records are
+        deleted and the group becomes a classic one (Kafka's downgrade of an empty group)."""
+        group = self.consumer.groups.get(group_id)
+        if group is None:
+            return None
+        out = Outcome()
+        for r in group.tombstones():
+            out.records.append(gr.encode(r))
+            self.consumer.replay(r)
+        out.log.append(f"[GroupCoordinator] Converted the empty consumer group {group_id} to a classic group")
+
+        def restore(_code: int, _at: int | None) -> None:
+            self.consumer.groups[group_id] = group
+
+        out.on_write_failure.append(restore)
+        return out
 
     def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
              protocol_type: str | None, protocol_name: str | None,
              assignments: Iterable[tuple[str, bytes]], now_ms: int) -> Outcome:
+        error = self._not_classic(group_id, join=False)
+        if error:
+            return Outcome(response=SyncResult(error))
         return self.membership.sync(group_id, generation, member_id, instance_id, protocol_type,
                                     protocol_name, assignments, now_ms)
 
     def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                   now_ms: int) -> Outcome:
+        error = self._not_classic(group_id, join=False)
+        if error:
+            return Outcome(response=error)
         return self.membership.heartbeat(group_id, generation, member_id, instance_id, now_ms)
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int) -> Outcome:
         """``leaving`` is (member_id, group_instance_id) pairs; the response is one code each."""
+        error = self._not_classic(group_id, join=False)
+        if error:
+            return Outcome(response=[error] * len(leaving))
         return self.membership.leave(group_id, leaving, now_ms)
 
     def tick(self, now_ms: int) -> Outcome:
-        """Fire the rebalance, session and pending-member deadlines due at ``now_ms``."""
+        """Fire the classic rebalance, session and pending-member deadlines due at ``now_ms``."""
         return self.membership.tick(now_ms)
+
+    def ticks(self, now_ms: int) -> list[Outcome]:
+        """Every kind's due deadlines: the classic outcome, then the consumer groups'."""
+        return [self.membership.tick(now_ms), modern_outcome(self.consumer.tick(now_ms))]
+
+    # ---------------------------------------------------------------- consumer groups (KIP-848)
+    def consumer_heartbeat(self, req: HeartbeatRequest, now_ms: int) -> Outcome:
+        """One ConsumerGroupHeartbeat; the response is a :class:`HeartbeatResponse`."""
+        kind = self.group_type(req.group_id)
+        upgrade: Outcome | None = None
+        if kind == SHARE:
+            return Outcome(response=HeartbeatResponse(
+                E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.", req.member_id or None))
+        if kind == CLASSIC:
+            classic = self.groups[req.group_id]
+            if classic.members or classic.state is not GroupState.EMPTY:
+                return self._upgrade_classic(classic, req, now_ms)
+            if classic.protocol_type is not None:
+                upgrade = self._retire_empty_classic(classic)
+        out = modern_outcome(self.consumer.heartbeat(req, now_ms))
+        if upgrade is not None:
+            ok = isinstance(out.response, HeartbeatResponse) and out.response.error == E.NONE
+            if ok:
+                out.records[:0] = upgrade.records
+                out.on_write_failure += upgrade.on_write_failure
+            else:
+                upgrade.write_failed(E.NONE)
+        return out
+
+    def _upgrade_classic(self, classic: ClassicGroup, req: HeartbeatRequest, now_ms: int) -> Outcome:
+        """A consumer-protocol member joins a classic group with members: Kafka's online
+        upgrade. The migration core plugs in here; until then the answer is Kafka's when the
+        upgrade is not possible."""
+        return Outcome(response=HeartbeatResponse(
+            E.GROUP_ID_NOT_FOUND,
+            f"Cannot upgrade classic group {classic.group_id} to consumer group because the online "
+            "upgrade is disabled.", req.member_id or None))
+
+    def _retire_empty_classic(self, classic: ClassicGroup) -> Outcome:
+        """An empty classic group becomes a consumer group: its GroupMetadata is deleted, its
+        offsets stay (in the same object, now an offset holder)."""
+        out = Outcome(records=[(schema.encode_group_key(classic.group_id), None)])
+        saved = (classic.protocol_type, classic.protocol_name, classic.generation, classic.leader)
+        classic.protocol_type = classic.protocol_name = classic.leader = None
+        classic.generation = 0
+
+        def restore(_code: int, _at: int | None) -> None:
+            classic.protocol_type, classic.protocol_name, classic.generation, classic.leader = saved
+
+        out.on_write_failure.append(restore)
+        return out
 
     # ---------------------------------------------------------------- offsets
     def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
-                        now_ms: int) -> int:
-        """The error for a whole OffsetCommit, NONE when its partitions may be written."""
+                        now_ms: int, api_version: int = 9) -> int:
+        """The error for a whole OffsetCommit, NONE when its partitions may be written. A consumer
+        group checks the member epoch (``generation``) and wants OffsetCommit v9+ from members."""
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is not None:
+            return consumer.validate_offset_commit(member_id, generation, api_version)
+        if group_id in self.share.groups:
+            return E.GROUP_ID_NOT_FOUND
         return self.offsets.validate_commit(group_id, generation, member_id, instance_id, now_ms)
 
     def commit(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]], now_ms: int,
@@ -105,6 +285,13 @@ class GroupShard:
     def validate_txn_commit(self, group_id: str, generation: int, member_id: str,
                             instance_id: str | None) -> int:
         """The error for a whole TxnOffsetCommit, NONE when its partitions may be written."""
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is not None:
+            if generation < 0 and not member_id and instance_id is None:
+                return E.NONE  # TxnOffsetCommit v0-v2 carries no membership to check
+            return consumer.validate_offset_commit(member_id, generation, 9, transactional=True)
+        if group_id in self.share.groups:
+            return E.GROUP_ID_NOT_FOUND
         return self.offsets.validate_txn_commit(group_id, generation, member_id, instance_id)
 
     def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int,
@@ -121,12 +308,25 @@ class GroupShard:
     def unstable_partitions(self, group_id: str) -> set[tuple[str, int]]:
         return self.offsets.unstable_partitions(group_id)
 
+    def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+ naming a member: checked against a consumer group's members (other
+        kinds have no member epochs to check)."""
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is None:
+            return E.NONE
+        return consumer.validate_offset_fetch(member_id, member_epoch)
+
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> list[tuple[str, int, CommittedOffset | None]]:
         """Committed offsets of the listed partitions (None: every partition with one)."""
         return self.offsets.fetch_offsets(group_id, partitions)
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> Outcome:
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is not None:
+            return self.offsets.delete_offsets(group_id, partitions, subscribed_to=consumer.subscribed_topic_names())
+        if group_id in self.share.groups:
+            return Outcome(response=(E.GROUP_ID_NOT_FOUND, []))
         return self.offsets.delete_offsets(group_id, partitions)
 
     def expire_offsets(self, now_ms: int) -> Outcome:
@@ -134,7 +334,26 @@ class GroupShard:
 
     # ---------------------------------------------------------------- DeleteGroups (spans both)
     def delete_group(self, group_id: str, now_ms: int) -> Outcome:
+        """DeleteGroups of a group of any kind: only an empty one goes, with its offsets."""
         out = Outcome()
+        modern: ConsumerGroup | ShareGroup | None = self.consumer.groups.get(group_id) or \
+            self.share.groups.get(group_id)
+        if modern is not None:
+            if modern.members:
+                out.response = E.NON_EMPTY_GROUP
+                return out
+            holder = live_group(self.groups, group_id)
+            if holder is not None:
+                self._tombstone_group(holder, out, now_ms)
+                out.records.pop()  # the holder has no GroupMetadata record of its own
+            for r in self._modern_tombstones(modern):
+                out.records.append(gr.encode(r))
+                if isinstance(modern, ConsumerGroup):
+                    self.consumer.replay(r)  # type: ignore[arg-type]
+                else:
+                    self.share.replay(r)  # type: ignore[arg-type]
+            out.response = E.NONE
+            return out
         group = live_group(self.groups, group_id)
         if group is None:
             out.response = E.GROUP_ID_NOT_FOUND
@@ -144,6 +363,26 @@ class GroupShard:
             return out
         self._tombstone_group(group, out, now_ms)
         out.response = E.NONE
+        return out
+
+    @staticmethod
+    def _modern_tombstones(group: ConsumerGroup | ShareGroup) -> list[gr.GroupRecord]:
+        if isinstance(group, ConsumerGroup):
+            return list(group.tombstones())
+        gid = group.group_id
+        return [srec.Tombstone(t, gid) for t in (srec.StatePartitionMetadata.RECORD_TYPE,
+                                                 srec.TargetAssignmentMetadata.RECORD_TYPE,
+                                                 srec.GroupMetadata.RECORD_TYPE)]
+
+    def listed_groups(self) -> list[tuple[str, str, str, str]]:
+        """(group id, protocol type, state, type) of every live group, as ListGroups shows them."""
+        out = []
+        for g in self.groups.values():
+            if g.state is GroupState.DEAD or g.group_id in self.consumer.groups or g.group_id in self.share.groups:
+                continue
+            out.append((g.group_id, g.protocol_type or "", g.state.value, CLASSIC))
+        out += [(gid, "consumer", g.state().value, CONSUMER) for gid, g in self.consumer.groups.items()]
+        out += [(gid, "share", g.state().value, SHARE) for gid, g in self.share.groups.items()]
         return out
 
     def _tombstone_group(self, group: ClassicGroup, out: Outcome, now_ms: int) -> None:
@@ -162,11 +401,34 @@ class GroupShard:
                producer_id: int = -1) -> None:
         """Apply one ``__consumer_offsets`` record read back from the log: ``offset`` is where it
         sits, ``producer_id`` the producer of its batch when that batch is transactional."""
+        kind = gr.record_type(key)
+        if kind in gr.CONSUMER_TYPES or kind in gr.SHARE_TYPES:
+            self._replay_modern(key, value)
+            return
+        if kind in gr.STREAMS_TYPES:
+            log.debug("Skipped a streams group record (type %d) of %s-%d", kind, schema.OFFSETS_TOPIC,
+                      self.partition)
+            return
         k = schema.decode_key(key)
         if isinstance(k, schema.OffsetKey):
             self._replay_offset(k, value, now_ms, offset, producer_id)
         elif isinstance(k, schema.GroupKey):
             self._replay_group(k, value, now_ms)
+
+    def _replay_modern(self, key: bytes, value: bytes | None) -> None:
+        try:
+            record = gr.decode(key, value)
+        except SchemaError as e:
+            log.warning("Skipped an unreadable group record of %s-%d: %s", schema.OFFSETS_TOPIC, self.partition, e)
+            return
+        if isinstance(record, gr.ObsoleteRecord):
+            return
+        if isinstance(record, (crec.GroupMetadata, crec.MemberMetadata, crec.TargetAssignmentMetadata,
+                               crec.TargetAssignmentMember, crec.CurrentMemberAssignment,
+                               crec.RegularExpression, crec.Tombstone)):
+            self.consumer.replay(record)
+        else:
+            self.share.replay(record)
 
     def replay_marker(self, producer_id: int, commit: bool, now_ms: int) -> None:
         """Apply an end-transaction marker read back from the log (ignored when the producer has
@@ -230,3 +492,7 @@ class GroupShard:
         for g in self.groups.values():
             for m in g.members.values():
                 m.session_deadline = now_ms + m.session_timeout_ms
+        self.consumer.on_loaded(now_ms)
+        #: What the share-group edge must do once it runs this shard (initializations and
+        #: deletions under way when the log was written).
+        self.share_on_load = self.share.on_loaded(now_ms)

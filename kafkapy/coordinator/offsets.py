@@ -14,6 +14,7 @@ offset for a partition replaces the committed one only if its record is the late
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from kafkapy.coordinator import schema
 from kafkapy.coordinator.classic_group import (
@@ -38,6 +39,9 @@ class GroupOffsets:
         self.config = config
         self.groups = groups
         self.pending = pending if pending is not None else PendingTxnOffsets()
+        #: Whether a memberless group's offsets belong to a live group of another kind (a
+        #: consumer group with members): retention then leaves them alone.
+        self.keeps: Callable[[str], bool] = lambda _group_id: False
 
     def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                         now_ms: int) -> int:
@@ -179,15 +183,19 @@ class GroupOffsets:
             return [(t, p, c) for (t, p), c in sorted(stored.items())]
         return [(t, p, stored.get((t, p))) for t, p in partitions]
 
-    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> Outcome:
-        """OffsetDelete: top-level error code, then one code per partition."""
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
+                       subscribed_to: set[str] | None = None) -> Outcome:
+        """OffsetDelete: top-level error code, then one code per partition. ``subscribed_to``:
+        the topics of a consumer group, whose offsets are kept here in a memberless holder."""
         out = Outcome()
         group = live_group(self.groups, group_id)
-        if group is None:
+        subscribed: set[str] | None = set()
+        if subscribed_to is not None:
+            subscribed = subscribed_to
+        elif group is None:
             out.response = (E.GROUP_ID_NOT_FOUND, [])
             return out
-        subscribed: set[str] | None = set()
-        if group.state is not GroupState.EMPTY:
+        elif group.state is not GroupState.EMPTY:
             if group.protocol_type != "consumer":
                 out.response = (E.NON_EMPTY_GROUP, [])
                 return out
@@ -199,7 +207,7 @@ class GroupOffsets:
                 codes.append(E.GROUP_SUBSCRIBED_TO_TOPIC)
                 continue
             # Pending transactional offsets are tombstoned too: their commit will not revive them.
-            had = group.offsets.pop((topic, partition), None) is not None
+            had = group is not None and group.offsets.pop((topic, partition), None) is not None
             if had or self.pending.has(group_id, topic, partition):
                 self.pending.clear_partition(group_id, topic, partition)
                 out.records.append((schema.encode_offset_key(group_id, topic, partition), None))
@@ -207,14 +215,13 @@ class GroupOffsets:
         out.response = (E.NONE, codes)
         return out
 
-
     def expire_offsets(self, now_ms: int) -> Outcome:
         """Drop offsets past ``offsets.retention.minutes`` (KIP-211 rules); empty groups with no
         offsets left are deleted."""
         out = Outcome()
         retention = self.config.offsets_retention_ms
         for group in list(self.groups.values()):
-            if group.state is GroupState.DEAD:
+            if group.state is GroupState.DEAD or self.keeps(group.group_id):
                 continue
             expired: list[tuple[str, int]] = []
             if group.protocol_type and group.state is GroupState.EMPTY:
