@@ -10,8 +10,12 @@ broker leads. This module does what the sans-I/O core cannot:
 * completes a producer's pending transactional offsets once its marker is in the partition
   (``complete_transaction``, called by the WriteTxnMarkers handler);
 * parks JoinGroup / SyncGroup requests until the rebalance answers them, each with a deadline;
-* calls the shards' ``tick`` when their next deadline is due (rebalance, session, pending sync)
-  and expires old offsets every ``offsets.retention.check.interval.ms``.
+* calls the shards' ``tick`` when their next deadline is due (rebalance, session, pending sync;
+  consumer groups' session and rebalance timeouts) and expires old offsets every
+  ``offsets.retention.check.interval.ms``;
+* answers ConsumerGroupHeartbeat once its records are committed (``run_modern``), undoing the
+  group's change when they could not be appended;
+* keeps the consumer groups' view of the cluster's topics current (``on_topics``).
 """
 
 from __future__ import annotations
@@ -19,14 +23,14 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Generic
 
 import trio
 
 from kafkapy.coordinator import schema
 from kafkapy.coordinator.classic_group import GroupConfig
-from kafkapy.coordinator.group import GroupShard
+from kafkapy.coordinator.group import ConsumerGroupConfig, GroupShard, TopicInfo
 from kafkapy.coordinator.outcome import PARKED_TYPE, Outcome
 from kafkapy.coordinator.replicas import OffsetsReplicas, P
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -65,6 +69,53 @@ def group_config(config: Any) -> GroupConfig:
     )
 
 
+#: ``group.consumer.*`` settings and Kafka 4.4's defaults, read even where the broker's config
+#: definitions do not declare them yet.
+CONSUMER_DEFAULTS: dict[str, object] = {
+    "group.consumer.session.timeout.ms": 45_000,
+    "group.consumer.heartbeat.interval.ms": 5_000,
+    "group.consumer.max.size": 2**31 - 1,
+    "group.consumer.assignors": "uniform,range",
+    "group.consumer.regex.refresh.interval.ms": 600_000,
+}
+
+
+def _consumer_setting(config: Any, name: str) -> object:
+    try:
+        value = config.get(name)
+    except KeyError:
+        value = None
+        props = getattr(config, "props", None)
+        if isinstance(props, Mapping):
+            value = props.get(name)
+    return CONSUMER_DEFAULTS[name] if value is None else value
+
+
+def consumer_group_config(config: Any) -> ConsumerGroupConfig:
+    """The broker-wide defaults of consumer groups (per-group overrides come on top, see
+    ``GroupCoordinator.consumer_config_for``)."""
+    def number(name: str) -> int:
+        return int(str(_consumer_setting(config, name)))
+
+    assignors = _consumer_setting(config, "group.consumer.assignors")
+    names = assignors.split(",") if isinstance(assignors, str) else [str(a) for a in assignors]  # type: ignore[attr-defined]
+    # Kafka also takes the assignors' class names; the built-ins are known by short names here.
+    short = tuple(n.strip().rsplit(".", 1)[-1].removesuffix("Assignor").lower() for n in names if n.strip())
+    return ConsumerGroupConfig(
+        session_timeout_ms=number("group.consumer.session.timeout.ms"),
+        heartbeat_interval_ms=number("group.consumer.heartbeat.interval.ms"),
+        max_size=number("group.consumer.max.size"),
+        assignors=short or ("uniform", "range"),
+        regex_refresh_interval_ms=number("group.consumer.regex.refresh.interval.ms"),
+    )
+
+
+def topic_infos(image: Any) -> dict[str, TopicInfo]:
+    """What the consumer groups need of every topic in a metadata image."""
+    return {name: TopicInfo(t.id, name, len(t.partitions), name.startswith("__"))
+            for name, t in image.topics.by_name.items()}
+
+
 class _Waiter:
     __slots__ = ("event", "value")
 
@@ -93,6 +144,12 @@ class GroupCoordinator(Generic[P]):
         self._pending_loads: list[int] = []
         self._wake = trio.Event()
         self._topic_id: Any = None
+        self.consumer_config = consumer_group_config(config)
+        #: A group's consumer settings: the broker's, unless the group has overrides (set by
+        #: whoever reads the per-group configs of the metadata image).
+        self.consumer_config_for: Callable[[str], ConsumerGroupConfig] = lambda _group_id: self.consumer_config
+        self.topics: dict[str, TopicInfo] = {}
+        self.topics_version = -1
 
     # ---------------------------------------------------------------- placement
     def partition_for(self, group_id: str) -> int:
@@ -138,6 +195,24 @@ class GroupCoordinator(Generic[P]):
         if self._pending_loads:
             self._wake.set()
 
+    def on_topics(self, update: Any) -> None:
+        """A metadata update: when it created or deleted topics or added partitions, the
+        consumer groups see the new topic view on their next heartbeat."""
+        image = update.image
+        changed = update.full or self.topics_version < 0 or bool(update.created_topics or update.deleted_topics)
+        if not changed:
+            for topic_id in update.changed_partitions:
+                before, after = update.previous.topics.by_id.get(topic_id), image.topics.by_id.get(topic_id)
+                if before is None or after is None or len(before.partitions) != len(after.partitions):
+                    changed = True
+                    break
+        if not changed:
+            return
+        self.topics = topic_infos(image)
+        self.topics_version = image.offset
+        for shard in self.shards.values():
+            shard.set_topics(self.topics, self.topics_version)
+
     def _unload(self, p: int) -> None:
         shard = self.shards.pop(p, None)
         if shard is None:
@@ -150,7 +225,9 @@ class GroupCoordinator(Generic[P]):
 
     async def _load(self, p: int) -> None:
         started = self.clock.now_ms()
-        shard = GroupShard(p, self.group_config, self._new_uuid)
+        shard = GroupShard(p, self.group_config, self._new_uuid, consumer_config=self.consumer_config,
+                           consumer_config_for=lambda g: self.consumer_config_for(g))
+        shard.set_topics(self.topics, self.topics_version)
         try:
             hosted = self.replicas.get(schema.OFFSETS_TOPIC, p)
             plog = hosted.log
@@ -330,6 +407,31 @@ class GroupCoordinator(Generic[P]):
                     if not lst:
                         del self._waiters[key]
 
+    async def run_modern(self, shard: GroupShard, outcome: Outcome, on_error: Callable[[int], object]) -> object:
+        """Append a consumer group operation's records and answer once every in-sync replica
+        has them (acks=all); ``on_error(code)`` is the answer when they cannot be written. An
+        append that failed undoes the group's change; one that was appended but not replicated
+        in time stays (it commits, or the shard is unloaded with the leadership)."""
+        if not outcome.records:
+            self._complete(outcome)
+            return outcome.response
+        try:
+            hosted, required = self._append(shard.partition, outcome)
+        except (KafkaError, OSError) as exc:
+            code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
+            log.error("Writing to %s-%d failed: %s", schema.OFFSETS_TOPIC, shard.partition, exc)
+            outcome.write_failed(code, self.clock.now_ms())
+            self._complete(outcome)
+            return on_error(_coordinator_write_error(code))
+        outcome.written(self.clock.now_ms())
+        self._complete(outcome)
+        self._wake.set()  # new members and revocations bring new deadlines
+        deadline = trio.current_time() + self.commit_timeout_ms / 1000.0
+        code = await self.replicas.wait_for_replication(hosted, required, deadline)
+        if code != ErrorCode.NONE:
+            return on_error(_coordinator_write_error(code))
+        return outcome.response
+
     # ---------------------------------------------------------------- background work
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -360,11 +462,11 @@ class GroupCoordinator(Generic[P]):
         for shard in list(self.shards.values()):
             t = shard.next_deadline()
             if t is not None and t <= now:
-                outcome = shard.tick(now)
-                try:
-                    self.apply(shard, outcome)
-                except KafkaError as exc:
-                    log.error("Writing group state of partition %d failed: %s", shard.partition, exc)
+                for outcome in shard.ticks(now):
+                    try:
+                        self.apply(shard, outcome)
+                    except KafkaError as exc:
+                        log.error("Writing group state of partition %d failed: %s", shard.partition, exc)
 
     async def _expiry_loop(self) -> None:
         interval = setting(self.config, "offsets.retention.check.interval.ms") / 1000.0

@@ -312,6 +312,7 @@ class BrokerRuntime(Runtime):
             log.exception("Cluster links could not follow metadata offset %d", update.image.offset)
         for name in update.deleted_topics.values():
             self._topic_stats.forget(name)  # a deleted topic's series go with it
+        self.groups.on_topics(update)
         if update.topic_touched(OFFSETS_TOPIC):
             self.groups.on_image(update.image)
         if update.topic_touched(TRANSACTION_STATE_TOPIC):
