@@ -9,7 +9,7 @@ edge and a test can hand in a small fake.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -66,7 +66,13 @@ class GroupService(Protocol):
                      on_timeout: object) -> object:
         ...
 
+    async def run_modern(self, shard: GroupShard, outcome: Outcome, on_error: Callable[[int], object]) -> object:
+        ...
+
     def groups(self) -> Sequence[tuple[GroupShard, ClassicGroup]]:
+        ...
+
+    def listed_groups(self) -> list[tuple[str, str, str, str]]:
         ...
 
     def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:

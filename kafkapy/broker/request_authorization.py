@@ -235,6 +235,10 @@ RULES: dict[int, Rule] = {
     ApiKey.DESCRIBE_GROUPS: Rule(items=(_field("groups"), "groups", _group_item(Op.DESCRIBE))),
     ApiKey.DELETE_GROUPS: Rule(items=(_field("groups_names"), "results", _group_item(Op.DELETE))),
     ApiKey.LIST_GROUPS: Rule(filter_response=_visible_groups),
+    # KIP-848: READ on the group; DESCRIBE on the subscribed topics is checked by the handler
+    # (TOPIC_AUTHORIZATION_FAILED naming them). ConsumerGroupDescribe checks DESCRIBE per group
+    # in its handler: its answer has no top-level error to refuse it with.
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: Rule((_GROUP_READ,)),
     # One key before v4, a list of them from v4.
     ApiKey.FIND_COORDINATOR: Rule((_share_coordinator, _single_coordinator_key),
                                   (_field("coordinator_keys"), "coordinators", _coordinator_key)),

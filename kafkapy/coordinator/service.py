@@ -491,3 +491,7 @@ class GroupCoordinator(Generic[P]):
 
     def groups(self) -> list[tuple[GroupShard, Any]]:
         return [(s, g) for s in self.shards.values() for g in s.groups.values()]
+
+    def listed_groups(self) -> list[tuple[str, str, str, str]]:
+        """(group id, protocol type, state, type) of every group of every loaded shard."""
+        return [row for s in self.shards.values() for row in s.listed_groups()]

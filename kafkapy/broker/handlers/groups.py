@@ -171,18 +171,16 @@ async def handle_list_groups(ctx: BrokerContext, request: Request) -> object:
     if ctx.groups is not None:
         if ctx.groups.loading:
             error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        for _shard, g in ctx.groups.groups():
-            if g.state is GroupState.DEAD:
+        for group_id, protocol_type, state, kind in ctx.groups.listed_groups():
+            if states is not None and state.lower() not in states:
                 continue
-            if states is not None and g.state.value.lower() not in states:
+            if types is not None and kind not in types:
                 continue
-            if types is not None and "classic" not in types:
-                continue
-            item = ListResp.ListedGroup(version=version, group_id=g.group_id, protocol_type=g.protocol_type or "")
+            item = ListResp.ListedGroup(version=version, group_id=group_id, protocol_type=protocol_type)
             if version >= 4:
-                item.group_state = g.state.value
+                item.group_state = state
             if version >= 5:
-                item.group_type = "classic"
+                item.group_type = kind
             out.append(item)
     return ListResp(version=version, throttle_time_ms=0, error_code=error, groups=out)
 
@@ -204,6 +202,12 @@ async def handle_describe_groups(ctx: BrokerContext, request: Request) -> object
         group = shard.groups.get(group_id) if shard is not None else None
         if shard is None:
             item.error_code = code
+        elif shard.group_type(group_id) not in (None, "classic"):
+            # Kafka 4.4 answers a consumer or share group so; the admin client then asks
+            # ConsumerGroupDescribe / ShareGroupDescribe.
+            item.error_code = ErrorCode.GROUP_ID_NOT_FOUND
+            if version >= 6:
+                item.error_message = f"Group {group_id} is not a classic group."
         elif group is None or group.state is GroupState.DEAD:
             if version >= 6:
                 item.error_code = ErrorCode.GROUP_ID_NOT_FOUND

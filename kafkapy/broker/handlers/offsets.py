@@ -106,7 +106,7 @@ async def handle_offset_commit(ctx: BrokerContext, request: Request) -> object:
     if shard is not None:
         instance_id = body.group_instance_id if version >= 7 else None
         error = shard.validate_commit(body.group_id, body.generation_id_or_member_epoch, body.member_id,
-                                      instance_id, now)
+                                      instance_id, now, api_version=version)
     if error == ErrorCode.NONE and entries:
         expire = -1
         if 2 <= version <= 4 and body.retention_time_ms >= 0:
@@ -162,15 +162,20 @@ async def handle_txn_offset_commit(ctx: BrokerContext, request: Request) -> obje
 # ------------------------------------------------------------------------------------ OffsetFetch
 
 def _fetch_group(ctx: BrokerContext, group_id: str, topics: list[tuple[str, list[int]]] | None,
-                 require_stable: bool = False
+                 require_stable: bool = False, member: tuple[str | None, int] | None = None
                  ) -> tuple[int, list[tuple[str, list[tuple[int, int, int, str, int]]]]]:
     """(group error, [(topic, [(partition, offset, epoch, metadata, error)])]).
 
     ``require_stable`` (v7+): a partition with a pending transactional offset answers
-    UNSTABLE_OFFSET_COMMIT (the client retries) rather than the offset committed before."""
+    UNSTABLE_OFFSET_COMMIT (the client retries) rather than the offset committed before.
+    ``member`` (v9+): the member id and epoch a consumer group's member fetches with."""
     shard, error = _coordinator_error(ctx, group_id)
     if shard is None:
         return error, [(t, [(p, -1, -1, "", error) for p in ps]) for t, ps in (topics or [])]
+    if member is not None:
+        error = shard.validate_fetch(group_id, member[0], member[1])
+        if error != ErrorCode.NONE:
+            return error, []
     wanted = None if topics is None else [(t, p) for t, ps in topics for p in ps]
     found = shard.fetch_offsets(group_id, wanted)
     unstable = shard.unstable_partitions(group_id) if require_stable else set()
@@ -198,7 +203,8 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> object:
         groups = []
         for g in body.groups:
             wanted = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-            error, rows = _fetch_group(ctx, g.group_id, wanted, body.require_stable)
+            member = (g.member_id, g.member_epoch) if version >= 9 else None
+            error, rows = _fetch_group(ctx, g.group_id, wanted, body.require_stable, member)
             if error != ErrorCode.NONE:
                 rows = []
             groups.append(G(version=version, group_id=g.group_id, error_code=error, topics=[
