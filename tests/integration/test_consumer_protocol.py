@@ -12,8 +12,8 @@ import time
 import uuid
 
 import pytest
-
 from helpers import create_topics, run_client
+
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiKey

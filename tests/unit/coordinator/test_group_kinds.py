@@ -10,7 +10,15 @@ import uuid
 from kafkapy.coordinator import group_records as gr
 from kafkapy.coordinator import schema
 from kafkapy.coordinator.group import (
-    CONSUMER, PARKED_TYPE, GroupConfig, GroupShard, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResult, Outcome,
+    CONSUMER,
+    PARKED_TYPE,
+    GroupConfig,
+    GroupShard,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinRequest,
+    JoinResult,
+    Outcome,
     TopicInfo,
 )
 from kafkapy.coordinator.share_group.heartbeat import ShareHeartbeatRequest
@@ -189,6 +197,7 @@ def test_consumer_timers_tick_through_the_shard() -> None:
 
 def test_failed_append_rolls_back_the_heartbeat() -> None:
     s = shard()
-    out = s.consumer_heartbeat(HeartbeatRequest("g", "m1", 0, rebalance_timeout_ms=1, subscribed_topic_names=["foo"]), 0)
+    req = HeartbeatRequest("g", "m1", 0, rebalance_timeout_ms=1, subscribed_topic_names=["foo"])
+    out = s.consumer_heartbeat(req, 0)
     out.write_failed(E.NOT_COORDINATOR)
     assert s.group_type("g") is None
