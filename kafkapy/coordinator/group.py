@@ -151,17 +151,18 @@ class GroupShard:
         (or may become) a classic group.
 
         Mixed mode (classic members inside a consumer group, Kafka's online migration) plugs in
-        here: until it exists, a classic request to a consumer group with members is refused as
-        Kafka refuses it when the migration is not possible."""
+        here: until it exists, a classic request to a consumer group with members is answered
+        as Kafka 4.4 answers it with ``group.consumer.migration.policy=disabled``: JoinGroup
+        INCONSISTENT_GROUP_PROTOCOL, SyncGroup and Heartbeat UNKNOWN_MEMBER_ID."""
         kind = self.group_type(group_id)
         if kind == SHARE or (kind == CONSUMER and self.consumer.groups[group_id].members):
-            return E.INCONSISTENT_GROUP_PROTOCOL if join else E.GROUP_ID_NOT_FOUND
+            return E.INCONSISTENT_GROUP_PROTOCOL if join else E.UNKNOWN_MEMBER_ID
         return E.NONE
 
     def join(self, req: JoinRequest, now_ms: int) -> Outcome:
         error = self._not_classic(req.group_id, join=True)
         if error:
-            return Outcome(response=JoinResult(error, member_id=req.member_id))
+            return Outcome(response=JoinResult(error, member_id=""))
         dropped = self._drop_empty_consumer_group(req.group_id)
         out = self.membership.join(req, now_ms)
         if dropped is not None:
@@ -206,10 +207,31 @@ class GroupShard:
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int) -> Outcome:
         """``leaving`` is (member_id, group_instance_id) pairs; the response is one code each."""
+        if self.group_type(group_id) == CONSUMER:
+            return self._leave_consumer_group(group_id, leaving, now_ms)
         error = self._not_classic(group_id, join=False)
         if error:
             return Outcome(response=[error] * len(leaving))
         return self.membership.leave(group_id, leaving, now_ms)
+
+    def _leave_consumer_group(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int) -> Outcome:
+        """LeaveGroup naming members of a consumer group: they leave as if they had sent a
+        heartbeat with epoch -1 (Kafka 4.4 does so whatever the migration policy); a member it
+        does not know is UNKNOWN_MEMBER_ID."""
+        out = Outcome()
+        codes = []
+        for member_id, _instance_id in leaving:
+            group = self.consumer.groups.get(group_id)
+            if group is None or member_id not in group.members:
+                codes.append(E.UNKNOWN_MEMBER_ID)
+                continue
+            left = modern_outcome(self.consumer.heartbeat(HeartbeatRequest(group_id, member_id, -1), now_ms))
+            out.records += left.records
+            out.on_write_failure[:0] = left.on_write_failure  # undone last first
+            out.log += left.log
+            codes.append(left.response.error if isinstance(left.response, HeartbeatResponse) else E.NONE)
+        out.response = codes
+        return out
 
     def tick(self, now_ms: int) -> Outcome:
         """Fire the classic rebalance, session and pending-member deadlines due at ``now_ms``."""
@@ -249,8 +271,8 @@ class GroupShard:
         upgrade is not possible."""
         return Outcome(response=HeartbeatResponse(
             E.GROUP_ID_NOT_FOUND,
-            f"Cannot upgrade classic group {classic.group_id} to consumer group because the online "
-            "upgrade is disabled.", req.member_id or None))
+            f"Cannot upgrade classic group {classic.group_id} to consumer group because online "
+            "upgrade is disabled.", None))
 
     def _retire_empty_classic(self, classic: ClassicGroup) -> Outcome:
         """An empty classic group becomes a consumer group: its GroupMetadata is deleted, its

@@ -127,7 +127,7 @@ def _described(ctx: BrokerContext, version: int, d: GroupDescription, operations
 def _failed(version: int, group_id: str, code: int, message: str | None = None) -> object:
     return DescribeResp.DescribedGroup(
         version=version, error_code=code, error_message=message, group_id=group_id, group_state="",
-        group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[], authorized_operations=NO_OPERATIONS)
+        group_epoch=0, assignment_epoch=0, assignor_name="", members=[], authorized_operations=NO_OPERATIONS)
 
 
 async def handle_consumer_group_describe(ctx: BrokerContext, request: Request) -> object:

@@ -203,10 +203,10 @@ async def handle_describe_groups(ctx: BrokerContext, request: Request) -> object
         if shard is None:
             item.error_code = code
         elif shard.group_type(group_id) not in (None, "classic"):
-            # Kafka 4.4 answers a consumer or share group so; the admin client then asks
-            # ConsumerGroupDescribe / ShareGroupDescribe.
-            item.error_code = ErrorCode.GROUP_ID_NOT_FOUND
+            # Kafka 4.4 answers a consumer or share group as a missing one ("Dead"), from v6
+            # with its reason; the admin client then asks ConsumerGroupDescribe instead.
             if version >= 6:
+                item.error_code = ErrorCode.GROUP_ID_NOT_FOUND
                 item.error_message = f"Group {group_id} is not a classic group."
         elif group is None or group.state is GroupState.DEAD:
             if version >= 6:

@@ -19,6 +19,7 @@ from kafkapy.coordinator.group import (
     JoinRequest,
     JoinResult,
     Outcome,
+    SyncResult,
     TopicInfo,
 )
 from kafkapy.coordinator.share_group.heartbeat import ShareHeartbeatRequest
@@ -79,14 +80,23 @@ def test_consumer_heartbeat_creates_a_consumer_group_and_writes_its_records() ->
 def test_kinds_share_one_namespace() -> None:
     s, log = shard(), Log()
     cgh(s, log, "cg", "m1", 0)
-    assert classic_join(s, "cg").error == E.INCONSISTENT_GROUP_PROTOCOL
-    hb = s.heartbeat("cg", 1, "m1", None, 0)
-    assert hb.response == E.GROUP_ID_NOT_FOUND
-    assert s.leave("cg", [("m1", None)], 0).response == [E.GROUP_ID_NOT_FOUND]
+    # Kafka 4.4's answers with group.consumer.migration.policy=disabled
+    joined = classic_join(s, "cg", "m1")
+    assert (joined.error, joined.member_id) == (E.INCONSISTENT_GROUP_PROTOCOL, "")
+    assert s.heartbeat("cg", 1, "m1", None, 0).response == E.UNKNOWN_MEMBER_ID
+    synced = s.sync("cg", 1, "m1", None, None, None, [], 0).response
+    assert isinstance(synced, SyncResult) and synced.error == E.UNKNOWN_MEMBER_ID
+    # LeaveGroup removes a consumer group's member (and knows no other)
+    left = log.write(s.leave("cg", [("other", None), ("m1", None)], 0))
+    assert left.response == [E.UNKNOWN_MEMBER_ID, E.NONE]
+    assert not s.consumer.groups["cg"].members and left.records
+    cgh(s, log, "cg", "m1", 0)
     # a classic group with members cannot take a consumer-protocol member (no migration yet)
     classic_join(s, "classic")
     r = cgh(s, log, "classic", "m1", 0)
-    assert r.error == E.GROUP_ID_NOT_FOUND and "upgrade" in (r.error_message or "")
+    assert (r.error, r.error_message) == (
+        E.GROUP_ID_NOT_FOUND,
+        "Cannot upgrade classic group classic to consumer group because online upgrade is disabled.")
     # a share group is not a consumer group
     s.share.heartbeat(ShareHeartbeatRequest("sg", "s1", 0, subscribed_topic_names=["foo"]), 0)
     r = cgh(s, log, "sg", "m1", 0)
