@@ -219,7 +219,7 @@ class GroupShard:
         heartbeat with epoch -1 (Kafka 4.4 does so whatever the migration policy); a member it
         does not know is UNKNOWN_MEMBER_ID."""
         out = Outcome()
-        codes = []
+        codes: list[int] = []
         for member_id, _instance_id in leaving:
             group = self.consumer.groups.get(group_id)
             if group is None or member_id not in group.members:
