@@ -112,8 +112,7 @@ class GroupShard:
                                                 config_for=consumer_config_for)
         #: The share groups; their heartbeats are served by the share-group handlers.
         self.share = ShareGroupMembership(share_config)
-        # A holder of a consumer group's offsets is not a group whose offsets retention removes.
-        self.offsets.keeps = self._holds_live_group
+        self.offsets.consumer_topics = self._consumer_topics
 
     # ---------------------------------------------------------------- kinds
     def group_type(self, group_id: str) -> str | None:
@@ -130,9 +129,9 @@ class GroupShard:
     def share_group(self, group_id: str) -> ShareGroup | None:
         return self.share.groups.get(group_id)
 
-    def _holds_live_group(self, group_id: str) -> bool:
+    def _consumer_topics(self, group_id: str) -> set[str] | None:
         g = self.consumer.groups.get(group_id)
-        return g is not None and bool(g.members)
+        return None if g is None else g.subscribed_topic_names()
 
     def set_topics(self, topics: Mapping[str, TopicInfo], version: int) -> None:
         """The cluster's topics changed (``version``: the metadata offset)."""
@@ -352,7 +351,20 @@ class GroupShard:
         return self.offsets.delete_offsets(group_id, partitions)
 
     def expire_offsets(self, now_ms: int) -> Outcome:
-        return self.offsets.expire_offsets(now_ms)
+        """Offsets past retention removed; then, as Kafka's cleanup, an empty consumer group
+        left without offsets is deleted."""
+        out = self.offsets.expire_offsets(now_ms)
+        for group_id, group in list(self.consumer.groups.items()):
+            holder = live_group(self.groups, group_id)
+            if group.members or (holder is not None and holder.offsets) or self.pending.has_group(group_id):
+                continue
+            if holder is not None:
+                del self.groups[group_id]
+            for r in group.tombstones():
+                out.records.append(gr.encode(r))
+                self.consumer.replay(r)
+            out.log.append(f"[GroupCoordinator] Deleted the empty consumer group {group_id}: no offsets left")
+        return out
 
     # ---------------------------------------------------------------- DeleteGroups (spans both)
     def delete_group(self, group_id: str, now_ms: int) -> Outcome:

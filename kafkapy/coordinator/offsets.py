@@ -39,9 +39,10 @@ class GroupOffsets:
         self.config = config
         self.groups = groups
         self.pending = pending if pending is not None else PendingTxnOffsets()
-        #: Whether a memberless group's offsets belong to a live group of another kind (a
-        #: consumer group with members): retention then leaves them alone.
-        self.keeps: Callable[[str], bool] = lambda _group_id: False
+        #: The subscribed topics of the consumer group whose offsets a memberless group holds,
+        #: None when it holds none: retention keeps a consumer group's offsets of subscribed
+        #: topics and leaves deleting the group to the shard.
+        self.consumer_topics: Callable[[str], set[str] | None] = lambda _group_id: None
 
     def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                         now_ms: int) -> int:
@@ -221,10 +222,16 @@ class GroupOffsets:
         out = Outcome()
         retention = self.config.offsets_retention_ms
         for group in list(self.groups.values()):
-            if group.state is GroupState.DEAD or self.keeps(group.group_id):
+            if group.state is GroupState.DEAD:
                 continue
             expired: list[tuple[str, int]] = []
-            if group.protocol_type and group.state is GroupState.EMPTY:
+            consumer_topics = self.consumer_topics(group.group_id)
+            if consumer_topics is not None:
+                for tp, c in group.offsets.items():
+                    limit = c.expire_timestamp if c.expire_timestamp >= 0 else c.commit_timestamp + retention
+                    if tp[0] not in consumer_topics and limit <= now_ms:
+                        expired.append(tp)
+            elif group.protocol_type and group.state is GroupState.EMPTY:
                 base = group.state_timestamp
                 for tp, c in group.offsets.items():
                     if (c.expire_timestamp >= 0 and c.expire_timestamp <= now_ms) or (
@@ -247,7 +254,7 @@ class GroupOffsets:
                 del group.offsets[(topic, partition)]
                 out.records.append((schema.encode_offset_key(group.group_id, topic, partition), None))
             if group.state is GroupState.EMPTY and not group.offsets and (expired or not group.protocol_type) \
-                    and not self.pending.has_group(group.group_id):
+                    and not self.pending.has_group(group.group_id) and consumer_topics is None:
                 out.records.append((schema.encode_group_key(group.group_id), None))
                 group.transition(GroupState.DEAD, now_ms)
                 del self.groups[group.group_id]

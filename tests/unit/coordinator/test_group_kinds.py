@@ -211,3 +211,19 @@ def test_failed_append_rolls_back_the_heartbeat() -> None:
     out = s.consumer_heartbeat(req, 0)
     out.write_failed(E.NOT_COORDINATOR)
     assert s.group_type("g") is None
+
+
+def test_retention_keeps_subscribed_offsets_and_deletes_an_empty_group() -> None:
+    s, log = shard(), Log()
+    cgh(s, log, "g", "m1", 0)
+    log.write(s.commit("g", [("foo", 0, 1, -1, ""), ("bar", 0, 2, -1, "")], 0))
+    week = s.config.offsets_retention_ms
+    out = log.write(s.expire_offsets(week + 1))
+    # bar is not subscribed: its offset expires; foo's stays while the group subscribes to it
+    assert out.records == [(schema.encode_offset_key("g", "bar", 0), None)]
+    assert [t for t, _, _ in s.fetch_offsets("g", None)] == ["foo"]
+    cgh(s, log, "g", "m1", -1)
+    assert s.group_type("g") == CONSUMER  # empty, but with an offset
+    out = log.write(s.expire_offsets(2 * week + 1))
+    assert (schema.encode_offset_key("g", "foo", 0), None) in out.records
+    assert [gr.record_type(k) for k, v in out.records[1:]] == [6, 3] and s.group_type("g") is None
