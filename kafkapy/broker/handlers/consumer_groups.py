@@ -31,6 +31,8 @@ DescribeResp = m.ConsumerGroupDescribeResponse
 MEMBER_TYPE_CONSUMER = 1
 #: AuthorizedOperations when the client did not ask for them.
 NO_OPERATIONS = -(2**31)
+#: Kafka's message when a described group's members hold topics the caller may not describe.
+UNAUTHORIZED_TOPICS = "The described group uses topics that the client is not authorized to describe."
 
 
 # ------------------------------------------------------------------------------ ConsumerGroupHeartbeat
@@ -48,7 +50,8 @@ def _heartbeat_response(version: int, r: HeartbeatResponse) -> object:
 
 
 def _unauthorized_topics(ctx: BrokerContext, names: list[str] | None) -> list[str]:
-    """Subscribed topics the member may not describe (Kafka refuses the whole heartbeat)."""
+    """Topics among ``names`` the caller may not describe (Kafka then refuses the whole heartbeat,
+    or the whole described group)."""
     if not names:
         return []
     allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
@@ -76,10 +79,8 @@ async def handle_consumer_group_heartbeat(ctx: BrokerContext, request: Request) 
     version = request.api_version
     if not body.group_id:
         return _heartbeat_response(version, HeartbeatResponse(ErrorCode.INVALID_REQUEST, "GroupId can't be empty."))
-    refused = _unauthorized_topics(ctx, body.subscribed_topic_names)
-    if refused:
-        return _heartbeat_response(version, HeartbeatResponse(
-            ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Topics {refused} are not authorized."))
+    if _unauthorized_topics(ctx, body.subscribed_topic_names):
+        return _heartbeat_response(version, HeartbeatResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     shard, code = served_shard(ctx.groups, body.group_id, ErrorCode.INVALID_REQUEST)
     if shard is None:
         return _heartbeat_response(version, HeartbeatResponse(code))
@@ -150,9 +151,15 @@ async def handle_consumer_group_describe(ctx: BrokerContext, request: Request) -
             out.append(_failed(version, group_id, ErrorCode.GROUP_ID_NOT_FOUND,
                                f"Group {group_id} is not a consumer group."))
             continue
+        described = shard.consumer.describe(group_id)
+        topics = {ctx.image().topics.by_id[t].name for mm in described.members
+                  for t in (*mm.assignment, *mm.target_assignment) if t in ctx.image().topics.by_id}
+        if _unauthorized_topics(ctx, sorted(topics)):
+            out.append(_failed(version, group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, UNAUTHORIZED_TOPICS))
+            continue
         ops = as_int32(allowed_operations(ctx, GROUP_OPERATIONS, ResourceType.GROUP, group_id)) \
             if body.include_authorized_operations else NO_OPERATIONS
-        out.append(_described(ctx, version, shard.consumer.describe(group_id), ops))
+        out.append(_described(ctx, version, described, ops))
     return DescribeResp(version=version, throttle_time_ms=0, groups=out)
 
 

@@ -192,7 +192,16 @@ def test_errors_of_placement_authorization_and_writes(replicas):
             ctx = Ctx(coord, image)
             ctx.denied_topics = {"foo"}
             r = await handle_consumer_group_heartbeat(ctx, cgh())
-            assert r.error_code == E.TOPIC_AUTHORIZATION_FAILED
+            assert (r.error_code, r.error_message) == (E.TOPIC_AUTHORIZATION_FAILED, None)
+            ctx.denied_topics = set()
+            r = await handle_consumer_group_heartbeat(ctx, cgh(group="other"))
+            assert r.error_code == E.NONE
+            # A group whose members hold a topic the caller may not describe is not described.
+            ctx.denied_topics = {"foo"}
+            d = (await handle_consumer_group_describe(ctx, describe("other"))).groups[0]
+            assert (d.error_code, d.error_message, d.members) == (
+                E.TOPIC_AUTHORIZATION_FAILED,
+                "The described group uses topics that the client is not authorized to describe.", [])
             ctx.denied_topics = set()
             r = await handle_consumer_group_heartbeat(ctx, cgh(server_assignor="sticky"))
             assert r.error_code == E.UNSUPPORTED_ASSIGNOR
