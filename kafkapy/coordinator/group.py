@@ -67,7 +67,13 @@ from kafkapy.coordinator.outcome import (
 )
 from kafkapy.coordinator.share_group import records as srec
 from kafkapy.coordinator.share_group.group import ShareGroup
-from kafkapy.coordinator.share_group.heartbeat import ShareGroupConfig, ShareGroupMembership
+from kafkapy.coordinator.share_group.heartbeat import (
+    DeleteRequest,
+    InitializeRequest,
+    ShareGroupConfig,
+    ShareGroupMembership,
+    ShareHeartbeatOutcome,
+)
 from kafkapy.coordinator.txn_offsets import PendingTxnOffsets
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.schema_codec import SchemaError
@@ -85,11 +91,12 @@ log = logging.getLogger(__name__)
 CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
 
 
-def modern_outcome(hb: HeartbeatOutcome) -> Outcome:
-    """A consumer core's outcome as the edge writes it: the records encoded, a failed append
-    undoing the state change."""
-    out = Outcome(response=hb.response, records=[gr.encode(r) for r in hb.records], log=list(hb.log))
-    if hb.records:
+def modern_outcome(hb: HeartbeatOutcome | ShareHeartbeatOutcome) -> Outcome:
+    """A consumer or share core's outcome as the edge writes it: the records encoded, a failed
+    append undoing the state change."""
+    records: list[gr.GroupRecord] = list(hb.records)
+    out = Outcome(response=hb.response, records=[gr.encode(r) for r in records], log=list(hb.log))
+    if records:
         out.on_write_failure.append(lambda _code, _at: hb.rollback())
     return out
 
@@ -112,6 +119,9 @@ class GroupShard:
                                                 config_for=consumer_config_for)
         #: The share groups; their heartbeats are served by the share-group handlers.
         self.share = ShareGroupMembership(share_config)
+        #: Share-state initializations and deletions the share timers and the load asked for,
+        #: once their records are written: the share-group edge drains this.
+        self.share_requests: list[tuple[list[InitializeRequest], list[DeleteRequest]]] = []
         self.offsets.consumer_topics = self._consumer_topics
 
     # ---------------------------------------------------------------- kinds
@@ -140,10 +150,9 @@ class GroupShard:
 
     # ---------------------------------------------------------------- membership
     def next_deadline(self) -> int | None:
-        """The earliest time ``tick`` has something to do, or None. Share groups' timers are
-        run by the share-group edge through :attr:`share`."""
-        times = [t for t in (self.membership.next_deadline(), self.consumer.next_deadline()) if t is not None]
-        return min(times, default=None)
+        """The earliest time ``ticks`` has something to do, or None."""
+        times = [self.membership.next_deadline(), self.consumer.next_deadline(), self.share.next_deadline()]
+        return min((t for t in times if t is not None), default=None)
 
     def _not_classic(self, group_id: str, join: bool) -> int:
         """The error of a classic-protocol request to a group of another kind, NONE when it is
@@ -237,8 +246,17 @@ class GroupShard:
         return self.membership.tick(now_ms)
 
     def ticks(self, now_ms: int) -> list[Outcome]:
-        """Every kind's due deadlines: the classic outcome, then the consumer groups'."""
-        return [self.membership.tick(now_ms), modern_outcome(self.consumer.tick(now_ms))]
+        """Every kind's due deadlines: the classic outcome, then the consumer groups', then the
+        share groups' (their state requests queued in :attr:`share_requests` once written)."""
+        return [self.membership.tick(now_ms), modern_outcome(self.consumer.tick(now_ms)),
+                self._share_outcome(self.share.tick(now_ms))]
+
+    def _share_outcome(self, hb: ShareHeartbeatOutcome) -> Outcome:
+        out = modern_outcome(hb)
+        if hb.initialize or hb.delete:
+            requests = (list(hb.initialize), list(hb.delete))
+            out.after_write.append(lambda _at: self.share_requests.append(requests))
+        return out
 
     # ---------------------------------------------------------------- consumer groups (KIP-848)
     def consumer_heartbeat(self, req: HeartbeatRequest, now_ms: int) -> Outcome:
@@ -527,6 +545,7 @@ class GroupShard:
             for m in g.members.values():
                 m.session_deadline = now_ms + m.session_timeout_ms
         self.consumer.on_loaded(now_ms)
-        #: What the share-group edge must do once it runs this shard (initializations and
-        #: deletions under way when the log was written).
-        self.share_on_load = self.share.on_loaded(now_ms)
+        # Initializations and deletions under way when the log was written are asked again.
+        loaded = self.share.on_loaded(now_ms)
+        if loaded.initialize or loaded.delete:
+            self.share_requests.append((list(loaded.initialize), list(loaded.delete)))
