@@ -114,7 +114,9 @@ def _described(ctx: BrokerContext, version: int, d: GroupDescription, operations
         member = G.Member(
             version=version, member_id=mm.member_id, instance_id=mm.instance_id, rack_id=mm.rack_id,
             member_epoch=mm.member_epoch, client_id=mm.client_id, client_host=mm.client_host,
-            subscribed_topic_names=list(mm.subscribed_topic_names), subscribed_topic_regex=mm.subscribed_topic_regex,
+            subscribed_topic_names=list(mm.subscribed_topic_names),
+            # Kafka 4.4 describes a member without a regex with an empty one, not a null
+            subscribed_topic_regex=mm.subscribed_topic_regex or "",
             assignment=_assignment(ctx, version, mm.assignment),
             target_assignment=_assignment(ctx, version, mm.target_assignment))
         if version >= 1:

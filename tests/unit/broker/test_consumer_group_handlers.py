@@ -145,7 +145,8 @@ def test_join_heartbeat_describe_and_reload(replicas):
             assert (d[0].error_code, d[0].group_state, d[0].group_epoch, d[0].assignor_name) == (
                 E.NONE, "Stable", 1, "uniform")
             mm = d[0].members[0]
-            assert (mm.member_id, mm.client_id, mm.member_type, mm.subscribed_topic_names) == ("m1", "cli", 1, ["foo"])
+            assert (mm.member_id, mm.client_id, mm.member_type, mm.subscribed_topic_names, mm.subscribed_topic_regex) \
+                == ("m1", "cli", 1, ["foo"], "")
             assert [(tp.topic_name, tp.partitions) for tp in mm.assignment.topic_partitions] == [("foo", [0, 1, 2, 3])]
             assert d[0].authorized_operations > 0
             assert (d[1].error_code, d[1].error_message) == (E.GROUP_ID_NOT_FOUND, "Group nope not found.")
