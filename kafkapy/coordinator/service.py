@@ -110,9 +110,13 @@ def consumer_group_config(config: Any) -> ConsumerGroupConfig:
     )
 
 
+#: Kafka's internal topics, which a subscribed regular expression never matches.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
 def topic_infos(image: Any) -> dict[str, TopicInfo]:
     """What the consumer groups need of every topic in a metadata image."""
-    return {name: TopicInfo(t.id, name, len(t.partitions), name.startswith("__"))
+    return {name: TopicInfo(t.id, name, len(t.partitions), name in INTERNAL_TOPICS)
             for name, t in image.topics.by_name.items()}
 
 
