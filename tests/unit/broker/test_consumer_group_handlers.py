@@ -222,3 +222,30 @@ def test_errors_of_placement_authorization_and_writes(replicas):
             n.cancel_scope.cancel()
 
     run(main)
+
+
+def test_added_partitions_reach_the_group_on_its_next_heartbeat(replicas):
+    async def main():
+        image = _image()
+        async with trio.open_nursery() as n:
+            coord = await started(replicas, n, image)
+            ctx = Ctx(coord, image)
+            r = await handle_consumer_group_heartbeat(ctx, cgh())
+            assert sorted(r.assignment.topic_partitions[0].partitions) == [0, 1, 2, 3]
+            # Leadership moves of the topic's partitions change nothing the groups see.
+            before = coord.topics
+            coord.on_topics(types.SimpleNamespace(image=image, previous=image, full=False, created_topics=frozenset(),
+                                                  deleted_topics={}, changed_partitions={FOO: frozenset({0})}))
+            assert coord.topics is before
+            # Two partitions added: the member is assigned them on its next heartbeat.
+            grown = _image()
+            grown.topics.by_id[FOO].partitions.update({4: None, 5: None})
+            grown.offset = 11
+            coord.on_topics(types.SimpleNamespace(image=grown, previous=image, full=False, created_topics=frozenset(),
+                                                  deleted_topics={}, changed_partitions={FOO: frozenset({4, 5})}))
+            r = await handle_consumer_group_heartbeat(ctx, cgh(epoch=1))
+            assert r.member_epoch == 2
+            assert sorted(r.assignment.topic_partitions[0].partitions) == [0, 1, 2, 3, 4, 5]
+            n.cancel_scope.cancel()
+
+    run(main)
