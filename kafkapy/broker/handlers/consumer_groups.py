@@ -74,6 +74,28 @@ def heartbeat_request(body: Any, version: int, client_id: str, host: str) -> Hea
         version=version)
 
 
+def kafka_wording(body: Any, r: HeartbeatResponse) -> HeartbeatResponse:
+    """Kafka 4.4's text for the refusals whose wording the core does not yet share (checked
+    against Kafka 4.4; to be moved into the core by its owner, then this goes)."""
+    msg, regex = r.error_message, getattr(body, "subscribed_topic_regex", None)
+    if msg is None:
+        return r
+    if r.error == ErrorCode.INVALID_REQUEST and msg.startswith("MemberEpoch is invalid"):
+        msg = "MemberEpoch is invalid."
+    elif r.error == ErrorCode.INVALID_REQUEST and msg.startswith("SubscribedTopicNames or SubscribedTopicRegex") \
+            and body.subscribed_topic_names is None and regex is None:
+        msg = "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+    elif r.error == ErrorCode.INVALID_REGULAR_EXPRESSION and regex and " is invalid: " in msg:
+        reason = msg.split(" is invalid: ", 1)[1]
+        msg = f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {reason}."
+    elif r.error == ErrorCode.GROUP_ID_NOT_FOUND and body.member_epoch < 0 \
+            and msg == f"Consumer group {body.group_id} not found.":
+        msg = f"Group {body.group_id} not found."
+    else:
+        return r
+    return HeartbeatResponse(r.error, msg, r.member_id, r.member_epoch, r.heartbeat_interval_ms, r.assignment)
+
+
 async def handle_consumer_group_heartbeat(ctx: BrokerContext, request: Request) -> object:
     body = request.body
     version = request.api_version
@@ -89,7 +111,7 @@ async def handle_consumer_group_heartbeat(ctx: BrokerContext, request: Request) 
                                        ctx.clock.now_ms())
     result = await ctx.groups.run_modern(shard, outcome, lambda error: HeartbeatResponse(error))
     assert isinstance(result, HeartbeatResponse)
-    return _heartbeat_response(version, result)
+    return _heartbeat_response(version, kafka_wording(body, result))
 
 
 # ------------------------------------------------------------------------------ ConsumerGroupDescribe

@@ -163,23 +163,45 @@ def test_join_heartbeat_describe_and_reload(replicas):
     run(main)
 
 
-@pytest.mark.parametrize("fields,message", [
-    (dict(group_id=""), "GroupId can't be empty."),
-    (dict(rebalance_timeout_ms=-1), "RebalanceTimeoutMs must be provided in first request."),
-    (dict(subscribed_topic_names=None), "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
+# Kafka 4.4's answers, from a run against it.
+@pytest.mark.parametrize("fields,error,message", [
+    (dict(group_id=""), E.INVALID_REQUEST, "GroupId can't be empty."),
+    (dict(rebalance_timeout_ms=-1), E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."),
+    (dict(subscribed_topic_names=None), E.INVALID_REQUEST,
+     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
     (dict(topic_partitions=[m.ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=FOO, partitions=[0])]),
-     "TopicPartitions must be empty when (re-)joining."),
-    (dict(member_id=""), "MemberId can't be empty."),
-    (dict(instance_id=""), "InstanceId can't be empty."),
-    (dict(member_epoch=-3), "MemberEpoch is invalid: -3."),
+     E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining."),
+    (dict(member_id=""), E.INVALID_REQUEST, "MemberId can't be empty."),
+    (dict(instance_id=""), E.INVALID_REQUEST, "InstanceId can't be empty."),
+    (dict(rack_id=""), E.INVALID_REQUEST, "RackId can't be empty."),
+    (dict(member_epoch=-3), E.INVALID_REQUEST, "MemberEpoch is invalid."),
+    (dict(member_epoch=-2), E.INVALID_REQUEST, "InstanceId can't be null."),
+    (dict(server_assignor="sticky"), E.UNSUPPORTED_ASSIGNOR,
+     "ServerAssignor sticky is not supported. Supported assignors: uniform, range."),
+    (dict(member_epoch=3), E.GROUP_ID_NOT_FOUND, "Consumer group g not found."),
+    (dict(member_epoch=-1), E.GROUP_ID_NOT_FOUND, "Group g not found."),
 ])
-def test_invalid_requests(replicas, fields, message):
+def test_invalid_requests(replicas, fields, error, message):
     async def main():
         image = _image()
         async with trio.open_nursery() as n:
             ctx = Ctx(await started(replicas, n, image), image)
             r = await handle_consumer_group_heartbeat(ctx, cgh(**fields))
-            assert (r.error_code, r.error_message) == (E.INVALID_REQUEST, message)
+            assert (r.error_code, r.error_message) == (error, message)
+            n.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_invalid_regex_worded_as_kafka(replicas):
+    async def main():
+        image = _image()
+        async with trio.open_nursery() as n:
+            ctx = Ctx(await started(replicas, n, image), image)
+            r = await handle_consumer_group_heartbeat(ctx, cgh(subscribed_topic_names=None,
+                                                               subscribed_topic_regex="(?=a)b"))
+            assert r.error_code == E.INVALID_REGULAR_EXPRESSION
+            assert r.error_message.startswith("SubscribedTopicRegex `(?=a)b` is not a valid regular expression: ")
             n.cancel_scope.cancel()
 
     run(main)
