@@ -204,8 +204,9 @@ class BrokerDispatcher:
         for key, lo, hi, handler in apis:
             self.versions.register(key, lo, hi)
             self._handlers[key] = handler
-        # A gated API is decoded always (the connection accepts it) but advertised and run only
-        # while its feature is on; see gated_api_enabled.
+        # A gated API is advertised always, as Kafka 4.4 lists ConsumerGroupHeartbeat and the
+        # share APIs whatever the features (its ApiVersions filter knows only the telemetry APIs),
+        # but runs only while its feature is on; see gated_api_enabled.
         self._gated: dict[int, GatedApi] = {}
         for api in gated:
             self.versions.register(api.key, api.min_version, api.max_version)
@@ -215,7 +216,6 @@ class BrokerDispatcher:
         # Static: Kafka reads group.coordinator.rebalance.protocols once.
         self._consumer_protocol = config is None or \
             "consumer" in config.get_list("group.coordinator.rebalance.protocols")
-        self._advertised_cache: tuple[frozenset[int], ApiVersionsTable] | None = None
 
     def gated_api_enabled(self, api: GatedApi) -> bool:
         """Whether a gated API is on: its feature finalized at ``min_level`` or more in this
@@ -224,18 +224,6 @@ class BrokerDispatcher:
         if self.ctx.image().features.levels.get(api.feature, 0) < api.min_level:
             return False
         return api.feature != GROUP_VERSION_FEATURE or self._consumer_protocol
-
-    def advertised_versions(self) -> ApiVersionsTable:
-        """What ApiVersions lists now: every served API but the gated ones that are off."""
-        off = frozenset(key for key, api in self._gated.items() if not self.gated_api_enabled(api))
-        if not off:
-            return self.versions
-        cached = self._advertised_cache
-        if cached is None or cached[0] != off:
-            table = ApiVersionsTable((r.api_key, r.min_version, r.max_version)
-                                     for r in self.versions if r.api_key not in off)
-            cached = self._advertised_cache = (off, table)
-        return cached[1]
 
     def admit_connection(self, peer: tuple[object, ...] | None) -> float:
         """Seconds after which to close a new connection from ``peer`` unserved (its address
@@ -258,7 +246,7 @@ class BrokerDispatcher:
         if request.api_key == ApiKey.API_VERSIONS:
             features = api_versions_feature_fields(self.ctx.image(), request.api_version) \
                 if request.api_version >= 3 else {}
-            versions: object = self.advertised_versions().response(request.api_version, **features)
+            versions: object = self.versions.response(request.api_version, **features)
             return versions
         gated = self._gated.get(request.api_key)
         if gated is not None and not self.gated_api_enabled(gated):

@@ -1,8 +1,9 @@
 """APIs a broker serves only once a cluster feature is finalized at a level (KIP-584 gating).
 
-Kafka advertises ConsumerGroupHeartbeat only with ``group.version`` >= 1 and the share-group APIs
-only with ``share.version`` >= 1: a client decides from ApiVersions which protocol it may speak,
-so an API must disappear from the answer (and be refused) while its feature is off.
+Kafka runs ConsumerGroupHeartbeat only with ``group.version`` >= 1 and the share-group APIs only
+with ``share.version`` >= 1; while the feature is off a request for one is answered with
+UNSUPPORTED_VERSION. ApiVersions lists them either way, as Kafka 4.4's does (its filter drops only
+the telemetry APIs), so a cluster formatted before the features existed answers as Kafka's would.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """A broker's ApiVersions answer is exactly what it serves: having a message class for an API (the
 consumer/share-group schemas of issue 25) does not advertise it; a handler in a gated list does,
-while its feature is on (test_gated_apis.py).
+whatever its feature's level, as Kafka 4.4 lists them (test_gated_apis.py: while off they are
+refused).
 
 The rows are pinned. Registering a handler for a new API changes them on purpose, and then this
 list changes with it.
@@ -24,13 +25,14 @@ ADVERTISED = [
     (22, 0, 5), (23, 2, 4), (24, 0, 4), (25, 0, 4), (26, 0, 4), (27, 1, 1), (28, 0, 4), (29, 1, 3), (30, 1, 3),
     (31, 1, 3), (32, 1, 4), (33, 0, 2), (34, 1, 2), (35, 1, 4), (36, 0, 2), (37, 0, 3), (42, 0, 2), (43, 0, 2),
     (44, 0, 1), (45, 0, 0), (46, 0, 0), (47, 0, 0), (48, 0, 1), (49, 0, 1), (50, 0, 0), (51, 0, 0), (55, 0, 2),
-    (60, 0, 1), (61, 0, 0), (65, 0, 0), (66, 0, 2), (75, 0, 0),
+    (60, 0, 1), (61, 0, 0), (65, 0, 0), (66, 0, 2),
+    # Issue 25: ConsumerGroupHeartbeat/Describe, ShareFetch/ShareAcknowledge, the share-state RPCs.
+    (68, 0, 1), (69, 0, 1), (75, 0, 0), (78, 1, 1), (79, 1, 1), (83, 0, 0), (84, 0, 0), (85, 0, 1), (86, 0, 0),
+    (87, 0, 1),
 ]
+# Schemas known, handlers not yet registered.
 GROUP_APIS = (
-    ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.SHARE_GROUP_HEARTBEAT,
-    ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE,
-    ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE, ApiKey.WRITE_SHARE_GROUP_STATE,
-    ApiKey.DELETE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
+    ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS,
 )
 
