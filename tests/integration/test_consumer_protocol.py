@@ -21,7 +21,10 @@ from kafkapy.protocol.errors import ErrorCode as E
 
 NODE_OVERRIDES = {
     "offsets.topic.num.partitions": "3",
+    # Fast rebalances; Kafka checks min <= value <= max at startup, so the minimums come down too.
+    "group.consumer.min.heartbeat.interval.ms": "500",
     "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.session.timeout.ms": "6000",
     "group.consumer.session.timeout.ms": "6000",
 }
 TOPIC, PARTITIONS, GROUP = "cp-topic", 6, "cp-group"
