@@ -30,6 +30,12 @@ BROKER_OVERRIDES: dict[str, str] = {
     # one partition each, so the first group or transaction does not wait for 50 to be created
     "offsets.topic.num.partitions": "1",
     "transaction.state.log.num.partitions": "1",
+    # Kafka 4.4 computes KIP-848/KIP-932 assignments in batches, off the heartbeat (1 s apart by
+    # default); these make it assign inside the heartbeat, as Kafka 4.2 (and kafkapy) do
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.assignor.offload.enable": "false",
+    "group.share.assignment.interval.ms": "0",
+    "group.share.assignor.offload.enable": "false",
 }
 
 Scenario = Callable[[Context], dict]
@@ -1237,3 +1243,7 @@ def api_versions_unsupported_version(ctx: Context) -> dict:
     return {"correlation_id": correlation_id, "error_code": error_code,
             "api_keys": sorted(k for k, _, _ in keys),
             "api_versions_range": [[lo, hi] for k, lo, hi in keys if k == 18]}
+
+
+# The KIP-848 / KIP-932 scenarios live in their own module; importing it registers them.
+import differential_groups  # noqa: E402,F401
