@@ -629,3 +629,132 @@ def share_fetch_acquire_release(ctx: Context) -> dict:
     out["leave"] = member.leave()
     out["offsets_after_leave"] = describe_share_offsets(ctx, group, topic, 1)
     return out
+
+
+# ---------------------------------------------------------------- stock clients (confluent-kafka 2.16)
+def _ck_consumer(ctx: Context, group: str, **config):
+    from confluent_kafka import Consumer
+    settings = {"bootstrap.servers": ctx.bootstrap, "group.id": group, "group.protocol": "consumer",
+                "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                "socket.timeout.ms": 10_000, "client.id": "differential"}
+    settings.update(config)
+    consumer = Consumer(settings)
+    closed = []
+
+    def close():
+        if not closed:
+            closed.append(True)
+            consumer.close()
+    ctx._closers.append(close)
+    return consumer, close
+
+
+def _ck_group(ctx: Context, group: str) -> Any:
+    """confluent-kafka's describe_consumer_groups: type, state, assignor, each member's partitions."""
+    def ask():
+        g = ctx.cadmin.describe_consumer_groups([group], request_timeout=10)[group].result(timeout=15)
+        return {"type": str(getattr(g, "type", None)), "state": str(g.state), "assignor": g.partition_assignor,
+                "members": sorted(sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
+                                  for m in g.members)}
+    return observe(ask)
+
+
+def _ck_listed(ctx: Context, group: str) -> dict:
+    """How list_consumer_groups lists ``group`` with no filter and with each type filter."""
+    from confluent_kafka import ConsumerGroupType
+
+    def ask(types):
+        kwargs = {"types": types} if types else {}
+        listed = ctx.cadmin.list_consumer_groups(request_timeout=10, **kwargs).result(timeout=15)
+        return [{"type": str(g.type), "state": str(g.state), "simple": g.is_simple_consumer_group}
+                for g in listed.valid if g.group_id == group]
+    return {label: observe(lambda t=types: ask(t)) for label, types in (
+        ("all", None), ("consumer", {ConsumerGroupType.CONSUMER}), ("classic", {ConsumerGroupType.CLASSIC}))}
+
+
+def _poll_until(consumers: list, done, timeout: float) -> list:
+    """Poll every consumer in turn (each poll short) until ``done()`` or ``timeout``; the values
+    consumed, committing each message synchronously so a partition handed over is not re-read."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not done():
+        for c in consumers:
+            msg = c.poll(0.2)
+            if msg is not None and msg.error() is None:
+                seen.append(msg.value().decode())
+                c.commit(message=msg, asynchronous=False)
+    return seen
+
+
+@scenario("consumer-groups")
+def cgh_confluent_consumers(ctx: Context) -> dict:
+    """Two confluent-kafka consumers with group.protocol=consumer (KIP-848) share a 4-partition
+    topic: what they consume, the admin's view of the group, hand-over when one leaves."""
+    topic = ctx.create_topic(partitions=4)
+    for p in range(4):
+        ctx.produce(topic, [b"p%d-%d" % (p, i) for i in range(2)], partition=p)
+    group = f"{topic}-g"
+    await_topics(ctx, [topic], 4)
+    a, close_a = _ck_consumer(ctx, group)
+    b, close_b = _ck_consumer(ctx, group)
+    a.subscribe([topic])
+    b.subscribe([topic])
+
+    def split() -> bool:
+        view = _ck_group(ctx, group)
+        return isinstance(view, dict) and [len(m) for m in view.get("members", [])] == [2, 2]
+    seen = _poll_until([a, b], split, 40)
+    seen += _poll_until([a, b], lambda: len(set(seen)) >= 8, 10)
+    out: dict[str, Any] = {"consumed": sorted(set(seen)), "group": _ck_group(ctx, group),
+                           "listed": _ck_listed(ctx, group)}
+    close_a()
+    _poll_until([b], lambda: [len(m) for m in (_ck_group(ctx, group) or {}).get("members", [])] == [4], 30)
+    out["after_a_left"] = _ck_group(ctx, group)
+    close_b()
+    out["after_b_left"] = _ck_group(ctx, group)
+
+    def committed():
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        request = [ConsumerGroupTopicPartitions(group)]
+        answer = ctx.cadmin.list_consumer_group_offsets(request, request_timeout=10)[group].result(timeout=15)
+        return sorted((tp.partition, tp.offset) for tp in answer.topic_partitions)
+    out["committed"] = observe(committed)
+    return out
+
+
+@scenario("share-groups")
+def share_confluent_consumer(ctx: Context) -> dict:
+    """confluent-kafka's ShareConsumer (KIP-932) reads a topic from the earliest offset (group
+    config share.auto.offset.reset=earliest) and accepts implicitly; the offsets then described."""
+    from confluent_kafka import ShareConsumer
+    topic = ctx.create_topic(partitions=1)
+    ctx.produce(topic, [b"q%d" % i for i in range(6)])
+    group = f"{topic}-sg"
+    coordinator_ready(ctx, group)
+    await_topics(ctx, [topic], 1)
+    out: dict[str, Any] = {"set_auto_offset_reset": set_group_config(ctx, group, "share.auto.offset.reset",
+                                                                     "earliest")}
+    consumer = ShareConsumer({"bootstrap.servers": ctx.bootstrap, "group.id": group, "client.id": "differential",
+                              "socket.timeout.ms": 10_000})
+    closed = []
+
+    def close():
+        if not closed:
+            closed.append(True)
+            consumer.close()
+    ctx._closers.append(close)
+    consumer.subscribe([topic])
+    seen: list[dict] = []
+    deadline = time.monotonic() + 20
+    while len(seen) < 6 and time.monotonic() < deadline:
+        for msg in consumer.poll(0.5) or []:
+            if msg.error() is None:
+                seen.append({"offset": msg.offset(), "value": msg.value().decode()})
+    out["consumed"] = sorted(seen, key=lambda r: r["offset"])
+    out["commit"] = observe(lambda: [(tp.partition, tp.error and tp.error.code())
+                                     for tp in consumer.commit_sync(10) or []])
+    out["describe"] = describe_share_group(ctx, group, {})
+    close()
+    out["describe_after_close"] = describe_share_group(ctx, group, {})
+    out["offsets"] = describe_share_offsets(ctx, group, topic, 1)
+    return out
