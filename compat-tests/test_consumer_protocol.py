@@ -1,0 +1,207 @@
+"""KIP-848's consumer protocol with stock clients: the Java 4.4 KafkaConsumer and confluent-kafka
+2.16 with ``group.protocol=consumer``, side by side in one group, and a live migration of a classic
+group to the consumer protocol.
+
+Every member is its own process (`kafkapy.testing.group_members`) printing each record it processed
+and each commit that returned; `kafkapy.testing.consumer_ledger` then checks that every record was
+consumed, no committed offset went backwards and no record was consumed again after its offset had
+been committed. Each test runs against Apache Kafka 4.4 (the reference) and against kafkapy, which
+is skipped, naming what is missing, for as long as its ApiVersions does not advertise the APIs the
+clients need.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkapy.testing import clients, consumer_ledger, java4
+from kafkapy.testing.apache_kafka import ApacheKafkaNode
+from kafkapy.testing.group_members import (
+    CONSUMER_PROTOCOL_APIS,
+    NEW_GROUP_OVERRIDES,
+    MemberProcess,
+    confluent_member,
+    java_member,
+    missing_apis,
+    producer,
+    wait_until,
+)
+from kafkapy.testing.node import node_class_for_target
+from kafkapy.testing.recordsets import unique_topic
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_groups import create_topic  # noqa: E402
+
+pytestmark = [pytest.mark.timeout(240),
+              pytest.mark.skipif(not java4.available(), reason="Apache Kafka 4.4's client not fetched (make tools)")]
+
+BROKERS = ["apache-kafka", "kafkapy"]
+
+
+@pytest.fixture(scope="module", params=BROKERS)
+def broker(request, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp(f"kip848-{request.param}")
+    if request.param == "apache-kafka":
+        node = ApacheKafkaNode(workdir, overrides=NEW_GROUP_OVERRIDES)
+    else:
+        node = node_class_for_target()(workdir, overrides=NEW_GROUP_OVERRIDES)
+    try:
+        node.start()
+        missing = missing_apis(node.bootstrap, CONSUMER_PROTOCOL_APIS)
+        if missing:
+            pytest.skip(f"{request.param} does not advertise {', '.join(missing)}")
+        yield node
+    finally:
+        node.cleanup()
+
+
+def java_admin(node, op: str, group: str) -> dict:
+    done = clients.run_process(java4.argv("admin", node.bootstrap, op, group), timeout=60)
+    for line in done.text.splitlines():
+        if line.startswith('{"event":"result"'):
+            return json.loads(line)["result"]
+    raise AssertionError(f"admin {op} failed\n{done.describe()}")
+
+
+class Group:
+    """The members of one group, the producer, and the merged events."""
+
+    def __init__(self, node, topic: str, partitions: int) -> None:
+        self.node, self.topic, self.partitions = node, topic, partitions
+        self.group = unique_topic("kip848-group")
+        self.members: dict[str, MemberProcess] = {}
+        self.gone: set[str] = set()
+        self.producer: MemberProcess | None = None
+
+    def add(self, client: str, protocol: str, name: str) -> MemberProcess:
+        make = java_member if client == "java" else confluent_member
+        m = make(self.node.bootstrap, self.group, self.topic, protocol, name)
+        self.members[name] = m
+        return m
+
+    def live(self) -> list[MemberProcess]:
+        return [m for name, m in self.members.items() if name not in self.gone]
+
+    def everyone(self) -> list[MemberProcess]:
+        return [*self.members.values(), *([self.producer] if self.producer else [])]
+
+    def balanced(self) -> bool:
+        """Every live member owns partitions, together all of them, none twice."""
+        owned = [m.assignment() for m in self.live()]
+        if not all(owned):
+            return False
+        return sorted(p for o in owned for p in o or ()) == list(range(self.partitions))
+
+    def wait_balanced(self, what: str, timeout: float = 60) -> None:
+        self.check_alive()
+        wait_until(self.balanced, timeout, what, self.everyone())
+
+    def check_alive(self) -> None:
+        for m in self.live():
+            assert m.alive(), f"{m.name} exited\n{m.describe()}"
+
+    def leave(self, name: str, *, kill: bool = False) -> None:
+        self.gone.add(name)
+        if kill:
+            self.members[name].kill()
+        else:
+            self.members[name].stop()
+            self.members[name].wait_done(60)
+
+    def produce(self, n: int, seconds: float) -> None:
+        values = [f"r{i}" for i in range(n)]
+        self.producer = producer(self.node.bootstrap, self.topic, values, partitions=self.partitions,
+                                 seconds=seconds)
+
+    def produced(self, timeout: float = 90) -> dict[int, list[int]]:
+        assert self.producer is not None
+        wait_until(lambda: bool(self.producer.of("produced")), timeout, "the producer", self.everyone())
+        done = self.producer.of("produced")[0]
+        assert not done["errors"] and not done["unsent"], done
+        return {int(p): o for p, o in done["offsets"].items()}
+
+    def events(self) -> list[dict]:
+        return [e for m in self.members.values() for e in m.snapshot()]
+
+    def consumed_count(self) -> int:
+        return sum(1 for e in self.events() if e["event"] == "record")
+
+    def finish(self, produced: dict[int, list[int]], timeout: float = 90) -> None:
+        """Wait until the commits reach the end of every partition, then stop every member."""
+        ends = {p: max(o) + 1 for p, o in produced.items()}
+
+        def caught_up() -> bool:
+            self.check_alive()
+            got = consumer_ledger.committed_positions(self.events())
+            return all(got.get(p, 0) >= end for p, end in ends.items())
+
+        wait_until(caught_up, timeout, "the members to commit every record", self.everyone())
+        for m in self.live():
+            m.stop()
+        for m in self.live():
+            m.wait_done(60)
+
+    def close(self) -> None:
+        for m in self.everyone():
+            m.close()
+
+
+def test_mixed_members_join_and_leave_while_producing(broker):
+    """Ten members of both clients; four join and three leave (two cleanly, one killed) while a
+    producer writes, and the ledger shows every record consumed, none again after its commit."""
+    g = Group(broker, create_topic(broker, 12, "kip848-churn"), 12)
+    try:
+        for i in range(3):
+            g.add("java", "consumer", f"java-{i}")
+            g.add("confluent", "consumer", f"confluent-{i}")
+        g.wait_balanced("the first six members to share the twelve partitions")
+        g.produce(3000, seconds=25)
+        wait_until(lambda: g.consumed_count() >= 300, 60, "the first records", g.everyone())
+        for i in range(3, 5):
+            g.add("java", "consumer", f"java-{i}")
+            g.add("confluent", "consumer", f"confluent-{i}")
+        g.wait_balanced("ten members to share the twelve partitions")
+        g.leave("java-0")
+        g.leave("confluent-0")
+        g.leave("confluent-1", kill=True)  # its partitions move once its session times out
+        g.wait_balanced("seven members to share the twelve partitions")
+        produced = g.produced()
+        assert sum(len(o) for o in produced.values()) == 3000
+        g.finish(produced)
+        assert consumer_ledger.problems(g.events(), produced) == []
+    finally:
+        g.close()
+
+
+def test_live_migration_from_classic(broker):
+    """Classic members (confluent-kafka, group.protocol=classic) run and commit; members with the
+    consumer protocol join the same group, the classic ones leave one by one: the group becomes a
+    consumer group, committed offsets never go backwards and nothing is lost."""
+    g = Group(broker, create_topic(broker, 6, "kip848-migrate"), 6)
+    try:
+        for i in range(3):
+            g.add("confluent", "classic", f"classic-{i}")
+        g.wait_balanced("three classic members to share the six partitions")
+        g.produce(1500, seconds=20)
+        wait_until(lambda: g.consumed_count() >= 200, 60, "the classic members to consume", g.everyone())
+        g.add("java", "consumer", "java-0")
+        g.add("confluent", "consumer", "confluent-0")
+        g.add("java", "consumer", "java-1")
+        g.wait_balanced("classic and consumer-protocol members to share the partitions")
+        assert java_admin(broker, "describe_consumer", g.group)["type"] == "CONSUMER"
+        for i in range(3):
+            g.leave(f"classic-{i}")
+            g.wait_balanced(f"the partitions to move after classic-{i} left")
+        produced = g.produced()
+        desc = java_admin(broker, "describe_consumer", g.group)
+        assert (desc["type"], len(desc["members"])) == ("CONSUMER", 3), desc
+        g.finish(produced)
+        assert consumer_ledger.problems(g.events(), produced) == []
+        committed = java_admin(broker, "committed", g.group)
+        assert {int(p): o for p, o in committed.items()} == {p: max(o) + 1 for p, o in produced.items()}
+    finally:
+        g.close()
