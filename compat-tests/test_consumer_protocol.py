@@ -12,25 +12,22 @@ clients need.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from kafkapy.testing import clients, consumer_ledger, java4
-from kafkapy.testing.apache_kafka import ApacheKafkaNode
+from kafkapy.testing import consumer_ledger, java4
 from kafkapy.testing.group_members import (
     CONSUMER_PROTOCOL_APIS,
-    NEW_GROUP_OVERRIDES,
     MemberProcess,
     confluent_member,
+    java_admin,
     java_member,
-    missing_apis,
     producer,
+    serving,
     wait_until,
 )
-from kafkapy.testing.node import node_class_for_target
 from kafkapy.testing.recordsets import unique_topic
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -44,27 +41,7 @@ BROKERS = ["apache-kafka", "kafkapy"]
 
 @pytest.fixture(scope="module", params=BROKERS)
 def broker(request, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp(f"kip848-{request.param}")
-    if request.param == "apache-kafka":
-        node = ApacheKafkaNode(workdir, overrides=NEW_GROUP_OVERRIDES)
-    else:
-        node = node_class_for_target()(workdir, overrides=NEW_GROUP_OVERRIDES)
-    try:
-        node.start()
-        missing = missing_apis(node.bootstrap, CONSUMER_PROTOCOL_APIS)
-        if missing:
-            pytest.skip(f"{request.param} does not advertise {', '.join(missing)}")
-        yield node
-    finally:
-        node.cleanup()
-
-
-def java_admin(node, op: str, group: str) -> dict:
-    done = clients.run_process(java4.argv("admin", node.bootstrap, op, group), timeout=60)
-    for line in done.text.splitlines():
-        if line.startswith('{"event":"result"'):
-            return json.loads(line)["result"]
-    raise AssertionError(f"admin {op} failed\n{done.describe()}")
+    yield from serving(request.param, tmp_path_factory.mktemp(f"kip848-{request.param}"), CONSUMER_PROTOCOL_APIS)
 
 
 class Group:
@@ -192,16 +169,16 @@ def test_live_migration_from_classic(broker):
         g.add("confluent", "consumer", "confluent-0")
         g.add("java", "consumer", "java-1")
         g.wait_balanced("classic and consumer-protocol members to share the partitions")
-        assert java_admin(broker, "describe_consumer", g.group)["type"] == "CONSUMER"
+        assert java_admin(broker.bootstrap, "describe_consumer", g.group)["type"] == "CONSUMER"
         for i in range(3):
             g.leave(f"classic-{i}")
             g.wait_balanced(f"the partitions to move after classic-{i} left")
         produced = g.produced()
-        desc = java_admin(broker, "describe_consumer", g.group)
+        desc = java_admin(broker.bootstrap, "describe_consumer", g.group)
         assert (desc["type"], len(desc["members"])) == ("CONSUMER", 3), desc
         g.finish(produced)
         assert consumer_ledger.problems(g.events(), produced) == []
-        committed = java_admin(broker, "committed", g.group)
+        committed = java_admin(broker.bootstrap, "committed", g.group)
         assert {int(p): o for p, o in committed.items()} == {p: max(o) + 1 for p, o in produced.items()}
     finally:
         g.close()

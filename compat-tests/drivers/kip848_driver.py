@@ -2,7 +2,7 @@
 
     kip848_driver.py '{"op": "member", "bootstrap": ..., "group": ..., "topic": ...,
                        "protocol": "consumer"|"classic", "name": ..., "config": {...}}'
-    kip848_driver.py '{"op": "share", ..., "mode": "accept"|"hold", "poison": "release"|"reject"|"accept"}'
+    kip848_driver.py '{"op": "share", ..., "mode": "ack"|"hold"}'
     kip848_driver.py '{"op": "produce", "bootstrap": ..., "topic": ..., "values": [...],
                        "partitions": n, "seconds": s}'
 
@@ -91,14 +91,17 @@ def member(job: dict) -> None:
     emit({"event": "done"})
 
 
-ACK_TYPES = {"accept": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
+def ack_type(value: str) -> AcknowledgeType:
+    """RELEASE or REJECT for a value starting with that word, ACCEPT for any other."""
+    if value.startswith("release"):
+        return AcknowledgeType.RELEASE
+    return AcknowledgeType.REJECT if value.startswith("reject") else AcknowledgeType.ACCEPT
 
 
 def share(job: dict) -> None:
     conf = {"bootstrap.servers": job["bootstrap"], "group.id": job["group"], "client.id": job["name"],
             "share.acknowledgement.mode": "explicit"}
     conf.update(job.get("config") or {})
-    poison = ACK_TYPES[job.get("poison", "accept")]
     stop = stop_flag()
     c = ShareConsumer(conf)
     c.subscribe([job["topic"]])
@@ -115,8 +118,7 @@ def share(job: dict) -> None:
             while True:  # until killed: the records stay acquired
                 time.sleep(1)
         for m in msgs:
-            value = text(m.value()) or ""
-            c.acknowledge(m, poison if value.startswith("poison") else AcknowledgeType.ACCEPT)
+            c.acknowledge(m, ack_type(text(m.value()) or ""))
         for tp, err in (c.commit_sync(30) or {}).items():
             if err is not None:
                 emit({"event": "ack_failed", "p": tp.partition, "error": str(err)})

@@ -18,11 +18,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from kafkapy.testing import clients, java4
-from kafkapy.testing.node import _venv_python, recv_exactly
+from kafkapy.testing.apache_kafka import ApacheKafkaNode
+from kafkapy.testing.node import _venv_python, node_class_for_target, recv_exactly
 
 PY_DRIVER = clients.DRIVERS_DIR / "kip848_driver.py"
 
@@ -123,18 +125,19 @@ def confluent_member(bootstrap: str, group: str, topic: str, protocol: str, name
     return MemberProcess([_venv_python(), str(PY_DRIVER), json.dumps(job)], name, "confluent")
 
 
-def java_share(bootstrap: str, group: str, topic: str, name: str, *, mode: str = "accept",
-               poison: str = "accept", **config: object) -> MemberProcess:
-    """A Java 4.4 KafkaShareConsumer in explicit acknowledgement mode (see Groups4.java)."""
+def java_share(bootstrap: str, group: str, topic: str, name: str, *, mode: str = "ack",
+               **config: object) -> MemberProcess:
+    """A Java 4.4 KafkaShareConsumer in explicit acknowledgement mode: ``mode`` "ack" accepts
+    every record but those whose value starts with "release"/"reject", "hold" acknowledges none."""
     extra = [f"{k}={v}" for k, v in config.items()]
-    return MemberProcess(java4.argv("share", bootstrap, group, topic, name, mode, poison, *extra), name, "java")
+    return MemberProcess(java4.argv("share", bootstrap, group, topic, name, mode, *extra), name, "java")
 
 
-def confluent_share(bootstrap: str, group: str, topic: str, name: str, *, mode: str = "accept",
-                    poison: str = "accept", **config: object) -> MemberProcess:
-    """A confluent-kafka ShareConsumer in explicit acknowledgement mode."""
+def confluent_share(bootstrap: str, group: str, topic: str, name: str, *, mode: str = "ack",
+                    **config: object) -> MemberProcess:
+    """A confluent-kafka ShareConsumer in explicit acknowledgement mode (modes as `java_share`)."""
     job = {"op": "share", "bootstrap": bootstrap, "group": group, "topic": topic, "name": name,
-           "mode": mode, "poison": poison, "config": config}
+           "mode": mode, "config": config}
     return MemberProcess([_venv_python(), str(PY_DRIVER), json.dumps(job)], name, "confluent")
 
 
@@ -144,6 +147,15 @@ def producer(bootstrap: str, topic: str, values: list[str], *, partitions: int =
     job = {"op": "produce", "bootstrap": bootstrap, "topic": topic, "values": values,
            "partitions": partitions, "seconds": seconds}
     return MemberProcess([_venv_python(), str(PY_DRIVER), json.dumps(job)], "producer", "confluent")
+
+
+def java_admin(bootstrap: str, op: str, group: str, *args: str, timeout: float = 90) -> Any:
+    """One Admin call through the Java 4.4 driver (ops in Groups4.java's header); its result."""
+    done = clients.run_process(java4.argv("admin", bootstrap, op, group, *args), timeout=timeout)
+    for line in done.text.splitlines():
+        if line.startswith('{"event":"result"'):
+            return json.loads(line)["result"]
+    raise AssertionError(f"admin {op} failed\n{done.describe()}")
 
 
 def wait_until(pred: Callable[[], bool], timeout: float, what: str,
@@ -216,3 +228,23 @@ NEW_GROUP_OVERRIDES = {
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
 }
+
+
+def serving(kind: str, workdir: Path, needed: dict[str, tuple[int, int]]) -> Iterator[Any]:
+    """A module fixture's body: start ``kind`` ("apache-kafka", or the compat target) with
+    `NEW_GROUP_OVERRIDES`, skip the tests when it does not advertise ``needed``, yield the node,
+    clean it up."""
+    import pytest
+
+    if kind == "apache-kafka":
+        node: Any = ApacheKafkaNode(workdir, overrides=NEW_GROUP_OVERRIDES)
+    else:
+        node = node_class_for_target()(workdir, overrides=NEW_GROUP_OVERRIDES)
+    try:
+        node.start()
+        missing = missing_apis(node.bootstrap, needed)
+        if missing:
+            pytest.skip(f"{kind} does not advertise {', '.join(missing)}")
+        yield node
+    finally:
+        node.cleanup()

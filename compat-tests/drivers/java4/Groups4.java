@@ -9,11 +9,11 @@
 //       after every change, {"event":"record","p":..,"o":..,"v":..} per record, then commitSync()
 //       of what it processed and {"event":"committed","offsets":{"p":next,...}}. "stop" on stdin:
 //       commit, close (leave the group), {"event":"done"}. key=value are extra consumer configs.
-//   Groups4 share <bootstrap> <group> <topic> <name> <accept|hold> <release|reject|accept> [key=value ...]
+//   Groups4 share <bootstrap> <group> <topic> <name> <ack|hold> [key=value ...]
 //       a KafkaShareConsumer in explicit acknowledgement mode: {"event":"record","p","o","v","dc"}
-//       per record (dc: the delivery count); records whose value starts with "poison" get the
-//       second acknowledgement type, the others ACCEPT (first argument "accept"), or none at all
-//       ("hold": it prints {"event":"holding"} and waits to be killed, its records locked).
+//       per record (dc: the delivery count). "ack": a record whose value starts with "release" or
+//       "reject" gets that acknowledgement, any other ACCEPT; "hold": none at all, it prints
+//       {"event":"holding"} and waits to be killed, its records acquired.
 //       After acknowledging a poll's records: commitSync() and {"event":"acked","n":..}.
 //   Groups4 admin <bootstrap> <op> <group> [args]
 //       set_group_config <group> key=value...   incrementalAlterConfigs(GROUP, SET)
@@ -171,14 +171,13 @@ public class Groups4 {
 
     static void share(String[] a) throws Exception {
         String bootstrap = a[1], group = a[2], topic = a[3], name = a[4], mode = a[5];
-        AcknowledgeType poison = AcknowledgeType.valueOf(a[6].toUpperCase(Locale.ROOT));
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("group.id", group);
         p.put("client.id", name);
         p.put("share.acknowledgement.mode", "explicit");
         p.put("max.poll.records", "20");
-        extras(p, a, 7);
+        extras(p, a, 6);
         AtomicBoolean stop = stopFlag();
         try (KafkaShareConsumer<byte[], byte[]> c = new KafkaShareConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             c.subscribe(List.of(topic));
@@ -197,7 +196,9 @@ public class Groups4 {
                 }
                 for (ConsumerRecord<byte[], byte[]> r : recs) {
                     String v = text(r.value());
-                    c.acknowledge(r, v != null && v.startsWith("poison") ? poison : AcknowledgeType.ACCEPT);
+                    c.acknowledge(r, v == null ? AcknowledgeType.ACCEPT
+                            : v.startsWith("release") ? AcknowledgeType.RELEASE
+                            : v.startsWith("reject") ? AcknowledgeType.REJECT : AcknowledgeType.ACCEPT);
                 }
                 Map<TopicIdPartition, Optional<KafkaException>> res = c.commitSync(Duration.ofSeconds(30));
                 for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : res.entrySet())
