@@ -150,6 +150,9 @@ def test_mixed_members_join_and_leave_while_producing(broker):
         assert sum(len(o) for o in produced.values()) == 3000
         g.finish(produced)
         assert consumer_ledger.problems(g.events(), produced) == []
+        # Partitions really changed hands while records flowed, and every member took part.
+        owners = {(e["p"], e["member"]) for e in g.events() if e["event"] == "record"}
+        assert len(owners) > 12 and {m for _, m in owners} >= set(g.members) - {"confluent-1"}, owners
     finally:
         g.close()
 
@@ -178,6 +181,8 @@ def test_live_migration_from_classic(broker):
         assert (desc["type"], len(desc["members"])) == ("CONSUMER", 3), desc
         g.finish(produced)
         assert consumer_ledger.problems(g.events(), produced) == []
+        by_member = {e["member"] for e in g.events() if e["event"] == "record"}
+        assert by_member == set(g.members), by_member  # both kinds of member consumed
         committed = java_admin(broker.bootstrap, "committed", g.group)
         assert {int(p): o for p, o in committed.items()} == {p: max(o) + 1 for p, o in produced.items()}
     finally:
