@@ -158,13 +158,13 @@ def test_mixed_members_join_and_leave_while_producing(broker):
 
 
 def test_live_migration_from_classic(broker):
-    """Classic members (confluent-kafka, group.protocol=classic) run and commit; members with the
+    """Classic members (confluent-kafka and Java, group.protocol=classic) run and commit; members with the
     consumer protocol join the same group, the classic ones leave one by one: the group becomes a
     consumer group, committed offsets never go backwards and nothing is lost."""
     g = Group(broker, create_topic(broker, 6, "kip848-migrate"), 6)
     try:
-        for i in range(3):
-            g.add("confluent", "classic", f"classic-{i}")
+        for i in range(3):  # two confluent-kafka, one Java (both with the range assignor in common)
+            g.add("java" if i == 2 else "confluent", "classic", f"classic-{i}")
         g.wait_balanced("three classic members to share the six partitions")
         g.produce(1500, seconds=20)
         wait_until(lambda: g.consumed_count() >= 200, 60, "the classic members to consume", g.everyone())
