@@ -38,6 +38,9 @@ SLOWEST = (
     "tests/integration/test_mirrormaker2.py",
     "tests/integration/test_replication_chaos.py",
     "compat-tests/test_groups.py",
+    # Issue 25's stock-client tests (estimated: Kafka 4.4 and kafkapy each, 1-2 min per test).
+    "compat-tests/test_consumer_protocol.py",
+    "compat-tests/test_share_groups.py",
     "tests/integration/test_bulk_create.py",
     "compat-tests/kafka_tools/test_kafka_tools.py",
     "tests/integration/test_admin_cli.py",
