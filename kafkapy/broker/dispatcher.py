@@ -31,6 +31,7 @@ from kafkapy.broker.handlers.consumer_groups import CONSUMER_GROUP_APIS
 from kafkapy.broker.handlers.coordinator import handle_find_coordinator
 from kafkapy.broker.handlers.delete_records import handle_delete_records
 from kafkapy.broker.handlers.elections import handle_elect_leaders
+from kafkapy.broker.handlers.features import handle_update_features
 from kafkapy.broker.handlers.fetch import handle_fetch
 from kafkapy.broker.handlers.groups import (
     handle_delete_groups,
@@ -157,6 +158,8 @@ BROKER_APIS: list[tuple[ApiKey, int, int, Handler]] = [
     # SCRAM users: described from this broker's image, altered by the controller.
     (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, handle_describe_user_scram_credentials),
     (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, handle_alter_user_scram_credentials),
+    # Finalized feature levels (kafka-features upgrade/downgrade), changed by the controller.
+    (ApiKey.UPDATE_FEATURES, 0, 2, handle_update_features),
 ]
 API_VERSIONS_RANGE = (0, 4)
 
@@ -172,7 +175,7 @@ FORWARDED_TO_CONTROLLER = frozenset({
     ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
     ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.CREATE_CLUSTER_LINKS, ApiKey.DELETE_CLUSTER_LINKS,
     ApiKey.CREATE_MIRROR_TOPICS, ApiKey.ALTER_MIRRORS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_CLIENT_QUOTAS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.UPDATE_FEATURES,
 })
 
 #: Of those, the ones whose broker handler runs first and forwards itself: a config change of one

@@ -11,14 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkapy.controller.feature_control import (
-    ELR_FEATURE,
-    ELR_VERSION_1,
-    GROUP_VERSION_1,
-    GROUP_VERSION_FEATURE,
     LATEST_PRODUCTION_METADATA_VERSION,
     MINIMUM_KRAFT_METADATA_VERSION,
-    SHARE_VERSION_1,
-    SHARE_VERSION_FEATURE,
+    SUPPORTED_FEATURE_LEVELS,
 )
 from kafkapy.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
 from kafkapy.protocol.apis import _RESPONSES, ApiKey
@@ -26,9 +21,7 @@ from kafkapy.protocol.apis import _RESPONSES, ApiKey
 #: What this broker supports: the same ranges it registers with the controller.
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
     METADATA_VERSION_FEATURE: (MINIMUM_KRAFT_METADATA_VERSION, LATEST_PRODUCTION_METADATA_VERSION),
-    ELR_FEATURE: (0, ELR_VERSION_1),
-    GROUP_VERSION_FEATURE: (0, GROUP_VERSION_1),
-    SHARE_VERSION_FEATURE: (0, SHARE_VERSION_1),
+    **SUPPORTED_FEATURE_LEVELS,
 }
 
 

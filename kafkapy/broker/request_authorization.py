@@ -278,6 +278,8 @@ RULES: dict[int, Rule] = {
     # Client quotas: DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster, as Kafka.
     ApiKey.DESCRIBE_CLIENT_QUOTAS: Rule((_cluster(Op.DESCRIBE_CONFIGS),)),
     ApiKey.ALTER_CLIENT_QUOTAS: Rule((_cluster(Op.ALTER_CONFIGS),)),
+    # Feature levels: ALTER on the cluster, as Kafka's ControllerApis.handleUpdateFeatures.
+    ApiKey.UPDATE_FEATURES: Rule((_cluster(Op.ALTER),)),
 }
 
 

@@ -276,6 +276,20 @@ class ConfigurationControlManager(ControlManager):
         except ValueError:
             return 1
 
+    def elr_safety_records(self) -> list[ConfigRecord]:
+        """What turning ELR on by UpdateFeatures writes with it (Kafka's
+        maybeGenerateElrSafetyRecords): the cluster-level min.insync.replicas, the node's static
+        value, unless one is set, and the removal of every broker-level one (the ELR rules read
+        only the cluster-level and topic values)."""
+        records: list[ConfigRecord] = []
+        if MIN_INSYNC_REPLICAS not in self._image().configs.get(RESOURCE_BROKER, ""):
+            records.append(ConfigRecord(RESOURCE_BROKER, "", MIN_INSYNC_REPLICAS,
+                                        str(self.static_min_insync_replicas())))
+        for broker_id in sorted(self._image().cluster.brokers):
+            if MIN_INSYNC_REPLICAS in self._image().configs.get(RESOURCE_BROKER, str(broker_id)):
+                records.append(ConfigRecord(RESOURCE_BROKER, str(broker_id), MIN_INSYNC_REPLICAS, None))
+        return records
+
     def static_min_insync_replicas(self) -> int:
         """The node's static ``min.insync.replicas`` (1 when unset): what a cluster bootstrapped
         with ELR on gets as its cluster-level value."""

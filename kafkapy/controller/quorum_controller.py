@@ -37,6 +37,7 @@ from kafkapy.controller.cluster_control import (
 from kafkapy.controller.configuration_control import ConfigurationControlManager
 from kafkapy.controller.control_manager import ControlManager, ReplayRegistry
 from kafkapy.controller.feature_control import (
+    ELR_FEATURE,
     LATEST_PRODUCTION_METADATA_VERSION,
     METADATA_VERSION_3_9_IV0,
     MINIMUM_KRAFT_METADATA_VERSION,
@@ -94,7 +95,7 @@ from kafkapy.controller.types import (
 )
 from kafkapy.metadata.delta import MetadataDelta
 from kafkapy.metadata.image import MetadataImage, PartitionRegistration
-from kafkapy.metadata.records import MetadataRecord
+from kafkapy.metadata.records import FeatureLevelRecord, MetadataRecord
 from kafkapy.security.acl import AclBinding, AclBindingFilter
 
 
@@ -251,6 +252,21 @@ class QuorumController:
             metadata_version, elr_level=elr_level,
             min_insync_replicas=self.configuration_control.static_min_insync_replicas(),
             group_level=group_level, share_level=share_level)
+
+    def update_features(self, updates: Sequence[tuple[str, int, int]], *, validate_only: bool = False,
+                        node_id: int = -1) -> ControllerResult[tuple[int, str | None]]:
+        """UpdateFeatures (``kafka-features upgrade|downgrade``): (feature, level, upgrade type)
+        entries, all carried out or none; the answer is (error code, message). Turning
+        eligible.leader.replicas.version on also writes the cluster-level min.insync.replicas
+        the ELR rules read, as Kafka's controller does."""
+        result = self.feature_control.update_features(updates, validate_only=validate_only,
+                                                      node_id=node_id)
+        turns_elr_on = any(isinstance(r, FeatureLevelRecord) and r.name == ELR_FEATURE and r.feature_level > 0
+                           for r in result.records)
+        if not turns_elr_on:
+            return result
+        return ControllerResult(result.records + tuple(self.configuration_control.elr_safety_records()),
+                                result.response)
 
     # -- topics and partitions (ReplicationControlManager) --------------------------------------
 

@@ -177,6 +177,21 @@ class InMemoryBroker:
         self.log_manager.shutdown()
 
 
+class CommittingController:
+    """A combined node's controller door: runs an operation on ``controller`` and replays its
+    records at once, as if the quorum committed them."""
+
+    def __init__(self, controller: Any) -> None:
+        self.controller = controller
+
+    async def __call__(self, operation: Any) -> Any:
+        result = operation(self.controller)
+        offset = self.controller.last_applied_offset
+        for i, rec in enumerate(result.records):
+            self.controller.replay(rec, offset + 1 + i)
+        return result.response
+
+
 def reply_frame(reply: Any) -> bytes:
     """The bytes a handler's reply puts on the wire, file regions read as the listener sends
     them (and released)."""

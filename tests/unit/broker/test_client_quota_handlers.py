@@ -14,6 +14,8 @@ from kafkapy.controller import QuorumController
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.errors import ErrorCode
 
+from .fakes import CommittingController
+
 Alter = m.AlterClientQuotasRequest
 Describe = m.DescribeClientQuotasRequest
 
@@ -23,14 +25,8 @@ class Node:
 
     def __init__(self) -> None:
         self.controller = QuorumController(cluster_id="c", uuid_source=uuid.uuid4, rng=random.Random(1))
-        self.ctx = SimpleNamespace(image=lambda: self.controller.image, controller=self.call)
-
-    async def call(self, operation: Any) -> Any:
-        result = operation(self.controller)
-        offset = self.controller.last_applied_offset
-        for i, rec in enumerate(result.records):
-            self.controller.replay(rec, offset + 1 + i)
-        return result.response
+        self.ctx = SimpleNamespace(image=lambda: self.controller.image,
+                                   controller=CommittingController(self.controller))
 
     def alter(self, entity: list[tuple[str, str | None]], ops: list[tuple[str, float, bool]],
               validate_only: bool = False) -> Any:
