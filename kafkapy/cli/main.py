@@ -80,7 +80,9 @@ def _storage_format(args: argparse.Namespace) -> int:
     """`kafkapy storage format`: every outcome is one line, the truth about each directory."""
     import time
 
-    from kafkapy.metadata.scram_bootstrap import ScramArgumentError, parse_add_scram, write_bootstrap_scram
+    from kafkapy.controller.feature_control import bootstrap_arguments
+    from kafkapy.metadata.feature_bootstrap import parse_feature, write_bootstrap_features
+    from kafkapy.metadata.scram_bootstrap import parse_add_scram, write_bootstrap_scram
     from kafkapy.storage import (
         InitialVoters,
         MetaProperties,
@@ -105,16 +107,21 @@ def _storage_format(args: argparse.Namespace) -> int:
         if own is not None and own.directory_id.int:
             directory_id = uuid_to_kafka_uuid(own.directory_id)
         scram = [parse_add_scram(arg) for arg in args.add_scram]
+        features = dict(parse_feature(arg) for arg in args.feature)
+        bootstrap_arguments(features)  # refused here, before anything is written
         cluster_id = format_storage(config, args.cluster_id, ignore_formatted=args.ignore_formatted,
                                     metadata_directory_id=directory_id)
         if scram and before.get(config.metadata_log_dir) is None:
             write_bootstrap_scram(config.metadata_log_dir, scram)
             print(f"Added SCRAM credentials for {', '.join(sorted({r.name for r in scram}))}")
+        if features and before.get(config.metadata_log_dir) is None:
+            write_bootstrap_features(config.metadata_log_dir, features)
+            print(f"Bootstrap feature levels: {', '.join(f'{n}={lv}' for n, lv in sorted(features.items()))}")
         if voters is not None and before.get(config.metadata_log_dir) is None:
             path = write_bootstrap_voters(config, voters, now_ms=int(time.time() * 1000))
             print(f"Wrote the initial voter set ({', '.join(map(str, sorted(voters.ids)))}) "
                   f"to {path}")
-    except (StorageError, OSError, ScramArgumentError) as exc:
+    except (StorageError, OSError, ValueError) as exc:  # ScramArgumentError, bad --feature among them
         print(f"kafkapy: {exc}", file=sys.stderr)
         return 1
     skipped = [d for d, meta in before.items() if meta is not None]
@@ -164,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="the initial voters (this controller among them)")
     fmt.add_argument("--no-initial-controllers", "-N", action="store_true",
                      help="a controller that joins an existing quorum later")
+    fmt.add_argument("--feature", "-f", action="append", default=[], metavar="FEATURE=LEVEL",
+                     help="a feature level the new cluster starts at, e.g. group.version=0 "
+                          "(metadata.version, eligible.leader.replicas.version, group.version, share.version)")
     fmt.add_argument("--add-scram", "-S", action="append", default=[], metavar="MECHANISM=[name=...,password=...]",
                      help="a SCRAM user the new cluster starts with, e.g. "
                           "'SCRAM-SHA-256=[name=alice,password=alice-secret]'")

@@ -201,6 +201,25 @@ def bootstrap_records(metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION
     return records
 
 
+# ``storage format --feature`` names and the bootstrap argument each sets.
+_BOOTSTRAP_ARGUMENTS = {METADATA_VERSION_FEATURE: "metadata_version", ELR_FEATURE: "elr_level",
+                        GROUP_VERSION_FEATURE: "group_level", SHARE_VERSION_FEATURE: "share_level"}
+
+
+def bootstrap_arguments(levels: Mapping[str, int]) -> dict[str, int]:
+    """:func:`bootstrap_records`' keyword arguments for the levels ``storage format --feature``
+    names; ValueError (kafka-storage's wording) for a feature kafkapy cannot format, or for
+    levels bootstrap_records refuses."""
+    arguments: dict[str, int] = {}
+    for name, level in levels.items():
+        if name not in _BOOTSTRAP_ARGUMENTS:
+            raise ValueError(f"Unsupported feature: {name}. Supported features are: "
+                             f"{', '.join(sorted(_BOOTSTRAP_ARGUMENTS))}")
+        arguments[_BOOTSTRAP_ARGUMENTS[name]] = level
+    bootstrap_records(**arguments)
+    return arguments
+
+
 class FeatureControlManager(ControlManager):
     """Finalized feature levels: bootstrap, and the check a registering broker must pass."""
 
@@ -337,7 +356,7 @@ __all__ = [
     "METADATA_VERSION_3_7_IV2", "METADATA_VERSION_3_9_IV0", "METADATA_VERSION_4_0_IV0",
     "METADATA_VERSION_4_0_IV1", "METADATA_VERSION_4_1_IV0", "METADATA_VERSION_4_2_IV0",
     "MINIMUM_KRAFT_METADATA_VERSION", "MINIMUM_METADATA_VERSION", "SHARE_VERSION_1",
-    "SHARE_VERSION_FEATURE", "SUPPORTED_FEATURE_LEVELS", "UpgradeType", "bootstrap_records",
+    "SHARE_VERSION_FEATURE", "SUPPORTED_FEATURE_LEVELS", "UpgradeType", "bootstrap_arguments", "bootstrap_records",
     "default_elr_level", "default_group_level", "default_share_level", "elr_enabled",
     "java_hash_map_order", "metadata_changed_between", "version_range_text",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import trio
@@ -27,6 +27,7 @@ from kafkapy.broker.context import BrokerContext
 from kafkapy.config import TOPIC_SYNONYMS, BrokerConfig
 from kafkapy.config_views import ControllerSettings
 from kafkapy.controller import BrokerHeartbeatRequest, ControllerResult, QuorumController, TopicDefaults
+from kafkapy.controller.feature_control import bootstrap_arguments
 from kafkapy.metadata.loader import MetadataLoader
 from kafkapy.metadata.records import MetadataRecord, MetadataRecordCodec
 from kafkapy.node.runtime import Runtime
@@ -79,9 +80,12 @@ class ControllerRuntime(Runtime):
                  driver: QuorumDriver, loader: MetadataLoader, codec: MetadataRecordCodec,
                  clock: NodeClock,
                  run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
-                 bootstrap_records: Sequence[MetadataRecord] = ()) -> None:
+                 bootstrap_records: Sequence[MetadataRecord] = (),
+                 bootstrap_features: Mapping[str, int] | None = None) -> None:
         self.node_id = node_id
         self.bootstrap_records = tuple(bootstrap_records)
+        # `storage format --feature` levels for a new cluster (the defaults otherwise).
+        self.bootstrap_features = dict(bootstrap_features or {})
         self.cluster_id = cluster_id
         self.controller = controller
         self.settings = settings
@@ -261,7 +265,7 @@ class ControllerRuntime(Runtime):
         starts afresh), so heartbeat times from an earlier term go."""
         log.info("Node %d is the active controller (epoch %d)", self.node_id, self.driver.epoch)
         self.controller.reset_sessions()
-        boot = self.controller.bootstrap()
+        boot = self.controller.bootstrap(**bootstrap_arguments(self.bootstrap_features))
         if boot.records:
             # A new cluster: the SCRAM users `storage format --add-scram` left come with it.
             boot = ControllerResult((*boot.records, *self.bootstrap_records), boot.response)

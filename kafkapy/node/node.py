@@ -51,6 +51,7 @@ from kafkapy.log.config import LogConfig
 from kafkapy.log.dir_lock import lock_dirs
 from kafkapy.log.log_manager import LogManager
 from kafkapy.log.partition_log import PartitionLog
+from kafkapy.metadata.feature_bootstrap import read_bootstrap_features
 from kafkapy.metadata.loader import MetadataLoader
 from kafkapy.metadata.records import MetadataRecordCodec
 from kafkapy.metadata.scram_bootstrap import read_bootstrap_scram
@@ -244,7 +245,8 @@ class Node:
                 node_id=self.node_id, cluster_id=cluster_id, controller=controller,
                 settings=controller_settings, driver=self.driver,
                 loader=self.loader, codec=self.codec, clock=clock,
-                bootstrap_records=read_bootstrap_scram(self.config.metadata_log_dir))
+                bootstrap_records=read_bootstrap_scram(self.config.metadata_log_dir),
+                bootstrap_features=read_bootstrap_features(self.config.metadata_log_dir))
 
     def _schedule_snapshot(self, job: SnapshotJob) -> None:
         """Snapshots are encoded on a worker thread (seconds at 100k partitions)."""
