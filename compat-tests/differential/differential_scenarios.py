@@ -1245,5 +1245,60 @@ def api_versions_unsupported_version(ctx: Context) -> dict:
             "api_versions_range": [[lo, hi] for k, lo, hi in keys if k == 18]}
 
 
+# ---------------------------------------------------------------- features (UpdateFeatures)
+INVALID_UPDATE_VERSION = 95
+
+
+def _update_features(ctx: Context, entries: list[tuple[str, int, int]], *, version: int = 1,
+                     same_message: bool = True) -> Any:
+    """UpdateFeatures with ValidateOnly (so no scenario changes the cluster): the answer's codes,
+    and its message where both brokers word it alike (not where supported ranges differ)."""
+    from kafka.protocol.admin.cluster import UpdateFeaturesRequest
+    key = UpdateFeaturesRequest.FeatureUpdateKey
+    request = UpdateFeaturesRequest(
+        timeout_ms=REQUEST_TIMEOUT_MS, validate_only=True, min_version=version, max_version=version,
+        feature_updates=[key(feature=name, max_version_level=level, allow_downgrade=False, upgrade_type=kind)
+                         for name, level, kind in entries])
+
+    def ask():
+        answer = ctx.raw(request)
+        out = {"error_code": answer["error_code"],
+               "results": sorted([r["feature"], r["error_code"], r["error_message"]]
+                                 for r in answer.get("results") or [])}
+        if same_message:
+            out["message"] = answer["error_message"]
+        return out
+    return observe(ask)
+
+
+@scenario("features")
+def update_features_validate_only(ctx: Context) -> dict:
+    """Both brokers are new clusters with group.version 1: asking for the level in force is a
+    success (v1 lists each feature), v2 answers with no per-feature results."""
+    return {"same-level-v1": _update_features(ctx, [("group.version", 1, 1)]),
+            "same-level-v2": _update_features(ctx, [("group.version", 1, 1)], version=2),
+            "elr-v1": _update_features(ctx, [("eligible.leader.replicas.version", 1, 1)])}
+
+
+@scenario("features")
+def update_features_refusals(ctx: Context) -> dict:
+    """INVALID_UPDATE_VERSION with Kafka's words: a level the controller does not support, an
+    unknown feature, a downgrade asked as an upgrade, an unknown upgrade type; with two bad
+    entries, the one Kafka checks first (its HashMap's order) answers."""
+    return {
+        "too-high": _update_features(ctx, [("group.version", 2, 1)]),
+        "unknown-feature": _update_features(ctx, [("no.such.feature", 1, 1)]),
+        "unknown-feature-at-0": _update_features(ctx, [("no.such.feature", 0, 1)]),
+        "downgrade-as-upgrade": _update_features(ctx, [("group.version", 0, 1)]),
+        "negative": _update_features(ctx, [("group.version", -1, 2)]),
+        "unknown-upgrade-type": _update_features(ctx, [("group.version", 1, 9)]),
+        "two-bad": _update_features(ctx, [("share.version", 7, 1), ("group.version", 7, 1)]),
+        # The levels in force differ (Kafka 4.4's newest production metadata.version is above
+        # kafkapy's 4.1-IV0), so only the code is compared.
+        "metadata-version-unsafe-downgrade": _update_features(ctx, [("metadata.version", 21, 3)],
+                                                              same_message=False),
+    }
+
+
 # The KIP-848 / KIP-932 scenarios live in their own module; importing it registers them.
 import differential_groups  # noqa: E402,F401
