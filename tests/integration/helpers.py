@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -354,3 +356,18 @@ def offset_fetch(group: str, topic: str, partitions: list[int], *, stable: bool)
     R = m.OffsetFetchRequest
     return R(group_id=group, topics=[R.OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)],
              require_stable=stable)
+
+
+@contextlib.contextmanager
+def split_cluster(directory: Path, brokers: int = 2) -> Iterator[Any]:
+    """A LocalCluster of one controller and ``brokers`` broker-only nodes, up and every broker
+    unfenced (the forwarding tests' cluster)."""
+    from kafkapy.testing.cluster import LocalCluster, eventually
+
+    with LocalCluster(directory, controllers=1, brokers=brokers) as cluster:
+        cluster.up()
+        first = cluster.broker_ids()[0]
+        eventually(lambda: len(send_to(cluster.broker_address(first),
+                                       metadata(allow_auto_create=False)).brokers) == brokers,
+                   timeout=60, what="every broker to be unfenced")
+        yield cluster

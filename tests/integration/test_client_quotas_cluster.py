@@ -5,7 +5,7 @@ and every broker describes it."""
 from __future__ import annotations
 
 import pytest
-from helpers import metadata, send_to
+from helpers import send_to, split_cluster
 
 from kafkapy.protocol import ErrorCode
 from kafkapy.protocol import messages as m
@@ -17,11 +17,7 @@ Describe = m.DescribeClientQuotasRequest
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("quota-cluster"), controllers=1, brokers=2) as c:
-        c.up()
-        first = c.broker_ids()[0]
-        eventually(lambda: len(send_to(c.broker_address(first), metadata(allow_auto_create=False)).brokers) == 2,
-                   timeout=60, what="both brokers to be unfenced")
+    with split_cluster(tmp_path_factory.mktemp("quota-cluster")) as c:
         yield c
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import metadata, send_to
+from helpers import send_to, split_cluster
 from kafkapy.config import ConfigSource
 from kafkapy.protocol import ErrorCode, messages as m
 from kafkapy.testing.cluster import LocalCluster, eventually
@@ -24,11 +24,7 @@ KEY = "log.cleaner.backoff.ms"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("config-forward"), controllers=1, brokers=2) as c:
-        c.up()
-        first = c.broker_ids()[0]
-        eventually(lambda: len(send_to(c.broker_address(first), metadata(allow_auto_create=False)).brokers) == 2,
-                   timeout=60, what="both brokers to be unfenced")
+    with split_cluster(tmp_path_factory.mktemp("config-forward")) as c:
         yield c
 
 
