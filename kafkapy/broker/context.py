@@ -20,6 +20,7 @@ from kafkapy.broker.replica_manager import ReplicaManager
 from kafkapy.broker.share_partitions import SharePartitionManager
 from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
+from kafkapy.coordinator.share_group_service import ShareGroupService
 from kafkapy.coordinator.share_state_service import ShareCoordinator
 from kafkapy.metadata.image import MetadataImage
 from kafkapy.security.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -85,6 +86,8 @@ class BrokerContext:
     # Share partitions led here and their sessions (KIP-932 ShareFetch/ShareAcknowledge); None
     # where none are served (tests, the controller's admin context): UNSUPPORTED_VERSION then.
     share_partitions: SharePartitionManager | None = None
+    # Share groups' heartbeats, timers and share-state calls over ``groups``, None until it runs.
+    share_groups: ShareGroupService | None = None
 
     def authorize(self, op: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME, *,
                   audit: bool = True) -> bool:

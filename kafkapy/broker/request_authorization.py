@@ -239,6 +239,13 @@ RULES: dict[int, Rule] = {
     # (TOPIC_AUTHORIZATION_FAILED naming them). ConsumerGroupDescribe checks DESCRIBE per group
     # in its handler: its answer has no top-level error to refuse it with.
     ApiKey.CONSUMER_GROUP_HEARTBEAT: Rule((_GROUP_READ,)),
+    # KIP-932, as KafkaApis: READ on the group for the heartbeat and AlterShareGroupOffsets,
+    # DELETE for DeleteShareGroupOffsets. The handlers check the rest (DESCRIBE per group of
+    # ShareGroupDescribe/DescribeShareGroupOffsets, DESCRIBE or READ on the topics).
+    ApiKey.SHARE_GROUP_HEARTBEAT: Rule((_GROUP_READ,)),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: Rule((_GROUP_READ,)),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: Rule((_on(Op.DELETE, Res.GROUP, lambda b: b.group_id,
+                                                 E.GROUP_AUTHORIZATION_FAILED),)),
     # One key before v4, a list of them from v4.
     ApiKey.FIND_COORDINATOR: Rule((_share_coordinator, _single_coordinator_key),
                                   (_field("coordinator_keys"), "coordinators", _coordinator_key)),

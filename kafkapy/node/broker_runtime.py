@@ -48,6 +48,7 @@ from kafkapy.config_views import BrokerSettings
 from kafkapy.controller import NewTopic
 from kafkapy.coordinator.schema import OFFSETS_TOPIC
 from kafkapy.coordinator.service import GroupCoordinator
+from kafkapy.coordinator.share_group_service import ShareGroupService
 from kafkapy.coordinator.share_persister import ShareStatePersister
 from kafkapy.coordinator.share_state_service import SHARE_STATE_TOPIC, ShareCoordinator
 from kafkapy.coordinator.transaction import TRANSACTION_STATE_TOPIC
@@ -175,6 +176,7 @@ class BrokerRuntime(Runtime):
         self.share_partitions = SharePartitionManager(
             self.replicas, self.share_persister, clock, settings=broker_share_settings(config),
             max_sessions=max_share_sessions(config), remote=self.remote_log_manager)
+        self.share_groups = ShareGroupService(self.groups, self.share_persister, clock)
         self.txn_verifier = TxnVerifier(self._connect_to_broker, lambda: loader.image,
                                         self.transactions.request_timeout_ms / 1000.0)
         # Cluster links: mirror partitions led here are filled from their sources; the link's
@@ -192,6 +194,7 @@ class BrokerRuntime(Runtime):
             remote=self.remote_log_manager, stats=topic_stats, transactions=self.transactions,
             txn_verifier=self.txn_verifier, links=self.links, share_state=self.share_state,
             share_partitions=self.share_partitions,
+            share_groups=self.share_groups,
             authorizer=BrokerAuthorizer.from_config(config.props, lambda: loader.image),
             client_quotas=ClientQuotas(
                 samples=config.get_int("quota.window.num"),
@@ -272,6 +275,7 @@ class BrokerRuntime(Runtime):
         await nursery.start(self.groups.run)
         await nursery.start(self.transactions.run)
         await nursery.start(self.share_state.run)
+        await nursery.start(self.share_groups.serve)
         await nursery.start(self.txn_verifier.run)
         nursery.start_soon(self.tasks.cleaner_loop)
         if self.remote_log_manager is not None:

@@ -380,6 +380,70 @@ class ShareGroupMembership:
         self._write(group, rec.StatePartitionMetadata(group_id, meta.initializing, meta.initialized, deleting), out)
         return out
 
+    # ------------------------------------------------------------------ offsets admin
+    def _empty_group(self, group_id: str) -> ShareGroup:
+        group = self.groups.get(group_id)
+        if group is None or group.dead:
+            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+        if group.members:
+            raise _Refused(E.NON_EMPTY_GROUP, f"The group {group_id} is not empty.")
+        return group
+
+    def alter_offsets(self, group_id: str, starts: Mapping[TopicId, tuple[str, Mapping[int, int]]],
+                      now_ms: int) -> tuple[int, ShareHeartbeatOutcome]:
+        """AlterShareGroupOffsets of an empty group: the partitions go back to initializing under a
+        new state epoch (the bumped group epoch), and :attr:`ShareHeartbeatOutcome.initialize`
+        carries one request per partition with its new start offset; the edge calls
+        :meth:`initialized` once the share coordinator took it."""
+        out = ShareHeartbeatOutcome()
+        try:
+            group = self._empty_group(group_id)
+        except _Refused as r:
+            return r.error, out
+        self._bump(group, group.metadata_hash, out)
+        meta = group.partition_metadata
+        initializing = dict(meta.initializing)
+        initialized = dict(meta.initialized)
+        for t, (name, offsets) in starts.items():
+            parts = frozenset(offsets)
+            initializing[t] = (name, initializing.get(t, (name, frozenset()))[1] | parts)
+            left = initialized.get(t, (name, frozenset()))[1] - parts
+            if left:
+                initialized[t] = (name, left)
+            else:
+                initialized.pop(t, None)
+        deleting = {t: n for t, n in meta.deleting.items() if t not in starts}
+        self._write(group, rec.StatePartitionMetadata(group_id, initializing, initialized, deleting), out)
+        retry = self.group_config(group_id).initialize_retry_interval_ms
+        for t in sorted(starts, key=str):
+            for p, offset in sorted(starts[t][1].items()):
+                out.initialize.append(InitializeRequest(group_id, t, frozenset({p}), group.group_epoch, offset))
+            self._set_deadline(self.initialize_deadlines, (group_id, t), now_ms + retry, out)
+        return E.NONE, out
+
+    def delete_offsets(self, group_id: str, topic_ids: list[TopicId]) -> tuple[int, ShareHeartbeatOutcome]:
+        """DeleteShareGroupOffsets of an empty group: the topics' partitions move to deleting and
+        out in :attr:`ShareHeartbeatOutcome.delete` (the edge calls :meth:`deleted` after
+        DeleteShareGroupState). Topics the group holds no state for are left out."""
+        out = ShareHeartbeatOutcome()
+        try:
+            group = self._empty_group(group_id)
+        except _Refused as r:
+            return r.error, out
+        meta = group.partition_metadata
+        gone = {t: n for t, (n, _) in {**meta.initializing, **meta.initialized}.items() if t in topic_ids}
+        if not gone:
+            return E.NONE, out
+        initializing = {t: v for t, v in meta.initializing.items() if t not in gone}
+        initialized = {t: v for t, v in meta.initialized.items() if t not in gone}
+        self._write(group, rec.StatePartitionMetadata(group_id, initializing, initialized,
+                                                      {**meta.deleting, **gone}), out)
+        for t in sorted(gone, key=str):
+            parts = ps.union(group_parts(meta.initializing, t), group_parts(meta.initialized, t)).get(t, frozenset())
+            out.delete.append(DeleteRequest(group_id, t, parts))
+            self._set_deadline(self.initialize_deadlines, (group_id, t), None, out)
+        return E.NONE, out
+
     # ------------------------------------------------------------------ leaving
     def _leave(self, req: ShareHeartbeatRequest) -> ShareHeartbeatOutcome:
         out = ShareHeartbeatOutcome()
