@@ -33,6 +33,7 @@ from kafkapy.coordinator.share_group import records as srec
 from kafkapy.coordinator.share_group.heartbeat import (
     DeleteRequest,
     InitializeRequest,
+    ShareGroupConfig,
     ShareHeartbeatOutcome,
     ShareHeartbeatRequest,
 )
@@ -59,6 +60,24 @@ def members_left(hb: ShareHeartbeatOutcome) -> list[tuple[str, str]]:
             if isinstance(r, srec.Tombstone) and r.record_type == srec.MemberMetadata.RECORD_TYPE]
 
 
+_SETTINGS = {"session_timeout_ms": "group.share.session.timeout.ms",
+             "heartbeat_interval_ms": "group.share.heartbeat.interval.ms",
+             "max_size": "group.share.max.size",
+             "initialize_retry_interval_ms": "group.share.initialize.retry.interval.ms"}
+
+
+def share_group_config(config: Any) -> ShareGroupConfig:
+    """The broker's ``group.share.*`` settings; Kafka's defaults for any the config does not
+    declare."""
+    values = {}
+    for attr, name in _SETTINGS.items():
+        try:
+            values[attr] = int(config.get(name))
+        except KeyError:
+            continue
+    return ShareGroupConfig(**values)
+
+
 class ShareGroupService:
     """Share-group heartbeats, timers and share-state calls over a ``GroupCoordinator``."""
 
@@ -66,6 +85,7 @@ class ShareGroupService:
         self.groups = groups
         self.persister = persister
         self.clock = clock
+        self.config = share_group_config(groups.config)
         #: Called with (group id, member id) when a member leaves or is expired.
         self.on_member_left: list[MemberLeft] = []
         self._nursery: trio.Nursery | None = None
@@ -104,6 +124,7 @@ class ShareGroupService:
 
     async def heartbeat(self, shard: GroupShard, req: ShareHeartbeatRequest) -> HeartbeatResponse:
         """ShareGroupHeartbeat: answered once its records are committed."""
+        self._adopt(shard)
         hb = shard.share.heartbeat(req, self.clock.now_ms())
         result = await self.run(shard, hb, lambda code: HeartbeatResponse(code))
         assert isinstance(result, HeartbeatResponse)
@@ -217,18 +238,25 @@ class ShareGroupService:
         return first
 
     # ---------------------------------------------------------------- timers
+    def _adopt(self, shard: GroupShard) -> None:
+        """A shard seen for the first time since it was loaded: the broker's share settings, and
+        the share-state calls its log left under way."""
+        if self._loaded.get(shard.partition) is shard:
+            return
+        self._loaded[shard.partition] = shard
+        shard.share.config = self.config
+        pending = getattr(shard, "share_on_load", None)
+        if pending is not None:
+            shard.share_on_load = ShareHeartbeatOutcome()
+            self._start_calls(shard, pending.initialize, pending.delete)
+
     def _next_deadline(self) -> int | None:
         times = [t for s in self.groups.shards.values() if (t := s.share.next_deadline()) is not None]
         return min(times, default=None)
 
     async def _tick(self) -> None:
         for p, shard in list(self.groups.shards.items()):
-            if self._loaded.get(p) is not shard:
-                self._loaded[p] = shard
-                pending = getattr(shard, "share_on_load", None)
-                if pending is not None:
-                    shard.share_on_load = None
-                    self._start_calls(shard, pending.initialize, pending.delete)
+            self._adopt(shard)
             t = shard.share.next_deadline()
             if t is not None and t <= self.clock.now_ms():
                 hb = shard.share.tick(self.clock.now_ms())
@@ -256,4 +284,4 @@ class ShareGroupService:
                     await self._wake.wait()
 
 
-__all__ = ["MemberLeft", "ShareGroupService", "members_left", "share_outcome"]
+__all__ = ["MemberLeft", "ShareGroupService", "members_left", "share_group_config", "share_outcome"]
