@@ -227,8 +227,19 @@ class ShareGroupService:
                 await self.run(shard, shard.share.deleted(group_id, req.topic_id))
         return ErrorCode.NONE, out
 
+    async def before_delete_group(self, shard: GroupShard, group_id: str) -> int:
+        """DeleteGroups of an empty share group deletes its share-partition states first, as
+        Kafka's coordinator does; an error is the group's answer (and the group stays)."""
+        group = shard.share_group(group_id)
+        if group is None or group.members:
+            return ErrorCode.NONE  # not a share group, or delete_group answers NON_EMPTY_GROUP
+        held = dict(group.initialized())
+        for t, parts in group.initializing().items():
+            held[t] = held.get(t, frozenset()) | parts
+        return await self.delete_group_state(group_id, held)
+
     async def delete_group_state(self, group_id: str, state: Mapping[uuid.UUID, frozenset[int]]) -> int:
-        """DeleteGroups of a share group: its share-partition states go too (first error, or NONE)."""
+        """Delete the share-partition states of ``group_id`` (the first error, or NONE)."""
         first: int = ErrorCode.NONE
         for t, parts in state.items():
             for p in sorted(parts):
