@@ -236,7 +236,9 @@ async def handle_delete_groups(ctx: BrokerContext, request: Request) -> object:
     results = []
     for group_id in body.groups_names:
         shard, code = _coordinator_error(ctx, group_id)
-        if shard is not None:
+        if shard is not None and ctx.share_groups is not None:
+            code = await ctx.share_groups.before_delete_group(shard, group_id)
+        if shard is not None and code == ErrorCode.NONE:
             outcome = shard.delete_group(group_id, ctx.clock.now_ms())
             assert ctx.groups is not None  # a shard came from it
             code = cast(int, await ctx.groups.run_op(shard, outcome, timeout_ms=0, on_timeout=None))

@@ -11,6 +11,7 @@ import uuid
 import pytest
 import trio
 
+from kafkapy.broker.handlers.groups import handle_delete_groups, handle_describe_groups, handle_list_groups
 from kafkapy.broker.handlers.share_groups import (
     SHARE_GROUP_APIS,
     handle_alter_share_group_offsets,
@@ -330,5 +331,27 @@ def test_offsets_admin_topic_and_group_authorization(replicas):
         ctx.denied_groups = {"g"}
         g = (await handle_describe_share_group_offsets(ctx, _describe_offsets())).groups[0]
         assert g.error_code == E.GROUP_AUTHORIZATION_FAILED
+
+    in_share_ctx(replicas, main)
+
+
+def test_list_describe_and_delete_groups_of_a_share_group(replicas):
+    async def main(ctx, persister):
+        await joined(ctx)
+        listed = await handle_list_groups(ctx, req(m.ListGroupsRequest(states_filter=[], types_filter=["share"]), 5))
+        assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed.groups] == [
+            ("g", "share", "Stable", "share")]
+        d = await handle_describe_groups(ctx, req(m.DescribeGroupsRequest(groups=["g"]), 6))
+        assert (d.groups[0].error_code, d.groups[0].group_state) == (E.GROUP_ID_NOT_FOUND, "Dead")
+        delete = req(m.DeleteGroupsRequest(groups_names=["g"]), 2)
+        assert (await handle_delete_groups(ctx, delete)).results[0].error_code == E.NON_EMPTY_GROUP
+        await handle_share_group_heartbeat(ctx, hb(epoch=-1))
+        # The share coordinator refuses: the group stays, with its state.
+        persister.fail = [E.COORDINATOR_NOT_AVAILABLE]
+        assert (await handle_delete_groups(ctx, delete)).results[0].error_code == E.COORDINATOR_NOT_AVAILABLE
+        assert (await described(ctx, "g"))[0].group_state == "Empty"
+        assert (await handle_delete_groups(ctx, delete)).results[0].error_code == E.NONE
+        assert not persister.states
+        assert (await described(ctx, "g"))[0].error_code == E.GROUP_ID_NOT_FOUND
 
     in_share_ctx(replicas, main)
