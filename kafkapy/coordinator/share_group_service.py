@@ -42,7 +42,8 @@ from kafkapy.share.persister import SharePersister, StateResult
 
 log = logging.getLogger("kafkapy.coordinator.share_groups")
 
-MemberLeft = Callable[[str, str], None]
+MemberLeft = Callable[[str, str], Awaitable[None]]
+GroupEmpty = Callable[[str], None]
 Partition = tuple[uuid.UUID, int]
 
 
@@ -86,8 +87,11 @@ class ShareGroupService:
         self.persister = persister
         self.clock = clock
         self.config = share_group_config(groups.config)
-        #: Called with (group id, member id) when a member leaves or is expired.
+        #: Awaited with (group id, member id) when a member leaves or is expired (the share
+        #: partitions release what it holds), then ``on_group_empty`` with the group id when
+        #: that left it without members.
         self.on_member_left: list[MemberLeft] = []
+        self.on_group_empty: list[GroupEmpty] = []
         self._nursery: trio.Nursery | None = None
         self._loaded: dict[int, GroupShard] = {}
         self._wake = trio.Event()
@@ -100,18 +104,31 @@ class ShareGroupService:
         result = await self.groups.run_modern(shard, share_outcome(hb), on_error)
         # A failed append was undone through the outcome's rollback, which empties its undo list.
         if not (hb.records and not hb._undo):
-            self._after(shard, hb)
+            await self._after(shard, hb)
         self._wake.set()
         return result
 
-    def _after(self, shard: GroupShard, hb: ShareHeartbeatOutcome) -> None:
-        for group_id, member_id in members_left(hb):
+    async def _after(self, shard: GroupShard, hb: ShareHeartbeatOutcome) -> None:
+        left = members_left(hb)
+        if left:
+            emptied = sorted({g for g, _ in left if not getattr(shard.share_group(g), "members", None)})
+            if self._nursery is not None:
+                self._nursery.start_soon(self._announce, left, emptied)
+            else:
+                await self._announce(left, emptied)
+        self._start_calls(shard, hb.initialize, hb.delete)
+
+    async def _announce(self, left: list[tuple[str, str]], emptied: list[str]) -> None:
+        """Tell the share partitions which members left and which groups they emptied."""
+        for group_id, member_id in left:
             for hook in self.on_member_left:
                 try:
-                    hook(group_id, member_id)
+                    await hook(group_id, member_id)
                 except Exception:
                     log.exception("Releasing the records of member %s of share group %s failed", member_id, group_id)
-        self._start_calls(shard, hb.initialize, hb.delete)
+        for group_id in emptied:
+            for empty in self.on_group_empty:
+                empty(group_id)
 
     def _start_calls(self, shard: GroupShard, initialize: list[InitializeRequest],
                      delete: list[DeleteRequest]) -> None:
@@ -295,4 +312,4 @@ class ShareGroupService:
                     await self._wake.wait()
 
 
-__all__ = ["MemberLeft", "ShareGroupService", "members_left", "share_group_config", "share_outcome"]
+__all__ = ["GroupEmpty", "MemberLeft", "ShareGroupService", "members_left", "share_group_config", "share_outcome"]

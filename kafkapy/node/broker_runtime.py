@@ -176,7 +176,11 @@ class BrokerRuntime(Runtime):
         self.share_partitions = SharePartitionManager(
             self.replicas, self.share_persister, clock, settings=broker_share_settings(config),
             max_sessions=max_share_sessions(config), remote=self.remote_log_manager)
+        # Share groups in the group coordinator; a member that leaves has its records here
+        # released at once, and an emptied group's partitions are forgotten (Kafka's onGroupEmpty).
         self.share_groups = ShareGroupService(self.groups, self.share_persister, clock)
+        self.share_groups.on_member_left.append(self.share_partitions.member_left)
+        self.share_groups.on_group_empty.append(self.share_partitions.group_empty)
         self.txn_verifier = TxnVerifier(self._connect_to_broker, lambda: loader.image,
                                         self.transactions.request_timeout_ms / 1000.0)
         # Cluster links: mirror partitions led here are filled from their sources; the link's

@@ -109,7 +109,12 @@ async def described(ctx, *group_ids: str, ops: bool = False):
 def departures(ctx) -> list[tuple[str, str]]:
     """The (group, member) pairs the service announces as gone, as the share-fetch side sees them."""
     left: list[tuple[str, str]] = []
-    ctx.share_groups.on_member_left.append(lambda g, mm: left.append((g, mm)))
+
+    async def member_left(group_id: str, member_id: str) -> None:
+        left.append((group_id, member_id))
+
+    ctx.share_groups.on_member_left.append(member_left)
+    ctx.share_groups.on_group_empty.append(lambda group_id: left.append((group_id, "")))
     return left
 
 
@@ -216,7 +221,8 @@ def test_leave_fencing_authorization_and_failed_append(replicas):
         assert not left
         r = await handle_share_group_heartbeat(ctx, hb(epoch=-1))
         assert (r.error_code, r.member_id, r.member_epoch) == (E.NONE, "m1", -1)
-        assert left == [("g", "m1")]
+        await trio.sleep(0.01)
+        assert left == [("g", "m1"), ("g", "")]  # the member, then the group it emptied
         d = await described(ctx, "g")
         assert (d[0].group_state, d[0].members) == ("Empty", [])
 
@@ -228,7 +234,7 @@ def test_session_expiry_removes_the_member_and_announces_it(replicas):
         left = departures(ctx)
         await joined(ctx)
         await trio.sleep(46)  # group.share.session.timeout.ms 45000
-        assert left == [("g", "m1")]
+        assert left == [("g", "m1"), ("g", "")]
         d = await described(ctx, "g")
         assert d[0].group_state == "Empty"
 
