@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -82,11 +83,15 @@ def share_group_config(config: Any) -> ShareGroupConfig:
 class ShareGroupService:
     """Share-group heartbeats, timers and share-state calls over a ``GroupCoordinator``."""
 
-    def __init__(self, groups: Any, persister: SharePersister, clock: Any) -> None:
+    def __init__(self, groups: Any, persister: SharePersister, clock: Any,
+                 group_settings: Callable[[str], Any] | None = None) -> None:
         self.groups = groups
         self.persister = persister
         self.clock = clock
         self.config = share_group_config(groups.config)
+        #: A group's effective GROUP configs (``kafkapy.metadata.group_configs.group_config``):
+        #: its ``share.session.timeout.ms`` / ``share.heartbeat.interval.ms`` win over the broker's.
+        self._group_settings = group_settings
         #: Awaited with (group id, member id) when a member leaves or is expired (the share
         #: partitions release what it holds), then ``on_group_empty`` with the group id when
         #: that left it without members.
@@ -220,7 +225,15 @@ class ShareGroupService:
                 done = frozenset(p for (tt, p), e in errors.items() if tt == t and e == ErrorCode.NONE)
                 if done:
                     await self.run(shard, shard.share.initialized(group_id, t, done, now))
+        self._forget(group_id)
         return errors
+
+    def _forget(self, group_id: str) -> None:
+        """The group's share-partition states changed under the share partitions (offsets altered
+        or deleted): they drop what they hold in memory and read the new state on the next fetch
+        (a fetch may have loaded the old one after the group became empty)."""
+        for empty in self.on_group_empty:
+            empty(group_id)
 
     async def delete_offsets(self, shard: GroupShard, group_id: str,
                              topic_ids: list[uuid.UUID]) -> tuple[int, dict[uuid.UUID, int]]:
@@ -242,6 +255,7 @@ class ShareGroupService:
                     out[req.topic_id] = result.error
             if out[req.topic_id] == ErrorCode.NONE and self._current(shard):
                 await self.run(shard, shard.share.deleted(group_id, req.topic_id))
+        self._forget(group_id)
         return ErrorCode.NONE, out
 
     async def before_delete_group(self, shard: GroupShard, group_id: str) -> int:
@@ -266,6 +280,14 @@ class ShareGroupService:
         return first
 
     # ---------------------------------------------------------------- timers
+    def config_for(self, group_id: str) -> ShareGroupConfig:
+        """The share settings ``group_id`` runs with."""
+        if self._group_settings is None:
+            return self.config
+        g = self._group_settings(group_id)
+        return replace(self.config, session_timeout_ms=g.share_session_timeout_ms,
+                       heartbeat_interval_ms=g.share_heartbeat_interval_ms)
+
     def _adopt(self, shard: GroupShard) -> None:
         """A shard seen for the first time since it was loaded: the broker's share settings, and
         the share-state calls its log left under way."""
@@ -273,6 +295,8 @@ class ShareGroupService:
             return
         self._loaded[shard.partition] = shard
         shard.share.config = self.config
+        if self._group_settings is not None:
+            shard.share._config_for = self.config_for
         pending = getattr(shard, "share_on_load", None)
         if pending is not None:
             shard.share_on_load = ShareHeartbeatOutcome()

@@ -41,7 +41,7 @@ from kafkapy.broker.producer_expiration import ProducerExpiration
 from kafkapy.broker.producer_id_manager import ProducerIdManager
 from kafkapy.broker.quota_managers import ClientQuotas
 from kafkapy.broker.replica_manager import ReplicaManager, topic_log_config
-from kafkapy.broker.share_partitions import SharePartitionManager, broker_share_settings, max_share_sessions
+from kafkapy.broker.share_partitions import SharePartitionManager, max_share_sessions, share_settings_of
 from kafkapy.broker.txn_verification import TxnVerifier
 from kafkapy.config import BrokerConfig, Listener
 from kafkapy.config_views import BrokerSettings
@@ -56,6 +56,7 @@ from kafkapy.coordinator.transaction_service import TransactionCoordinator
 from kafkapy.link.manager import ClusterLinkManager
 from kafkapy.log.config import LogConfig
 from kafkapy.log.log_manager import LogManager
+from kafkapy.metadata.group_configs import group_config
 from kafkapy.metadata.image import MetadataImage
 from kafkapy.metadata.loader import MetadataLoader
 from kafkapy.metadata.update import MetadataUpdate
@@ -174,11 +175,13 @@ class BrokerRuntime(Runtime):
         # The share partitions this broker leads (ShareFetch/ShareAcknowledge), their state kept
         # through that persister.
         self.share_partitions = SharePartitionManager(
-            self.replicas, self.share_persister, clock, settings=broker_share_settings(config),
+            self.replicas, self.share_persister, clock,
+            settings=lambda group_id: share_settings_of(group_config(loader.image, config, group_id)),
             max_sessions=max_share_sessions(config), remote=self.remote_log_manager)
         # Share groups in the group coordinator; a member that leaves has its records here
         # released at once, and an emptied group's partitions are forgotten (Kafka's onGroupEmpty).
-        self.share_groups = ShareGroupService(self.groups, self.share_persister, clock)
+        self.share_groups = ShareGroupService(self.groups, self.share_persister, clock,
+                                              lambda group_id: group_config(loader.image, config, group_id))
         self.share_groups.on_member_left.append(self.share_partitions.member_left)
         self.share_groups.on_group_empty.append(self.share_partitions.group_empty)
         self.txn_verifier = TxnVerifier(self._connect_to_broker, lambda: loader.image,
