@@ -292,8 +292,11 @@ def test_offsets_admin(replicas):
         assert [(p.partition_index, p.start_offset, p.lag) for p in g.topics[0].partitions] == \
             [(0, -1, -1), (1, -1, -1), (2, -1, -1), (3, -1, -1)]
         await handle_share_group_heartbeat(ctx, hb(epoch=-1))
+        await trio.sleep(0.01)
+        left = departures(ctx)
         a = await handle_alter_share_group_offsets(ctx, _alter(foo={0: 5, 2: 7}, bar={0: 1}))
         assert a.error_code == E.NONE
+        assert left == [("g", "")]  # the share partitions forget the old state
         codes = {(t.topic_name, p.partition_index): p.error_code for t in a.responses for p in t.partitions}
         assert codes == {("foo", 0): E.NONE, ("foo", 2): E.NONE, ("bar", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
         # A new state epoch (the group epoch after the alter's bump) and the new start offsets.
