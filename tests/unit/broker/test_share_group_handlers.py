@@ -364,3 +364,25 @@ def test_list_describe_and_delete_groups_of_a_share_group(replicas):
         assert (await described(ctx, "g"))[0].error_code == E.GROUP_ID_NOT_FOUND
 
     in_share_ctx(replicas, main)
+
+
+def test_reload_resumes_pending_initializations(replicas):
+    async def first(ctx, persister):
+        persister.fail = [E.COORDINATOR_NOT_AVAILABLE] * 4  # nothing initialized before the restart
+        r = await handle_share_group_heartbeat(ctx, hb())
+        assert r.error_code == E.NONE
+        await trio.sleep(0.1)
+        assert not persister.states
+
+    async def second(ctx, persister):
+        # The loaded group hands its initializing partitions out again at once, not after the
+        # retry interval; the member is still there and gets them on its next heartbeat.
+        await trio.sleep(1)
+        assert sorted(p for (_, _, p) in persister.states) == [0, 1, 2, 3]
+        d = await described(ctx, "g")
+        assert [mm.member_id for mm in d[0].members] == ["m1"]
+        r = await handle_share_group_heartbeat(ctx, hb(epoch=d[0].members[0].member_epoch))
+        assert r.error_code == E.NONE and assigned(r) == [(FOO, [0, 1, 2, 3])]
+
+    in_share_ctx(replicas, first)
+    in_share_ctx(replicas, second)
