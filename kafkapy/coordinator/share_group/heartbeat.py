@@ -224,7 +224,7 @@ class ShareGroupMembership:
         if req.rack_id is not None and not req.rack_id:
             raise _Refused(E.INVALID_REQUEST, "RackId can't be empty.")
         if req.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
-            raise _Refused(E.INVALID_REQUEST, f"MemberEpoch is invalid: {req.member_epoch}.")
+            raise _Refused(E.INVALID_REQUEST, "MemberEpoch is invalid.")
         if req.member_epoch == 0 and not req.subscribed_topic_names:
             raise _Refused(E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
 
@@ -245,10 +245,17 @@ class ShareGroupMembership:
                 raise _Refused(E.GROUP_MAX_SIZE_REACHED,
                                f"The share group has reached its maximum capacity of {cfg.max_size} members.")
         elif req.member_epoch != 0:
-            if req.member_epoch > old.member_epoch or (
-                    req.member_epoch < old.member_epoch and req.member_epoch != old.previous_member_epoch):
-                raise _Refused(E.FENCED_MEMBER_EPOCH, f"The share group member has a member epoch "
-                               f"({req.member_epoch}) the group coordinator does not expect ({old.member_epoch}).")
+            # Kafka 4.4's messages (GroupMetadataManager.throwIfShareGroupMemberEpochIsInvalid).
+            if req.member_epoch > old.member_epoch:
+                raise _Refused(E.FENCED_MEMBER_EPOCH, f"The share group member has a greater member epoch "
+                               f"({req.member_epoch}) than the one known by the group coordinator "
+                               f"({old.member_epoch}). The member must abandon all its partitions and rejoin.")
+            if req.member_epoch < old.member_epoch and req.member_epoch != old.previous_member_epoch:
+                raise _Refused(E.FENCED_MEMBER_EPOCH, f"The share group member has a smaller member epoch "
+                               f"({req.member_epoch}) than the one known by the group coordinator "
+                               f"({old.member_epoch}), and it does not match the previous member epoch "
+                               f"({old.previous_member_epoch}). The member must abandon all its partitions "
+                               "and rejoin.")
         base = old or ShareGroupMember(req.member_id)
         updated = replace(
             base, rack_id=req.rack_id if req.rack_id is not None else base.rack_id,
