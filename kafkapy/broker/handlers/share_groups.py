@@ -39,6 +39,7 @@ ZERO_UUID = uuid.UUID(int=0)
 UNINITIALIZED = -1
 #: Kafka's KafkaApis.isMemberIdValid: a member id of 1 to 36 characters.
 MAX_MEMBER_ID_LENGTH = 36
+NON_EMPTY = "The group is not empty."  # Errors.NON_EMPTY_GROUP's message
 UNAUTHORIZED_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 
 
@@ -52,15 +53,17 @@ def _shard(ctx: BrokerContext, group_id: str, empty_key_error: int) -> tuple[Gro
     return served_shard(ctx.groups, group_id, empty_key_error)
 
 
-def _share_shard(ctx: BrokerContext, group_id: str) -> tuple[GroupShard | None, int, str | None]:
-    """The shard holding share group ``group_id``, or (None, error, message)."""
+def _share_shard(ctx: BrokerContext, group_id: str, *,
+                 missing_ok: bool = False) -> tuple[GroupShard | None, int, str | None]:
+    """The shard holding share group ``group_id`` (or that would, with ``missing_ok``), or
+    (None, error, message)."""
     shard, code = _shard(ctx, group_id, E.INVALID_GROUP_ID)
     if shard is None:
         return None, code, None
     kind = shard.group_type(group_id)
-    if kind is None:
+    if kind is None and not missing_ok:
         return None, E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-    if kind != SHARE:
+    if kind not in (None, SHARE):
         return None, E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
     return shard, E.NONE, None
 
@@ -259,11 +262,13 @@ async def handle_alter_share_group_offsets(ctx: BrokerContext, request: Request)
                 for p in t.partitions]))
         return R(throttle_time_ms=0, error_code=code, error_message=message, responses=out)
 
-    shard, code, message = _share_shard(ctx, body.group_id)
+    # A missing group is created (Kafka's getOrMaybeCreateShareGroup), one of another kind refused.
+    shard, code, message = _share_shard(ctx, body.group_id, missing_ok=True)
     if shard is None:
         return answer(code, message, {})
-    if shard.share.groups[body.group_id].members:
-        return answer(E.NON_EMPTY_GROUP, f"The group {body.group_id} is not empty.", {})
+    group = shard.share_group(body.group_id)
+    if group is not None and group.members:
+        return answer(E.NON_EMPTY_GROUP, NON_EMPTY, {})
     errors = await _service(ctx).alter_offsets(shard, body.group_id, starts) if starts else {}
     return answer(E.NONE, None, errors)
 
@@ -287,7 +292,7 @@ async def handle_delete_share_group_offsets(ctx: BrokerContext, request: Request
            if t.topic_name in allowed and t.topic_name in image.by_name]
     code, results = await _service(ctx).delete_offsets(shard, body.group_id, ids)
     if code != E.NONE:
-        return failed(code, f"The group {body.group_id} is not empty." if code == E.NON_EMPTY_GROUP else None)
+        return failed(code, NON_EMPTY if code == E.NON_EMPTY_GROUP else None)
     out = []
     for t in body.topics:
         meta = image.by_name.get(t.topic_name)

@@ -388,23 +388,26 @@ class ShareGroupMembership:
         return out
 
     # ------------------------------------------------------------------ offsets admin
-    def _empty_group(self, group_id: str) -> ShareGroup:
+    def _empty_group(self, group_id: str, create: bool = False) -> ShareGroup:
         group = self.groups.get(group_id)
         if group is None or group.dead:
-            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+            if not create:
+                raise _Refused(E.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+            group = ShareGroup(group_id)
         if group.members:
-            raise _Refused(E.NON_EMPTY_GROUP, f"The group {group_id} is not empty.")
+            raise _Refused(E.NON_EMPTY_GROUP, "The group is not empty.")
         return group
 
     def alter_offsets(self, group_id: str, starts: Mapping[TopicId, tuple[str, Mapping[int, int]]],
                       now_ms: int) -> tuple[int, ShareHeartbeatOutcome]:
-        """AlterShareGroupOffsets of an empty group: the partitions go back to initializing under a
-        new state epoch (the bumped group epoch), and :attr:`ShareHeartbeatOutcome.initialize`
+        """AlterShareGroupOffsets of an empty group (created if missing, as Kafka does): the
+        partitions go back to initializing under a new state epoch (the bumped group epoch), and
+        :attr:`ShareHeartbeatOutcome.initialize`
         carries one request per partition with its new start offset; the edge calls
         :meth:`initialized` once the share coordinator took it."""
         out = ShareHeartbeatOutcome()
         try:
-            group = self._empty_group(group_id)
+            group = self._empty_group(group_id, create=True)
         except _Refused as r:
             return r.error, out
         self._bump(group, group.metadata_hash, out)

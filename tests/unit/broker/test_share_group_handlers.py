@@ -285,7 +285,8 @@ def test_offsets_admin(replicas):
         r = await joined(ctx)
         # Members exist: alter and delete are refused.
         a = await handle_alter_share_group_offsets(ctx, _alter(foo={0: 5}))
-        assert (a.error_code, a.responses[0].partitions[0].error_code) == (E.NON_EMPTY_GROUP, E.NON_EMPTY_GROUP)
+        assert (a.error_code, a.error_message, a.responses[0].partitions[0].error_code) == (
+            E.NON_EMPTY_GROUP, "The group is not empty.", E.NON_EMPTY_GROUP)
         dl = await handle_delete_share_group_offsets(ctx, _delete("g", "foo"))
         assert dl.error_code == E.NON_EMPTY_GROUP
         # Every initialized partition, with its start offset and lag (v1).
@@ -320,8 +321,12 @@ def test_offsets_admin(replicas):
         g = (await handle_describe_share_group_offsets(ctx, _describe_offsets())).groups[0]
         assert g.topics == []
         # Not a share group / missing.
-        a = await handle_alter_share_group_offsets(ctx, _alter("nope", foo={0: 1}))
-        assert a.error_code == E.GROUP_ID_NOT_FOUND
+        # Altering a missing group's offsets creates the group, as Kafka does.
+        a = await handle_alter_share_group_offsets(ctx, _alter("new", foo={0: 1}))
+        assert a.error_code == E.NONE and a.responses[0].partitions[0].error_code == E.NONE
+        d = await described(ctx, "new")
+        assert (d[0].error_code, d[0].group_state) == (E.NONE, "Empty")
+        assert persister.states[("new", FOO, 0)].start_offset == 1
         g = (await handle_describe_share_group_offsets(ctx, _describe_offsets("nope"))).groups[0]
         assert g.error_code == E.GROUP_ID_NOT_FOUND
 
