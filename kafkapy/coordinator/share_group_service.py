@@ -306,15 +306,18 @@ class ShareGroupService:
         times = [t for s in self.groups.shards.values() if (t := s.share.next_deadline()) is not None]
         return min(times, default=None)
 
-    async def _tick(self) -> None:
-        for p, shard in list(self.groups.shards.items()):
+    async def _tick(self) -> bool:
+        """Run the due timers; False when a write failed (its change was undone, so the same
+        deadline is due again: the caller waits a little before retrying)."""
+        failed: list[int] = []
+        for shard in list(self.groups.shards.values()):
             self._adopt(shard)
             t = shard.share.next_deadline()
             if t is not None and t <= self.clock.now_ms():
-                hb = shard.share.tick(self.clock.now_ms())
-                await self.run(shard, hb)
+                await self.run(shard, shard.share.tick(self.clock.now_ms()), failed.append)
         for p in [p for p in self._loaded if p not in self.groups.shards]:
             del self._loaded[p]
+        return not failed
 
     def wake(self) -> None:
         self._wake.set()
@@ -326,12 +329,14 @@ class ShareGroupService:
             task_status.started()
             while True:
                 try:
-                    await self._tick()
+                    ok = await self._tick()
                 except KafkaError as exc:
                     log.error("Share group timers: %s", exc)
+                    ok = False
                 deadline = self._next_deadline()
                 self._wake = trio.Event()
-                wait_s = 1.0 if deadline is None else max(0.0, (deadline - self.clock.now_ms()) / 1000.0)
+                wait_s = 1.0 if deadline is None or not ok else \
+                    max(0.0, (deadline - self.clock.now_ms()) / 1000.0)
                 with trio.move_on_after(min(wait_s, 1.0) + 0.001):
                     await self._wake.wait()
 

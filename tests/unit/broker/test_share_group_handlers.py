@@ -235,7 +235,12 @@ def test_session_expiry_removes_the_member_and_announces_it(replicas):
     async def main(ctx, _persister):
         left = departures(ctx)
         await joined(ctx)
+        # While __consumer_offsets cannot be written the expiry is undone and retried.
+        ctx.groups.replicas.fail = KafkaError(E.NOT_LEADER_OR_FOLLOWER)
         await trio.sleep(46)  # group.share.session.timeout.ms 45000
+        assert left == [] and (await described(ctx, "g"))[0].group_state == "Stable"
+        ctx.groups.replicas.fail = None
+        await trio.sleep(2)
         assert left == [("g", "m1"), ("g", "")]
         d = await described(ctx, "g")
         assert d[0].group_state == "Empty"
