@@ -40,6 +40,10 @@ UNINITIALIZED = -1
 #: Kafka's KafkaApis.isMemberIdValid: a member id of 1 to 36 characters.
 MAX_MEMBER_ID_LENGTH = 36
 NON_EMPTY = "The group is not empty."  # Errors.NON_EMPTY_GROUP's message
+#: Kafka's Errors messages for the per-topic refusals of the offsets admin APIs.
+TOPIC_MESSAGES = {E.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+                  E.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed."}
+NO_OFFSETS = "There is no offset information to delete."
 UNAUTHORIZED_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 
 
@@ -77,6 +81,10 @@ def _heartbeat_response(r: HeartbeatResponse) -> object:
         assignment = A(topic_partitions=[
             A.TopicPartitions(topic_id=t, partitions=sorted(ps))
             for t, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0]))])
+    if r.error != E.NONE:
+        # Kafka's error answers carry the code and message only (no member id echoed).
+        return HeartbeatResp(throttle_time_ms=0, error_code=r.error, error_message=r.error_message, member_id=None,
+                             member_epoch=0, heartbeat_interval_ms=0, assignment=None)
     return HeartbeatResp(throttle_time_ms=0, error_code=r.error, error_message=r.error_message,
                          member_id=r.member_id, member_epoch=r.member_epoch,
                          heartbeat_interval_ms=r.heartbeat_interval_ms, assignment=assignment)
@@ -85,7 +93,9 @@ def _heartbeat_response(r: HeartbeatResponse) -> object:
 async def handle_share_group_heartbeat(ctx: BrokerContext, request: Request) -> object:
     body = request.body
     if not body.member_id or len(body.member_id) > MAX_MEMBER_ID_LENGTH:
-        return _heartbeat_response(HeartbeatResponse(E.INVALID_REQUEST, "Invalid member id in the request."))
+        # Kafka 4.4 builds this refusal with "Invalid member id in the request." but its answer
+        # carries no message (seen against 4.4).
+        return _heartbeat_response(HeartbeatResponse(E.INVALID_REQUEST))
     names = list(body.subscribed_topic_names or [])
     if names and len(ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(set(names)):
         return _heartbeat_response(HeartbeatResponse(E.TOPIC_AUTHORIZATION_FAILED))
@@ -184,12 +194,12 @@ async def _describe_group_offsets(ctx: BrokerContext, version: int, group: Any) 
 
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
         return failed(E.GROUP_AUTHORIZATION_FAILED)
-    shard, code, message = _share_shard(ctx, group.group_id)
+    # A missing group has no share-partition state: nothing listed, or no start offsets (Kafka).
+    shard, code, message = _share_shard(ctx, group.group_id, missing_ok=True)
     if shard is None:
         return failed(code, message)
     share = shard.share_group(group.group_id)
-    assert share is not None
-    ready = share.initialized()
+    ready = share.initialized() if share is not None else {}
     image = ctx.image().topics
     wanted: list[tuple[str, list[int]]]
     if group.topics is None:
@@ -202,14 +212,15 @@ async def _describe_group_offsets(ctx: BrokerContext, version: int, group: Any) 
     for name, partitions in wanted:
         meta = image.by_name.get(name)
         if name not in allowed or meta is None:
-            err = E.TOPIC_AUTHORIZATION_FAILED if name not in allowed else E.UNKNOWN_TOPIC_OR_PARTITION
+            # Kafka answers an unknown topic as one without state, an unauthorized one refused.
+            err = E.TOPIC_AUTHORIZATION_FAILED if name not in allowed else E.NONE
             topics.append(T(topic_name=name, topic_id=ZERO_UUID, partitions=[
-                P(partition_index=p, start_offset=UNINITIALIZED, leader_epoch=-1, lag=-1, error_code=err,
-                  error_message=None) for p in partitions]))
+                P(partition_index=p, start_offset=UNINITIALIZED, leader_epoch=0, lag=-1, error_code=err,
+                  error_message=TOPIC_MESSAGES.get(err)) for p in partitions]))
             continue
         parts = []
         for p in partitions:
-            row = P(partition_index=p, start_offset=UNINITIALIZED, leader_epoch=-1, lag=-1, error_code=E.NONE,
+            row = P(partition_index=p, start_offset=UNINITIALIZED, leader_epoch=0, lag=-1, error_code=E.NONE,
                     error_message=None)
             if p in ready.get(meta.id, frozenset()):
                 result = await _service(ctx).read_summary(group.group_id, meta.id, p)
@@ -252,14 +263,20 @@ async def handle_alter_share_group_offsets(ctx: BrokerContext, request: Request)
                 {p.partition_index: p.start_offset for p in t.partitions})
 
     def answer(code: int, message: str | None, errors: Mapping[tuple[uuid.UUID, int], int]) -> object:
-        out = []
+        if code != E.NONE:
+            return R(throttle_time_ms=0, error_code=code, error_message=message, responses=[])
+        # As Kafka: the refused topics first, then the coordinator's.
+        out = [T(topic_name=t.topic_name, topic_id=ZERO_UUID, partitions=[
+            P(partition_index=p.partition_index, error_code=refused[t.topic_name],
+              error_message=TOPIC_MESSAGES.get(refused[t.topic_name])) for p in t.partitions])
+            for t in body.topics if t.topic_name in refused]
         for t in body.topics:
-            meta = image.by_name.get(t.topic_name)
-            tid = meta.id if meta is not None and t.topic_name not in refused else ZERO_UUID
+            if t.topic_name in refused:
+                continue
+            tid = image.by_name[t.topic_name].id
             out.append(T(topic_name=t.topic_name, topic_id=tid, partitions=[
-                P(partition_index=p.partition_index,
-                  error_code=refused.get(t.topic_name, errors.get((tid, p.partition_index), code)), error_message=None)
-                for p in t.partitions]))
+                P(partition_index=p.partition_index, error_code=errors.get((tid, p.partition_index), E.NONE),
+                  error_message=None) for p in t.partitions]))
         return R(throttle_time_ms=0, error_code=code, error_message=message, responses=out)
 
     # A missing group is created (Kafka's getOrMaybeCreateShareGroup), one of another kind refused.
@@ -293,19 +310,22 @@ async def handle_delete_share_group_offsets(ctx: BrokerContext, request: Request
     code, results = await _service(ctx).delete_offsets(shard, body.group_id, ids)
     if code != E.NONE:
         return failed(code, NON_EMPTY if code == E.NON_EMPTY_GROUP else None)
-    out = []
+    # As Kafka: the coordinator's answers (a topic without state: UNKNOWN_TOPIC_OR_PARTITION, no
+    # id), then the topics refused before it (unauthorized, unknown).
+    out, refused = [], []
     for t in body.topics:
         meta = image.by_name.get(t.topic_name)
-        if t.topic_name not in allowed:
-            out.append(T(topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=E.TOPIC_AUTHORIZATION_FAILED,
-                         error_message=None))
-        elif meta is None or meta.id not in results:
-            out.append(T(topic_name=t.topic_name, topic_id=ZERO_UUID if meta is None else meta.id,
-                         error_code=E.UNKNOWN_TOPIC_OR_PARTITION,
-                         error_message="There is no offset information to delete."))
+        code = E.TOPIC_AUTHORIZATION_FAILED if t.topic_name not in allowed else \
+            E.UNKNOWN_TOPIC_OR_PARTITION if meta is None else E.NONE
+        if code != E.NONE:
+            refused.append(T(topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=code,
+                             error_message=TOPIC_MESSAGES[code]))
+        elif meta.id not in results:
+            out.append(T(topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=E.UNKNOWN_TOPIC_OR_PARTITION,
+                         error_message=NO_OFFSETS))
         else:
             out.append(T(topic_name=t.topic_name, topic_id=meta.id, error_code=results[meta.id], error_message=None))
-    return R(throttle_time_ms=0, error_code=E.NONE, error_message=None, responses=out)
+    return R(throttle_time_ms=0, error_code=E.NONE, error_message=None, responses=out + refused)
 
 
 SHARE_GROUP_APIS: list[GatedApi] = [
