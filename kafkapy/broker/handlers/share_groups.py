@@ -41,7 +41,7 @@ UNINITIALIZED = -1
 MAX_MEMBER_ID_LENGTH = 36
 NON_EMPTY = "The group is not empty."  # Errors.NON_EMPTY_GROUP's message
 #: Kafka's Errors messages for the per-topic refusals of the offsets admin APIs.
-TOPIC_MESSAGES = {E.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+TOPIC_MESSAGES: dict[int, str] = {E.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
                   E.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed."}
 NO_OFFSETS = "There is no offset information to delete."
 UNAUTHORIZED_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
@@ -317,7 +317,7 @@ async def handle_delete_share_group_offsets(ctx: BrokerContext, request: Request
         meta = image.by_name.get(t.topic_name)
         code = E.TOPIC_AUTHORIZATION_FAILED if t.topic_name not in allowed else \
             E.UNKNOWN_TOPIC_OR_PARTITION if meta is None else E.NONE
-        if code != E.NONE:
+        if code != E.NONE or meta is None:
             refused.append(T(topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=code,
                              error_message=TOPIC_MESSAGES[code]))
         elif meta.id not in results:
