@@ -20,6 +20,7 @@ from kafkapy.broker.handlers.share_groups import (
     handle_share_group_describe,
     handle_share_group_heartbeat,
 )
+from kafkapy.broker.request_authorization import authorized_call
 from kafkapy.coordinator.share_group_service import ShareGroupService
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiKey
@@ -27,6 +28,9 @@ from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.errors import KafkaError
 from kafkapy.share.partition import PartitionState
 from kafkapy.share.persister import StateResult
+from tests.unit.broker.test_authorization import BOB, _never, as_
+from tests.unit.broker.test_authorization import broker as authz_broker  # noqa: F401 (fixture)
+from tests.unit.broker.test_authorization import request as authz_request
 from tests.unit.broker.test_consumer_group_handlers import FOO, Ctx, _image, run, started
 from tests.unit.broker.test_consumer_group_handlers import replicas as replicas  # noqa: F401 (fixture)
 
@@ -287,7 +291,7 @@ def _delete(group="g", *topics):
 
 def test_offsets_admin(replicas):
     async def main(ctx, persister):
-        r = await joined(ctx)
+        await joined(ctx)
         # Members exist: alter and delete are refused.
         a = await handle_alter_share_group_offsets(ctx, _alter(foo={0: 5}))
         assert (a.error_code, a.error_message, a.responses) == (E.NON_EMPTY_GROUP, "The group is not empty.", [])
@@ -403,3 +407,19 @@ def test_reload_resumes_pending_initializations(replicas):
 
     in_share_ctx(replicas, first)
     in_share_ctx(replicas, second)
+
+
+SHARE_REFUSALS = [
+    (ApiKey.SHARE_GROUP_HEARTBEAT, 1, hb().body),
+    (ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, _alter(foo={0: 1}).body),
+    (ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, _delete("g", "foo").body),
+]
+
+
+@pytest.mark.parametrize(("key", "version", "body"), SHARE_REFUSALS,
+                         ids=[ApiKey.name_of(k) for k, _, _ in SHARE_REFUSALS])
+def test_a_caller_without_group_acls_is_refused_before_the_handler(authz_broker, key, version, body):  # noqa: F811
+    # READ on the group for the heartbeat and Alter, DELETE for Delete (KafkaApis), checked by
+    # the request rules: the handler never runs.
+    response = as_(BOB, authorized_call, authz_broker.ctx, authz_request(key, version, body), _never)
+    assert response.error_code == E.GROUP_AUTHORIZATION_FAILED
