@@ -123,7 +123,10 @@ def test_share_consumers_describe_alter_and_delete(served):
         assert {(tp.topic_name, p) for mm in group.members for tp in mm.assignment.topic_partitions
                 for p in tp.partitions} == {(TOPIC, 0), (TOPIC, 1)}
         assert offsets.error_code == E.NONE and offsets.topics[0].topic_id == topic_id
-        assert [(p.partition_index, p.error_code) for p in offsets.topics[0].partitions] == [(0, 0), (1, 0)]
+        # Every record acknowledged (and written to the share state): the start offsets are past
+        # them all, nothing is left to deliver.
+        assert [(p.partition_index, p.error_code, p.start_offset, p.lag) for p in offsets.topics[0].partitions] == [
+            (0, 0, RECORDS // PARTITIONS, 0), (1, 0, RECORDS // PARTITIONS, 0)]
     finally:
         for c in consumers:
             c.close()
