@@ -150,8 +150,10 @@ class GroupShard:
 
     # ---------------------------------------------------------------- membership
     def next_deadline(self) -> int | None:
-        """The earliest time ``ticks`` has something to do, or None."""
-        times = [self.membership.next_deadline(), self.consumer.next_deadline(), self.share.next_deadline()]
+        """The earliest time ``ticks`` has something to do, or None. (Share groups' timers are run
+        by the share-group edge, coordinator.share_group_service, which also makes their
+        share-state calls.)"""
+        times = [self.membership.next_deadline(), self.consumer.next_deadline()]
         return min((t for t in times if t is not None), default=None)
 
     def _not_classic(self, group_id: str, join: bool) -> int:
@@ -246,17 +248,9 @@ class GroupShard:
         return self.membership.tick(now_ms)
 
     def ticks(self, now_ms: int) -> list[Outcome]:
-        """Every kind's due deadlines: the classic outcome, then the consumer groups', then the
-        share groups' (their state requests queued in :attr:`share_requests` once written)."""
-        return [self.membership.tick(now_ms), modern_outcome(self.consumer.tick(now_ms)),
-                self._share_outcome(self.share.tick(now_ms))]
-
-    def _share_outcome(self, hb: ShareHeartbeatOutcome) -> Outcome:
-        out = modern_outcome(hb)
-        if hb.initialize or hb.delete:
-            requests = (list(hb.initialize), list(hb.delete))
-            out.after_write.append(lambda _at: self.share_requests.append(requests))
-        return out
+        """The classic and consumer groups' due deadlines: the classic outcome, then the
+        consumer groups'."""
+        return [self.membership.tick(now_ms), modern_outcome(self.consumer.tick(now_ms))]
 
     # ---------------------------------------------------------------- consumer groups (KIP-848)
     def consumer_heartbeat(self, req: HeartbeatRequest, now_ms: int) -> Outcome:
@@ -545,7 +539,8 @@ class GroupShard:
             for m in g.members.values():
                 m.session_deadline = now_ms + m.session_timeout_ms
         self.consumer.on_loaded(now_ms)
-        # Initializations and deletions under way when the log was written are asked again.
+        # Initializations and deletions under way when the log was written are asked again, by
+        # the share-group edge once it adopts this shard.
         loaded = self.share.on_loaded(now_ms)
         if loaded.initialize or loaded.delete:
             self.share_requests.append((list(loaded.initialize), list(loaded.delete)))

@@ -297,10 +297,9 @@ class ShareGroupService:
         shard.share.config = self.config
         if self._group_settings is not None:
             shard.share._config_for = self.config_for
-        pending = getattr(shard, "share_on_load", None)
-        if pending is not None:
-            shard.share_on_load = ShareHeartbeatOutcome()
-            self._start_calls(shard, pending.initialize, pending.delete)
+        pending, shard.share_requests = shard.share_requests, []
+        for initialize, delete in pending:
+            self._start_calls(shard, initialize, delete)
 
     def _next_deadline(self) -> int | None:
         times = [t for s in self.groups.shards.values() if (t := s.share.next_deadline()) is not None]
