@@ -34,8 +34,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
+from kafkapy.coordinator import group_migration as gm
 from kafkapy.coordinator import group_records as gr
-from kafkapy.coordinator import schema
+from kafkapy.coordinator import migration, schema
 from kafkapy.coordinator.classic_group import (
     ClassicGroup,
     CommittedOffset,
@@ -46,6 +47,7 @@ from kafkapy.coordinator.classic_group import (
     live_group,
 )
 from kafkapy.coordinator.consumer import records as crec
+from kafkapy.coordinator.consumer.classic_members import ClassicMembers, ClassicOutcome
 from kafkapy.coordinator.consumer.group import ConsumerGroup, TopicInfo
 from kafkapy.coordinator.consumer.heartbeat import (
     ConsumerGroupConfig,
@@ -54,7 +56,9 @@ from kafkapy.coordinator.consumer.heartbeat import (
     HeartbeatRequest,
     HeartbeatResponse,
 )
+from kafkapy.coordinator.group_migration import modern_outcome
 from kafkapy.coordinator.membership import ClassicGroupMembership
+from kafkapy.coordinator.migration import MigrationPolicy
 from kafkapy.coordinator.offsets import GroupOffsets
 from kafkapy.coordinator.outcome import (
     PARKED_TYPE,
@@ -91,16 +95,6 @@ log = logging.getLogger(__name__)
 CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
 
 
-def modern_outcome(hb: HeartbeatOutcome | ShareHeartbeatOutcome) -> Outcome:
-    """A consumer or share core's outcome as the edge writes it: the records encoded, a failed
-    append undoing the state change."""
-    records: list[gr.GroupRecord] = list(hb.records)
-    out = Outcome(response=hb.response, records=[gr.encode(r) for r in records], log=list(hb.log))
-    if records:
-        out.on_write_failure.append(lambda _code, _at: hb.rollback())
-    return out
-
-
 class GroupShard:
     """The groups whose coordinator partition is ``partition``: classic, consumer (KIP-848) and
     share (KIP-932) groups, in one namespace of group ids."""
@@ -108,7 +102,8 @@ class GroupShard:
     def __init__(self, partition: int, config: GroupConfig, new_uuid: Callable[[], str],
                  consumer_config: ConsumerGroupConfig | None = None,
                  consumer_config_for: Callable[[str], ConsumerGroupConfig] | None = None,
-                 share_config: ShareGroupConfig | None = None) -> None:
+                 share_config: ShareGroupConfig | None = None,
+                 migration_policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL) -> None:
         self.partition = partition
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
@@ -117,6 +112,13 @@ class GroupShard:
         self.offsets = GroupOffsets(config, self.groups, self.pending)
         self.consumer = ConsumerGroupMembership(consumer_config or ConsumerGroupConfig(), new_uuid,
                                                 config_for=consumer_config_for)
+        #: ``group.consumer.migration.policy``: which online conversions between the classic and
+        #: the consumer protocol this shard makes (Kafka's default: both ways).
+        self.migration_policy = migration_policy
+        #: Classic-protocol members of consumer groups (mixed mode, during a migration).
+        self.classic_members = ClassicMembers(self.consumer, migration_policy)
+        # The consumer core asks this before removing members: the group may turn classic.
+        self.consumer.downgrader = migration.downgrader(migration_policy, config.max_size, self.consumer)
         #: The share groups; their heartbeats are served by the share-group handlers.
         self.share = ShareGroupMembership(share_config)
         #: Share-state initializations and deletions the share timers and the load asked for,
@@ -153,26 +155,32 @@ class GroupShard:
         """The earliest time ``ticks`` has something to do, or None. (Share groups' timers are run
         by the share-group edge, coordinator.share_group_service, which also makes their
         share-state calls.)"""
-        times = [self.membership.next_deadline(), self.consumer.next_deadline()]
+        times = [self.membership.next_deadline(), self.consumer.next_deadline(),
+                 self.classic_members.next_deadline()]
         return min((t for t in times if t is not None), default=None)
 
     def _not_classic(self, group_id: str, join: bool) -> int:
-        """The error of a classic-protocol request to a group of another kind, NONE when it is
-        (or may become) a classic group.
-
-        Mixed mode (classic members inside a consumer group, Kafka's online migration) plugs in
-        here: until it exists, a classic request to a consumer group with members is answered
-        as Kafka 4.4 answers it with ``group.consumer.migration.policy=disabled``: JoinGroup
-        INCONSISTENT_GROUP_PROTOCOL, SyncGroup and Heartbeat UNKNOWN_MEMBER_ID."""
-        kind = self.group_type(group_id)
-        if kind == SHARE or (kind == CONSUMER and self.consumer.groups[group_id].members):
+        """The error of a classic-protocol request to a share group, NONE when the group is
+        (or may become) a classic group or serves classic members (a consumer group with
+        members: :meth:`_mixed`)."""
+        if self.group_type(group_id) == SHARE:
             return E.INCONSISTENT_GROUP_PROTOCOL if join else E.UNKNOWN_MEMBER_ID
         return E.NONE
+
+    def _mixed(self, group_id: str) -> bool:
+        """Whether classic requests for ``group_id`` go to its classic-protocol members inside a
+        consumer group (Kafka's mixed mode; with the migration disabled they are refused there
+        with Kafka's answers: JoinGroup INCONSISTENT_GROUP_PROTOCOL, the others
+        UNKNOWN_MEMBER_ID)."""
+        group = self.consumer.groups.get(group_id)
+        return group is not None and bool(group.members)
 
     def join(self, req: JoinRequest, now_ms: int) -> Outcome:
         error = self._not_classic(req.group_id, join=True)
         if error:
             return Outcome(response=JoinResult(error, member_id=""))
+        if self._mixed(req.group_id):
+            return self._classic_outcome(self.classic_members.join(req, now_ms))
         dropped = self._drop_empty_consumer_group(req.group_id)
         out = self.membership.join(req, now_ms)
         if dropped is not None:
@@ -205,6 +213,9 @@ class GroupShard:
         error = self._not_classic(group_id, join=False)
         if error:
             return Outcome(response=SyncResult(error))
+        if self._mixed(group_id):
+            return self._classic_outcome(self.classic_members.sync(
+                group_id, generation, member_id, instance_id, protocol_type, protocol_name, assignments, now_ms))
         return self.membership.sync(group_id, generation, member_id, instance_id, protocol_type,
                                     protocol_name, assignments, now_ms)
 
@@ -213,35 +224,27 @@ class GroupShard:
         error = self._not_classic(group_id, join=False)
         if error:
             return Outcome(response=error)
+        if self._mixed(group_id):
+            return self._classic_outcome(self.classic_members.heartbeat(group_id, generation, member_id,
+                                                                        instance_id, now_ms))
         return self.membership.heartbeat(group_id, generation, member_id, instance_id, now_ms)
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int) -> Outcome:
-        """``leaving`` is (member_id, group_instance_id) pairs; the response is one code each."""
+        """``leaving`` is (member_id, group_instance_id) pairs; the response is one code each.
+        Members of a consumer group leave it whatever protocol they speak (Kafka 4.4 does so
+        whatever the migration policy); a member it does not know is UNKNOWN_MEMBER_ID."""
         if self.group_type(group_id) == CONSUMER:
-            return self._leave_consumer_group(group_id, leaving, now_ms)
+            return self._classic_outcome(self.classic_members.leave(group_id, leaving, now_ms))
         error = self._not_classic(group_id, join=False)
         if error:
             return Outcome(response=[error] * len(leaving))
         return self.membership.leave(group_id, leaving, now_ms)
 
-    def _leave_consumer_group(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int) -> Outcome:
-        """LeaveGroup naming members of a consumer group: they leave as if they had sent a
-        heartbeat with epoch -1 (Kafka 4.4 does so whatever the migration policy); a member it
-        does not know is UNKNOWN_MEMBER_ID."""
-        out = Outcome()
-        codes: list[int] = []
-        for member_id, _instance_id in leaving:
-            group = self.consumer.groups.get(group_id)
-            if group is None or member_id not in group.members:
-                codes.append(E.UNKNOWN_MEMBER_ID)
-                continue
-            left = modern_outcome(self.consumer.heartbeat(HeartbeatRequest(group_id, member_id, -1), now_ms))
-            out.records += left.records
-            out.on_write_failure[:0] = left.on_write_failure  # undone last first
-            out.log += left.log
-            codes.append(left.response.error if isinstance(left.response, HeartbeatResponse) else E.NONE)
-        out.response = codes
-        return out
+    def _classic_outcome(self, co: ClassicOutcome) -> Outcome:
+        return gm.classic_outcome(co, self._modern(co))
+
+    def _modern(self, hb: HeartbeatOutcome) -> Outcome:
+        return gm.with_conversions(hb, self.groups, self.classic_members)
 
     def tick(self, now_ms: int) -> Outcome:
         """Fire the classic rebalance, session and pending-member deadlines due at ``now_ms``."""
@@ -249,8 +252,9 @@ class GroupShard:
 
     def ticks(self, now_ms: int) -> list[Outcome]:
         """The classic and consumer groups' due deadlines: the classic outcome, then the
-        consumer groups'."""
-        return [self.membership.tick(now_ms), modern_outcome(self.consumer.tick(now_ms))]
+        consumer groups' (their classic-protocol members' join and sync timeouts next)."""
+        return [self.membership.tick(now_ms), self._modern(self.consumer.tick(now_ms)),
+                self._modern(self.classic_members.tick(now_ms))]
 
     # ---------------------------------------------------------------- consumer groups (KIP-848)
     def consumer_heartbeat(self, req: HeartbeatRequest, now_ms: int) -> Outcome:
@@ -266,7 +270,7 @@ class GroupShard:
                 return self._upgrade_classic(classic, req, now_ms)
             if classic.protocol_type is not None:
                 upgrade = self._retire_empty_classic(classic)
-        out = modern_outcome(self.consumer.heartbeat(req, now_ms))
+        out = self._modern(self.consumer.heartbeat(req, now_ms))
         if upgrade is not None:
             ok = isinstance(out.response, HeartbeatResponse) and out.response.error == E.NONE
             if ok:
@@ -277,13 +281,9 @@ class GroupShard:
         return out
 
     def _upgrade_classic(self, classic: ClassicGroup, req: HeartbeatRequest, now_ms: int) -> Outcome:
-        """A consumer-protocol member joins a classic group with members: Kafka's online
-        upgrade. The migration core plugs in here; until then the answer is Kafka's when the
-        upgrade is not possible."""
-        return Outcome(response=HeartbeatResponse(
-            E.GROUP_ID_NOT_FOUND,
-            f"Cannot upgrade classic group {classic.group_id} to consumer group because online "
-            "upgrade is disabled.", None))
+        """A consumer-protocol member joins a classic group with members: Kafka's online upgrade
+        when ``group.consumer.migration.policy`` allows it (:func:`group_migration.upgrade`)."""
+        return gm.upgrade(classic, req, now_ms, self.migration_policy, self.consumer, self._modern)
 
     def _retire_empty_classic(self, classic: ClassicGroup) -> Outcome:
         """An empty classic group becomes a consumer group: its GroupMetadata is deleted, its
@@ -306,6 +306,12 @@ class GroupShard:
         group checks the member epoch (``generation``) and wants OffsetCommit v9+ from members."""
         consumer = self.consumer.groups.get(group_id)
         if consumer is not None:
+            m = consumer.members.get(member_id)
+            if m is not None and m.uses_classic_protocol and generation >= 0:
+                # A classic-protocol member (mixed mode) commits as in a classic group, with any
+                # OffsetCommit version, its generation being its member epoch (Kafka's
+                # validateMemberEpoch for classic members).
+                return E.NONE if generation == m.member_epoch else E.ILLEGAL_GENERATION
             return consumer.validate_offset_commit(member_id, generation, api_version)
         if group_id in self.share.groups:
             return E.GROUP_ID_NOT_FOUND

@@ -85,6 +85,22 @@ def _value(record_type: int, values: dict[str, Any]) -> bytes:
     return _I16.pack(0) + _VALUES[record_type].encode(values, 0)
 
 
+def _classic(c: crec.ClassicMemberMetadata | None) -> dict[str, Any] | None:
+    # A classic-protocol member's JoinGroup details: without them a reloaded mixed-mode group
+    # would forget which members speak the classic protocol.
+    if c is None:
+        return None
+    return {"session_timeout_ms": c.session_timeout_ms,
+            "supported_protocols": [{"name": n, "metadata": m} for n, m in c.supported_protocols]}
+
+
+def _classic_of(v: dict[str, Any] | None) -> crec.ClassicMemberMetadata | None:
+    if v is None:
+        return None
+    return crec.ClassicMemberMetadata(v["session_timeout_ms"], tuple(
+        (p["name"], bytes(p["metadata"])) for p in v["supported_protocols"]))
+
+
 # -- encoding -----------------------------------------------------------------------------------
 
 def encode(record: GroupRecord) -> tuple[bytes, bytes | None]:
@@ -100,7 +116,7 @@ def encode(record: GroupRecord) -> tuple[bytes, bytes | None]:
             "client_host": record.client_host, "subscribed_topic_names": list(record.subscribed_topic_names),
             "subscribed_topic_regex": record.subscribed_topic_regex,
             "rebalance_timeout_ms": record.rebalance_timeout_ms, "server_assignor": record.server_assignor,
-            "classic_member_metadata": None})
+            "classic_member_metadata": _classic(record.classic)})
     if isinstance(record, (crec.TargetAssignmentMetadata, srec.TargetAssignmentMetadata)):
         return _key(rt, record.group_id), _value(rt, {
             "assignment_epoch": record.assignment_epoch,
@@ -178,7 +194,7 @@ def _typed(kind: int, gid: str, sub: str, v: dict[str, Any]) -> GroupRecord | Ob
         return crec.MemberMetadata(
             gid, sub, v["instance_id"], v["rack_id"], v["client_id"], v["client_host"],
             tuple(v["subscribed_topic_names"]), v["subscribed_topic_regex"], v["rebalance_timeout_ms"],
-            v["server_assignor"])
+            v["server_assignor"], _classic_of(v.get("classic_member_metadata")))
     if kind == 6:
         return crec.TargetAssignmentMetadata(gid, v["assignment_epoch"], v["assignment_timestamp"])
     if kind == 7:

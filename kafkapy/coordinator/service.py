@@ -30,6 +30,7 @@ import trio
 
 from kafkapy.coordinator import schema
 from kafkapy.coordinator.classic_group import GroupConfig
+from kafkapy.coordinator.consumer.migration_policy import MigrationPolicy
 from kafkapy.coordinator.group import ConsumerGroupConfig, GroupShard, TopicInfo
 from kafkapy.coordinator.outcome import PARKED_TYPE, Outcome
 from kafkapy.coordinator.replicas import OffsetsReplicas, P
@@ -110,6 +111,17 @@ def consumer_group_config(config: Any) -> ConsumerGroupConfig:
     )
 
 
+def migration_policy(config: Any) -> MigrationPolicy:
+    """``group.consumer.migration.policy``: the online conversions between classic and consumer
+    groups (Kafka's default: ``bidirectional``; the group size limits are ``group.max.size`` and
+    ``group.consumer.max.size``)."""
+    try:
+        value = config.get("group.consumer.migration.policy")
+    except KeyError:
+        value = None
+    return MigrationPolicy.parse(str(value or MigrationPolicy.BIDIRECTIONAL.value))
+
+
 #: Kafka's internal topics, which a subscribed regular expression never matches.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
@@ -149,6 +161,7 @@ class GroupCoordinator(Generic[P]):
         self._wake = trio.Event()
         self._topic_id: Any = None
         self.consumer_config = consumer_group_config(config)
+        self.migration_policy = migration_policy(config)
         #: A group's consumer settings: the broker's, unless the group has overrides (set by
         #: whoever reads the per-group configs of the metadata image).
         self.consumer_config_for: Callable[[str], ConsumerGroupConfig] = lambda _group_id: self.consumer_config
@@ -230,7 +243,8 @@ class GroupCoordinator(Generic[P]):
     async def _load(self, p: int) -> None:
         started = self.clock.now_ms()
         shard = GroupShard(p, self.group_config, self._new_uuid, consumer_config=self.consumer_config,
-                           consumer_config_for=lambda g: self.consumer_config_for(g))
+                           consumer_config_for=lambda g: self.consumer_config_for(g),
+                           migration_policy=self.migration_policy)
         shard.set_topics(self.topics, self.topics_version)
         try:
             hosted = self.replicas.get(schema.OFFSETS_TOPIC, p)

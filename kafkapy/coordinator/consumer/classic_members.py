@@ -84,7 +84,8 @@ class ClassicMembers:
             out.answer = self._join(req, now_ms, out)
         except Refused as r:
             out.rollback()
-            return ClassicOutcome(answer=JoinResult(r.error, member_id=req.member_id), log=[r.message or ""])
+            # As Kafka's error answers, which carry no member id.
+            return ClassicOutcome(answer=JoinResult(r.error, member_id=""), log=[r.message or ""])
         return out
 
     def _join(self, req: JoinRequest, now_ms: int, out: ClassicOutcome) -> JoinResult:

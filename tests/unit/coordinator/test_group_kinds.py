@@ -23,15 +23,16 @@ from kafkapy.coordinator.group import (
     TopicInfo,
 )
 from kafkapy.coordinator.share_group.heartbeat import ShareHeartbeatRequest
+from kafkapy.coordinator.migration import MigrationPolicy
 from kafkapy.protocol.errors import ErrorCode as E
 
 FOO = uuid.UUID(int=0xF00)
 TOPICS = {"foo": TopicInfo(FOO, "foo", 4), "bar": TopicInfo(uuid.UUID(int=0xBA2), "bar", 2)}
 
 
-def shard() -> GroupShard:
+def shard(policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL) -> GroupShard:
     ids = (f"u{i}" for i in itertools.count())
-    s = GroupShard(0, GroupConfig(initial_rebalance_delay_ms=0), lambda: next(ids))
+    s = GroupShard(0, GroupConfig(initial_rebalance_delay_ms=0), lambda: next(ids), migration_policy=policy)
     s.set_topics(TOPICS, 1)
     return s
 
@@ -78,7 +79,7 @@ def test_consumer_heartbeat_creates_a_consumer_group_and_writes_its_records() ->
 
 
 def test_kinds_share_one_namespace() -> None:
-    s, log = shard(), Log()
+    s, log = shard(MigrationPolicy.DISABLED), Log()
     cgh(s, log, "cg", "m1", 0)
     # Kafka 4.4's answers with group.consumer.migration.policy=disabled
     joined = classic_join(s, "cg", "m1")
@@ -91,7 +92,7 @@ def test_kinds_share_one_namespace() -> None:
     assert left.response == [E.UNKNOWN_MEMBER_ID, E.NONE]
     assert not s.consumer.groups["cg"].members and left.records
     cgh(s, log, "cg", "m1", 0)
-    # a classic group with members cannot take a consumer-protocol member (no migration yet)
+    # a classic group with members cannot take a consumer-protocol member (migration disabled)
     classic_join(s, "classic")
     r = cgh(s, log, "classic", "m1", 0)
     assert (r.error, r.error_message) == (

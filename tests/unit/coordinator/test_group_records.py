@@ -82,3 +82,12 @@ def test_group_metadata_value_v4_is_read() -> None:
     v = schema.decode_group_value(raw)
     assert v.generation == 0x11172 and v.current_state_timestamp == 0x12A05F205
     assert len(v.members) == 2 and v.members[0].member_id.startswith("s")
+
+
+def test_a_classic_members_metadata_survives_the_round_trip():
+    from kafkapy.coordinator import group_records as grec
+    from kafkapy.coordinator.consumer import records as crecs
+
+    classic = crecs.ClassicMemberMetadata(10_000, (("range", b"\x00\x01sub"), ("roundrobin", b"")))
+    r = crecs.MemberMetadata("g", "m", None, None, "c", "/h", ("foo",), None, 30_000, None, classic)
+    assert grec.decode(*grec.encode(r)) == r
