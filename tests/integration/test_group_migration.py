@@ -18,6 +18,7 @@ from helpers import create_topics, run_client
 from kafkapy.net.client import KafkaClient
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiKey
+from kafkapy.protocol.errors import ErrorCode as E
 
 NODE_OVERRIDES = {
     "offsets.topic.num.partitions": "1",
@@ -157,3 +158,91 @@ def test_a_live_group_migrates_to_the_consumer_protocol_and_back_losing_no_commi
         assert _group_type(served) == "classic"
     finally:
         run.close()
+
+
+# ------------------------------------------------------------------------------- against Kafka 4.4
+PROBE_GROUP, PROBE_TOPIC = "probe-group", "probe-topic"
+
+
+async def _mixed_mode_probe(c: KafkaClient) -> dict[str, object]:
+    """One classic member owns a 4-partition topic; a consumer-protocol member joins (upgrade);
+    the classic member's next Heartbeat, JoinGroup and SyncGroup, and a second classic member's
+    first JoinGroup: the answers with the ids and absolute epochs taken out."""
+    import base64
+    import uuid
+
+    import trio
+    from helpers import find_coordinator
+
+    from kafkapy.protocol import consumer_protocol as cp
+
+    await c.send(create_topics((PROBE_TOPIC, 4, 1)), 5)
+    await find_coordinator(c, PROBE_GROUP)
+    with trio.fail_after(30):  # Kafka answers NOT_COORDINATOR a while after creating __consumer_offsets
+        while (await c.send(m.HeartbeatRequest(group_id=PROBE_GROUP, generation_id=-1, member_id=""), 4)
+               ).error_code in (E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE):
+            await trio.sleep(0.2)
+    J, S = m.JoinGroupRequest, m.SyncGroupRequest
+    meta = cp.encode_subscription([PROBE_TOPIC], None, {}, -1, None, 1)
+
+    def join(member_id: str):
+        return J(group_id=PROBE_GROUP, session_timeout_ms=30_000, rebalance_timeout_ms=30_000, member_id=member_id,
+                 group_instance_id=None, protocol_type="consumer",
+                 protocols=[J.JoinGroupRequestProtocol(name="range", metadata=meta),
+                            J.JoinGroupRequestProtocol(name="roundrobin", metadata=meta)], reason=None)
+
+    def sync(gen: int, member_id: str, given: dict[str, bytes]):
+        return S(group_id=PROBE_GROUP, generation_id=gen, member_id=member_id, group_instance_id=None,
+                 protocol_type="consumer", protocol_name="range",
+                 assignments=[S.SyncGroupRequestAssignment(member_id=k, assignment=v) for k, v in given.items()])
+
+    first = await c.send(join(""), 9)
+    a = first.member_id
+    joined = await c.send(join(a), 9)
+    gen = joined.generation_id
+    await c.send(sync(gen, a, {a: cp.encode_assignment({PROBE_TOPIC: [0, 1, 2, 3]}, None, 1)}), 5)
+    modern = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    H = m.ConsumerGroupHeartbeatRequest
+    hb = await c.send(H(group_id=PROBE_GROUP, member_id=modern, member_epoch=0, instance_id=None, rack_id=None,
+                        rebalance_timeout_ms=30_000, subscribed_topic_names=[PROBE_TOPIC], subscribed_topic_regex=None,
+                        server_assignor=None, topic_partitions=[]), 1)
+    beat = await c.send(m.HeartbeatRequest(group_id=PROBE_GROUP, generation_id=gen, member_id=a,
+                                           group_instance_id=None), 4)
+    rejoined = await c.send(join(a), 9)
+    synced = await c.send(sync(rejoined.generation_id, a, {}), 5)
+    await trio.sleep(0)
+    newcomer = await c.send(join(""), 9)
+    lg = await c.send(m.ListGroupsRequest(states_filter=[], types_filter=[]), 5)
+    return {
+        "upgrade heartbeat": (hb.error_code, hb.member_epoch - gen, hb.assignment is not None),
+        "classic heartbeat": beat.error_code,
+        "mixed join": (rejoined.error_code, rejoined.generation_id - gen, rejoined.protocol_type,
+                       rejoined.protocol_name, rejoined.leader, rejoined.member_id == a,
+                       [mm.member_id for mm in rejoined.members], rejoined.skip_assignment),
+        "mixed sync": (synced.error_code, synced.protocol_type, synced.protocol_name,
+                       _partitions(bytes(synced.assignment))),
+        "new classic member": (newcomer.error_code, bool(newcomer.member_id), newcomer.generation_id),
+        "group type": [g.group_type for g in lg.groups if g.group_id == PROBE_GROUP],
+    }
+
+
+def _partitions(assignment: bytes) -> object:
+    from kafkapy.protocol import consumer_protocol as cp
+    if not assignment:
+        return None
+    decoded = cp.decode_assignment(assignment)
+    return cp.version_of(assignment), {t: sorted(p) for t, p in decoded.partitions.items()}
+
+
+def test_the_first_mixed_mode_answers_are_kafka_44s(served):
+    from kafkapy.testing.apache_kafka import KAFKA_HOME, ApacheKafkaNode
+
+    if not (KAFKA_HOME / "libs").is_dir():
+        pytest.skip("Apache Kafka is not installed (make tools)")
+    ours = run_client(served, _mixed_mode_probe)
+    # Kafka 4.4 batches assignments (group.consumer.assignment.interval.ms); the probe wants them
+    # computed in the heartbeat, as kafkapy does.
+    with ApacheKafkaNode(overrides={"offsets.topic.num.partitions": 1, "group.consumer.assignment.interval.ms": 0,
+                                    "group.consumer.min.assignment.interval.ms": 0}) as kafka:
+        theirs = run_client(kafka, _mixed_mode_probe, timeout=60)
+    assert ours == theirs
