@@ -308,9 +308,10 @@ class GroupShard:
         if consumer is not None:
             m = consumer.members.get(member_id)
             if m is not None and m.uses_classic_protocol and generation >= 0:
-                # A classic-protocol member (mixed mode) commits as in a classic group, with any
-                # OffsetCommit version, its generation being its member epoch (Kafka's
-                # validateMemberEpoch for classic members).
+                # A classic-protocol member (mixed mode) commits with any OffsetCommit version,
+                # its generation being its member epoch; a mismatch is ILLEGAL_GENERATION, as
+                # Kafka 4.4 answers classic members. (Kafka also takes an older generation for
+                # the partitions the member held since then; here the whole commit is refused.)
                 return E.NONE if generation == m.member_epoch else E.ILLEGAL_GENERATION
             return consumer.validate_offset_commit(member_id, generation, api_version)
         if group_id in self.share.groups:
@@ -353,6 +354,9 @@ class GroupShard:
         consumer = self.consumer.groups.get(group_id)
         if consumer is None:
             return E.NONE
+        m = consumer.members.get(member_id or "")
+        if m is not None and m.uses_classic_protocol and member_epoch != m.member_epoch:
+            return E.ILLEGAL_GENERATION  # Kafka's validateMemberEpoch for a classic member
         return consumer.validate_offset_fetch(member_id, member_epoch)
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None

@@ -213,7 +213,20 @@ async def _mixed_mode_probe(c: KafkaClient) -> dict[str, object]:
     await trio.sleep(0)
     newcomer = await c.send(join(""), 9)
     lg = await c.send(m.ListGroupsRequest(states_filter=[], types_filter=[]), 5)
+    # The consumer-protocol member leaves: the group is classic again and rebalances.
+    left = await c.send(H(group_id=PROBE_GROUP, member_id=modern, member_epoch=-1, instance_id=None, rack_id=None,
+                          rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None,
+                          server_assignor=None, topic_partitions=None), 1)
+    beat2 = await c.send(m.HeartbeatRequest(group_id=PROBE_GROUP, generation_id=rejoined.generation_id, member_id=a,
+                                            group_instance_id=None), 4)
+    lg2 = await c.send(m.ListGroupsRequest(states_filter=[], types_filter=[]), 5)
+    join3 = await c.send(join(a), 9)
+    sync3 = await c.send(sync(join3.generation_id, a, {a: cp.encode_assignment({PROBE_TOPIC: [0, 1, 2, 3]}, None, 1)}), 5)
     return {
+        "downgrade": (left.error_code, left.member_epoch, beat2.error_code,
+                      [(g.group_type, g.group_state) for g in lg2.groups if g.group_id == PROBE_GROUP]),
+        "classic rejoin": (join3.error_code, join3.generation_id - gen, join3.protocol_name, join3.leader == a,
+                           [mm.member_id == a for mm in join3.members], sync3.error_code),
         "upgrade heartbeat": (hb.error_code, hb.member_epoch - gen, hb.assignment is not None),
         "classic heartbeat": beat.error_code,
         "mixed join": (rejoined.error_code, rejoined.generation_id - gen, rejoined.protocol_type,
@@ -240,6 +253,7 @@ def test_the_first_mixed_mode_answers_are_kafka_44s(served):
     if not (KAFKA_HOME / "libs").is_dir():
         pytest.skip("Apache Kafka is not installed (make tools)")
     ours = run_client(served, _mixed_mode_probe)
+    assert ours["group type"] == ["consumer"] and ours["downgrade"][3] == [("classic", "PreparingRebalance")]
     # Kafka 4.4 batches assignments (group.consumer.assignment.interval.ms); the probe wants them
     # computed in the heartbeat, as kafkapy does.
     with ApacheKafkaNode(overrides={"offsets.topic.num.partitions": 1, "group.consumer.assignment.interval.ms": 0,

@@ -164,6 +164,8 @@ def test_classic_members_rejoin_sync_heartbeat_and_commit_in_the_consumer_group(
     assert s.validate_commit(G, joined.generation, a, None, 202, api_version=8) == E.NONE
     assert s.validate_commit(G, joined.generation + 5, a, None, 202, api_version=8) == E.ILLEGAL_GENERATION
     assert s.validate_commit(G, r.member_epoch, "new", None, 202, api_version=8) == E.UNSUPPORTED_VERSION
+    assert s.validate_fetch(G, a, joined.generation) == E.NONE
+    assert s.validate_fetch(G, a, joined.generation - 1) == E.ILLEGAL_GENERATION
     log.write(s.commit(G, [("foo", 0, 50, -1, None)], 203))
     assert offsets_of(s)[("foo", 0)] == 50
     assert s.heartbeat(G, joined.generation, "nobody", None, 204).response == E.UNKNOWN_MEMBER_ID
