@@ -28,7 +28,6 @@ HeartbeatResp = m.ConsumerGroupHeartbeatResponse
 DescribeResp = m.ConsumerGroupDescribeResponse
 
 #: ConsumerGroupDescribe's MemberType (v1): the member speaks the consumer protocol.
-MEMBER_TYPE_CONSUMER = 1
 #: AuthorizedOperations when the client did not ask for them.
 NO_OPERATIONS = -(2**31)
 #: Kafka's message when a described group's members hold topics the caller may not describe.
@@ -142,7 +141,7 @@ def _described(ctx: BrokerContext, version: int, d: GroupDescription, operations
             assignment=_assignment(ctx, version, mm.assignment),
             target_assignment=_assignment(ctx, version, mm.target_assignment))
         if version >= 1:
-            member.member_type = MEMBER_TYPE_CONSUMER
+            member.member_type = mm.member_type  # 0: a classic-protocol member (mixed mode)
         members.append(member)
     return G(version=version, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
              group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor_name,
