@@ -200,69 +200,83 @@ def _describe(node, group: str) -> dict[str, int]:
 PROBE_GROUP, PROBE_TOPIC = "probe-group", "probe-topic"
 
 
-async def _mixed_mode_probe(c: KafkaClient) -> dict[str, object]:
-    """One classic member owns a 4-partition topic; a consumer-protocol member joins (upgrade);
-    the classic member's next Heartbeat, JoinGroup and SyncGroup, and a second classic member's
-    first JoinGroup: the answers with the ids and absolute epochs taken out."""
+def _join(group: str, member_id: str):
+    from kafkapy.protocol import consumer_protocol as cp
+    J = m.JoinGroupRequest
+    meta = cp.encode_subscription([PROBE_TOPIC], None, {}, -1, None, 1)
+    return J(group_id=group, session_timeout_ms=30_000, rebalance_timeout_ms=30_000, member_id=member_id,
+             group_instance_id=None, protocol_type="consumer",
+             protocols=[J.JoinGroupRequestProtocol(name="range", metadata=meta),
+                        J.JoinGroupRequestProtocol(name="roundrobin", metadata=meta)], reason=None)
+
+
+def _sync(group: str, gen: int, member_id: str, given: dict[str, bytes]):
+    S = m.SyncGroupRequest
+    return S(group_id=group, generation_id=gen, member_id=member_id, group_instance_id=None,
+             protocol_type="consumer", protocol_name="range",
+             assignments=[S.SyncGroupRequestAssignment(member_id=k, assignment=v) for k, v in given.items()])
+
+
+def _cgh(group: str, member_id: str, epoch: int):
+    H = m.ConsumerGroupHeartbeatRequest
+    joining = epoch == 0
+    return H(group_id=group, member_id=member_id, member_epoch=epoch, instance_id=None, rack_id=None,
+             rebalance_timeout_ms=30_000 if joining else -1, subscribed_topic_names=[PROBE_TOPIC] if joining else None,
+             subscribed_topic_regex=None, server_assignor=None, topic_partitions=[] if joining else None)
+
+
+def _new_member_id() -> str:
     import base64
     import uuid
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
+
+async def _stable_classic_member(c: KafkaClient, group: str) -> tuple[str, int]:
+    """The topic, the coordinator ready, and one classic member owning the 4 partitions."""
     import trio
     from helpers import find_coordinator
 
     from kafkapy.protocol import consumer_protocol as cp
 
     await c.send(create_topics((PROBE_TOPIC, 4, 1)), 5)
-    await find_coordinator(c, PROBE_GROUP)
+    await find_coordinator(c, group)
     with trio.fail_after(30):  # Kafka answers NOT_COORDINATOR a while after creating __consumer_offsets
-        while (await c.send(m.HeartbeatRequest(group_id=PROBE_GROUP, generation_id=-1, member_id=""), 4)
+        while (await c.send(m.HeartbeatRequest(group_id=group, generation_id=-1, member_id=""), 4)
                ).error_code in (E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE):
             await trio.sleep(0.2)
-    J, S = m.JoinGroupRequest, m.SyncGroupRequest
-    meta = cp.encode_subscription([PROBE_TOPIC], None, {}, -1, None, 1)
+    a = (await c.send(_join(group, ""), 9)).member_id
+    gen = (await c.send(_join(group, a), 9)).generation_id
+    await c.send(_sync(group, gen, a, {a: cp.encode_assignment({PROBE_TOPIC: [0, 1, 2, 3]}, None, 1)}), 5)
+    return a, gen
 
-    def join(member_id: str):
-        return J(group_id=PROBE_GROUP, session_timeout_ms=30_000, rebalance_timeout_ms=30_000, member_id=member_id,
-                 group_instance_id=None, protocol_type="consumer",
-                 protocols=[J.JoinGroupRequestProtocol(name="range", metadata=meta),
-                            J.JoinGroupRequestProtocol(name="roundrobin", metadata=meta)], reason=None)
 
-    def sync(gen: int, member_id: str, given: dict[str, bytes]):
-        return S(group_id=PROBE_GROUP, generation_id=gen, member_id=member_id, group_instance_id=None,
-                 protocol_type="consumer", protocol_name="range",
-                 assignments=[S.SyncGroupRequestAssignment(member_id=k, assignment=v) for k, v in given.items()])
+async def _mixed_mode_probe(c: KafkaClient) -> dict[str, object]:
+    """One classic member owns a 4-partition topic; a consumer-protocol member joins (upgrade);
+    the classic member's next Heartbeat, JoinGroup and SyncGroup, and a second classic member's
+    first JoinGroup; then the consumer-protocol member leaves (downgrade) and the classic member
+    rejoins: the answers with the ids and absolute epochs taken out."""
+    from kafkapy.protocol import consumer_protocol as cp
 
-    first = await c.send(join(""), 9)
-    a = first.member_id
-    joined = await c.send(join(a), 9)
-    gen = joined.generation_id
-    await c.send(sync(gen, a, {a: cp.encode_assignment({PROBE_TOPIC: [0, 1, 2, 3]}, None, 1)}), 5)
-    modern = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-    H = m.ConsumerGroupHeartbeatRequest
-    hb = await c.send(H(group_id=PROBE_GROUP, member_id=modern, member_epoch=0, instance_id=None, rack_id=None,
-                        rebalance_timeout_ms=30_000, subscribed_topic_names=[PROBE_TOPIC], subscribed_topic_regex=None,
-                        server_assignor=None, topic_partitions=[]), 1)
-    beat = await c.send(m.HeartbeatRequest(group_id=PROBE_GROUP, generation_id=gen, member_id=a,
-                                           group_instance_id=None), 4)
-    rejoined = await c.send(join(a), 9)
-    synced = await c.send(sync(rejoined.generation_id, a, {}), 5)
-    await trio.sleep(0)
-    newcomer = await c.send(join(""), 9)
+    g = PROBE_GROUP
+    a, gen = await _stable_classic_member(c, g)
+    modern = _new_member_id()
+    hb = await c.send(_cgh(g, modern, 0), 1)
+    beat = await c.send(m.HeartbeatRequest(group_id=g, generation_id=gen, member_id=a, group_instance_id=None), 4)
+    rejoined = await c.send(_join(g, a), 9)
+    synced = await c.send(_sync(g, rejoined.generation_id, a, {}), 5)
+    newcomer = await c.send(_join(g, ""), 9)
     lg = await c.send(m.ListGroupsRequest(states_filter=[], types_filter=[]), 5)
+    dg = await c.send(m.DescribeGroupsRequest(groups=[g], include_authorized_operations=False), 5)
     # The consumer-protocol member leaves: the group is classic again and rebalances.
-    left = await c.send(H(group_id=PROBE_GROUP, member_id=modern, member_epoch=-1, instance_id=None, rack_id=None,
-                          rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None,
-                          server_assignor=None, topic_partitions=None), 1)
-    beat2 = await c.send(m.HeartbeatRequest(group_id=PROBE_GROUP, generation_id=rejoined.generation_id, member_id=a,
+    left = await c.send(_cgh(g, modern, -1), 1)
+    beat2 = await c.send(m.HeartbeatRequest(group_id=g, generation_id=rejoined.generation_id, member_id=a,
                                             group_instance_id=None), 4)
     lg2 = await c.send(m.ListGroupsRequest(states_filter=[], types_filter=[]), 5)
-    join3 = await c.send(join(a), 9)
-    sync3 = await c.send(sync(join3.generation_id, a, {a: cp.encode_assignment({PROBE_TOPIC: [0, 1, 2, 3]}, None, 1)}), 5)
+    join3 = await c.send(_join(g, a), 9)
+    sync3 = await c.send(_sync(g, join3.generation_id, a, {a: cp.encode_assignment({PROBE_TOPIC: [0, 1, 2, 3]},
+                                                                                    None, 1)}), 5)
+    d = dg.groups[0]
     return {
-        "downgrade": (left.error_code, left.member_epoch, beat2.error_code,
-                      [(g.group_type, g.group_state) for g in lg2.groups if g.group_id == PROBE_GROUP]),
-        "classic rejoin": (join3.error_code, join3.generation_id - gen, join3.protocol_name, join3.leader == a,
-                           [mm.member_id == a for mm in join3.members], sync3.error_code),
         "upgrade heartbeat": (hb.error_code, hb.member_epoch - gen, hb.assignment is not None),
         "classic heartbeat": beat.error_code,
         "mixed join": (rejoined.error_code, rejoined.generation_id - gen, rejoined.protocol_type,
@@ -271,7 +285,43 @@ async def _mixed_mode_probe(c: KafkaClient) -> dict[str, object]:
         "mixed sync": (synced.error_code, synced.protocol_type, synced.protocol_name,
                        _partitions(bytes(synced.assignment))),
         "new classic member": (newcomer.error_code, bool(newcomer.member_id), newcomer.generation_id),
-        "group type": [g.group_type for g in lg.groups if g.group_id == PROBE_GROUP],
+        "group type": [x.group_type for x in lg.groups if x.group_id == g],
+        "describe groups": (d.error_code, d.group_state, d.protocol_type, d.protocol_data, len(d.members)),
+        "downgrade": (left.error_code, left.member_epoch, beat2.error_code,
+                      [(x.group_type, x.group_state) for x in lg2.groups if x.group_id == g]),
+        "classic rejoin": (join3.error_code, join3.generation_id - gen, join3.protocol_name, join3.leader == a,
+                           [mm.member_id == a for mm in join3.members], sync3.error_code),
+    }
+
+
+async def _parked_join_probe(c: KafkaClient, node) -> dict[str, object]:
+    """A second classic member's JoinGroup waits in a rebalance when a consumer-protocol member
+    arrives: the upgrade answers it, and it rejoins the consumer group with its member id."""
+    import trio
+
+    g = PROBE_GROUP + "-parked"
+    a, gen = await _stable_classic_member(c, g)
+    other = await KafkaClient.connect(node.host, node.port, client_id="probe-2")
+    got: dict[str, object] = {}
+    try:
+        b = (await other.send(_join(g, ""), 9)).member_id
+
+        async def parked() -> None:
+            got["parked"] = await other.send(_join(g, b), 9)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(parked)
+            await trio.sleep(1.0)  # B waits for A to rejoin
+            hb = await c.send(_cgh(g, _new_member_id(), 0), 1)
+        p = got["parked"]
+        again = await other.send(_join(g, b), 9)
+    finally:
+        await other.aclose()
+    return {
+        "upgrade heartbeat": (hb.error_code, hb.member_epoch - gen),
+        "parked join": (p.error_code, p.member_id == b, p.generation_id),  # type: ignore[attr-defined]
+        "rejoin": (again.error_code, again.member_id == b, again.generation_id - gen, again.leader,
+                   again.protocol_name),
     }
 
 
@@ -288,11 +338,13 @@ def test_the_first_mixed_mode_answers_are_kafka_44s(served):
 
     if not (KAFKA_HOME / "libs").is_dir():
         pytest.skip("Apache Kafka is not installed (make tools)")
-    ours = run_client(served, _mixed_mode_probe)
-    assert ours["group type"] == ["consumer"] and ours["downgrade"][3] == [("classic", "PreparingRebalance")]
+    ours = run_client(served, _mixed_mode_probe), run_client(served, lambda c: _parked_join_probe(c, served))
+    assert ours[0]["group type"] == ["consumer"] and ours[0]["downgrade"][3] == [("classic", "PreparingRebalance")]
     # Kafka 4.4 batches assignments (group.consumer.assignment.interval.ms); the probe wants them
     # computed in the heartbeat, as kafkapy does.
-    with ApacheKafkaNode(overrides={"offsets.topic.num.partitions": 1, "group.consumer.assignment.interval.ms": 0,
+    with ApacheKafkaNode(overrides={"offsets.topic.num.partitions": 1, "group.initial.rebalance.delay.ms": 0,
+                                    "group.consumer.assignment.interval.ms": 0,
                                     "group.consumer.min.assignment.interval.ms": 0}) as kafka:
-        theirs = run_client(kafka, _mixed_mode_probe, timeout=60)
+        theirs = (run_client(kafka, _mixed_mode_probe, timeout=60),
+                  run_client(kafka, lambda c: _parked_join_probe(c, kafka), timeout=60))
     assert ours == theirs
