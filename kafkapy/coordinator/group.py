@@ -12,6 +12,11 @@ part that owns it and replays the partition's records when it loads:
   :class:`~kafkapy.coordinator.txn_offsets.PendingTxnOffsets`;
 * :mod:`~kafkapy.coordinator.consumer.heartbeat` — KIP-848 consumer groups (ConsumerGroupHeartbeat,
   their timers), through :meth:`GroupShard.consumer_heartbeat`;
+* :mod:`~kafkapy.coordinator.group_migration` — the online migration between the two
+  (``group.consumer.migration.policy``): a ConsumerGroupHeartbeat upgrades a live classic group,
+  classic requests to a consumer group go to its classic-protocol members
+  (:mod:`~kafkapy.coordinator.consumer.classic_members`), and a group left with only those
+  turns classic again;
 * :mod:`~kafkapy.coordinator.share_group.heartbeat` — KIP-932 share groups, loaded here and served
   through :attr:`GroupShard.share` by the share-group handlers;
 * here — the group kinds' one namespace and its type checks, DeleteGroups, which spans
