@@ -81,7 +81,6 @@ from kafkapy.coordinator.share_group.heartbeat import (
     InitializeRequest,
     ShareGroupConfig,
     ShareGroupMembership,
-    ShareHeartbeatOutcome,
 )
 from kafkapy.coordinator.txn_offsets import PendingTxnOffsets
 from kafkapy.protocol.errors import ErrorCode
