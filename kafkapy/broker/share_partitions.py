@@ -103,21 +103,6 @@ def share_settings_of(config: GroupShareConfig) -> ShareGroupSettings:
         auto_offset_reset=reset.strategy, reset_duration_ms=reset.duration_ms)
 
 
-def broker_share_settings(config: BrokerConfig) -> Callable[[str], ShareGroupSettings]:
-    """Every group's settings from the broker's ``group.share.*`` configs (Kafka's defaults
-    where this broker does not know a config); the per-group lookup replaces this."""
-    def number(name: str, default: int) -> int:
-        try:
-            return config.get_int(name)
-        except KeyError:
-            return default
-    settings = ShareGroupSettings(SharePartitionConfig(
-        record_lock_duration_ms=number("group.share.record.lock.duration.ms", 30_000),
-        delivery_count_limit=number("group.share.delivery.count.limit", 5),
-        max_record_locks=number("group.share.partition.max.record.locks", 2000)))
-    return lambda group_id: settings
-
-
 def max_share_sessions(config: BrokerConfig) -> int:
     """``group.share.max.share.sessions`` (2000 where this broker does not know it)."""
     try:
@@ -601,5 +586,5 @@ def split_acquired(acquired: Sequence[AcquiredRecords], refs: Sequence[BatchRef]
 
 
 __all__ = ["BatchRef", "GroupShareConfig", "ShareGroupSettings", "ShareKey", "SharePartitionManager", "ShareRead",
-           "batch_headers", "batch_headers_of", "broker_share_settings", "max_share_sessions", "share_settings_of",
+           "batch_headers", "batch_headers_of", "max_share_sessions", "share_settings_of",
            "split_acquired"]

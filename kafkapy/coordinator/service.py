@@ -23,8 +23,9 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any, Generic
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Generic, Protocol
 
 import trio
 
@@ -70,44 +71,18 @@ def group_config(config: Any) -> GroupConfig:
     )
 
 
-#: ``group.consumer.*`` settings and Kafka 4.4's defaults, read even where the broker's config
-#: definitions do not declare them yet.
-CONSUMER_DEFAULTS: dict[str, object] = {
-    "group.consumer.session.timeout.ms": 45_000,
-    "group.consumer.heartbeat.interval.ms": 5_000,
-    "group.consumer.max.size": 2**31 - 1,
-    "group.consumer.assignors": "uniform,range",
-    "group.consumer.regex.refresh.interval.ms": 600_000,
-}
-
-
-def _consumer_setting(config: Any, name: str) -> object:
-    try:
-        value = config.get(name)
-    except KeyError:
-        value = None
-        props = getattr(config, "props", None)
-        if isinstance(props, Mapping):
-            value = props.get(name)
-    return CONSUMER_DEFAULTS[name] if value is None else value
-
-
 def consumer_group_config(config: Any) -> ConsumerGroupConfig:
-    """The broker-wide defaults of consumer groups (per-group overrides come on top, see
-    ``GroupCoordinator.consumer_config_for``)."""
-    def number(name: str) -> int:
-        return int(str(_consumer_setting(config, name)))
-
-    assignors = _consumer_setting(config, "group.consumer.assignors")
-    names = assignors.split(",") if isinstance(assignors, str) else [str(a) for a in assignors]  # type: ignore[attr-defined]
+    """The broker-wide ``group.consumer.*`` settings of consumer groups (per-group overrides come
+    on top, see ``GroupCoordinator.consumer_config_for`` and :func:`with_group_overrides`)."""
     # Kafka also takes the assignors' class names; the built-ins are known by short names here.
-    short = tuple(n.strip().rsplit(".", 1)[-1].removesuffix("Assignor").lower() for n in names if n.strip())
+    short = tuple(n.strip().rsplit(".", 1)[-1].removesuffix("Assignor").lower()
+                  for n in config.get_list("group.consumer.assignors") if n.strip())
     return ConsumerGroupConfig(
-        session_timeout_ms=number("group.consumer.session.timeout.ms"),
-        heartbeat_interval_ms=number("group.consumer.heartbeat.interval.ms"),
-        max_size=number("group.consumer.max.size"),
+        session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
+        heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
+        max_size=config.get_int("group.consumer.max.size"),
         assignors=short or ("uniform", "range"),
-        regex_refresh_interval_ms=number("group.consumer.regex.refresh.interval.ms"),
+        regex_refresh_interval_ms=config.get_int("group.consumer.regex.refresh.interval.ms"),
     )
 
 
@@ -120,6 +95,21 @@ def migration_policy(config: Any) -> MigrationPolicy:
     except KeyError:
         value = None
     return MigrationPolicy.parse(str(value or MigrationPolicy.BIDIRECTIONAL.value))
+class ConsumerOverrides(Protocol):
+    """The consumer part of a group's effective configs (``metadata.group_configs.GroupConfig``)."""
+
+    @property
+    def consumer_session_timeout_ms(self) -> int: ...
+
+    @property
+    def consumer_heartbeat_interval_ms(self) -> int: ...
+
+
+def with_group_overrides(base: ConsumerGroupConfig, group: ConsumerOverrides) -> ConsumerGroupConfig:
+    """``base`` with a group's own session timeout and heartbeat interval (the two consumer
+    settings Kafka 4.4 lets a GROUP config resource change)."""
+    return replace(base, session_timeout_ms=group.consumer_session_timeout_ms,
+                   heartbeat_interval_ms=group.consumer_heartbeat_interval_ms)
 
 
 #: Kafka's internal topics, which a subscribed regular expression never matches.

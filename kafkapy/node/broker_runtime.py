@@ -47,7 +47,7 @@ from kafkapy.config import BrokerConfig, Listener
 from kafkapy.config_views import BrokerSettings
 from kafkapy.controller import NewTopic
 from kafkapy.coordinator.schema import OFFSETS_TOPIC
-from kafkapy.coordinator.service import GroupCoordinator
+from kafkapy.coordinator.service import GroupCoordinator, with_group_overrides
 from kafkapy.coordinator.share_group_service import ShareGroupService
 from kafkapy.coordinator.share_persister import ShareStatePersister
 from kafkapy.coordinator.share_state_service import SHARE_STATE_TOPIC, ShareCoordinator
@@ -153,6 +153,9 @@ class BrokerRuntime(Runtime):
         assert self.replicas.fetchers is not None and self.replicas.log_creator is not None
         self.fetchers, self.log_creator = self.replicas.fetchers, self.replicas.log_creator
         self.groups = GroupCoordinator(config, self.replicas, clock, node_id)
+        # A group's own consumer.session.timeout.ms / consumer.heartbeat.interval.ms (GROUP configs).
+        self.groups.consumer_config_for = lambda group_id: with_group_overrides(
+            self.groups.consumer_config, group_config(loader.image, config, group_id))
         # Tiered storage only with remote.log.storage.system.enable=true (Kafka's switch).
         self.remote_log_manager: RemoteLogManager | None = None
         rsm = remote_storage_from_config(config.props, config.log_dirs)
