@@ -16,8 +16,9 @@ from kafkapy.broker.context import BrokerContext
 from kafkapy.broker.gated_apis import GROUP_VERSION_FEATURE, GatedApi
 from kafkapy.broker.handlers.coordinator import served_shard
 from kafkapy.broker.handlers.groups import client_host
-from kafkapy.coordinator.consumer.heartbeat import GroupDescription
+from kafkapy.coordinator.consumer.heartbeat import GroupDescription, request_refusal
 from kafkapy.coordinator.group import CONSUMER, HeartbeatRequest, HeartbeatResponse
+from kafkapy.coordinator.service import consumer_group_config
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.apis import ApiKey
 from kafkapy.protocol.connection import Request
@@ -73,44 +74,25 @@ def heartbeat_request(body: Any, version: int, client_id: str, host: str) -> Hea
         version=version)
 
 
-def kafka_wording(body: Any, r: HeartbeatResponse) -> HeartbeatResponse:
-    """Kafka 4.4's text for the refusals whose wording the core does not yet share (checked
-    against Kafka 4.4; to be moved into the core by its owner, then this goes)."""
-    msg, regex = r.error_message, getattr(body, "subscribed_topic_regex", None)
-    if msg is None:
-        return r
-    if r.error == ErrorCode.INVALID_REQUEST and msg.startswith("MemberEpoch is invalid"):
-        msg = "MemberEpoch is invalid."
-    elif r.error == ErrorCode.INVALID_REQUEST and msg.startswith("SubscribedTopicNames or SubscribedTopicRegex") \
-            and body.subscribed_topic_names is None and regex is None:
-        msg = "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
-    elif r.error == ErrorCode.INVALID_REGULAR_EXPRESSION and regex and " is invalid: " in msg:
-        reason = msg.split(" is invalid: ", 1)[1]
-        msg = f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {reason}."
-    elif r.error == ErrorCode.GROUP_ID_NOT_FOUND and body.member_epoch < 0 \
-            and msg == f"Consumer group {body.group_id} not found.":
-        msg = f"Group {body.group_id} not found."
-    else:
-        return r
-    return HeartbeatResponse(r.error, msg, r.member_id, r.member_epoch, r.heartbeat_interval_ms, r.assignment)
-
-
 async def handle_consumer_group_heartbeat(ctx: BrokerContext, request: Request) -> object:
     body = request.body
     version = request.api_version
-    if not body.group_id:
-        return _heartbeat_response(version, HeartbeatResponse(ErrorCode.INVALID_REQUEST, "GroupId can't be empty."))
     if _unauthorized_topics(ctx, body.subscribed_topic_names):
         return _heartbeat_response(version, HeartbeatResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+    req = heartbeat_request(body, version, request.client_id or "", client_host())
+    # Kafka checks the request before routing it to a coordinator (so before NOT_COORDINATOR).
+    refused = request_refusal(req, consumer_group_config(ctx.config).assignors)
+    if refused is not None:
+        return _heartbeat_response(version, HeartbeatResponse(refused.error, refused.message))
     shard, code = served_shard(ctx.groups, body.group_id, ErrorCode.INVALID_REQUEST)
     if shard is None:
         return _heartbeat_response(version, HeartbeatResponse(code))
     assert ctx.groups is not None  # a shard came from it
-    outcome = shard.consumer_heartbeat(heartbeat_request(body, version, request.client_id or "", client_host()),
-                                       ctx.clock.now_ms())
+    req.may_describe = lambda names: ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, list(names))
+    outcome = shard.consumer_heartbeat(req, ctx.clock.now_ms())
     result = await ctx.groups.run_modern(shard, outcome, lambda error: HeartbeatResponse(error))
     assert isinstance(result, HeartbeatResponse)
-    return _heartbeat_response(version, kafka_wording(body, result))
+    return _heartbeat_response(version, result)
 
 
 # ------------------------------------------------------------------------------ ConsumerGroupDescribe

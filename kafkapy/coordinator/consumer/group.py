@@ -110,9 +110,13 @@ class ConsumerGroupMember:
 def metadata_hash(topics: Iterable[TopicInfo]) -> int:
     """A stable 63-bit digest of the subscribed topics' ids and partition counts: when it changes,
     the group epoch is bumped and the assignment recomputed. (Kafka's murmur-based hash differs;
-    only this coordinator reads ours.)"""
+    only this coordinator reads ours.) No topics hash to 0, as in Kafka, so a group that
+    subscribes to nothing keeps the epoch it was created with."""
+    ordered = sorted(topics, key=lambda t: t.name)
+    if not ordered:
+        return 0
     h = hashlib.blake2b(digest_size=8)
-    for t in sorted(topics, key=lambda t: t.name):
+    for t in ordered:
         h.update(f"{t.name}\0{t.topic_id}\0{t.partitions}\n".encode())
     return int.from_bytes(h.digest(), "big") >> 1
 
@@ -126,6 +130,9 @@ class ConsumerGroup(modern_group.ModernGroup[ConsumerGroupMember]):
 
     def __init__(self, group_id: str) -> None:
         super().__init__(group_id)
+        # Kafka 4.4 starts a group at group and assignment epoch 1, without a record: its first
+        # member gets epoch 1 when joining with nothing to assign, 2 when it subscribes to topics.
+        self.group_epoch = self.assignment_epoch = 1
         self.assignment_timestamp_ms = -1
         #: instance id -> member id, for static members
         self.static_members: dict[str, str] = {}

@@ -11,7 +11,7 @@ due ones and :meth:`next_deadline` says when.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -66,6 +66,9 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    #: the topics among those given that the sender may DESCRIBE (None: all); regexes resolved
+    #: on this heartbeat keep only those, as Kafka 4.4 filters them by the caller's ACLs
+    may_describe: Callable[[Iterable[str]], Set[str]] | None = None
 
 
 @dataclass
@@ -132,6 +135,40 @@ class GroupDescription:
 
 
 _Refused = Refused
+
+
+def _blank(value: str | None) -> bool:
+    """Java's ``value != null && value.trim().isEmpty()`` (trim drops every char up to U+0020)."""
+    return value is not None and not value.lstrip("".join(map(chr, range(33))))
+
+
+def request_refusal(req: HeartbeatRequest, assignors: tuple[str, ...]) -> Refused | None:
+    """Kafka 4.4's checks of a heartbeat before any group is looked at (GroupCoordinatorService,
+    ahead of routing to the coordinator), in its order and words; None when it passes. An empty
+    subscription list is a valid join, a null one (with a null regex) is not."""
+    epoch = req.member_epoch
+    if (req.version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) and _blank(req.member_id):
+        return _Refused(E.INVALID_REQUEST, "MemberId can't be empty.")
+    for value, name in ((req.group_id, "GroupId"), (req.instance_id, "InstanceId"), (req.rack_id, "RackId")):
+        if _blank(value):
+            return _Refused(E.INVALID_REQUEST, f"{name} can't be empty.")
+    if epoch == 0:
+        if req.rebalance_timeout_ms == -1:
+            return _Refused(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+        if req.owned is None or req.owned:
+            return _Refused(E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            return _Refused(E.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex must be "
+                            "non-null when (re-)joining.")
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if req.instance_id is None:
+            return _Refused(E.INVALID_REQUEST, "InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        return _Refused(E.INVALID_REQUEST, "MemberEpoch is invalid.")
+    if req.server_assignor is not None and req.server_assignor not in assignors:
+        return _Refused(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
+                        f"Supported assignors: {', '.join(assignors)}.")
+    return None
 
 
 def _error(error: int, message: str | None = None, member_id: str | None = None) -> HeartbeatOutcome:
@@ -257,36 +294,19 @@ class ConsumerGroupMembership:
             return _error(r.error, r.message, req.member_id or None)
 
     def _validate(self, req: HeartbeatRequest) -> None:
-        cfg = self.group_config(req.group_id)
-        if not req.group_id:
-            raise _Refused(E.INVALID_REQUEST, "GroupId can't be empty.")
-        if req.instance_id is not None and not req.instance_id:
-            raise _Refused(E.INVALID_REQUEST, "InstanceId can't be empty.")
-        if req.rack_id is not None and not req.rack_id:
-            raise _Refused(E.INVALID_REQUEST, "RackId can't be empty.")
-        if (req.version >= 1 or req.member_epoch != 0) and not req.member_id:
-            raise _Refused(E.INVALID_REQUEST, "MemberId can't be empty.")
-        if req.member_epoch == 0:
-            if req.rebalance_timeout_ms == -1:
-                raise _Refused(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
-            if req.owned:
-                raise _Refused(E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
-            if not req.subscribed_topic_names and not req.subscribed_topic_regex:
-                raise _Refused(E.INVALID_REQUEST,
-                               "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
-        elif req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if req.instance_id is None:
-                raise _Refused(E.INVALID_REQUEST, "InstanceId can't be null.")
-        elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise _Refused(E.INVALID_REQUEST, f"MemberEpoch is invalid: {req.member_epoch}.")
-        if req.server_assignor is not None and req.server_assignor not in cfg.assignors:
-            raise _Refused(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
-                           f"Supported assignors: {', '.join(cfg.assignors)}.")
-        if req.subscribed_topic_regex:
-            reason = rx.invalid_reason(req.subscribed_topic_regex)
+        refused = request_refusal(req, self.group_config(req.group_id).assignors)
+        if refused is not None:
+            raise refused
+
+    @staticmethod
+    def _validate_regex(group: ConsumerGroup, regex: str | None) -> None:
+        """A regex no member of the group uses yet must compile (Kafka checks it then, after the
+        member is found; one in use was checked when it came)."""
+        if regex and not group.regex_in_use(regex):
+            reason = rx.invalid_reason(regex)
             if reason is not None:
                 raise _Refused(E.INVALID_REGULAR_EXPRESSION,
-                               f"SubscribedTopicRegex {req.subscribed_topic_regex} is invalid: {reason}")
+                               f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {reason}.")
 
     def _lookup(self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str) -> ConsumerGroupMember:
         """The member this heartbeat speaks for, or the refusal (Kafka's error per case)."""
@@ -344,10 +364,15 @@ class ConsumerGroupMembership:
         known = old.member_id in group.members
         if known and req.member_epoch != 0:
             self._check_epoch(old, req)
+        self._validate_regex(group, req.subscribed_topic_regex)
         if req.group_id not in self.groups:
             self._ensure_snapshot(group, out)
             self.groups[req.group_id] = group
-        bump = not known
+        # Kafka bumps the group epoch when the subscriptions or the group's preferred assignor
+        # change, or the subscribed topics' metadata does; a member joining or changing its rack
+        # with the same subscription does not.
+        bump = False
+        assignor_before = self._assignor_name(group)
         if known and req.member_epoch == 0:
             if old.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 # A static member is back: it takes up its partitions again, no rebalance.
@@ -362,13 +387,13 @@ class ConsumerGroupMembership:
             self._write(group, updated.metadata_record(group.group_id), out)
             if (updated.subscribed_topic_names != old.subscribed_topic_names
                     or updated.subscribed_topic_regex != old.subscribed_topic_regex
-                    or updated.server_assignor != old.server_assignor or updated.rack_id != old.rack_id):
+                    or self._assignor_name(group) != assignor_before):
                 bump = True
         if old.subscribed_topic_regex is not None and old.subscribed_topic_regex != updated.subscribed_topic_regex \
                 and not group.regex_in_use(old.subscribed_topic_regex):
             self._write(group, rec.Tombstone(rec.RegularExpression.RECORD_TYPE, group.group_id,
                                              old.subscribed_topic_regex), out)
-        if self._refresh_regexes(group, now_ms, out):
+        if self._refresh_regexes(group, now_ms, out, req.may_describe):
             bump = True
         new_hash = self._metadata_hash(group)
         if bump or new_hash != group.metadata_hash:
@@ -426,9 +451,12 @@ class ConsumerGroupMembership:
             rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else m.rebalance_timeout_ms,
             server_assignor=req.server_assignor if req.server_assignor is not None else m.server_assignor)
 
-    def _refresh_regexes(self, group: ConsumerGroup, now_ms: int, out: HeartbeatOutcome) -> bool:
+    def _refresh_regexes(self, group: ConsumerGroup, now_ms: int, out: HeartbeatOutcome,
+                         may_describe: Callable[[Iterable[str]], Set[str]] | None = None) -> bool:
         """Resolve the members' regexes that are new, or stale (topics changed, or older than
-        ``group.consumer.regex.refresh.interval.ms``). True when a resolution changed."""
+        ``group.consumer.regex.refresh.interval.ms``), keeping the topics ``may_describe`` allows:
+        like Kafka 4.4, under the ACLs of whoever's heartbeat does the refresh. True when a
+        resolution changed."""
         interval = self.group_config(group.group_id).regex_refresh_interval_ms
         checked = group.regex_checked
         changed = False
@@ -441,6 +469,9 @@ class ConsumerGroupMembership:
                 continue
             internal = [n for n, t in self.topics.items() if t.internal]
             topics = rx.resolve(pattern, self.topics, internal)
+            if may_describe is not None and topics:
+                allowed = may_describe(topics)
+                topics = tuple(t for t in topics if t in allowed)
             self._ensure_snapshot(group, out)
             checked[pattern] = (self.topics_version, now_ms)
             if last is None or last.topics != topics:
@@ -522,7 +553,7 @@ class ConsumerGroupMembership:
         out = HeartbeatOutcome()
         group = self.groups.get(req.group_id)
         if group is None:
-            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
         if req.instance_id is not None:
             old_id = group.static_members.get(req.instance_id)
             if old_id is None:

@@ -71,6 +71,7 @@ class Ctx:
 
     def __init__(self, coord: GroupCoordinator, image) -> None:
         self.groups = coord
+        self.config = coord.config
         self.clock = coord.clock
         self._image = image
         self.authorizer = None
@@ -135,15 +136,15 @@ def test_join_heartbeat_describe_and_reload(replicas):
         async with trio.open_nursery() as n:
             ctx = Ctx(await started(replicas, n, image), image)
             r = await handle_consumer_group_heartbeat(ctx, cgh())
-            assert (r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (E.NONE, "m1", 1, 5000)
+            assert (r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (E.NONE, "m1", 2, 5000)
             assert [(tp.topic_id, tp.partitions) for tp in r.assignment.topic_partitions] == [(FOO, [0, 1, 2, 3])]
             r = await handle_consumer_group_heartbeat(ctx, cgh(epoch=5))
             assert r.error_code == E.FENCED_MEMBER_EPOCH and r.assignment is None
-            r = await handle_consumer_group_heartbeat(ctx, cgh(epoch=1))
-            assert (r.error_code, r.member_epoch, r.assignment) == (E.NONE, 1, None)
+            r = await handle_consumer_group_heartbeat(ctx, cgh(epoch=2))
+            assert (r.error_code, r.member_epoch, r.assignment) == (E.NONE, 2, None)
             d = (await handle_consumer_group_describe(ctx, describe("g", "nope", ops=True))).groups
             assert (d[0].error_code, d[0].group_state, d[0].group_epoch, d[0].assignor_name) == (
-                E.NONE, "Stable", 1, "uniform")
+                E.NONE, "Stable", 2, "uniform")
             mm = d[0].members[0]
             assert (mm.member_id, mm.client_id, mm.member_type, mm.subscribed_topic_names, mm.subscribed_topic_regex) \
                 == ("m1", "cli", 1, ["foo"], "")
@@ -155,9 +156,9 @@ def test_join_heartbeat_describe_and_reload(replicas):
         async with trio.open_nursery() as n:
             ctx = Ctx(await started(replicas, n, image), image)
             d = (await handle_consumer_group_describe(ctx, describe("g"))).groups[0]
-            assert (d.group_state, d.group_epoch, [mm.member_epoch for mm in d.members]) == ("Stable", 1, [1])
-            r = await handle_consumer_group_heartbeat(ctx, cgh(epoch=1))
-            assert (r.error_code, r.member_epoch) == (E.NONE, 1)
+            assert (d.group_state, d.group_epoch, [mm.member_epoch for mm in d.members]) == ("Stable", 2, [2])
+            r = await handle_consumer_group_heartbeat(ctx, cgh(epoch=2))
+            assert (r.error_code, r.member_epoch) == (E.NONE, 2)
             n.cancel_scope.cancel()
 
     run(main)
@@ -166,6 +167,10 @@ def test_join_heartbeat_describe_and_reload(replicas):
 # Kafka 4.4's answers, from a run against it.
 @pytest.mark.parametrize("fields,error,message", [
     (dict(group_id=""), E.INVALID_REQUEST, "GroupId can't be empty."),
+    (dict(group_id="", member_id=""), E.INVALID_REQUEST, "MemberId can't be empty."),
+    (dict(member_id=" "), E.INVALID_REQUEST, "MemberId can't be empty."),
+    (dict(topic_partitions=None), E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining."),
+    (dict(member_id="", member_epoch=-5, version=0), E.INVALID_REQUEST, "MemberEpoch is invalid."),
     (dict(rebalance_timeout_ms=-1), E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."),
     (dict(subscribed_topic_names=None), E.INVALID_REQUEST,
      "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
@@ -186,7 +191,8 @@ def test_invalid_requests(replicas, fields, error, message):
         image = _image()
         async with trio.open_nursery() as n:
             ctx = Ctx(await started(replicas, n, image), image)
-            r = await handle_consumer_group_heartbeat(ctx, cgh(**fields))
+            version = fields.pop("version", 1)
+            r = await handle_consumer_group_heartbeat(ctx, cgh(version=version, **fields))
             assert (r.error_code, r.error_message) == (error, message)
             n.cancel_scope.cancel()
 
@@ -200,8 +206,43 @@ def test_invalid_regex_worded_as_kafka(replicas):
             ctx = Ctx(await started(replicas, n, image), image)
             r = await handle_consumer_group_heartbeat(ctx, cgh(subscribed_topic_names=None,
                                                                subscribed_topic_regex="(?=a)b"))
-            assert r.error_code == E.INVALID_REGULAR_EXPRESSION
-            assert r.error_message.startswith("SubscribedTopicRegex `(?=a)b` is not a valid regular expression: ")
+            assert (r.error_code, r.error_message) == (
+                E.INVALID_REGULAR_EXPRESSION,
+                "SubscribedTopicRegex `(?=a)b` is not a valid regular expression: invalid or unsupported Perl syntax.")
+            n.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_empty_subscriptions_join_as_in_kafka(replicas):
+    # Kafka 4.4 answers an empty list (or an empty regex) with epoch 1 and nothing assigned.
+    async def main():
+        image = _image()
+        async with trio.open_nursery() as n:
+            ctx = Ctx(await started(replicas, n, image), image)
+            r = await handle_consumer_group_heartbeat(ctx, cgh(subscribed_topic_names=[]))
+            assert (r.error_code, r.member_epoch, r.assignment.topic_partitions) == (E.NONE, 1, [])
+            r = await handle_consumer_group_heartbeat(ctx, cgh(group="g2", subscribed_topic_names=None,
+                                                               subscribed_topic_regex=""))
+            assert (r.error_code, r.member_epoch, r.assignment.topic_partitions) == (E.NONE, 1, [])
+            n.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_a_regex_matches_only_topics_the_member_may_describe(replicas):
+    async def main():
+        image = _image()
+        async with trio.open_nursery() as n:
+            ctx = Ctx(await started(replicas, n, image), image)
+            ctx.denied_topics = {"foo"}
+            r = await handle_consumer_group_heartbeat(ctx, cgh(subscribed_topic_names=None,
+                                                               subscribed_topic_regex="f.*"))
+            assert (r.error_code, r.assignment.topic_partitions) == (E.NONE, [])
+            ctx.denied_topics = set()
+            r = await handle_consumer_group_heartbeat(ctx, cgh(group="g2", subscribed_topic_names=None,
+                                                               subscribed_topic_regex="f.*"))
+            assert [t.topic_id for t in r.assignment.topic_partitions] == [FOO]
             n.cancel_scope.cancel()
 
     run(main)
@@ -265,8 +306,8 @@ def test_added_partitions_reach_the_group_on_its_next_heartbeat(replicas):
             grown.offset = 11
             coord.on_topics(types.SimpleNamespace(image=grown, previous=image, full=False, created_topics=frozenset(),
                                                   deleted_topics={}, changed_partitions={FOO: frozenset({4, 5})}))
-            r = await handle_consumer_group_heartbeat(ctx, cgh(epoch=1))
-            assert r.member_epoch == 2
+            r = await handle_consumer_group_heartbeat(ctx, cgh(epoch=2))
+            assert r.member_epoch == 3
             assert sorted(r.assignment.topic_partitions[0].partitions) == [0, 1, 2, 3, 4, 5]
             n.cancel_scope.cancel()
 

@@ -53,6 +53,7 @@ def cgh(s: GroupShard, log: Log, group: str, member: str, epoch: int, now: int =
     if epoch == 0:
         kw.setdefault("rebalance_timeout_ms", 30_000)
         kw.setdefault("subscribed_topic_names", ["foo"])
+        kw.setdefault("owned", {})
     out = log.write(s.consumer_heartbeat(HeartbeatRequest(group, member, epoch, **kw), now))
     assert isinstance(out.response, HeartbeatResponse)
     return out.response
@@ -72,7 +73,7 @@ def classic_join(s: GroupShard, group: str, member: str = "") -> JoinResult:
 def test_consumer_heartbeat_creates_a_consumer_group_and_writes_its_records() -> None:
     s, log = shard(), Log()
     r = cgh(s, log, "g", "m1", 0)
-    assert r.error == 0 and r.member_epoch == 1 and r.assignment == {FOO: frozenset(range(4))}
+    assert r.error == 0 and r.member_epoch == 2 and r.assignment == {FOO: frozenset(range(4))}
     assert s.group_type("g") == CONSUMER
     types = [gr.record_type(k) for k, _ in log.records]
     assert types == [5, 3, 7, 6, 8]
@@ -125,16 +126,16 @@ def test_empty_groups_change_kind() -> None:
 def test_offset_commit_checks_member_epochs() -> None:
     s, log = shard(), Log()
     cgh(s, log, "g", "m1", 0)
-    assert s.validate_commit("g", 1, "m1", None, 0, api_version=9) == E.NONE
+    assert s.validate_commit("g", 2, "m1", None, 0, api_version=9) == E.NONE
     assert s.validate_commit("g", 0, "m1", None, 0, api_version=9) == E.STALE_MEMBER_EPOCH
-    assert s.validate_commit("g", 1, "m1", None, 0, api_version=8) == E.UNSUPPORTED_VERSION
-    assert s.validate_commit("g", 1, "nobody", None, 0, api_version=9) == E.UNKNOWN_MEMBER_ID
+    assert s.validate_commit("g", 2, "m1", None, 0, api_version=8) == E.UNSUPPORTED_VERSION
+    assert s.validate_commit("g", 2, "nobody", None, 0, api_version=9) == E.UNKNOWN_MEMBER_ID
     assert s.validate_commit("g", -1, "", None, 0, api_version=9) == E.UNKNOWN_MEMBER_ID  # not while members
     log.write(s.commit("g", [("foo", 0, 42, -1, "")], 0))
     assert [(t, p, c.offset if c else None) for t, p, c in s.fetch_offsets("g", [("foo", 0)])] == [("foo", 0, 42)]
-    assert s.validate_fetch("g", "m1", 1) == E.NONE
-    assert s.validate_fetch("g", "m1", 2) == E.STALE_MEMBER_EPOCH
-    assert s.validate_fetch("g", "x", 1) == E.UNKNOWN_MEMBER_ID
+    assert s.validate_fetch("g", "m1", 2) == E.NONE
+    assert s.validate_fetch("g", "m1", 3) == E.STALE_MEMBER_EPOCH
+    assert s.validate_fetch("g", "x", 2) == E.UNKNOWN_MEMBER_ID
     assert s.validate_fetch("g", None, -1) == E.NONE
     # OffsetDelete keeps subscribed topics
     out = s.delete_offsets("g", [("foo", 0), ("bar", 0)])
@@ -174,7 +175,7 @@ def test_log_with_every_kind_replays_to_the_same_state() -> None:
     m1 = s.consumer.groups["cg"].members["m1"]
     cgh(s, log, "cg", "m1", m1.member_epoch, owned=dict(m1.assigned))
     log.write(s.commit("cg", [("foo", 0, 5, -1, "x")], 0))
-    log.write(s.consumer_heartbeat(HeartbeatRequest("gone", "z", 0, rebalance_timeout_ms=1,
+    log.write(s.consumer_heartbeat(HeartbeatRequest("gone", "z", 0, owned={}, rebalance_timeout_ms=1,
                                                     subscribed_topic_names=["foo"]), 0))
     log.write(s.consumer_heartbeat(HeartbeatRequest("gone", "z", -1), 0))
     log.write(s.delete_group("gone", 0))
@@ -209,7 +210,7 @@ def test_consumer_timers_tick_through_the_shard() -> None:
 
 def test_failed_append_rolls_back_the_heartbeat() -> None:
     s = shard()
-    req = HeartbeatRequest("g", "m1", 0, rebalance_timeout_ms=1, subscribed_topic_names=["foo"])
+    req = HeartbeatRequest("g", "m1", 0, owned={}, rebalance_timeout_ms=1, subscribed_topic_names=["foo"])
     out = s.consumer_heartbeat(req, 0)
     out.write_failed(E.NOT_COORDINATOR)
     assert s.group_type("g") is None

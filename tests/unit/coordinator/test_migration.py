@@ -183,7 +183,7 @@ def upgraded_with_a_consumer_member():
     ms = membership()
     up = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100)
     migration.install(ms, up)
-    out = ms.heartbeat(HeartbeatRequest(G, "new", 0, rebalance_timeout_ms=30_000,
+    out = ms.heartbeat(HeartbeatRequest(G, "new", 0, owned={}, rebalance_timeout_ms=30_000,
                                         subscribed_topic_names=["foo"]), 100)
     assert out.response.error == 0
     return s, ms, a, b
@@ -197,7 +197,7 @@ def test_install_then_a_consumer_heartbeat_bumps_the_epoch_and_rolls_back_cleanl
     epoch = s.groups[G].generation
     inst = migration.install(ms, up)
     assert inst.records == up.consumer_records
-    out = ms.heartbeat(HeartbeatRequest(G, "new", 0, rebalance_timeout_ms=30_000,
+    out = ms.heartbeat(HeartbeatRequest(G, "new", 0, owned={}, rebalance_timeout_ms=30_000,
                                         subscribed_topic_names=["foo"]), 100)
     assert ms.groups[G].group_epoch == epoch + 1
     out.rollback()
@@ -259,7 +259,7 @@ def test_an_upgrade_then_a_downgrade_leaves_committed_offsets_alone():
     ms = membership()
     up = migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100)
     migration.install(ms, up)
-    ms.heartbeat(HeartbeatRequest(G, "new", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"]), 100)
+    ms.heartbeat(HeartbeatRequest(G, "new", 0, owned={}, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"]), 100)
     down = migration.downgrade(ms.groups[G], {"new"}, TOPICS, 200)
     no_offset_records(up.classic_records + down.classic_records)
     assert s.groups[G].offsets == offsets and down.group.offsets == {}
@@ -330,7 +330,7 @@ def test_a_static_classic_member_replacing_the_last_consumer_member_converts_wit
     ms.downgrader = migration.downgrader(P.BIDIRECTIONAL, BIG, ms)
     # A static member of the consumer protocol joins, settles, and is then replaced by a
     # classic consumer with its instance id (say a rolling downgrade of the application).
-    ms.heartbeat(HeartbeatRequest(G, "new", 0, instance_id="i1", rebalance_timeout_ms=REBALANCE,
+    ms.heartbeat(HeartbeatRequest(G, "new", 0, owned={}, instance_id="i1", rebalance_timeout_ms=REBALANCE,
                                   subscribed_topic_names=["foo"]), 100)
     g = ms.groups[G]
     target = dict(g.target["new"])
@@ -355,7 +355,7 @@ def test_a_static_replacement_on_a_stale_target_converts_and_rebalances():
     ms = membership()
     migration.install(ms, migration.upgrade(s.groups[G], P.BIDIRECTIONAL, BIG, TOPICS, 100))
     ms.downgrader = migration.downgrader(P.BIDIRECTIONAL, BIG, ms)
-    ms.heartbeat(HeartbeatRequest(G, "new", 0, instance_id="i1", rebalance_timeout_ms=REBALANCE,
+    ms.heartbeat(HeartbeatRequest(G, "new", 0, owned={}, instance_id="i1", rebalance_timeout_ms=REBALANCE,
                                   subscribed_topic_names=["foo"]), 100)
     # The replacement subscribes differently: the group epoch moves past the target's.
     out = ClassicMembers(ms).join(jreq("", instance="i1", protocols=[("range", sub(("foo", "bar")))]), 200)

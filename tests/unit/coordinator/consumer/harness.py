@@ -36,6 +36,7 @@ def hb(m: ConsumerGroupMembership, member: str, epoch: int, now: int = 0, **kw: 
     if epoch == 0:
         kw.setdefault("rebalance_timeout_ms", 30_000)
         kw.setdefault("subscribed_topic_names", ["foo"])
+        kw.setdefault("owned", {})
     return m.heartbeat(HeartbeatRequest(G, member, epoch, **kw), now)
 
 

@@ -26,7 +26,7 @@ def mixed():
     ms = membership()
     up = migration.upgrade(s.groups[G], migration.MigrationPolicy.BIDIRECTIONAL, 100, TOPICS, 100)
     migration.install(ms, up)
-    out = ms.heartbeat(HeartbeatRequest(G, "new", 0, rebalance_timeout_ms=REBALANCE,
+    out = ms.heartbeat(HeartbeatRequest(G, "new", 0, owned={}, rebalance_timeout_ms=REBALANCE,
                                         subscribed_topic_names=["foo"]), 100)
     assert out.response.error == 0
     return ms, ClassicMembers(ms), a, b
@@ -196,7 +196,7 @@ def test_replaying_the_records_of_a_mixed_group_rebuilds_it():
     ms2 = membership()
     up = migration.upgrade(s.groups[G], migration.MigrationPolicy.BIDIRECTIONAL, 100, TOPICS, 100)
     log += migration.install(ms2, up).records
-    log += ms2.heartbeat(HeartbeatRequest(G, "new", 0, rebalance_timeout_ms=REBALANCE,
+    log += ms2.heartbeat(HeartbeatRequest(G, "new", 0, owned={}, rebalance_timeout_ms=REBALANCE,
                                           subscribed_topic_names=["foo"]), 100).records
     cm2 = ClassicMembers(ms2)
     log += cm2.join(JoinRequest(G, a2, None, "consumer", [("range", sub(("foo",), {"foo": [0, 1, 2]}))],

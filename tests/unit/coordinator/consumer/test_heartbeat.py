@@ -21,7 +21,8 @@ def test_first_member_joins_and_gets_everything() -> None:
     out = join(m, "a")
     r = out.response
     assert r is not None and r.error == 0
-    assert (r.member_id, r.member_epoch, r.heartbeat_interval_ms) == ("a", 1, 5000)
+    # Kafka 4.4: a new group is at epoch 1, subscribing bumps it to 2
+    assert (r.member_id, r.member_epoch, r.heartbeat_interval_ms) == ("a", 2, 5000)
     assert r.assignment == {FOO: frozenset(range(6))}
     assert [type(x).__name__ for x in out.records] == [
         "MemberMetadata", "GroupMetadata", "TargetAssignmentMember", "TargetAssignmentMetadata",
@@ -34,22 +35,22 @@ def test_second_member_waits_for_revocation_before_assignment() -> None:
     m = membership()
     join(m, "a")
     r = join(m, "b").response
-    assert r is not None and r.member_epoch == 2 and r.assignment == {}
+    assert r is not None and r.member_epoch == 3 and r.assignment == {}
     g = m.groups[G]
     assert g.members["b"].state is MemberState.UNRELEASED_PARTITIONS
     assert g.state() is ConsumerGroupState.RECONCILING
     # a still owns all six: it must give three up first, keeping its epoch
-    r = hb(m, "a", 1, owned={FOO: frozenset(range(6))}).response
-    assert r is not None and r.member_epoch == 1 and r.assignment == {FOO: frozenset({0, 1, 2})}
+    r = hb(m, "a", 2, owned={FOO: frozenset(range(6))}).response
+    assert r is not None and r.member_epoch == 2 and r.assignment == {FOO: frozenset({0, 1, 2})}
     assert g.members["a"].state is MemberState.UNREVOKED_PARTITIONS
     no_double_ownership(g)
     # b still gets nothing while a holds them
-    r = hb(m, "b", 2, owned={}).response
+    r = hb(m, "b", 3, owned={}).response
     assert r is not None and r.assignment is None and g.members["b"].assigned == {}
     # a revokes; then b gets them
-    r = hb(m, "a", 1, owned={FOO: frozenset({0, 1, 2})}).response
-    assert r is not None and r.member_epoch == 2
-    r = hb(m, "b", 2, owned={}).response
+    r = hb(m, "a", 2, owned={FOO: frozenset({0, 1, 2})}).response
+    assert r is not None and r.member_epoch == 3
+    r = hb(m, "b", 3, owned={}).response
     assert r is not None and r.assignment == {FOO: frozenset({3, 4, 5})}
     assert g.state() is ConsumerGroupState.STABLE
     no_double_ownership(g)
@@ -58,9 +59,9 @@ def test_second_member_waits_for_revocation_before_assignment() -> None:
 def test_assignment_only_sent_when_changed_or_full_request() -> None:
     m = membership()
     join(m, "a")
-    r = hb(m, "a", 1).response
+    r = hb(m, "a", 2).response
     assert r is not None and r.assignment is None
-    r = hb(m, "a", 1, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"],
+    r = hb(m, "a", 2, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"],
            owned={FOO: frozenset(range(6))}).response
     assert r is not None and r.assignment == {FOO: frozenset(range(6))}
 
@@ -69,14 +70,14 @@ def test_lost_response_previous_epoch_is_accepted_with_a_subset() -> None:
     m = membership()
     join(m, "a")
     join(m, "b")
-    hb(m, "a", 1, owned={FOO: frozenset(range(6))})
-    hb(m, "a", 1, owned={FOO: frozenset({0, 1, 2})})  # now epoch 2, previous 1
-    assert m.groups[G].members["a"].member_epoch == 2
-    r = hb(m, "a", 1, owned={FOO: frozenset({0, 1})}).response
-    assert r is not None and r.error == 0 and r.member_epoch == 2
-    r = hb(m, "a", 1, owned={FOO: frozenset({0, 5})}).response
+    hb(m, "a", 2, owned={FOO: frozenset(range(6))})
+    hb(m, "a", 2, owned={FOO: frozenset({0, 1, 2})})  # now epoch 3, previous 2
+    assert m.groups[G].members["a"].member_epoch == 3
+    r = hb(m, "a", 2, owned={FOO: frozenset({0, 1})}).response
+    assert r is not None and r.error == 0 and r.member_epoch == 3
+    r = hb(m, "a", 2, owned={FOO: frozenset({0, 5})}).response
     assert r is not None and r.error == E.FENCED_MEMBER_EPOCH
-    r = hb(m, "a", 1).response
+    r = hb(m, "a", 2).response
     assert r is not None and r.error == E.FENCED_MEMBER_EPOCH
 
 
@@ -88,7 +89,8 @@ def test_lost_response_previous_epoch_is_accepted_with_a_subset() -> None:
     (dict(rebalance_timeout_ms=-1), E.INVALID_REQUEST),
     (dict(owned={FOO: frozenset({1})}), E.INVALID_REQUEST),
     (dict(subscribed_topic_names=None), E.INVALID_REQUEST),
-    (dict(subscribed_topic_names=[]), E.INVALID_REQUEST),
+    (dict(owned=None), E.INVALID_REQUEST),  # Kafka wants an empty list on a join, not a null
+    (dict(group_id=" "), E.INVALID_REQUEST),  # blank as Java's trim() sees it
     (dict(member_epoch=-3), E.INVALID_REQUEST),
     (dict(member_epoch=-2), E.INVALID_REQUEST),  # a static leave needs an instance id
     (dict(server_assignor="sticky"), E.UNSUPPORTED_ASSIGNOR),
@@ -98,7 +100,7 @@ def test_lost_response_previous_epoch_is_accepted_with_a_subset() -> None:
 def test_invalid_requests(kw: dict[str, object], error: int) -> None:
     m = membership()
     fields: dict[str, object] = dict(group_id=G, member_id="a", member_epoch=0, rebalance_timeout_ms=30_000,
-                                     subscribed_topic_names=["foo"])
+                                     subscribed_topic_names=["foo"], owned={})
     fields.update(kw)
     out = m.heartbeat(HeartbeatRequest(**fields), 0)  # type: ignore[arg-type]
     assert out.response is not None and out.response.error == error
@@ -107,7 +109,8 @@ def test_invalid_requests(kw: dict[str, object], error: int) -> None:
 
 def test_v0_member_id_is_generated_by_the_server() -> None:
     m = membership()
-    r = m.heartbeat(HeartbeatRequest(G, "", 0, rebalance_timeout_ms=1, subscribed_topic_names=["foo"], version=0), 0)
+    r = m.heartbeat(HeartbeatRequest(G, "", 0, owned={}, rebalance_timeout_ms=1, subscribed_topic_names=["foo"],
+                                    version=0), 0)
     assert r.response is not None and r.response.member_id == "gen-0"
 
 
@@ -124,14 +127,14 @@ def test_group_max_size() -> None:
     join(m, "a")
     join(m, "b")
     assert join(m, "c").response.error == E.GROUP_MAX_SIZE_REACHED  # type: ignore[union-attr]
-    assert hb(m, "a", 1, owned={FOO: frozenset({0, 1, 2})}).response.error == 0  # type: ignore[union-attr]
+    assert hb(m, "a", 2, owned={FOO: frozenset({0, 1, 2})}).response.error == 0  # type: ignore[union-attr]
 
 
 def test_rejoin_with_epoch_zero_resets_the_member() -> None:
     m = membership()
     join(m, "a")
     r = join(m, "a").response
-    assert r is not None and r.error == 0 and r.member_epoch == 1 and r.assignment == {FOO: frozenset(range(6))}
+    assert r is not None and r.error == 0 and r.member_epoch == 2 and r.assignment == {FOO: frozenset(range(6))}
 
 
 def test_leave_tombstones_the_member_and_bumps_the_epoch() -> None:
@@ -142,11 +145,11 @@ def test_leave_tombstones_the_member_and_bumps_the_epoch() -> None:
     assert out.response is not None and (out.response.member_id, out.response.member_epoch) == ("b", -1)
     assert out.records == [
         rec.Tombstone(8, G, "b"), rec.Tombstone(7, G, "b"), rec.Tombstone(5, G, "b"),
-        rec.GroupMetadata(G, 3, m.groups[G].metadata_hash)]
+        rec.GroupMetadata(G, 4, m.groups[G].metadata_hash)]
     assert ("g", "b") not in m.session_deadlines
-    # a had not started revoking: it keeps all six and moves straight to epoch 3
-    r = hb(m, "a", 1, owned={FOO: frozenset(range(6))}).response
-    assert r is not None and r.member_epoch == 3 and r.assignment is None
+    # a had not started revoking: it keeps all six and moves straight to epoch 4
+    r = hb(m, "a", 2, owned={FOO: frozenset(range(6))}).response
+    assert r is not None and r.member_epoch == 4 and r.assignment is None
     assert m.groups[G].members["a"].assigned == {FOO: frozenset(range(6))}
     hb(m, "a", -1)
     assert m.groups[G].state() is ConsumerGroupState.EMPTY
@@ -160,7 +163,7 @@ def test_session_timeout_fences_the_member() -> None:
     assert m.tick(44_999).records == []
     out = m.tick(45_000)
     assert rec.Tombstone(5, G, "a") in out.records and "a" not in m.groups[G].members
-    assert m.groups[G].group_epoch == 3
+    assert m.groups[G].group_epoch == 4
     assert m.next_deadline() == 46_000
 
 
@@ -168,22 +171,22 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
     m = membership()
     join(m, "a", rebalance_timeout_ms=10_000)
     join(m, "b", now=100)
-    hb(m, "a", 1, now=200, owned={FOO: frozenset(range(6))})  # now UNREVOKED at epoch 1
-    assert m.rebalance_deadlines[(G, "a")] == (10_200, 1)
-    hb(m, "a", 1, now=5_000, owned={FOO: frozenset(range(6))})  # still holding: the deadline stays
+    hb(m, "a", 2, now=200, owned={FOO: frozenset(range(6))})  # now UNREVOKED at epoch 2
+    assert m.rebalance_deadlines[(G, "a")] == (10_200, 2)
+    hb(m, "a", 2, now=5_000, owned={FOO: frozenset(range(6))})  # still holding: the deadline stays
     assert m.next_deadline() == 10_200
     out = m.tick(10_200)
     assert "a" not in m.groups[G].members and out.records
-    r = hb(m, "b", 2, now=10_300, owned={}).response
-    assert r is not None and r.assignment == {FOO: frozenset(range(6))} and r.member_epoch == 3
+    r = hb(m, "b", 3, now=10_300, owned={}).response
+    assert r is not None and r.assignment == {FOO: frozenset(range(6))} and r.member_epoch == 4
 
 
 def test_revoking_in_time_cancels_the_rebalance_timeout() -> None:
     m = membership()
     join(m, "a")
     join(m, "b")
-    hb(m, "a", 1, owned={FOO: frozenset(range(6))})
-    hb(m, "a", 1, owned={FOO: frozenset({0, 1, 2})})
+    hb(m, "a", 2, owned={FOO: frozenset(range(6))})
+    hb(m, "a", 2, owned={FOO: frozenset({0, 1, 2})})
     assert (G, "a") not in m.rebalance_deadlines
 
 
@@ -191,9 +194,9 @@ def test_static_member_leaves_temporarily_and_comes_back_without_a_rebalance() -
     m = membership()
     join(m, "a", instance_id="i-a")
     join(m, "b", instance_id="i-b")
-    hb(m, "a", 1, owned={FOO: frozenset(range(6))})
-    hb(m, "a", 1, owned={FOO: frozenset({0, 1, 2})})
-    hb(m, "b", 2, owned={})
+    hb(m, "a", 2, owned={FOO: frozenset(range(6))})
+    hb(m, "a", 2, owned={FOO: frozenset({0, 1, 2})})
+    hb(m, "b", 3, owned={})
     g = m.groups[G]
     epoch = g.group_epoch
     out = hb(m, "b", -2, instance_id="i-b")
@@ -211,7 +214,7 @@ def test_static_member_leaves_temporarily_and_comes_back_without_a_rebalance() -
     assert "b" not in g.members and g.static_members["i-b"] == "b2"
     no_double_ownership(g)
     # the old id is fenced now
-    assert hb(m, "b", 2, instance_id="i-b").response.error == E.FENCED_INSTANCE_ID  # type: ignore[union-attr]
+    assert hb(m, "b", 3, instance_id="i-b").response.error == E.FENCED_INSTANCE_ID  # type: ignore[union-attr]
     assert hb(m, "q", 2, instance_id="i-q").response.error == E.UNKNOWN_MEMBER_ID  # type: ignore[union-attr]
 
 
@@ -228,8 +231,8 @@ def test_topic_changes_bump_the_epoch_and_reassign() -> None:
     join(m, "a", subscribed_topic_names=["foo", "bar"])
     assert m.groups[G].members["a"].assigned == {FOO: frozenset({0, 1})}
     m.set_topics(topics(foo=2, bar=2), version=2)
-    r = hb(m, "a", 1).response
-    assert r is not None and r.member_epoch == 2 and r.assignment == {FOO: frozenset({0, 1}), BAR: frozenset({0, 1})}
+    r = hb(m, "a", 2).response
+    assert r is not None and r.member_epoch == 3 and r.assignment == {FOO: frozenset({0, 1}), BAR: frozenset({0, 1})}
 
 
 def test_regex_subscription_is_resolved_and_refreshed() -> None:
@@ -241,7 +244,7 @@ def test_regex_subscription_is_resolved_and_refreshed() -> None:
     assert out.response is not None and out.response.assignment == {FOO: frozenset({0, 1})}
     m.set_topics({**m.topics, **topics(foo=2, bar=1, zoo=1)}, version=2)
     zoo = m.topics["zoo"].topic_id
-    r = hb(m, "a", 1, now=10).response
+    r = hb(m, "a", 2, now=10).response
     assert r is not None and r.assignment == {FOO: frozenset({0, 1}), zoo: frozenset({0})}
     out = hb(m, "a", -1, now=20)
     assert rec.Tombstone(16, G, ".*o.*") in out.records and not m.groups[G].regexes
@@ -299,14 +302,14 @@ def test_offset_commit_and_fetch_validation_with_member_epochs() -> None:
     m = membership()
     join(m, "a")
     g = m.groups[G]
-    assert g.validate_offset_commit("a", 1, 9) == 0
+    assert g.validate_offset_commit("a", 2, 9) == 0
     assert g.validate_offset_commit("a", 0, 9) == E.STALE_MEMBER_EPOCH
-    assert g.validate_offset_commit("a", 1, 8) == E.UNSUPPORTED_VERSION
-    assert g.validate_offset_commit("a", 1, 3, transactional=True) == 0
+    assert g.validate_offset_commit("a", 2, 8) == E.UNSUPPORTED_VERSION
+    assert g.validate_offset_commit("a", 2, 3, transactional=True) == 0
     assert g.validate_offset_commit("zz", 1, 9) == E.UNKNOWN_MEMBER_ID
     assert g.validate_offset_commit("", -1, 9) == E.UNKNOWN_MEMBER_ID  # admin commits wait for an empty group
     assert g.validate_offset_fetch(None, -1) == 0
-    assert g.validate_offset_fetch("a", 2) == E.STALE_MEMBER_EPOCH
+    assert g.validate_offset_fetch("a", 3) == E.STALE_MEMBER_EPOCH
     assert g.validate_delete() == E.NON_EMPTY_GROUP and g.subscribes_to("foo") and not g.subscribes_to("bar")
     hb(m, "a", -1)
     assert g.validate_offset_commit("", -1, 2) == 0 and g.validate_delete() == 0
