@@ -12,6 +12,7 @@ import time
 import uuid
 
 import pytest
+import trio
 from helpers import create_topics, run_client
 
 from kafkapy.net.client import KafkaClient
@@ -24,8 +25,8 @@ NODE_OVERRIDES = {
     # Fast rebalances; Kafka checks min <= value <= max at startup, so the minimums come down too.
     "group.consumer.min.heartbeat.interval.ms": "500",
     "group.consumer.heartbeat.interval.ms": "500",
-    "group.consumer.min.session.timeout.ms": "6000",
     "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "6000",
 }
 TOPIC, PARTITIONS, GROUP = "cp-topic", 6, "cp-group"
 
@@ -161,3 +162,51 @@ def test_a_new_consumer_resumes_from_commits_after_a_restart(served):
     # Resumed from the commits: nothing read twice, nothing missed.
     assert len(rest[0]) == 14 - n_first
     assert not set(rest[0]) & set(seen[0])
+
+
+def _join(group: str, **kw):
+    fields = dict(group_id=group, member_id=str(uuid.uuid4()), member_epoch=0, instance_id=None, rack_id=None,
+                  rebalance_timeout_ms=30_000, subscribed_topic_names=[TOPIC], subscribed_topic_regex=None,
+                  server_assignor=None, topic_partitions=[])
+    fields.update(kw)
+    return m.ConsumerGroupHeartbeatRequest(**fields)
+
+
+async def _heartbeat(c: KafkaClient, req):
+    for _ in range(100):  # until the group's coordinator is loaded
+        await c.send(m.FindCoordinatorRequest(key="", key_type=0, coordinator_keys=[req.group_id]), 4)
+        r = await c.send(req, 1)
+        if r.error_code not in (E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR):
+            return r
+        await trio.sleep(0.1)
+    return r
+
+
+def test_a_groups_own_heartbeat_interval_and_an_empty_subscription(served):
+    group, other = f"own-{uuid.uuid4().hex[:6]}", f"plain-{uuid.uuid4().hex[:6]}"
+    R = m.IncrementalAlterConfigsRequest.AlterConfigsResource
+
+    async def go(c: KafkaClient):
+        await c.send(create_topics((TOPIC, PARTITIONS, 1)), 5)
+        altered = await c.send(m.IncrementalAlterConfigsRequest(validate_only=False, resources=[R(
+            resource_type=32, resource_name=group, configs=[R.AlterableConfig(
+                name="consumer.heartbeat.interval.ms", config_operation=0, value="700")])]), 1)
+        assert altered.responses[0].error_code == E.NONE, altered
+        D = m.DescribeConfigsRequest
+        for _ in range(100):  # until this broker's metadata has the group's config
+            described = await c.send(D(resources=[D.DescribeConfigsResource(
+                resource_type=32, resource_name=group, configuration_keys=["consumer.heartbeat.interval.ms"])],
+                include_synonyms=False, include_documentation=False), 4)
+            if [e.value for e in described.results[0].configs] == ["700"]:
+                break
+            await trio.sleep(0.1)
+        own = await _heartbeat(c, _join(group))
+        plain = await _heartbeat(c, _join(other))
+        empty = await _heartbeat(c, _join(f"empty-{uuid.uuid4().hex[:6]}", subscribed_topic_names=[]))
+        return own, plain, empty
+
+    own, plain, empty = run_client(served, go)
+    assert (own.error_code, own.heartbeat_interval_ms) == (E.NONE, 700)
+    assert (plain.error_code, plain.heartbeat_interval_ms) == (E.NONE, 500)
+    # Kafka 4.4 takes an empty list on a join: the member is in, with nothing to consume yet.
+    assert (empty.error_code, empty.member_epoch, empty.assignment.topic_partitions) == (E.NONE, 1, [])
