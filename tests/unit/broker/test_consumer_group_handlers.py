@@ -214,38 +214,37 @@ def test_invalid_regex_worded_as_kafka(replicas):
     run(main)
 
 
-def test_empty_subscriptions_join_as_in_kafka(replicas):
-    # Kafka 4.4 answers an empty list (or an empty regex) with epoch 1 and nothing assigned.
+def with_ctx(replicas, body) -> None:
+    """Run ``body(ctx)`` against a started coordinator over ``replicas``."""
     async def main():
         image = _image()
         async with trio.open_nursery() as n:
-            ctx = Ctx(await started(replicas, n, image), image)
-            r = await handle_consumer_group_heartbeat(ctx, cgh(subscribed_topic_names=[]))
-            assert (r.error_code, r.member_epoch, r.assignment.topic_partitions) == (E.NONE, 1, [])
-            r = await handle_consumer_group_heartbeat(ctx, cgh(group="g2", subscribed_topic_names=None,
-                                                               subscribed_topic_regex=""))
-            assert (r.error_code, r.member_epoch, r.assignment.topic_partitions) == (E.NONE, 1, [])
+            await body(Ctx(await started(replicas, n, image), image))
             n.cancel_scope.cancel()
 
     run(main)
+
+
+def test_empty_subscriptions_join_as_in_kafka(replicas):
+    # Kafka 4.4 answers an empty list (or an empty regex) with epoch 1 and nothing assigned.
+    async def body(ctx):
+        for group, fields in (("g", dict(subscribed_topic_names=[])),
+                              ("g2", dict(subscribed_topic_names=None, subscribed_topic_regex=""))):
+            r = await handle_consumer_group_heartbeat(ctx, cgh(group=group, **fields))
+            assert (r.error_code, r.member_epoch, r.assignment.topic_partitions) == (E.NONE, 1, [])
+
+    with_ctx(replicas, body)
 
 
 def test_a_regex_matches_only_topics_the_member_may_describe(replicas):
-    async def main():
-        image = _image()
-        async with trio.open_nursery() as n:
-            ctx = Ctx(await started(replicas, n, image), image)
-            ctx.denied_topics = {"foo"}
-            r = await handle_consumer_group_heartbeat(ctx, cgh(subscribed_topic_names=None,
+    async def body(ctx):
+        for group, denied, matched in (("g", {"foo"}, []), ("g2", set(), [FOO])):
+            ctx.denied_topics = denied
+            r = await handle_consumer_group_heartbeat(ctx, cgh(group=group, subscribed_topic_names=None,
                                                                subscribed_topic_regex="f.*"))
-            assert (r.error_code, r.assignment.topic_partitions) == (E.NONE, [])
-            ctx.denied_topics = set()
-            r = await handle_consumer_group_heartbeat(ctx, cgh(group="g2", subscribed_topic_names=None,
-                                                               subscribed_topic_regex="f.*"))
-            assert [t.topic_id for t in r.assignment.topic_partitions] == [FOO]
-            n.cancel_scope.cancel()
+            assert (r.error_code, [t.topic_id for t in r.assignment.topic_partitions]) == (E.NONE, matched)
 
-    run(main)
+    with_ctx(replicas, body)
 
 
 def test_errors_of_placement_authorization_and_writes(replicas):
