@@ -128,3 +128,33 @@ def test_share_fetch_acknowledge_and_redelivery_across_a_restart(tmp_path):
             assert acquired(p) == [(2, 2, 2)] and offered(p) == [b"c"]
 
         on(node, second_member)
+
+
+@pytest.mark.timeout(120)
+def test_a_groups_own_delivery_count_limit_applies(tmp_path):
+    # share.delivery.count.limit=2 set on the group (the broker's default is 5): records released
+    # twice are archived, not offered a third time.
+    R = m.IncrementalAlterConfigsRequest.AlterConfigsResource
+    with KafkaNode(tmp_path / "node") as node:
+        async def limit(client: KafkaClient) -> Any:
+            altered = await client.send(m.IncrementalAlterConfigsRequest(validate_only=False, resources=[R(
+                resource_type=32, resource_name=GROUP, configs=[R.AlterableConfig(
+                    name="share.delivery.count.limit", config_operation=0, value="2")])]), 1)
+            assert altered.responses[0].error_code == E.NONE, altered
+            return await setup(client)
+
+        topic_id = on(node, limit)
+        if topic_id is None:
+            pytest.skip("this node does not serve ShareFetch (share.version not finalized)")
+
+        async def member(client: KafkaClient) -> list[tuple[int, int, int]]:
+            seen: list[tuple[int, int, int]] = []
+            release: list[tuple[int, int, int]] = []
+            for epoch in range(4):  # each fetch releases what the previous one acquired
+                resp = await client.send(share_fetch(topic_id, "member-1", epoch, release), 1)
+                got = acquired(only_partition(resp)) if resp.responses else []  # (none: nothing changed)
+                seen += got
+                release = [(f, la, 2) for f, la, _ in got]
+            return seen
+
+        assert on(node, member) == [(0, 2, 1), (0, 2, 2)]
