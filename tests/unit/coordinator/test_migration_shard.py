@@ -76,6 +76,8 @@ def cgh(s: GroupShard, member: str, epoch: int, now: int = 100, **kw) -> Outcome
     if epoch == 0:
         kw.setdefault("rebalance_timeout_ms", REBALANCE)
         kw.setdefault("subscribed_topic_names", ["foo"])
+    if epoch == 0:
+        kw.setdefault("owned", {})  # a join reports no partitions (null is refused, as in Kafka)
     return s.consumer_heartbeat(HeartbeatRequest(G, member, epoch, **kw), now)
 
 

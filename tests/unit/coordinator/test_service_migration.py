@@ -55,7 +55,7 @@ async def join(coord: GroupCoordinator, member_id: str = "") -> JoinResult:
 
 async def heartbeat(coord: GroupCoordinator, member: str, epoch: int):
     shard = coord.shard_for(G)
-    req = HeartbeatRequest(G, member, epoch, rebalance_timeout_ms=20_000, subscribed_topic_names=["foo"]) \
+    req = HeartbeatRequest(G, member, epoch, rebalance_timeout_ms=20_000, subscribed_topic_names=["foo"], owned={}) \
         if epoch == 0 else HeartbeatRequest(G, member, epoch)
     return await coord.run_modern(shard, shard.consumer_heartbeat(req, coord.clock.now_ms()), lambda e: e)
 
