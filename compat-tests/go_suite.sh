@@ -23,14 +23,9 @@
 #   them with that binary in that folder, with GO_SUITE_ENV[<name>] (VAR=value words, optional)
 #   added to their environment.
 
-MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv> | run.sh setup}
-case "$MODE" in quick|full|setup) ;; *) echo "mode must be quick, full or setup" >&2; exit 2 ;; esac
-if [ "$MODE" != setup ]; then
-    BOOTSTRAP=${2:?bootstrap host:port}
-    RESULTS=${3:?results.tsv}
-    RESULTS=$(cd "$(dirname "$RESULTS")" && pwd)/$(basename "$RESULTS")
-fi
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=suite_args.sh
+. "$ROOT/compat-tests/suite_args.sh" "$@"
 CACHE="$ROOT/.tools/suites/$SUITE"
 PY="$ROOT/.venv/bin/python"
 [ -x "$PY" ] || PY=python3

@@ -273,6 +273,14 @@ def _new_node(overrides: dict[str, str], users: dict[str, str]):  # a seam for t
     return node, add_secured_listeners(node, users or DEFAULT_USERS).env()
 
 
+def _new_oracle_node(overrides: dict[str, str]):
+    """Apache Kafka 4.4 (the oracle) with the suite's overrides, PLAINTEXT only: the baseline that
+    says which of a suite's tests fail against Kafka too (secured passes report themselves skipped)."""
+    from kafkapy.testing.apache_kafka import ApacheKafkaNode
+
+    return ApacheKafkaNode(overrides=overrides), {}
+
+
 @dataclass
 class SuiteRun:
     """One run of a suite's run.sh against a node of its own."""
@@ -283,7 +291,7 @@ class SuiteRun:
 
 
 def _run_on_fresh_node(suite: str, mode: str, out: Path, tag: str = "", *,
-                       only: list[str] | None = None) -> SuiteRun:
+                       only: list[str] | None = None, oracle: bool = False) -> SuiteRun:
     """Starts a node with the suite's broker.properties, runs run.sh against it, stops it.
 
     ``tag`` names this run's files in ``out`` (``results<tag>.tsv``, ``suite<tag>.log``,
@@ -305,7 +313,7 @@ def _run_on_fresh_node(suite: str, mode: str, out: Path, tag: str = "", *,
     setup_error = ""
     what = "re-run" if only is not None else "run"
 
-    node, node_env = _new_node(overrides, users)
+    node, node_env = _new_oracle_node(overrides) if oracle else _new_node(overrides, users)
     node_group = None
     try:
         node.start()
@@ -342,17 +350,19 @@ def _run_on_fresh_node(suite: str, mode: str, out: Path, tag: str = "", *,
     return SuiteRun(results, setup_error, problems)
 
 
-def run_suite(suite: str, mode: str) -> SuiteSummary:
+def run_suite(suite: str, mode: str, *, oracle: bool = False) -> SuiteSummary:
+    """``oracle``: against Apache Kafka instead, results in ``<suite>@apache-kafka/`` (no re-run),
+    which the report leaves out: what fails there too belongs in FINDINGS.md, not the allow-list."""
     folder = SUITES_DIR / suite
-    out = OUT_DIR / suite
+    out = OUT_DIR / (suite + ("@apache-kafka" if oracle else ""))
     out.mkdir(parents=True, exist_ok=True)
     # A re-run's files from an earlier run must not be taken for this run's.
     for stale in ("results-rerun.tsv", "suite-rerun.log", "node-rerun.log", "only-rerun.txt"):
         (out / stale).unlink(missing_ok=True)
     started = time.monotonic()
 
-    print(f"== {suite} ({mode}): starting a kafkapy node", flush=True)
-    first = _run_on_fresh_node(suite, mode, out)
+    print(f"== {suite} ({mode}): starting {'an Apache Kafka' if oracle else 'a kafkapy'} node", flush=True)
+    first = _run_on_fresh_node(suite, mode, out, oracle=oracle)
     if first.setup_error.startswith(UNAVAILABLE) and not first.broker_problems:
         # Not run at all: its last summary (and the report made from it) stays as it was.
         skipped = SuiteSummary(suite=suite, mode=mode, commit=git_commit(), finished="", seconds=0.0,
@@ -365,7 +375,7 @@ def run_suite(suite: str, mode: str) -> SuiteSummary:
     summary = classify(suite, mode, first.results, allowed=allowed, documented=documented)
     problems = list(first.broker_problems)
     rerun_results: list[Outcome] | None = None
-    if not first.setup_error:
+    if not first.setup_error and not oracle:
         by_id = {r.test_id: r for r in first.results}
         again, summary.rerun = rerun_plan(summary.regressions, by_id)
         if again:
@@ -472,6 +482,10 @@ def _print_summary_lines(s: SuiteSummary, by_id: dict[str, Outcome],
 
 SUITE_SOURCES = {
     "librdkafka": "librdkafka 2.0.2 `tests/` (Debian bookworm source package)",
+    "librdkafka-2.15": "librdkafka 2.15.1 `tests/` (the `deps/librdkafka` of the npm package "
+                       "@confluentinc/kafka-javascript 1.10.1): consumer-group tests over KIP-848's "
+                       "consumer protocol, KIP-932 share-consumer tests, and the share consumer's "
+                       "mock-cluster tests",
     "kafka-python": "kafka-python 3.0.12 `test/integration` (PyPI sdist)",
     "confluent-kafka-python": "confluent-kafka-python 1.4.2 `tests/integration` (PyPI sdist) "
                               "on the confluent-kafka 2.16.1 client",
@@ -503,12 +517,12 @@ def last_run_seconds() -> dict[str, float]:
     return seconds
 
 
-def run_suites(suites: list[str], mode: str, jobs: int) -> list[SuiteSummary]:
+def run_suites(suites: list[str], mode: str, jobs: int, oracle: bool = False) -> list[SuiteSummary]:
     """Every suite's summary, in the order given, running ``jobs`` suites at a time."""
     if jobs <= 1:
-        return [run_suite(s, mode) for s in suites]
+        return [run_suite(s, mode, oracle=oracle) for s in suites]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {s: pool.submit(run_suite, s, mode) for s in longest_first(suites, last_run_seconds())}
+        futures = {s: pool.submit(run_suite, s, mode, oracle=oracle) for s in longest_first(suites, last_run_seconds())}
         return [futures[s].result() for s in suites]
 
 
@@ -633,6 +647,9 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--report", action="store_true", help="then regenerate the report")
     run_p.add_argument("--jobs", type=int, default=1,
                        help="suites at a time, each against its own node (default 1)")
+    run_p.add_argument("--against-apache-kafka", action="store_true",
+                       help="the baseline: run against Apache Kafka (.tools/apache-kafka) instead, "
+                            "into .tools/report-card/<suite>@apache-kafka/ (never in the report)")
     sub.add_parser("report", help="write docs/compatibility.md and the README block")
     args = parser.parse_args(argv)
 
@@ -645,8 +662,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no such suite: {', '.join(sorted(unknown))}")
     signal.signal(signal.SIGTERM, _kill_everything_and_exit)
-    summaries = run_suites(suites, args.mode, args.jobs)
-    if args.report:
+    summaries = run_suites(suites, args.mode, args.jobs, args.against_apache_kafka)
+    if args.report and not args.against_apache_kafka:
         write_report()
     failed = [s.suite for s in summaries if not s.ok]
     not_run = [s.suite for s in summaries if s.unavailable]

@@ -15,20 +15,14 @@
 #   node has, results named <test>[<pass>].
 set -euo pipefail
 
-MODE=${1:?usage: run.sh <quick|full> <bootstrap> <results.tsv> | run.sh setup}
-case "$MODE" in quick|full|setup) ;; *) echo "mode must be quick, full or setup" >&2; exit 2 ;; esac
-if [ "$MODE" != setup ]; then
-    BOOTSTRAP=${2:?bootstrap host:port}
-    RESULTS=${3:?results.tsv}
-fi
-
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=../suite_args.sh
+. "$ROOT/compat-tests/suite_args.sh" "$@"
 CACHE="$ROOT/.tools/suites/librdkafka"
 VERSION=2.0.2
 DEBVERSION=2.0.2-1
 SRC="$CACHE/src/librdkafka-$VERSION"
-[ "$MODE" = setup ] || RESULTS=$(cd "$(dirname "$RESULTS")" && pwd)/$(basename "$RESULTS")
 mkdir -p "$CACHE/src"
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -2,10 +2,15 @@
 """Run librdkafka's own test-runner against an external broker, one test number per process.
 
 usage: run_tests.py <quick|full> <bootstrap> <results.tsv> <librdkafka source dir> <work dir>
+                   [<plan dir> [<TEST_KAFKA_VERSION>]]
 
 The test table is read from tests/test.c (names, TEST_F_LOCAL flag, scenario); what to do with
-each broker test number comes from tests.txt next to this script:
+each broker test number comes from tests.txt in the plan dir (default: next to this script; a
+suite on another librdkafka release brings its own, e.g. compat-tests/librdkafka-2.15/):
     NNNN <TAB> quick|quick-noQ|full|exclude <TAB> reason (for exclude)
+A key `NNNN-local` runs that number's TEST_F_LOCAL tests (mock cluster, no broker) with the
+runner's -l; local tests without such a key are not run or reported. A plan whose tests.txt has
+the line `#! planned-only` reports only the numbers it names: the others are another suite's.
 `quick` numbers run in both modes (with the runner's -Q in quick mode: fewer messages, and only the
 SUB_TEST_QUICK sub-tests), `quick-noQ` run in both modes without -Q (tests whose sub-tests are all
 non-quick, so -Q would make them pass without doing anything), `full` only in full mode, `exclude`
@@ -13,7 +18,7 @@ never (written to the results as skipped with the reason). Results: one line per
 (e.g. 0001_multiobj). A -Q run that passes without starting any sub-test although the test defines
 non-quick SUB_TEST()s is reported as skipped, not passed.
 
-secured.txt names the test numbers that run again over the node's SSL/SASL listeners (the report
+secured.txt (in the plan dir; none there: no secured passes) names the test numbers that run again over the node's SSL/SASL listeners (the report
 card's KAFKAPY_*_BOOTSTRAP variables; see secured_passes.py), each pass with a test.conf of its own;
 their results are named <test name>[<pass>].
 
@@ -38,9 +43,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from secured_passes import SecuredRun, missing_env, read_secured_plan, write_pass_conf  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+LOCAL_SUFFIX = "-local"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 KAFKA_VERSION = "3.9.0"
 TIMEOUT = {"quick": 180, "full": 420}
+# A suite whose tests run longer (the share-consumer tests take minutes each) sets its own
+# per-test deadline, in seconds, for both modes.
+TIMEOUT_ENV = "LIBRDKAFKA_TEST_TIMEOUT"
+
+
+def test_timeout(mode: str) -> int:
+    raw = os.environ.get(TIMEOUT_ENV)
+    return int(raw) if raw else TIMEOUT[mode]
 
 
 def parse_test_table(test_c: str) -> list[dict]:
@@ -72,9 +86,14 @@ def parse_test_table(test_c: str) -> list[dict]:
     return tests
 
 
-def read_plan() -> dict[str, tuple[str, str]]:
+def planned_only(plan_dir: str) -> bool:
+    with open(os.path.join(plan_dir, "tests.txt"), encoding="utf-8") as f:
+        return any(line.strip() == "#! planned-only" for line in f)
+
+
+def read_plan(plan_dir: str = HERE) -> dict[str, tuple[str, str]]:
     plan = {}
-    for line in open(os.path.join(HERE, "tests.txt"), encoding="utf-8"):
+    for line in open(os.path.join(plan_dir, "tests.txt"), encoding="utf-8"):
         line = line.rstrip("\n")
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -181,8 +200,9 @@ def run_number(num: str, names: list[dict], use_q: bool, mode: str, runner: str,
     env is the whole environment of the runner (a secured pass brings its own test.conf)."""
     if STOPPING.is_set():
         return []
-    env = dict(env, TESTS=num)
-    cmd = [runner, "-L", "-p1"] + (["-Q"] if use_q else [])
+    local = num.endswith(LOCAL_SUFFIX)
+    env = dict(env, TESTS=num.removesuffix(LOCAL_SUFFIX))
+    cmd = [runner, "-l" if local else "-L", "-p1"] + (["-Q"] if use_q else [])
     t0 = time.monotonic()
     proc = subprocess.Popen(
         cmd, cwd=tests_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -191,7 +211,7 @@ def run_number(num: str, names: list[dict], use_q: bool, mode: str, runner: str,
     with RUNNING_LOCK:
         RUNNING.add(proc)
     try:
-        out_b, _ = proc.communicate(timeout=TIMEOUT[mode])
+        out_b, _ = proc.communicate(timeout=test_timeout(mode))
         timed_out = False
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -212,7 +232,7 @@ def run_number(num: str, names: list[dict], use_q: bool, mode: str, runner: str,
             rows.append((name, "skipped", 0.0, f"requires test scenario {t['scenario']}"))
             continue
         if timed_out:
-            rows.append((name, "failed", elapsed, f"timed out after {TIMEOUT[mode]}s (runner killed)"))
+            rows.append((name, "failed", elapsed, f"timed out after {test_timeout(mode)}s (runner killed)"))
             continue
         st = summary.get(name)
         if st is None:
@@ -220,7 +240,8 @@ def run_number(num: str, names: list[dict], use_q: bool, mode: str, runner: str,
             rows.append((name, "failed", elapsed, one_line(detail)))
             continue
         state, dur, extra = st
-        if state == "PASSED" and use_q and has_nonquick_subtests(tests_dir, num) and not ran_subtests(out, name):
+        if (state == "PASSED" and use_q and has_nonquick_subtests(tests_dir, num.removesuffix(LOCAL_SUFFIX))
+                and not ran_subtests(out, name)):
             why = "quick mode (-Q) skipped all of its sub-tests (SUB_TEST, not SUB_TEST_QUICK)"
             rows.append((name, "skipped", dur, why))
         elif state == "PASSED":
@@ -238,12 +259,21 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     mode, bootstrap, results, srcdir, workdir = sys.argv[1:6]
+    plan_dir = os.path.abspath(sys.argv[6]) if len(sys.argv) > 6 else HERE
+    kafka_version = sys.argv[7] if len(sys.argv) > 7 else KAFKA_VERSION
     results, srcdir, workdir = (os.path.abspath(p) for p in (results, srcdir, workdir))
     only = os.environ.get("LIBRDKAFKA_TESTS")  # optional comma list of numbers (debugging)
     tests_dir = os.path.join(srcdir, "tests")
     runner = os.path.join(tests_dir, "test-runner")
-    table = [t for t in parse_test_table(os.path.join(tests_dir, "test.c")) if not t["local"] and not t["manual"]]
-    plan = read_plan()
+    plan = read_plan(plan_dir)
+    table = []
+    for t in parse_test_table(os.path.join(tests_dir, "test.c")):
+        if t["local"]:
+            t["num"] += LOCAL_SUFFIX
+        if not t["manual"] and (not t["local"] or t["num"] in plan):
+            table.append(t)
+    if planned_only(plan_dir):
+        table = [t for t in table if t["num"] in plan]
     only_names, only_numbers = read_only(os.environ.get("KAFKAPY_SUITE_ONLY"), table)
     os.makedirs(workdir, exist_ok=True)
     logdir = os.path.join(workdir, "logs")
@@ -254,7 +284,7 @@ def main() -> int:
     env = dict(os.environ)
     env.update(
         {
-            "TEST_KAFKA_VERSION": KAFKA_VERSION,
+            "TEST_KAFKA_VERSION": kafka_version,
             "RDKAFKA_TEST_CONF": os.path.join(workdir, "test.conf"),
             "LD_LIBRARY_PATH": os.path.join(srcdir, "src") + ":" + os.path.join(srcdir, "src-cpp"),
             "BROKERS": bootstrap,
@@ -291,7 +321,8 @@ def main() -> int:
         to_run.append((num, names, mode == "quick" and action == "quick"))
     secured_rows: list[tuple[str, str, float, str]] = []
     secured_to_run: list[tuple[SecuredRun, list[dict], bool, dict[str, str]]] = []
-    for run in read_secured_plan(os.path.join(HERE, "secured.txt")):
+    secured_txt = os.path.join(plan_dir, "secured.txt")
+    for run in read_secured_plan(secured_txt) if os.path.exists(secured_txt) else []:
         names = [t for t in table if t["num"] == run.num]
         if only is not None and run.num not in only.split(","):
             continue

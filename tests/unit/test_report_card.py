@@ -77,7 +77,7 @@ def test_suites_side_by_side_start_with_the_longest_and_never_run_ones():
 def test_suites_side_by_side_report_in_the_order_asked(monkeypatch):
     ran = []
 
-    def fake_run(suite, mode):
+    def fake_run(suite, mode, *, oracle=False):
         ran.append(suite)
         return suite
 
@@ -145,6 +145,23 @@ def suite(tmp_path, monkeypatch):
     monkeypatch.setattr(report_card, "_new_node", new_node)
     monkeypatch.setattr(report_card, "_run_suite_process", fake_process)
     return {"plan": plan, "calls": calls, "node_logs": node_logs, "out": tmp_path / "out" / "s"}
+
+
+def test_the_apache_kafka_baseline_runs_on_its_own_node_into_its_own_folder(suite, monkeypatch):
+    oracle_nodes = []
+
+    def new_oracle_node(overrides):
+        oracle_nodes.append(FakeNode(overrides, ""))
+        return oracle_nodes[-1], {}
+
+    monkeypatch.setattr(report_card, "_new_oracle_node", new_oracle_node)
+    suite["plan"] += [{"c": "failed", "x": "failed"}]
+    s = report_card.run_suite("s", "quick", oracle=True)
+    # Kafka's failures are the baseline, not flakes: no re-run, and kafkapy's results stay.
+    assert len(suite["calls"]) == 1 and FakeNode.started == oracle_nodes
+    assert oracle_nodes[0].overrides == {"num.partitions": "4"}
+    assert (suite["out"].parent / "s@apache-kafka" / "summary.json").exists()
+    assert not suite["out"].exists() and s.regressions == ["c"]
 
 
 def test_an_allowed_test_that_fails_once_and_passes_on_a_fresh_node_is_flaky(suite, capsys):
@@ -269,24 +286,56 @@ echo "| $name | $state | 0.100s | |"
 """
 
 
-def test_librdkafka_runs_several_numbers_at_once_and_writes_them_in_table_order(tmp_path, monkeypatch):
+def _run_fake_librdkafka(tmp_path, monkeypatch, tests: list[str], runner_script: str,
+                         *extra_args: str) -> tuple[list[list[str]], Path]:
+    """run_tests.main() over a test.c of ``tests`` (_TEST argument lists) and a stand-in
+    test-runner; the results' (name, status) rows and the tests folder."""
     run_tests = _librdkafka_run_tests()
     tests_dir = tmp_path / "src" / "tests"
     tests_dir.mkdir(parents=True)
-    (tests_dir / "test.c").write_text(
-        "struct test tests[] = {\n    _TEST(0001_multiobj, 0),\n    _TEST(0002_unkpart, 0),\n"
-        "    _TEST(0003_msgmaxsize, 0),\n    {NULL}\n};\n")
+    entries = "".join(f"    _TEST({t}),\n" for t in tests)
+    (tests_dir / "test.c").write_text(f"struct test tests[] = {{\n{entries}    {{NULL}}\n}};\n")
     runner = tests_dir / "test-runner"
-    runner.write_text(FAKE_RUNNER)
+    runner.write_text(runner_script)
     runner.chmod(0o755)
     results = tmp_path / "results.tsv"
-    monkeypatch.setenv("LIBRDKAFKA_CONCURRENCY", "3")
     monkeypatch.setattr(run_tests.signal, "signal", lambda *_: None)  # leave pytest's handlers be
     monkeypatch.setattr(sys, "argv", ["run_tests.py", "quick", "127.0.0.1:9", str(results),
-                                      str(tmp_path / "src"), str(tmp_path / "work")])
+                                      str(tmp_path / "src"), str(tmp_path / "work"), *extra_args])
     assert run_tests.main() == 0
-    rows = [line.split("\t")[:2] for line in results.read_text().splitlines()]
+    return [line.split("\t")[:2] for line in results.read_text().splitlines()], tests_dir
+
+
+def test_librdkafka_runs_several_numbers_at_once_and_writes_them_in_table_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIBRDKAFKA_CONCURRENCY", "3")
+    rows, _ = _run_fake_librdkafka(tmp_path, monkeypatch, ["0001_multiobj, 0", "0002_unkpart, 0",
+                                                           "0003_msgmaxsize, 0"], FAKE_RUNNER)
     assert rows == [["0001_multiobj", "passed"], ["0002_unkpart", "passed"], ["0003_msgmaxsize", "passed"]]
+
+
+# A stand-in runner that notes how it was called and passes the test its flags select.
+PLAN_RUNNER = """#!/bin/sh
+echo "$TESTS $* $TEST_KAFKA_VERSION" >> calls
+case "$TESTS $1" in
+  "0001 -L") name=0001_multiobj ;; "0173 -L") name=0173_share_async ;; "0173 -l") name=0173_share_async_local ;;
+esac
+echo "| $name | PASSED | 0.100s | |"
+"""
+
+
+def test_librdkafka_plan_of_another_release_runs_its_own_numbers_and_mock_tests(tmp_path, monkeypatch):
+    """A suite on another librdkafka (compat-tests/librdkafka-2.15) brings its tests.txt and broker
+    version: `planned-only` reports just its numbers, and `NNNN-local` runs mock tests with -l."""
+    plan = tmp_path / "plan"
+    plan.mkdir()
+    (plan / "tests.txt").write_text("#! planned-only\n0001\tquick\n0173\tquick-noQ\n0173-local\tquick-noQ\n")
+    tests = ["0001_multiobj, 0", "0002_unkpart, 0", "0155_share_mock, TEST_F_LOCAL",
+             "0173_share_async_local, TEST_F_LOCAL", "0173_share_async, 0, TEST_BRKVER(4, 2, 0, 0)"]
+    rows, tests_dir = _run_fake_librdkafka(tmp_path, monkeypatch, tests, PLAN_RUNNER, str(plan), "4.4.0")
+    assert rows == [["0001_multiobj", "passed"], ["0173_share_async_local", "passed"],
+                    ["0173_share_async", "passed"]]
+    calls = sorted((tests_dir / "calls").read_text().splitlines())
+    assert calls == ["0001 -L -p1 -Q 4.4.0", "0173 -L -p1 4.4.0", "0173 -l -p1 4.4.0"]
 
 
 def test_librdkafka_concurrency_is_a_positive_number(monkeypatch):
