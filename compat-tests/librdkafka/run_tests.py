@@ -7,9 +7,11 @@ usage: run_tests.py <quick|full> <bootstrap> <results.tsv> <librdkafka source di
 The test table is read from tests/test.c (names, TEST_F_LOCAL flag, scenario); what to do with
 each broker test number comes from tests.txt in the plan dir (default: next to this script; a
 suite on another librdkafka release brings its own, e.g. compat-tests/librdkafka-2.15/):
-    NNNN <TAB> quick|quick-noQ|full|exclude <TAB> reason (for exclude)
+    NNNN <TAB> quick|quick-noQ|full|exclude <TAB> reason (for exclude) | needs <API>...
 A key `NNNN-local` runs that number's TEST_F_LOCAL tests (mock cluster, no broker) with the
-runner's -l; local tests without such a key are not run or reported. A plan whose tests.txt has
+runner's -l; local tests without such a key are not run or reported. `needs <API>...` (e.g.
+ConsumerGroupHeartbeat): when the broker's ApiVersions lacks one, the number is reported skipped
+with that reason, not run (see broker_apis.py). A plan whose tests.txt has
 the line `#! planned-only` reports only the numbers it names: the others are another suite's.
 `quick` numbers run in both modes (with the runner's -Q in quick mode: fewer messages, and only the
 SUB_TEST_QUICK sub-tests), `quick-noQ` run in both modes without -Q (tests whose sub-tests are all
@@ -18,9 +20,10 @@ never (written to the results as skipped with the reason). Results: one line per
 (e.g. 0001_multiobj). A -Q run that passes without starting any sub-test although the test defines
 non-quick SUB_TEST()s is reported as skipped, not passed.
 
-secured.txt (in the plan dir; none there: no secured passes) names the test numbers that run again over the node's SSL/SASL listeners (the report
-card's KAFKAPY_*_BOOTSTRAP variables; see secured_passes.py), each pass with a test.conf of its own;
-their results are named <test name>[<pass>].
+secured.txt (in the plan dir; none there: no secured passes) names the test numbers that run again
+over the node's SSL/SASL listeners (the report card's KAFKAPY_*_BOOTSTRAP variables; see
+secured_passes.py), each pass with a test.conf of its own; their results are named <test
+name>[<pass>].
 
 KAFKAPY_SUITE_ONLY names a file of test names (one a line, as in results.tsv; the report card's
 re-run): only their numbers run, and only their lines are written.
@@ -40,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 # Its sibling module, also when this file is loaded by path (the report card's unit tests).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from broker_apis import API_KEYS, advertised_api_keys, needed_apis  # noqa: E402
 from secured_passes import SecuredRun, missing_env, read_secured_plan, write_pass_conf  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -305,6 +309,7 @@ def main() -> int:
     # Each number's rows, filled in as its run ends; written in the table's order.
     rows_by_num: dict[str, list[tuple[str, str, float, str]]] = {}
     to_run: list[tuple[str, list[dict], bool]] = []
+    advertised: set[int] | None = None  # asked once, if a planned number needs an API
     for num in numbers:
         names = [t for t in table if t["num"] == num]
         action, reason = plan.get(num, ("exclude", "not classified in tests.txt (new upstream test)"))
@@ -316,6 +321,14 @@ def main() -> int:
             raise SystemExit(f"tests.txt: unknown action {action!r} for {num}")
         if action == "exclude" or (action == "full" and mode == "quick"):
             why = f"excluded: {reason}" if action == "exclude" else "full mode only"
+            rows_by_num[num] = [(t["name"], "skipped", 0.0, why) for t in names]
+            continue
+        needs = needed_apis(reason)
+        if needs and advertised is None:
+            advertised = advertised_api_keys(bootstrap)
+        missing = [api for api in needs if API_KEYS[api] not in (advertised or set())]
+        if missing:
+            why = f"not run: the broker does not advertise {', '.join(missing)} (ApiVersions)"
             rows_by_num[num] = [(t["name"], "skipped", 0.0, why) for t in names]
             continue
         to_run.append((num, names, mode == "quick" and action == "quick"))

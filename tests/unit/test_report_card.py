@@ -5,7 +5,10 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import socket
+import struct
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -287,10 +290,10 @@ echo "| $name | $state | 0.100s | |"
 
 
 def _run_fake_librdkafka(tmp_path, monkeypatch, tests: list[str], runner_script: str,
-                         *extra_args: str) -> tuple[list[list[str]], Path]:
+                         *extra_args: str, run_tests=None) -> tuple[list[list[str]], Path]:
     """run_tests.main() over a test.c of ``tests`` (_TEST argument lists) and a stand-in
     test-runner; the results' (name, status) rows and the tests folder."""
-    run_tests = _librdkafka_run_tests()
+    run_tests = run_tests or _librdkafka_run_tests()
     tests_dir = tmp_path / "src" / "tests"
     tests_dir.mkdir(parents=True)
     entries = "".join(f"    _TEST({t}),\n" for t in tests)
@@ -317,7 +320,8 @@ def test_librdkafka_runs_several_numbers_at_once_and_writes_them_in_table_order(
 PLAN_RUNNER = """#!/bin/sh
 echo "$TESTS $* $TEST_KAFKA_VERSION" >> calls
 case "$TESTS $1" in
-  "0001 -L") name=0001_multiobj ;; "0173 -L") name=0173_share_async ;; "0173 -l") name=0173_share_async_local ;;
+  "0001 -L") name=0001_multiobj ;; "0018 -L") name=0018_cgrp_term ;;
+  "0173 -L") name=0173_share_async ;; "0173 -l") name=0173_share_async_local ;;
 esac
 echo "| $name | PASSED | 0.100s | |"
 """
@@ -328,14 +332,53 @@ def test_librdkafka_plan_of_another_release_runs_its_own_numbers_and_mock_tests(
     version: `planned-only` reports just its numbers, and `NNNN-local` runs mock tests with -l."""
     plan = tmp_path / "plan"
     plan.mkdir()
-    (plan / "tests.txt").write_text("#! planned-only\n0001\tquick\n0173\tquick-noQ\n0173-local\tquick-noQ\n")
-    tests = ["0001_multiobj, 0", "0002_unkpart, 0", "0155_share_mock, TEST_F_LOCAL",
-             "0173_share_async_local, TEST_F_LOCAL", "0173_share_async, 0, TEST_BRKVER(4, 2, 0, 0)"]
-    rows, tests_dir = _run_fake_librdkafka(tmp_path, monkeypatch, tests, PLAN_RUNNER, str(plan), "4.4.0")
-    assert rows == [["0001_multiobj", "passed"], ["0173_share_async_local", "passed"],
-                    ["0173_share_async", "passed"]]
+    (plan / "tests.txt").write_text(
+        "#! planned-only\n0001\tquick\n0018\tquick-noQ\tneeds ConsumerGroupHeartbeat\n"
+        "0170\tquick-noQ\tneeds ShareGroupHeartbeat ShareFetch\n0173\tquick-noQ\n0173-local\tquick-noQ\n")
+    tests = ["0001_multiobj, 0", "0002_unkpart, 0", "0018_cgrp_term, 0", "0155_share_mock, TEST_F_LOCAL",
+             "0170_share_sub, 0", "0173_share_async_local, TEST_F_LOCAL",
+             "0173_share_async, 0, TEST_BRKVER(4, 2, 0, 0)"]
+    # A broker that serves KIP-848 but not share groups: the share test is reported, not run.
+    run_tests = _librdkafka_run_tests()
+    monkeypatch.setattr(run_tests, "advertised_api_keys", lambda bootstrap: {18, 68})
+    rows, tests_dir = _run_fake_librdkafka(tmp_path, monkeypatch, tests, PLAN_RUNNER, str(plan), "4.4.0",
+                                           run_tests=run_tests)
+    assert rows == [["0001_multiobj", "passed"], ["0018_cgrp_term", "passed"], ["0170_share_sub", "skipped"],
+                    ["0173_share_async_local", "passed"], ["0173_share_async", "passed"]]
+    assert "does not advertise ShareGroupHeartbeat, ShareFetch" in (tmp_path / "results.tsv").read_text()
     calls = sorted((tests_dir / "calls").read_text().splitlines())
-    assert calls == ["0001 -L -p1 -Q 4.4.0", "0173 -L -p1 4.4.0", "0173 -l -p1 4.4.0"]
+    assert calls == ["0001 -L -p1 -Q 4.4.0", "0018 -L -p1 4.4.0", "0173 -L -p1 4.4.0", "0173 -l -p1 4.4.0"]
+
+
+def test_librdkafka_suite_reads_the_api_keys_a_broker_advertises():
+    """ApiVersions v0 over a socket, against a stand-in broker that lists keys 0, 18 and 68."""
+
+    def serve(server: socket.socket) -> None:
+        conn, _ = server.accept()
+        with conn:
+            size = struct.unpack(">i", conn.recv(4))[0]
+            request = b""
+            while len(request) < size:
+                request += conn.recv(size - len(request))
+            correlation = struct.unpack(">i", request[4:8])[0]
+            keys = b"".join(struct.pack(">hhh", k, 0, 3) for k in (0, 18, 68))
+            body = struct.pack(">ihi", correlation, 0, 3) + keys
+            conn.sendall(struct.pack(">i", len(body)) + body)
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(10)
+        thread = threading.Thread(target=serve, args=(server,), daemon=True)
+        thread.start()
+        _librdkafka_run_tests()  # puts compat-tests/librdkafka on sys.path
+        import broker_apis
+
+        assert broker_apis.advertised_api_keys(f"127.0.0.1:{server.getsockname()[1]}") == {0, 18, 68}
+        thread.join(10)
+    assert broker_apis.needed_apis("needs ShareFetch ConsumerGroupHeartbeat") == ["ShareFetch",
+                                                                                  "ConsumerGroupHeartbeat"]
+    assert broker_apis.needed_apis("a reason") == []
+    with pytest.raises(SystemExit):
+        broker_apis.needed_apis("needs NoSuchApi")
 
 
 def test_librdkafka_concurrency_is_a_positive_number(monkeypatch):

@@ -1,4 +1,5 @@
-"""The `kafka-acls.sh --add` that librdkafka's ACL tests (0109, 0115, 0119) run, over CreateAcls.
+"""The `kafka-acls.sh --add` that librdkafka's ACL tests (0109, 0115, 0119) run, over CreateAcls,
+and the `--remove --force` that 2.15's 0119 runs after it, over DeleteAcls.
 
 They call `$KAFKA_PATH/bin/kafka-acls.sh --bootstrap-server B --add --allow-principal|--deny-principal P
 --operation OP --allow-host|--deny-host H --topic T` against the PLAINTEXT listener (they skip the
@@ -13,6 +14,7 @@ import sys
 
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -24,7 +26,10 @@ from confluent_kafka.admin import (
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="kafka-acls.sh")
     parser.add_argument("--bootstrap-server", required=True)
-    parser.add_argument("--add", action="store_true", required=True)
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--add", action="store_true")
+    action.add_argument("--remove", action="store_true")
+    parser.add_argument("--force", action="store_true", help="no prompt (there never is one here)")
     parser.add_argument("--operation", required=True)
     parser.add_argument("--topic", action="append", required=True)
     who = parser.add_mutually_exclusive_group(required=True)
@@ -46,6 +51,8 @@ def main(argv: list[str]) -> int:
         for topic in args.topic
     ]
     admin = AdminClient({"bootstrap.servers": args.bootstrap_server})
+    if args.remove:
+        return _remove(admin, [_as_filter(b) for b in bindings])
     failed = 0
     for binding, future in admin.create_acls(bindings).items():
         try:
@@ -53,6 +60,23 @@ def main(argv: list[str]) -> int:
             print(f"Adding ACLs for resource `{binding.name}`: {principal} {operation.name} {permission.name}")
         except Exception as exc:  # noqa: BLE001 - reported, and the exit code says it failed
             print(f"Error while adding ACL {binding}: {exc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def _as_filter(b: AclBinding) -> AclBindingFilter:
+    return AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                            b.permission_type)
+
+
+def _remove(admin: AdminClient, filters: list[AclBindingFilter]) -> int:
+    failed = 0
+    for acl_filter, future in admin.delete_acls(filters).items():
+        try:
+            removed = future.result(timeout=30)
+            print(f"Removed {len(removed)} ACL(s) for resource `{acl_filter.name}`")
+        except Exception as exc:  # noqa: BLE001 - reported, and the exit code says it failed
+            print(f"Error while removing ACLs {acl_filter}: {exc}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0
 
