@@ -83,11 +83,19 @@ MIRROR_VERSION=$(sed -n 's:.*<kafka.mirror.version>\(.*\)</kafka.mirror.version>
 maven_fetch mirrormaker "$MIRROR_POM" "$MIRROR_VERSION" "connect-mirror-$MIRROR_VERSION.jar" \
     "connect-mirror-client-$MIRROR_VERSION.jar"
 
-# The report card's suites (librdkafka from its Debian source package, franz-go and kafka-go from
-# the Go module proxy) are built by scripts/test.sh in the background while the unit and node
+# The report card's other suites (librdkafka from its Debian source package, franz-go and kafka-go
+# from the Go module proxy) are built by scripts/test.sh in the background while the unit and node
 # tests run, and by each suite's run.sh when missing; `go` must be on PATH or in /usr/local/go.
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
   echo "go is missing: the report card's franz-go and kafka-go suites cannot be built" >&2
+fi
+# librdkafka 2.15.1's suite (KIP-848 consumer and KIP-932 share consumer tests) comes from the npm
+# package @confluentinc/kafka-javascript (`npm pack`, sha1-pinned) and takes a few minutes to
+# compile, so it is built here, once, into .tools/suites/librdkafka-2.15/ (a second call is quick).
+if command -v npm >/dev/null 2>&1; then
+  bash compat-tests/librdkafka-2.15/run.sh setup || echo "the librdkafka 2.15 suite did not build" >&2
+else
+  echo "npm is missing: the report card's librdkafka-2.15 suite cannot be fetched" >&2
 fi
 
 # Spark's built-in Kafka connector (spark-sql-kafka-0-10_2.13 for the pinned PySpark) and its

@@ -16,7 +16,7 @@ bash scripts/lint.sh
 # priority, on what the unit and node tests leave of the two cores; the report card waits for
 # them and builds whatever is still missing itself.
 mkdir -p .tools/report-card
-SUITES_TO_BUILD="librdkafka"
+SUITES_TO_BUILD="librdkafka librdkafka-2.15"
 if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then SUITES_TO_BUILD+=" franz-go kafka-go"; fi
 setsid nice -n 19 bash -c 'for suite in '"$SUITES_TO_BUILD"'; do
         echo "== $suite"; bash "compat-tests/$suite/run.sh" setup || echo "($suite: setup failed)"
