@@ -16,7 +16,9 @@ bash scripts/lint.sh
 # priority, on what the unit and node tests leave of the two cores; the report card waits for
 # them and builds whatever is still missing itself.
 mkdir -p .tools/report-card
-SUITES_TO_BUILD="librdkafka librdkafka-2.15"
+# librdkafka-2.15 (KIP-848 and share consumers: ~8 minutes of quick mode plus an ~8-minute build) is
+# left to `make report-card`: with it the suite would pass its 45-minute budget on the CI machine.
+SUITES_TO_BUILD="librdkafka"
 if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then SUITES_TO_BUILD+=" franz-go kafka-go"; fi
 setsid nice -n 19 bash -c 'for suite in '"$SUITES_TO_BUILD"'; do
         echo "== $suite"; bash "compat-tests/$suite/run.sh" setup || echo "($suite: setup failed)"
@@ -83,7 +85,7 @@ stage "PySpark (kafkapy source and sink, Spark's connector from spark.jars.packa
 setsid bash -c '
     set -u
     echo "== [report card] client libraries'"'"' own test suites (quick selection, two suites at a time, each on its own node)"
-    "$0" compat-tests/report_card.py run --mode quick --jobs "$1" || exit 10
+    "$0" compat-tests/report_card.py run --mode quick --jobs "$1" --skip librdkafka-2.15 || exit 10
     echo "== [cluster] stock clients against a 3-controller, 3-broker cluster (kafkapy cluster up)"
     KAFKAPY_COMPAT_TARGET=kafkapy-cluster KAFKAPY_REQUIRE_EXTENSIONS=1 "$0" -m pytest -q -p no:cacheprovider \
         --durations=10 compat-tests/test_roundtrip.py compat-tests/test_groups.py compat-tests/test_admin.py \

@@ -44,8 +44,10 @@ def _heartbeat_response(version: int, r: HeartbeatResponse) -> object:
         assignment = A(version=version, topic_partitions=[
             A.TopicPartitions(version=version, topic_id=t, partitions=sorted(ps))
             for t, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0]))])
+    # Kafka's error answers carry no member id (null), whichever member asked.
+    member_id = r.member_id if r.error == ErrorCode.NONE else None
     return HeartbeatResp(version=version, throttle_time_ms=0, error_code=r.error, error_message=r.error_message,
-                         member_id=r.member_id, member_epoch=r.member_epoch,
+                         member_id=member_id, member_epoch=r.member_epoch,
                          heartbeat_interval_ms=r.heartbeat_interval_ms, assignment=assignment)
 
 

@@ -610,3 +610,7 @@ class ConsumerGroupMembership:
                                                  m.subscribed_topic_regex), out)
             self._cancel_timers(group.group_id, member_id, out)
         self._write(group, rec.GroupMetadata(group.group_id, group.group_epoch + 1, self._metadata_hash(group)), out)
+        if not group.members:
+            # The empty group's (empty) target moves to the new epoch at once, as Kafka 4.4's
+            # does: a described empty group shows equal group and assignment epochs.
+            self._assign(group, now_ms, out)
