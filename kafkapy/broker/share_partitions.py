@@ -33,6 +33,7 @@ from kafkapy.records import format as fmt
 from kafkapy.share.partition import (
     AbortedTransaction,
     AcknowledgementBatch,
+    AcknowledgeType,
     AcquiredRecords,
     FetchedBatch,
     SharePartition,
@@ -246,17 +247,18 @@ class SharePartitionManager:
     # -- fetching ---------------------------------------------------------------------------
 
     async def fetch(self, key: ShareKey, topic: str, member_id: str, *, max_records: int,
-                    limit: int, min_one: bool, batch_size: int = 0) -> ShareRead:
+                    limit: int, min_one: bool, batch_size: int = 0, strict: bool = False) -> ShareRead:
         """Read from where ``key`` has records to hand out and acquire them for ``member_id``:
-        about ``max_records`` (rounded up to whole batches), in AcquiredRecords entries of about
-        ``batch_size`` records each (cut at batch boundaries; 0: as acquired)."""
+        about ``max_records`` (rounded up to whole batches; exactly at most that many when
+        ``strict``, the record_limit mode), in AcquiredRecords entries of about ``batch_size``
+        records each (cut at batch boundaries; 0: as acquired)."""
         try:
             held = await self._get(key, topic)
         except KafkaError as exc:
             return ShareRead(exc.code, message=exc.message)
         async with held.lock:
             try:
-                read = await self._acquire(key, held, member_id, max_records, limit, min_one)
+                read = await self._acquire(key, held, member_id, max_records, limit, min_one, strict)
             except KafkaError as exc:
                 return ShareRead(exc.code, message=exc.message)
             except OSError as exc:
@@ -267,7 +269,7 @@ class SharePartitionManager:
         return read
 
     async def _acquire(self, key: ShareKey, held: _Held, member_id: str, max_records: int,
-                       limit: int, min_one: bool) -> ShareRead:
+                       limit: int, min_one: bool, strict: bool) -> ShareRead:
         part = held.partition
         # The group's configs may have changed (IncrementalAlterConfigs on the group): the next
         # acquisition uses them, as Kafka's reads them per acquisition.
@@ -286,7 +288,8 @@ class SharePartitionManager:
             if exc.code != ErrorCode.OFFSET_OUT_OF_RANGE:
                 raise
             if self._remote is not None and self._remote.serves_remotely(hosted, offset):
-                return await self._acquire_remote(hosted, part, member_id, offset, max_records, limit, min_one)
+                return await self._acquire_remote(hosted, part, member_id, offset, max_records, limit, min_one,
+                                                  strict)
             return ShareRead()  # past a log end that truncation moved back: nothing yet
         region = result.records
         if not isinstance(region, FileRegion) or len(region) == 0:
@@ -297,7 +300,7 @@ class SharePartitionManager:
         end = result.last_stable_offset if read_committed else result.high_watermark
         acquired = part.acquire(member_id, [b for _, _, b in refs], self._clock.now_ms(),
                                 max_records=max_records, end_offset=end,
-                                aborted=_aborted(result.aborted_transactions))
+                                aborted=_aborted(result.aborted_transactions), strict=strict)
         if not acquired:
             region.release()
             return ShareRead()
@@ -305,7 +308,7 @@ class SharePartitionManager:
         return ShareRead(records=_covering(region, refs, acquired), acquired=acquired, refs=refs)
 
     async def _acquire_remote(self, hosted: Partition, part: SharePartition, member_id: str, offset: int,
-                              max_records: int, limit: int, min_one: bool) -> ShareRead:
+                              max_records: int, limit: int, min_one: bool, strict: bool) -> ShareRead:
         """Acquire from batches below the local log that tiered storage holds (KIP-405)."""
         remote = self._remote
         assert remote is not None
@@ -322,7 +325,8 @@ class SharePartitionManager:
             return ShareRead()
         refs = batch_headers_of(data)
         acquired = part.acquire(member_id, [b for _, _, b in refs], self._clock.now_ms(),
-                                max_records=max_records, end_offset=end, aborted=_aborted(aborted))
+                                max_records=max_records, end_offset=end, aborted=_aborted(aborted),
+                                strict=strict)
         if not acquired:
             return ShareRead()
         self._timers.set()
@@ -390,9 +394,14 @@ class SharePartitionManager:
         async with held.lock:
             held.partition.config = self._settings(key.group_id).partition
             before = held.partition.copy()
-            code = held.partition.acknowledge(member_id, batches)
+            # The handler refused RENEW in requests older than v2.
+            code = held.partition.acknowledge(member_id, batches, self._clock.now_ms(), renew=True)
             if code != ErrorCode.NONE:
                 return code, None
+            if all(t == AcknowledgeType.RENEW for b in batches for t in b.acknowledge_types):
+                # Only locks moved, which the share state does not hold: nothing to write.
+                self._timers.set()
+                return ErrorCode.NONE, None
             error = await self._persist(key, held)
             if error != ErrorCode.NONE:
                 held.partition = before  # not durable, so not done

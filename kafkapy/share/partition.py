@@ -43,12 +43,13 @@ class RecordState(IntEnum):
 
 
 class AcknowledgeType(IntEnum):
-    """ShareFetch / ShareAcknowledge AcknowledgeTypes (v1; Renew = 4 is v2 and not served)."""
+    """ShareFetch / ShareAcknowledge AcknowledgeTypes (Renew, KIP-1222, from v2 on)."""
 
     GAP = 0
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4
 
 
 TERMINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
@@ -152,6 +153,7 @@ class _Acquisition:
 
     ranges: list[AcquiredRecords] = field(default_factory=list)
     records: int = 0
+    strict: bool = False  # max_records is a hard limit (record_limit mode)
 
     def add(self, first: int, last: int, count: int) -> None:
         prev = self.ranges[-1] if self.ranges else None
@@ -237,18 +239,19 @@ class SharePartition:
 
     def acquire(self, member_id: str, batches: Sequence[FetchedBatch], now_ms: int, *,
                 max_records: int, end_offset: int | None = None,
-                aborted: Sequence[AbortedTransaction] = ()) -> list[AcquiredRecords]:
+                aborted: Sequence[AbortedTransaction] = (), strict: bool = False) -> list[AcquiredRecords]:
         """Acquire records of ``batches`` (read from :meth:`next_fetch_offset`) for ``member_id``.
 
         Released records are taken first, then new ones past the SPEO while the in-flight window
         has room. ``max_records`` is soft, as in Kafka: acquisition stops at the end of the batch
-        holding the last record it allows, so whole batches go to one member. ``end_offset``
+        holding the last record it allows, so whole batches go to one member; ``strict`` (the
+        record_limit ShareAcquireMode, KIP-1206) makes it a hard limit that may cut a batch. ``end_offset``
         (exclusive: the high watermark, or the LSO under read_committed) bounds new records.
         Offsets inside the read range that no batch covers (compacted away) are archived; under
         read_committed, so are the batches of ``aborted`` transactions."""
         if not batches or max_records <= 0:
             return []
-        out = _Acquisition()
+        out = _Acquisition(strict=strict)
         deadline = now_ms + self.config.record_lock_duration_ms
         read_last = batches[-1].last_offset
         if end_offset is not None:
@@ -259,10 +262,12 @@ class SharePartition:
         self._normalize()
         return out.ranges
 
-    def _quota_end(self, batches: Sequence[FetchedBatch], first: int, allowed: int) -> int:
+    def _quota_end(self, batches: Sequence[FetchedBatch], first: int, allowed: int, strict: bool) -> int:
         """The last offset to acquire from ``first`` when ``allowed`` more records may be taken:
-        rounded up to the end of the batch that holds the last allowed offset."""
+        rounded up to the end of the batch that holds the last allowed offset unless ``strict``."""
         target = first + allowed - 1
+        if strict:
+            return target
         i = bisect.bisect_right(batches, target, key=lambda b: b.base_offset) - 1
         if i >= 0 and batches[i].last_offset >= target:
             return batches[i].last_offset
@@ -279,7 +284,7 @@ class SharePartition:
                 continue
             first = max(run.first, read_first)
             last = min(run.last, read_last,
-                       self._quota_end(batches, first, max_records - out.records))
+                       self._quota_end(batches, first, max_records - out.records, out.strict))
             for piece in self._isolate(first, last):
                 self._take(piece, member_id, deadline)
                 out.add(piece.first, piece.last, piece.count)
@@ -309,7 +314,7 @@ class SharePartition:
                 continue
             first = max(batch.base_offset, first_new)
             if limit is None:  # counted from the first record there is, not from a gap
-                limit = self._quota_end(batches, first, allowed)
+                limit = self._quota_end(batches, first, allowed, out.strict)
             last = min(batch.last_offset, read_last, limit)
             if first > last:
                 return
@@ -334,13 +339,17 @@ class SharePartition:
 
     # -- acknowledging and releasing ----------------------------------------------------------
 
-    def acknowledge(self, member_id: str, batches: Sequence[AcknowledgementBatch]) -> ErrorCode:
+    def acknowledge(self, member_id: str, batches: Sequence[AcknowledgementBatch],
+                    now_ms: int = 0, *, renew: bool = False) -> ErrorCode:
         """Apply one request's acknowledgements for this partition, all or nothing.
+
+        With ``renew`` (v2 requests), RENEW keeps a record acquired by ``member_id`` with a
+        fresh lock from ``now_ms``; without it RENEW is an unknown type.
 
         Malformed batches give INVALID_REQUEST; a range not ACQUIRED by ``member_id`` (or past
         the SPEO) gives INVALID_RECORD_STATE and changes nothing. Ranges below the SPSO were
         archived when the log start moved and are skipped."""
-        error = validate_acknowledgements(batches)
+        error = validate_acknowledgements(batches, renew=renew)
         if error is not ErrorCode.NONE:
             return error
         saved = [run.cut(run.first, run.last) for run in self._runs]
@@ -357,7 +366,10 @@ class SharePartition:
                     self._runs = saved
                     return ErrorCode.INVALID_RECORD_STATE
                 for piece in pieces:
-                    self._finish(piece, AcknowledgeType(ack))
+                    if ack == AcknowledgeType.RENEW:
+                        piece.deadline = now_ms + self.config.record_lock_duration_ms
+                    else:
+                        self._finish(piece, AcknowledgeType(ack))
         self._normalize()
         return ErrorCode.NONE
 
@@ -511,10 +523,11 @@ class _AbortedFilter:
         return batch.is_transactional and batch.producer_id in self._open
 
 
-def validate_acknowledgements(batches: Sequence[AcknowledgementBatch]) -> ErrorCode:
+def validate_acknowledgements(batches: Sequence[AcknowledgementBatch], *, renew: bool = False) -> ErrorCode:
     """INVALID_REQUEST for what Kafka refuses before looking at any state: an empty or reversed
-    range, a type list neither one long nor one per offset, an unknown type, overlapping or
-    unordered batches."""
+    range, a type list neither one long nor one per offset, an unknown type (RENEW unless
+    ``renew``), overlapping or unordered batches."""
+    known = _ACK_TYPES if renew else _V1_ACK_TYPES
     prev_last = -1
     for batch in batches:
         if batch.first_offset < 0 or batch.last_offset < batch.first_offset:
@@ -524,13 +537,14 @@ def validate_acknowledgements(batches: Sequence[AcknowledgementBatch]) -> ErrorC
         n = len(batch.acknowledge_types)
         if n != 1 and n != batch.last_offset - batch.first_offset + 1:
             return ErrorCode.INVALID_REQUEST
-        if any(t not in _ACK_TYPES for t in batch.acknowledge_types):
+        if any(t not in known for t in batch.acknowledge_types):
             return ErrorCode.INVALID_REQUEST
         prev_last = batch.last_offset
     return ErrorCode.NONE
 
 
 _ACK_TYPES = frozenset(int(t) for t in AcknowledgeType)
+_V1_ACK_TYPES = _ACK_TYPES - {AcknowledgeType.RENEW}
 
 
 def _segments(batch: AcknowledgementBatch, floor: int) -> list[tuple[int, int, int]]:

@@ -1,4 +1,4 @@
-"""KIP-932 on the partition leader: ShareFetch and ShareAcknowledge (v1).
+"""KIP-932 on the partition leader: ShareFetch and ShareAcknowledge (v1-v2).
 
 Both name their share session by (group, member) and ShareSessionEpoch (:mod:`kafkapy.share.sessions`):
 0 opens one, -1 closes it (acknowledgements only, then the member's records are released), any
@@ -10,7 +10,12 @@ member now holds; the client drops the rest.
 
 The caller needs READ on the group (checked before the handler, ``request_authorization``) and
 READ on each topic (here: the others are answered TOPIC_AUTHORIZATION_FAILED and neither
-acknowledged nor read). v2 (ShareAcquireMode, Renew acknowledgements) is not served.
+acknowledged nor read).
+
+v2 adds ShareAcquireMode (KIP-1206): in record_limit mode MaxRecords is a hard limit, even if
+that cuts a log batch (the Java client's ``share.acquire.mode=record_limit`` needs v2 and fails
+every fetch locally without it). It also adds Renew acknowledgements (KIP-1222): the records stay
+acquired with a fresh lock; a ShareFetch whose IsRenewAck is set only acknowledges.
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ _IDLE_SESSION_MS = 45_000
 
 FetchResp: Any = m.ShareFetchResponse
 AckResp: Any = m.ShareAcknowledgeResponse
+# ShareAcquireMode: 0 batch_optimized (MaxRecords rounded up to whole batches), 1 record_limit.
+RECORD_LIMIT = 1
+# The first version with ShareAcquireMode and Renew acknowledgements.
+_V2 = 2
 
 
 @dataclass
@@ -100,7 +109,8 @@ def _ack_batches(partition: Any) -> list[AcknowledgementBatch]:
 
 async def _acknowledge_all(ctx: BrokerContext, mgr: SharePartitionManager, group_id: str,
                            member_id: str, topics: Any, names: dict[uuid.UUID, str],
-                           readable: set[uuid.UUID], answers: dict[TopicIdPartition, _Answer]) -> None:
+                           readable: set[uuid.UUID], answers: dict[TopicIdPartition, _Answer],
+                           version: int) -> None:
     """Apply each partition's acknowledgements (in request order), noting the outcome."""
     for topic in topics or ():
         for p in topic.partitions or ():
@@ -111,7 +121,9 @@ async def _acknowledge_all(ctx: BrokerContext, mgr: SharePartitionManager, group
             answer = answers.setdefault(tp, _Answer())
             answer.acked = True
             name = names.get(topic.topic_id)
-            if name is None:
+            if version < _V2 and any(AcknowledgeType.RENEW in b.acknowledge_types for b in batches):
+                answer.ack_error = ErrorCode.INVALID_REQUEST  # no Renew before v2
+            elif name is None:
                 answer.ack_error = ErrorCode.UNKNOWN_TOPIC_ID
             elif topic.topic_id not in readable:
                 answer.ack_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -162,10 +174,10 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> object:
     names = _names(ctx, [tp.topic_id for tp in (*wanted, *fetching)])
     readable = _readable(ctx, names)
     answers: dict[TopicIdPartition, _Answer] = {}
-    await _acknowledge_all(ctx, mgr, group_id, member_id, body.topics, names, readable, answers)
+    await _acknowledge_all(ctx, mgr, group_id, member_id, body.topics, names, readable, answers, version)
     if epoch == FINAL_EPOCH:
         await mgr.release_member(group_id, member_id, session.release)
-    else:
+    elif not (version >= _V2 and body.is_renew_ack):
         await _fetch_all(ctx, mgr, group_id, member_id, body, fetching, names, readable, answers)
         throttle = current_throttle.get()
         if throttle is not None and _over_quota(ctx, throttle, sum(a.read.size for a in answers.values())):
@@ -195,6 +207,7 @@ async def _fetch_all(ctx: BrokerContext, mgr: SharePartitionManager, group_id: s
         if cap < max_bytes:
             max_bytes = int(cap)
     min_bytes = min(body.min_bytes, max_bytes)
+    strict = body.share_acquire_mode == RECORD_LIMIT
     readable_parts = []
     for tp in fetching:
         answer = answers.setdefault(tp, _Answer())
@@ -222,7 +235,7 @@ async def _fetch_all(ctx: BrokerContext, mgr: SharePartitionManager, group_id: s
                 break
             read = await mgr.fetch(ShareKey(group_id, tp.topic_id, tp.partition), names[tp.topic_id],
                                    member_id, max_records=records_left, limit=max_bytes - total,
-                                   min_one=total == 0, batch_size=body.batch_size)
+                                   min_one=total == 0, batch_size=body.batch_size, strict=strict)
             answer.read, answer.error, answer.message = read, read.error, read.message
             got = got or bool(read.acquired)
             total += read.size
@@ -325,7 +338,8 @@ async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> obje
                        node_endpoints=[])
     names = _names(ctx, [t.topic_id for t in body.topics or ()])
     answers: dict[TopicIdPartition, _Answer] = {}
-    await _acknowledge_all(ctx, mgr, group_id, member_id, body.topics, names, _readable(ctx, names), answers)
+    await _acknowledge_all(ctx, mgr, group_id, member_id, body.topics, names, _readable(ctx, names), answers,
+                           version)
     if epoch == FINAL_EPOCH:
         await mgr.release_member(group_id, member_id, session.release)
     T = AckResp.ShareAcknowledgeTopicResponse
@@ -338,13 +352,14 @@ async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> obje
             partition_index=tp.partition, error_code=a.ack_error, error_message=a.ack_message,
             current_leader=P.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])))
     return AckResp(version=version, throttle_time_ms=0, error_code=0,
+                   acquisition_lock_timeout_ms=mgr.lock_duration_ms(group_id),
                    responses=[T(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()],
                    node_endpoints=_endpoints(AckResp, hints))
 
 
 SHARE_FETCH_APIS: list[GatedApi] = [
-    GatedApi(ApiKey.SHARE_FETCH, 1, 1, handle_share_fetch, SHARE_VERSION_FEATURE, 1),
-    GatedApi(ApiKey.SHARE_ACKNOWLEDGE, 1, 1, handle_share_acknowledge, SHARE_VERSION_FEATURE, 1),
+    GatedApi(ApiKey.SHARE_FETCH, 1, 2, handle_share_fetch, SHARE_VERSION_FEATURE, 1),
+    GatedApi(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, handle_share_acknowledge, SHARE_VERSION_FEATURE, 1),
 ]
 
 __all__ = ["SHARE_FETCH_APIS", "connection_key", "handle_share_acknowledge", "handle_share_fetch"]

@@ -28,7 +28,7 @@ ADVERTISED = [
     (57, 0, 2),  # UpdateFeatures (kafka-features upgrade/downgrade), as Kafka 4.4
     (60, 0, 1), (61, 0, 0), (65, 0, 0), (66, 0, 2),
     # Issue 25: ConsumerGroupHeartbeat/Describe, ShareFetch/ShareAcknowledge, the share-state RPCs.
-    (68, 0, 1), (69, 0, 1), (75, 0, 0), (76, 1, 1), (77, 1, 1), (78, 1, 1), (79, 1, 1), (83, 0, 0), (84, 0, 0),
+    (68, 0, 1), (69, 0, 1), (75, 0, 0), (76, 1, 1), (77, 1, 1), (78, 1, 2), (79, 1, 2), (83, 0, 0), (84, 0, 0),
     (85, 0, 1), (86, 0, 0), (87, 0, 1), (90, 0, 1), (91, 0, 0), (92, 0, 0),
 ]
 GROUP_APIS = (

@@ -59,7 +59,7 @@ SF, SA = request_class(ApiKey.SHARE_FETCH), request_class(ApiKey.SHARE_ACKNOWLED
 SF_RESP: Any = response_class(ApiKey.SHARE_FETCH)
 ORDERS, GHOST = uuid.UUID(int=1), uuid.UUID(int=99)
 GROUP = "workers"
-ACCEPT, RELEASE, REJECT = 1, 2, 3
+ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 
 
 class MemoryPersister:
@@ -134,8 +134,8 @@ def run(fn: Callable[..., Any], *args: Any) -> Any:
     return trio.run(fn, *args, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-def _req(key: ApiKey, body: Any) -> Request:
-    return Request(key, 1, 7, "share-consumer", RequestHeader(key, 1, 7, "share-consumer", 2), body, 0)
+def _req(key: ApiKey, body: Any, version: int = 1) -> Request:
+    return Request(key, version, 7, "share-consumer", RequestHeader(key, version, 7, "share-consumer", 2), body, 0)
 
 
 # (topic id, partition) -> its acknowledgement batches as (first, last, types).
@@ -144,7 +144,8 @@ Acks = dict[tuple[uuid.UUID, int], list[tuple[int, int, list[int]]]]
 
 def fetch_request(member: str, epoch: int, parts: Acks | None = None, *, max_wait_ms: int = 0,
                   max_records: int = 500, batch_size: int = 0, forgotten: list[tuple[uuid.UUID, int]] = (),
-                  max_bytes: int = 1 << 20, min_bytes: int = 1) -> Request:
+                  max_bytes: int = 1 << 20, min_bytes: int = 1, version: int = 1, acquire_mode: int = 0,
+                  renew: bool = False) -> Request:
     parts = {(ORDERS, 0): []} if parts is None else parts
     by_topic: dict[uuid.UUID, list[Any]] = {}
     for (tid, p), acks in parts.items():
@@ -158,11 +159,12 @@ def fetch_request(member: str, epoch: int, parts: Acks | None = None, *, max_wai
     body = SF(group_id=GROUP, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
               min_bytes=min_bytes, max_bytes=max_bytes, max_records=max_records, batch_size=batch_size,
               topics=[SF.FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
-              forgotten_topics_data=[SF.ForgottenTopic(topic_id=t, partitions=ps) for t, ps in by_forgotten.items()])
-    return _req(ApiKey.SHARE_FETCH, body)
+              forgotten_topics_data=[SF.ForgottenTopic(topic_id=t, partitions=ps) for t, ps in by_forgotten.items()],
+              share_acquire_mode=acquire_mode, is_renew_ack=renew)
+    return _req(ApiKey.SHARE_FETCH, body, version)
 
 
-def ack_request(member: str, epoch: int, parts: Acks) -> Request:
+def ack_request(member: str, epoch: int, parts: Acks, version: int = 1) -> Request:
     T = SA.AcknowledgeTopic
     P = T.AcknowledgePartition
     by_topic: dict[uuid.UUID, list[Any]] = {}
@@ -170,8 +172,8 @@ def ack_request(member: str, epoch: int, parts: Acks) -> Request:
         by_topic.setdefault(tid, []).append(P(partition_index=p, acknowledgement_batches=[
             P.AcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=t) for f, la, t in acks]))
     body = SA(group_id=GROUP, member_id=member, share_session_epoch=epoch,
-              topics=[T(topic_id=t, partitions=ps) for t, ps in by_topic.items()])
-    return _req(ApiKey.SHARE_ACKNOWLEDGE, body)
+              topics=[T(topic_id=t, partitions=ps) for t, ps in by_topic.items()], is_renew_ack=version >= 2)
+    return _req(ApiKey.SHARE_ACKNOWLEDGE, body, version)
 
 
 def partitions(resp: Any) -> dict[tuple[uuid.UUID, int], Any]:
@@ -276,6 +278,46 @@ def test_max_records_is_rounded_up_to_whole_batches_and_only_those_are_sent(env)
         # BatchSize cuts the acquired ranges where log batches end.
         q = partitions(await share_fetch(env, fetch_request("m2", 0, batch_size=1)))[(ORDERS, 0)]
         assert acquired(q) == [(4, 5, 1)]
+    run(main)
+
+
+def test_record_limit_mode_acquires_exactly_max_records_cutting_a_batch(env) -> None:
+    # KIP-1206, ShareFetch v2: the Java client's share.acquire.mode=record_limit. Before v2 was
+    # served, that client failed every fetch (UNSUPPORTED_VERSION) and never got a record.
+    env.produce(b"a", b"b", b"c", b"d")
+    env.produce(b"e", b"f")
+
+    async def main() -> None:
+        p = partitions(await share_fetch(env, fetch_request("m1", 0, max_records=3, version=2,
+                                                            acquire_mode=1)))[(ORDERS, 0)]
+        assert acquired(p) == [(0, 2, 1)]
+        # The whole batch goes out; the client keeps only what it acquired.
+        assert [o for o, _ in values(p)] == [0, 1, 2, 3]
+        q = partitions(await share_fetch(env, fetch_request("m2", 0, max_records=2, version=2,
+                                                            acquire_mode=1)))[(ORDERS, 0)]
+        assert acquired(q) == [(3, 4, 1)]
+        assert [o for o, _ in values(q)] == [0, 1, 2, 3, 4, 5]
+    run(main)
+
+
+def test_renew_extends_the_lock_and_is_refused_before_v2(env) -> None:
+    env.produce(b"a", b"b")
+
+    async def main() -> None:
+        await share_fetch(env, fetch_request("m1", 0))
+        old = await share_ack(env, ack_request("m1", 1, {(ORDERS, 0): [(0, 1, [RENEW])]}))
+        assert partitions(old)[(ORDERS, 0)].error_code == ErrorCode.INVALID_REQUEST
+        await trio.sleep(20)
+        new = await share_ack(env, ack_request("m1", 2, {(ORDERS, 0): [(0, 1, [RENEW])]}, version=2))
+        assert partitions(new)[(ORDERS, 0)].error_code == 0 and new.acquisition_lock_timeout_ms == 30_000
+        part = env.mgr.held(ShareKey(GROUP, ORDERS, 0))
+        assert part is not None and part.next_deadline() == env.ctx.clock.now_ms() + 30_000
+        # A renewing ShareFetch only acknowledges: it acquires nothing.
+        env.produce(b"c")
+        resp = await share_fetch(env, fetch_request("m1", 3, {(ORDERS, 0): [(0, 1, [RENEW])]},
+                                                    version=2, renew=True))
+        p = partitions(resp)[(ORDERS, 0)]
+        assert p.acknowledge_error_code == 0 and acquired(p) == []
     run(main)
 
 

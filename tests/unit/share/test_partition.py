@@ -19,7 +19,7 @@ from kafkapy.share.partition import (
 
 AV, AQ, ACK, ARC = (RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
                     RecordState.ARCHIVED)
-GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 LOCK = 30_000
 
 
@@ -76,6 +76,26 @@ def test_max_records_rounds_up_to_a_batch_boundary(max_records: int,
     p = part()
     assert acq(p, "m1", (0, 4), (5, 9), (10, 14), max_records=max_records) == expected
     assert p.end_offset == expected[-1][1]
+
+
+@pytest.mark.parametrize(("max_records", "expected"), [
+    (1, [(0, 0, 1)]),      # record_limit (KIP-1206): a hard limit, cutting the batch
+    (7, [(0, 6, 1)]),
+    (100, [(0, 14, 1)]),
+])
+def test_strict_max_records_cuts_batches(max_records: int, expected: list[tuple[int, int, int]]) -> None:
+    p = part()
+    assert acq(p, "m1", (0, 4), (5, 9), (10, 14), max_records=max_records, strict=True) == expected
+    # The rest of a cut batch goes to the next fetch.
+    assert p.next_fetch_offset() == expected[-1][1] + 1
+
+
+def test_strict_max_records_limits_released_records() -> None:
+    p = part()
+    acq(p, "m1", (0, 9))
+    ack(p, "m1", 0, 9, RELEASE)
+    assert acq(p, "m2", (0, 9), max_records=3, strict=True) == [(0, 2, 2)]
+    assert states(p) == [(0, 2, AQ, 2), (3, 9, AV, 1)]
 
 
 def test_in_flight_window_limits_new_records() -> None:
@@ -249,7 +269,7 @@ def test_acks_are_all_or_nothing() -> None:
     [AcknowledgementBatch(5, 4, (ACCEPT,))],                                 # reversed
     [AcknowledgementBatch(0, 4, (ACCEPT, ACCEPT))],                          # wrong type count
     [AcknowledgementBatch(0, 4, (9,))],                                      # unknown type
-    [AcknowledgementBatch(0, 4, (4,))],                                      # Renew is v2
+    [AcknowledgementBatch(0, 4, (4,))],                                      # Renew is v2 only
     [AcknowledgementBatch(0, 4, (ACCEPT,)), AcknowledgementBatch(3, 6, (ACCEPT,))],  # overlap
     [AcknowledgementBatch(5, 6, (ACCEPT,)), AcknowledgementBatch(0, 1, (ACCEPT,))],  # unordered
     [AcknowledgementBatch(-1, 1, (ACCEPT,))],
@@ -289,6 +309,20 @@ def test_each_acquisition_has_its_own_lock() -> None:
     assert p.tick(LOCK)
     assert states(p) == [(0, 4, AV, 1), (5, 9, AQ, 1)]
     assert p.next_deadline() == 10_000 + LOCK
+
+
+def test_renew_keeps_records_acquired_with_a_fresh_lock() -> None:
+    p = part()
+    acq(p, "m1", (0, 9))
+    renew = [AcknowledgementBatch(0, 4, (RENEW,))]
+    assert p.acknowledge("m2", renew, LOCK - 1, renew=True) is E.INVALID_RECORD_STATE
+    assert p.acknowledge("m1", renew, LOCK - 1, renew=True) is E.NONE
+    assert p.next_deadline() == LOCK
+    p.tick(LOCK)  # only the records not renewed are released
+    assert states(p) == [(0, 4, AQ, 1), (5, 9, AV, 1)]
+    assert p.record_state(0) == (AQ, 1, "m1")
+    assert p.next_deadline() == 2 * LOCK - 1
+    assert ack(p, "m1", 0, 4, ACCEPT) is E.NONE
 
 
 def test_acked_records_do_not_expire() -> None:
