@@ -202,10 +202,12 @@ def missing_apis(bootstrap: str, needed: dict[str, tuple[int, int]]) -> list[str
             if key not in have or have[key][1] < version]
 
 
-# The APIs the Java 4.4 and librdkafka 2.16 clients need for each kind of group.
+# The APIs the Java 4.4 and librdkafka 2.16 clients need for each kind of group. The Java share
+# consumer in share.acquire.mode=record_limit only sends ShareFetch v2 (KIP-1206): against a v1
+# broker it fails every fetch in the client and never gets a record.
 CONSUMER_PROTOCOL_APIS = {"ConsumerGroupHeartbeat": (68, 0), "ConsumerGroupDescribe": (69, 0),
                           "OffsetCommit": (8, 9), "OffsetFetch": (9, 9)}
-SHARE_GROUP_APIS = {"ShareGroupHeartbeat": (76, 1), "ShareGroupDescribe": (77, 1), "ShareFetch": (78, 1),
+SHARE_GROUP_APIS = {"ShareGroupHeartbeat": (76, 1), "ShareGroupDescribe": (77, 1), "ShareFetch": (78, 2),
                     "ShareAcknowledge": (79, 1), "DescribeShareGroupOffsets": (90, 0)}
 
 
