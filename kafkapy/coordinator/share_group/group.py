@@ -52,6 +52,9 @@ class ShareGroup(modern_group.ModernGroup[ShareGroupMember]):
 
     def __init__(self, group_id: str) -> None:
         super().__init__(group_id)
+        # Kafka 4.4 starts a group at group and assignment epoch 1, without a record (as consumer
+        # groups): a first subscribing member gets epoch 2.
+        self.group_epoch = self.assignment_epoch = 1
         self.partition_metadata = rec.StatePartitionMetadata(group_id)
 
     def state(self) -> ShareGroupState:

@@ -190,7 +190,7 @@ class ShareGroupMembership:
             if group is not None and mid in group.members:
                 out.log.append(f"[GroupCoordinator] Member {mid} in share group {gid} has failed, "
                                "removing it from the group (session timeout)")
-                self._remove_member(group, mid, out)
+                self._remove_member(group, mid, now_ms, out)
             else:
                 self._set_deadline(self.session_deadlines, (gid, mid), None, out)
         for (gid, t), deadline in sorted(self.initialize_deadlines.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
@@ -210,7 +210,7 @@ class ShareGroupMembership:
         try:
             self._validate(req)
             if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-                return self._leave(req)
+                return self._leave(req, now_ms)
             return self._heartbeat(req, now_ms)
         except _Refused as r:
             return ShareHeartbeatOutcome(HeartbeatResponse(r.error, r.message, req.member_id or None))
@@ -455,7 +455,7 @@ class ShareGroupMembership:
         return E.NONE, out
 
     # ------------------------------------------------------------------ leaving
-    def _leave(self, req: ShareHeartbeatRequest) -> ShareHeartbeatOutcome:
+    def _leave(self, req: ShareHeartbeatRequest, now_ms: int) -> ShareHeartbeatOutcome:
         out = ShareHeartbeatOutcome()
         group = self.groups.get(req.group_id)
         if group is None:
@@ -464,14 +464,18 @@ class ShareGroupMembership:
             raise _Refused(E.UNKNOWN_MEMBER_ID,
                            f"Member {req.member_id} is not a member of group {req.group_id}.")
         out.log.append(f"[GroupCoordinator] Member {req.member_id} left share group {group.group_id}")
-        self._remove_member(group, req.member_id, out)
+        self._remove_member(group, req.member_id, now_ms, out)
         out.response = HeartbeatResponse(member_id=req.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
         return out
 
-    def _remove_member(self, group: ShareGroup, member_id: str, out: ShareHeartbeatOutcome) -> None:
+    def _remove_member(self, group: ShareGroup, member_id: str, now_ms: int, out: ShareHeartbeatOutcome) -> None:
         for t in member_tombstones(group.group_id, member_id):
             self._write(group, t, out)
         self._bump(group, self._metadata_hash(group), out)
+        if not group.members:
+            # The empty group's (empty) target moves to the new epoch at once, as Kafka 4.4's
+            # does: a described empty group shows equal group and assignment epochs.
+            self._assign(group, now_ms, out)
         self._set_deadline(self.session_deadlines, (group.group_id, member_id), None, out)
 
     # ------------------------------------------------------------------ describe

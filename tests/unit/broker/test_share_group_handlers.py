@@ -209,8 +209,8 @@ def test_leave_fencing_authorization_and_failed_append(replicas):
         r = await joined(ctx)
         r = await handle_share_group_heartbeat(ctx, hb(epoch=r.member_epoch + 5))
         assert (r.error_code, r.error_message) == (E.FENCED_MEMBER_EPOCH, (
-            "The share group member has a greater member epoch (7) than the one known by the group "
-            "coordinator (2). The member must abandon all its partitions and rejoin."))
+            "The share group member has a greater member epoch (8) than the one known by the group "
+            "coordinator (3). The member must abandon all its partitions and rejoin."))
         r = await handle_share_group_heartbeat(ctx, hb(member="m9", epoch=1))
         assert r.error_code == E.UNKNOWN_MEMBER_ID
         ctx.denied_topics = {"foo"}

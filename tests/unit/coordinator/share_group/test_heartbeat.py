@@ -37,12 +37,14 @@ class Harness:
 def test_join_initializes_partitions_before_assigning_them():
     h = Harness()
     out = h.hb("m1")
-    assert out.response.error == 0 and out.response.assignment == {}
+    # A new group starts at epoch 1 without a record (as Kafka 4.4's): the first subscriber
+    # gets 2, and 3 once its partitions are initialized.
+    assert out.response.error == 0 and out.response.assignment == {} and out.response.member_epoch == 2
     assert [(r.topic_id, r.partitions, r.start_offset) for r in out.initialize] == [(T1, frozenset({0, 1}), -1)]
     h.init_all(out)
     out = h.hb("m1")
     assert out.response.assignment == {T1: frozenset({0, 1})}
-    assert out.response.member_epoch == h.m.groups["g"].group_epoch
+    assert out.response.member_epoch == h.m.groups["g"].group_epoch == 3
     assert h.m.groups["g"].partition_metadata.initialized == {T1: ("orders", frozenset({0, 1}))}
 
 
@@ -93,6 +95,15 @@ def test_leave_and_session_timeout_remove_members():
     h.log += out.records
     assert h.m.groups["g"].members == {} and h.m.describe("g").state == "Empty"
     assert h.hb("m1", epoch=-1).response.error == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_group_emptied_by_a_leave_shows_equal_epochs():
+    h = Harness()
+    h.init_all(h.hb("m1"))
+    h.hb("m1")
+    h.hb("m1", epoch=-1)
+    d = h.m.describe("g")
+    assert (d.state, d.group_epoch, d.assignment_epoch) == ("Empty", 4, 4)
 
 
 def test_unanswered_initialization_is_retried():
