@@ -122,9 +122,11 @@ class ShareStateShard:
             return _refused(E.FENCED_STATE_EPOCH, f"Initialize request state epoch is smaller than last "
                             f"recorded current: {cur.state_epoch}, requested: {state_epoch}.")
         out = ShareStateOutcome()
+        # As Kafka 4.4 writes it: leader epoch 0, and nothing delivered yet once the start offset
+        # is known (-1, unknown, while the leader has still to resolve it).
         self._emit(ShareSnapshot(
-            group_id, topic_id, partition, 0 if cur is None else cur.snapshot_epoch + 1, state_epoch, -1,
-            start_offset, (), now_ms, now_ms), out)
+            group_id, topic_id, partition, 0 if cur is None else cur.snapshot_epoch + 1, state_epoch, 0,
+            start_offset, (), now_ms, now_ms, 0 if start_offset >= 0 else -1), out)
         return out
 
     def read(self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int) -> ShareStateOutcome:

@@ -152,7 +152,7 @@ def test_a_refused_append_is_rolled_back(broker):
         broker.replicas.append = refuse  # type: ignore[method-assign]
         assert (await coord.write(GROUP, TOPIC, 0, STATE)).error == E.COORDINATOR_NOT_AVAILABLE
         broker.replicas.append = real  # type: ignore[method-assign]
-        assert (await coord.read_summary(GROUP, TOPIC, 0)).state == PartitionState(0, -1, 10)
+        assert (await coord.read_summary(GROUP, TOPIC, 0)).state == PartitionState(0, 0, 10, (), 0)
         assert hosted.log.log_end_offset == 1
 
     run(broker, go)
@@ -171,13 +171,13 @@ def test_cold_snapshots_let_the_log_be_pruned(broker):
         assert plog.log_end_offset == 5
         await trio.sleep(1.5)
         assert plog.log_start_offset == 4
-        assert (await coord.read(GROUP, TOPIC, 0, 1)).state == PartitionState(0, 1, 12)
+        assert (await coord.read(GROUP, TOPIC, 0, 1)).state == PartitionState(0, 1, 12, (), 0)
 
     run(broker, go, **{"share.coordinator.state.topic.prune.interval.ms": "1500",
                        "share.coordinator.cold.partition.snapshot.interval.ms": "2500"})
 
     async def reload(coord):
-        assert (await coord.read(GROUP, TOPIC, 0, 1)).state == PartitionState(0, 1, 12)
+        assert (await coord.read(GROUP, TOPIC, 0, 1)).state == PartitionState(0, 1, 12, (), 0)
 
     run(broker, reload)
     assert [type(r) for r in records_in_log(broker)] == [ShareSnapshot]

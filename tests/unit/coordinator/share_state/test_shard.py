@@ -30,6 +30,14 @@ def test_read_and_write_of_an_uninitialized_partition_are_refused():
     assert shard.read_summary(G, T, 0).response.state == PartitionState(0, -1, -1)
 
 
+def test_a_new_state_has_leader_epoch_0_and_nothing_delivered_once_its_start_is_known():
+    shard, _ = _initialized(start=5)
+    assert shard.read_summary(G, T, 0).response.state == PartitionState(0, 0, 5, (), 0)
+    # A start offset still to be resolved by the leader: the delivered count is unknown too.
+    shard.initialize(G, T, 1, 0, -1, now_ms=1)
+    assert shard.read_summary(G, T, 1).response.state == PartitionState(0, 0, -1, (), -1)
+
+
 def test_write_then_read_round_trips_the_state():
     shard, _ = _initialized()
     state = PartitionState(0, 3, 10, (B(10, 12, 2, 1), B(13, 15, 0, 2)), 3)
