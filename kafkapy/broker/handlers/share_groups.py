@@ -259,8 +259,10 @@ async def handle_alter_share_group_offsets(ctx: BrokerContext, request: Request)
         elif meta is None:
             refused[t.topic_name] = E.UNKNOWN_TOPIC_OR_PARTITION
         else:
+            # Partitions the topic does not have are refused one by one (Kafka 4.4's
+            # GroupMetadataManager); the rest of the topic is altered.
             starts.setdefault(meta.id, (t.topic_name, {}))[1].update(
-                {p.partition_index: p.start_offset for p in t.partitions})
+                {p.partition_index: p.start_offset for p in t.partitions if p.partition_index in meta.partitions})
 
     def answer(code: int, message: str | None, errors: Mapping[tuple[uuid.UUID, int], int]) -> object:
         if code != E.NONE:
@@ -273,9 +275,12 @@ async def handle_alter_share_group_offsets(ctx: BrokerContext, request: Request)
         for t in body.topics:
             if t.topic_name in refused:
                 continue
-            tid = image.by_name[t.topic_name].id
-            out.append(T(topic_name=t.topic_name, topic_id=tid, partitions=[
-                P(partition_index=p.partition_index, error_code=errors.get((tid, p.partition_index), E.NONE),
+            meta = image.by_name[t.topic_name]
+            out.append(T(topic_name=t.topic_name, topic_id=meta.id, partitions=[
+                P(partition_index=p.partition_index, error_code=E.UNKNOWN_TOPIC_OR_PARTITION,
+                  error_message=TOPIC_MESSAGES[E.UNKNOWN_TOPIC_OR_PARTITION])
+                if p.partition_index not in meta.partitions else
+                P(partition_index=p.partition_index, error_code=errors.get((meta.id, p.partition_index), E.NONE),
                   error_message=None) for p in t.partitions]))
         return R(throttle_time_ms=0, error_code=code, error_message=message, responses=out)
 
@@ -286,6 +291,7 @@ async def handle_alter_share_group_offsets(ctx: BrokerContext, request: Request)
     group = shard.share_group(body.group_id)
     if group is not None and group.members:
         return answer(E.NON_EMPTY_GROUP, NON_EMPTY, {})
+    starts = {tid: v for tid, v in starts.items() if v[1]}
     errors = await _service(ctx).alter_offsets(shard, body.group_id, starts) if starts else {}
     return answer(E.NONE, None, errors)
 
