@@ -169,7 +169,7 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> object:
     lock_ms = mgr.lock_duration_ms(group_id)
     if session.error != ErrorCode.NONE:
         return FetchResp(version=version, throttle_time_ms=0, error_code=session.error,
-                         acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+                         acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
     fetching = sorted(session.session.partitions) if epoch != FINAL_EPOCH and session.session else []
     names = _names(ctx, [tp.topic_id for tp in (*wanted, *fetching)])
     readable = _readable(ctx, names)
