@@ -305,11 +305,15 @@ def test_offsets_admin(replicas):
         await handle_share_group_heartbeat(ctx, hb(epoch=-1))
         await trio.sleep(0.01)
         left = departures(ctx)
-        a = await handle_alter_share_group_offsets(ctx, _alter(foo={0: 5, 2: 7}, bar={0: 1}))
+        # foo has 4 partitions: its partition 9 is refused alone, and no state is made for it.
+        a = await handle_alter_share_group_offsets(ctx, _alter(foo={0: 5, 2: 7, 9: 1}, bar={0: 1}))
         assert a.error_code == E.NONE
         assert left == [("g", "")]  # the share partitions forget the old state
         codes = {(t.topic_name, p.partition_index): p.error_code for t in a.responses for p in t.partitions}
-        assert codes == {("foo", 0): E.NONE, ("foo", 2): E.NONE, ("bar", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+        assert codes == {("foo", 0): E.NONE, ("foo", 2): E.NONE, ("foo", 9): E.UNKNOWN_TOPIC_OR_PARTITION,
+                         ("bar", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+        assert a.responses[1].partitions[2].error_message == "This server does not host this topic-partition."
+        assert ("g", FOO, 9) not in persister.states
         # A new state epoch (the group epoch after the alter's bump) and the new start offsets.
         epochs = {c[3] for c in persister.calls[-2:]}
         assert [c[4] for c in persister.calls[-2:]] == [5, 7] and min(epochs) > 0
