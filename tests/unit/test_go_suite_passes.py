@@ -30,9 +30,10 @@ cat "$RESULTS.tls" >> "$RESULTS"
 
 
 def _suite(tmp_path: Path) -> Path:
-    """A checkout with go_suite.sh and the glue, and a built fake suite of three broker tests."""
+    """A checkout with go_suite.sh, the argument parsing it sources and the glue, and a built fake
+    suite of three broker tests."""
     (tmp_path / "compat-tests").mkdir()
-    for name in ("go_suite.sh", "gotest_glue.py"):
+    for name in ("go_suite.sh", "suite_args.sh", "gotest_glue.py"):
         shutil.copy(ROOT / "compat-tests" / name, tmp_path / "compat-tests" / name)
     cache = tmp_path / ".tools" / "suites" / "fake"
     (cache / "src" / "pkg").mkdir(parents=True)
